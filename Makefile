@@ -1,0 +1,33 @@
+# Everything starts from nothing: `make demo` and `make test` create .venv on first use.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test unit integration venv clean bench fuzz
+
+demo: $(STAMP)
+	$(BIN)/doccheck demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q
+
+integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration -q
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache build *.egg-info

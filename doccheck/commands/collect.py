@@ -1,0 +1,11 @@
+"""`doccheck collect` (placeholder until implemented)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def collect() -> None:
+    """Not implemented yet."""
+    typer.echo("not implemented yet", err=True)
+    raise typer.Exit(2)

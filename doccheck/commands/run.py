@@ -1,0 +1,11 @@
+"""`doccheck run` (placeholder until implemented)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def run() -> None:
+    """Not implemented yet."""
+    typer.echo("not implemented yet", err=True)
+    raise typer.Exit(2)

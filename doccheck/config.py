@@ -1,0 +1,35 @@
+"""Configuration from the environment (``DOCCHECK_*``), overridable by CLI flags.
+
+Secrets are held as :class:`pydantic.SecretStr` so that a stray ``repr`` or log line
+never shows them.
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///doccheck.db"
+
+
+class Settings(BaseSettings):
+    """Settings read from ``DOCCHECK_BASE_URL``, ``DOCCHECK_API_KEY``, ``DOCCHECK_DATABASE_URL``
+    and ``DOCCHECK_WEBHOOK_SECRET`` (comma-separated during a rotation)."""
+
+    model_config = SettingsConfigDict(env_prefix="DOCCHECK_", extra="ignore")
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    database_url: str = DEFAULT_DATABASE_URL
+    webhook_secret: SecretStr | None = None
+
+    def webhook_secrets(self) -> list[SecretStr]:
+        """The configured signing secrets, newest first as written, empty entries dropped."""
+        if self.webhook_secret is None:
+            return []
+        return [SecretStr(s.strip()) for s in self.webhook_secret.get_secret_value().split(",") if s.strip()]
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with non-None ``overrides`` (CLI flags) taking precedence."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

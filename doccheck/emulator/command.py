@@ -1,0 +1,11 @@
+"""`doccheck emulator` (placeholder until implemented)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def emulator() -> None:
+    """Not implemented yet."""
+    typer.echo("not implemented yet", err=True)
+    raise typer.Exit(2)

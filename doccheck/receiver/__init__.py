@@ -1,0 +1,1 @@
+"""The webhook receiver: verifies, deduplicates and stores deliveries."""

@@ -1,0 +1,30 @@
+"""The console script exists and every command answers --help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+COMMANDS = ["emulator", "receiver", "run", "collect", "demo"]
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help(command: str | None) -> None:
+    args = [sys.executable, "-m", "doccheck.cli"] + ([command] if command else []) + ["--help"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "Usage" in out.stdout
+
+
+def test_library_does_not_import_prefect() -> None:
+    code = (
+        "import sys, importlib, pkgutil, doccheck\n"
+        "for m in pkgutil.walk_packages(doccheck.__path__, 'doccheck.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.'))\n"
+        "assert not bad, bad[:5]\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
