@@ -1,0 +1,163 @@
+"""Parquet reports: schemas kept when empty, types round-trip, latest/ refreshed, metadata joined."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from doccheck.manifest import Rejection
+from doccheck.reports import (
+    AI_RESULTS_SCHEMA,
+    SCHEMAS,
+    SIMILARITY_RESULTS_SCHEMA,
+    SIMILARITY_SOURCES_SCHEMA,
+    SUBMISSIONS_SCHEMA,
+    ReportError,
+    ReportTables,
+    rejection_rows,
+    to_dataframes,
+    write_reports,
+)
+
+ISSUE_COLUMNS = {
+    "submissions": [
+        "document_id", "mode", "idempotency_key", "check_id", "products", "status",
+        "error_code", "error_message", "words", "cost_cents",
+    ],
+    "ai_results": ["document_id", "check_id", "status", "score", "label", "words", "completed_at", "error_code"],
+    "similarity_results": [
+        "document_id", "check_id", "status", "score", "matched_words", "source_count", "completed_at", "error_code",
+    ],
+    "similarity_sources": ["document_id", "check_id", "source_id", "title", "url", "kind", "matched_words", "percent"],
+}  # fmt: skip
+
+
+def sample_tables() -> ReportTables:
+    done = datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)
+    return ReportTables(
+        submissions=[
+            {
+                "document_id": "a", "row_number": 1, "mode": "multipart", "idempotency_key": "dc1-x",
+                "check_id": "c-1", "products": ("ai", "similarity"), "status": "completed",
+                "words": 250, "cost_cents": 9, "unexpected": "ignored",
+            },
+            {"document_id": "b", "row_number": 2, "mode": "text", "products": "ai", "status": "processing"},
+            *rejection_rows([Rejection(3, "c", "path", "file_not_found", "row 3: path: file 'x' does not exist")]),
+        ],
+        ai_results=[
+            {"document_id": "a", "check_id": "c-1", "status": "completed", "score": 0.25, "label": "human",
+             "words": 250, "completed_at": done},
+            {"document_id": "b", "check_id": "c-2", "status": "failed", "error_code": "processing_failed",
+             "completed_at": "2026-11-22T10:00:01.500Z"},
+        ],
+        similarity_results=[
+            {"document_id": "a", "check_id": "c-1", "status": "completed", "score": 42, "matched_words": 105,
+             "source_count": 1, "completed_at": datetime(2026, 11, 22, 11, 0, tzinfo=timezone(timedelta(hours=1)))},
+        ],
+        similarity_sources=[
+            {"document_id": "a", "check_id": "c-1", "source_id": "s-9", "title": "Essay B",
+             "url": None, "kind": "submission", "matched_words": 105, "percent": 42.0},
+        ],
+    )  # fmt: skip
+
+
+def test_schemas_have_the_issue_columns() -> None:
+    for name, columns in ISSUE_COLUMNS.items():
+        names = SCHEMAS[name].names
+        assert [c for c in names if c != "row_number"] == columns
+    assert SUBMISSIONS_SCHEMA.field("row_number").type == pa.int64()
+    for schema in (AI_RESULTS_SCHEMA, SIMILARITY_RESULTS_SCHEMA):
+        assert schema.field("completed_at").type == pa.timestamp("ms", tz="UTC")
+    assert SIMILARITY_SOURCES_SCHEMA.field("percent").type == pa.float64()
+
+
+def test_empty_reports_keep_schema(tmp_path: Path) -> None:
+    paths = write_reports(tmp_path, "run-empty", ReportTables())
+    for name, file in paths.files().items():
+        table = pq.read_table(file)
+        assert table.num_rows == 0
+        assert table.schema.equals(SCHEMAS[name], check_metadata=False)
+        assert pq.read_table(paths.latest_dir / file.name).schema.equals(SCHEMAS[name], check_metadata=False)
+    frames = to_dataframes(ReportTables())
+    assert list(frames["ai_results"].columns) == AI_RESULTS_SCHEMA.names
+    assert str(frames["ai_results"]["completed_at"].dtype) == "timestamp[ms, tz=UTC][pyarrow]"
+
+
+def test_round_trip_types_and_values(tmp_path: Path) -> None:
+    paths = write_reports(tmp_path, "2026-11-22T10-00-00Z", sample_tables())
+    subs = pq.read_table(paths.submissions)
+    assert subs.schema.equals(SUBMISSIONS_SCHEMA, check_metadata=False)
+    rows = subs.to_pylist()
+    assert rows[0]["products"] == ["ai", "similarity"] and rows[0]["cost_cents"] == 9
+    assert rows[1]["products"] == ["ai"] and rows[1]["check_id"] is None and rows[1]["words"] is None
+    assert rows[2] == {
+        "document_id": "c", "row_number": 3, "mode": "rejected", "idempotency_key": None, "check_id": None,
+        "products": None, "status": "rejected", "error_code": "file_not_found",
+        "error_message": "row 3: path: file 'x' does not exist", "words": None, "cost_cents": 0,
+    }  # fmt: skip
+    ai = pq.read_table(paths.ai_results).to_pylist()
+    assert ai[0]["completed_at"] == datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)
+    assert ai[1]["completed_at"] == datetime(2026, 11, 22, 10, 0, 1, 500000, tzinfo=UTC)
+    assert ai[1]["score"] is None and ai[1]["error_code"] == "processing_failed"
+    sim = pq.read_table(paths.similarity_results).to_pylist()
+    assert sim[0]["score"] == 42.0 and sim[0]["completed_at"] == datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    src = pq.read_table(paths.similarity_sources).to_pylist()
+    assert src[0]["url"] is None and src[0]["matched_words"] == 105
+    # DataFrames carry the very same schema.
+    frames = to_dataframes(sample_tables())
+    for name, frame in frames.items():
+        back = pa.Table.from_pandas(frame, preserve_index=False)
+        assert back.schema.equals(SCHEMAS[name], check_metadata=False), name
+    assert frames["submissions"]["words"].isna().tolist() == [False, True, True]
+
+
+def test_latest_is_refreshed(tmp_path: Path) -> None:
+    first = write_reports(tmp_path, "run1", sample_tables())
+    assert pq.read_table(first.latest_dir / "submissions.parquet").num_rows == 3
+    second = write_reports(tmp_path, "run2", ReportTables(submissions=[{"document_id": "z", "status": "completed"}]))
+    latest = pq.read_table(second.latest_dir / "submissions.parquet").to_pylist()
+    assert [r["document_id"] for r in latest] == ["z"]
+    # The first run's folder is untouched; no temporary folders remain.
+    assert pq.read_table(first.submissions).num_rows == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "run1", "run2"]
+    assert sorted(p.name for p in second.latest_dir.iterdir()) == sorted(f"{n}.parquet" for n in SCHEMAS)
+    # Rewriting the same label replaces its files (collect_results does that).
+    write_reports(tmp_path, "run2", ReportTables())
+    assert pq.read_table(second.submissions).num_rows == 0
+
+
+def test_metadata_join(tmp_path: Path) -> None:
+    metadata = {"a": {"document_id": "a", "section": "S1", "cohort": "2026"}, "b": {"section": "S2"}}
+    paths = write_reports(tmp_path, "run", sample_tables(), metadata)
+    subs = pq.read_table(paths.submissions)
+    assert subs.schema.names[-2:] == ["meta_section", "meta_cohort"]
+    assert subs.column("meta_section").to_pylist() == ["S1", "S2", None]
+    assert subs.column("meta_cohort").to_pylist() == ["2026", None, None]
+    sources = pq.read_table(paths.similarity_sources)
+    assert sources.column("meta_section").to_pylist() == ["S1"]
+    empty = to_dataframes(ReportTables(), metadata)["ai_results"]
+    assert list(empty.columns)[-2:] == ["meta_section", "meta_cohort"] and len(empty) == 0
+
+
+def test_bad_values_name_table_row_and_column(tmp_path: Path) -> None:
+    bad = ReportTables(ai_results=[{"document_id": "a", "score": "high"}])
+    with pytest.raises(ReportError, match=r"ai_results row 0 \(document_id 'a'\), column 'score'"):
+        write_reports(tmp_path, "r", bad)
+    with pytest.raises(ReportError, match="completed_at"):
+        write_reports(tmp_path, "r", ReportTables(ai_results=[{"completed_at": "yesterday"}]))
+    for label in ("latest", "../x", "", ".hidden", "a/b"):
+        with pytest.raises(ReportError, match="run label"):
+            write_reports(tmp_path, label, ReportTables())
+
+
+def test_nan_from_pandas_is_null(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"document_id": ["a"], "score": [float("nan")], "words": [float("nan")]})
+    tables = ReportTables(ai_results=frame.to_dict(orient="records"))
+    paths = write_reports(tmp_path, "r", tables)
+    row = pq.read_table(paths.ai_results).to_pylist()[0]
+    assert row["score"] is None and row["words"] is None
