@@ -1,0 +1,115 @@
+"""Every assumption the client makes about what the service interface does NOT show.
+
+The interface (``shared/interface/document-check-service.md``) leaves error codes, status
+values, result shapes, paths and prices unspecified. DESIGN.md and docs/architecture.md fix
+them for the emulator; this module is the client's single copy, so that when the real
+service is known only this file (and the models' defaults) has to change. Nothing here is
+imported by the emulator: the two sides implement the assumptions independently, so a test
+that passes proves they agree rather than that they share a bug.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+# --- Versioning and paths -------------------------------------------------------------
+#: The base URL must end with this segment (interface, "Versioning").
+API_VERSION_SUFFIX = "/api/v1"
+CHECKS_PATH = "/checks"
+UPLOADS_PATH = "/uploads"
+WEBHOOK_PATH = "/webhook"
+WEBHOOK_ROTATE_PATH = "/webhook/rotate"
+
+
+def check_path(check_id: str) -> str:
+    """``GET /checks/{id}``: not shown by the interface, fixed by DESIGN.md."""
+    return f"{CHECKS_PATH}/{check_id}"
+
+
+def check_file_path(check_id: str, kind: str) -> str:
+    """``GET /checks/{id}/files/{kind}``: not shown by the interface, fixed by DESIGN.md."""
+    return f"{CHECKS_PATH}/{check_id}/files/{kind}"
+
+
+# --- Headers ----------------------------------------------------------------------------
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: Set to "true" on a create-check answer that replays an earlier check for the same key.
+REPLAY_HEADER = "Idempotent-Replayed"
+REQUEST_ID_HEADER = "X-Request-Id"
+RETRY_AFTER_HEADER = "Retry-After"
+
+# --- Products, statuses, files ----------------------------------------------------------
+PRODUCTS: frozenset[str] = frozenset({"ai", "similarity"})
+DEFAULT_PRODUCTS: tuple[str, ...] = ("ai",)
+#: Only ``processing`` is shown; the rest come from DESIGN.md.
+CHECK_STATUSES: frozenset[str] = frozenset({"processing", "completed", "failed"})
+TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
+PRODUCT_STATUSES: frozenset[str] = CHECK_STATUSES
+AI_LABELS: frozenset[str] = frozenset({"human", "mixed", "ai"})
+SOURCE_KINDS: frozenset[str] = frozenset({"submission", "reference"})
+FILE_KINDS: frozenset[str] = frozenset({"similarity_pdf", "pdf", "original"})
+EVENT_TYPES: frozenset[str] = frozenset({"check.completed", "check.failed"})
+
+# --- Limits -----------------------------------------------------------------------------
+#: "4 MB" and "50 MB" are read as binary megabytes (MiB); the emulator uses the same.
+MEGABYTE = 1024 * 1024
+MULTIPART_MAX_BYTES = 4 * MEGABYTE
+UPLOAD_MAX_BYTES = 50 * MEGABYTE
+UPLOAD_URL_LIFETIME_SECONDS = 600
+MAX_WAITING_UPLOADS = 50
+
+# --- Supported file types ---------------------------------------------------------------
+#: Fallback while ``doccheck.extract`` is not importable; extract is the source of truth.
+_LOCAL_SUPPORTED_TYPES: dict[str, str] = {
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pdf": "application/pdf",
+}
+try:  # pragma: no cover - depends on which engineer landed first
+    from doccheck.extract import SUPPORTED_TYPES as _EXTRACT_TYPES
+
+    SUPPORTED_TYPES: dict[str, str] = dict(_EXTRACT_TYPES)
+except ImportError:  # pragma: no cover
+    SUPPORTED_TYPES = dict(_LOCAL_SUPPORTED_TYPES)
+
+
+def content_type_for(filename: str) -> str | None:
+    """MIME type for ``filename`` by its (case-insensitive) extension, or None if unsupported."""
+    dot = filename.rfind(".")
+    if dot < 0:
+        return None
+    return SUPPORTED_TYPES.get(filename[dot:].lower())
+
+
+# --- Errors -----------------------------------------------------------------------------
+#: Error bodies look like ``{"error": {"code": "...", "message": "..."}}``.
+ERROR_ENVELOPE_KEY = "error"
+
+#: Responses that prove the request did no work at the service, so even a non-idempotent
+#: POST (an upload, which takes one of the 50 waiting slots) can be sent again: the rate
+#: limiter answers 429 before the handler runs, and 503 is reserved for "not accepting
+#: work right now" (overload / maintenance) by convention, answered before the handler.
+#: A 500/502/504 may come after the handler created something, so it is NOT in this set.
+NOT_REACHED_STATUSES: frozenset[int] = frozenset({429, 503})
+
+# --- Price rule (architecture.md, "Assumptions shared by the emulator and the client") ---
+MIN_BILLED_WORDS = 100
+CENTS_PER_100_WORDS: dict[str, int] = {"ai": 1, "similarity": 2}
+
+
+def billed_words(words: int) -> int:
+    """Words billed for a document of ``words`` words (minimum charge of 100 words)."""
+    return max(int(words), MIN_BILLED_WORDS)
+
+
+def estimate_cost_cents(words: int, products: Iterable[str]) -> int:
+    """Total cents a check of ``words`` words with ``products`` is expected to cost.
+
+    Used to budget a batch before spending money; the service's ``cost`` is authoritative.
+    """
+    blocks = math.ceil(billed_words(words) / 100)
+    return sum(CENTS_PER_100_WORDS[p] * blocks for p in set(products))

@@ -1,0 +1,208 @@
+"""The asynchronous client: drives the same operations of :mod:`doccheck.client._core`
+over ``httpx.AsyncClient`` (for the pipeline's bounded-concurrency submission)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import SecretStr
+from tenacity import AsyncRetrying
+
+from doccheck.client import _core
+from doccheck.client.errors import DocCheckError
+from doccheck.client.models import Check, CheckList, Upload, Webhook
+from doccheck.client.retry import RetryPolicy, tenacity_kwargs
+from doccheck.client.submit import Document, Submission, op_submit
+
+T = TypeVar("T")
+
+
+class AsyncDocCheckClient:
+    """Client of the document-check service (async). ``async with``, or ``await aclose()``.
+
+    Two connection pools: the authenticated one for the service, and a plain one for the
+    signed upload addresses (another origin, which must never see the API key).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        upload_transport: httpx.AsyncBaseTransport | None = None,
+        max_connections: int = 20,
+    ) -> None:
+        self.base_url, self._api_key = _core.resolve_config(base_url, api_key)
+        self.retry = retry or RetryPolicy()
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        headers = {"User-Agent": _core.USER_AGENT, "Accept": "application/json"}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            auth=_core.BearerAuth(self._api_key),
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
+            transport=transport,
+            follow_redirects=False,
+        )
+        self._storage = httpx.AsyncClient(
+            headers={"User-Agent": _core.USER_AGENT},
+            timeout=timeout,
+            limits=limits,
+            transport=upload_transport or transport,
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"AsyncDocCheckClient(base_url={self.base_url!r})"
+
+    async def __aenter__(self) -> AsyncDocCheckClient:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close both connection pools."""
+        await self._http.aclose()
+        await self._storage.aclose()
+
+    # --- driving ----------------------------------------------------------------------
+
+    async def _send_once(self, spec: _core.RequestSpec) -> httpx.Response:
+        client = self._storage if spec.external else self._http
+        with ExitStack() as stack:
+            request = _core.build_request(client, spec, stack)
+            try:
+                response = await client.send(request)
+            except httpx.TransportError as exc:
+                raise _core.network_error(exc, spec.what) from None
+        if response.status_code >= 400:
+            raise _core.error_from_response(response, self._api_key)
+        return response
+
+    async def _send(self, spec: _core.RequestSpec) -> httpx.Response:
+        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+            with attempt:
+                response = await self._send_once(spec)
+        return response
+
+    async def _run(self, op: _core.Operation[T]) -> T:
+        try:
+            spec = next(op)
+            while True:
+                spec = op.send(await self._send(spec))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        finally:
+            op.close()
+
+    # --- endpoints --------------------------------------------------------------------
+
+    async def create_check(
+        self,
+        *,
+        text: str | None = None,
+        file: str | Path | None = None,
+        filename: str | None = None,
+        upload_id: str | None = None,
+        products: Sequence[str] | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        webhook_url: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Check:
+        """``POST /checks``; retried on transient errors only when ``idempotency_key`` is given."""
+        return await self._run(
+            _core.op_create_check(
+                text=text,
+                file=file,
+                filename=filename,
+                upload_id=upload_id,
+                products=products,
+                name=name,
+                metadata=metadata,
+                webhook_url=webhook_url,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    async def create_upload(self, filename: str, *, content_type: str | None = None, size_bytes: int | None = None) -> Upload:
+        """``POST /uploads``: a signed address valid 10 minutes (takes a waiting-upload slot)."""
+        return await self._run(_core.op_create_upload(filename, content_type, size_bytes))
+
+    async def put_upload(self, upload: Upload, path_or_bytes: str | Path | bytes) -> None:
+        """PUT the bytes (streamed from disk for a path) to ``upload.upload_url``."""
+        await self._run(_core.op_put_upload(upload, path_or_bytes))
+
+    async def get_check(self, check_id: str) -> Check:
+        """``GET /checks/{id}``."""
+        return await self._run(_core.op_get_check(check_id))
+
+    async def list_checks(self, limit: int | None = None, starting_after: str | None = None) -> CheckList:
+        """One page of ``GET /checks``, newest first."""
+        return await self._run(_core.op_list_checks(limit, starting_after))
+
+    async def iter_checks(self, page_size: int = 100) -> AsyncIterator[Check]:
+        """Every check of the account, newest first, fetching pages lazily."""
+        after: str | None = None
+        while True:
+            page = await self.list_checks(limit=page_size, starting_after=after)
+            for check in page.data:
+                yield check
+            if not page.has_more or not page.data:
+                return
+            after = page.data[-1].id
+
+    async def get_file(self, check_id: str, kind: str) -> bytes:
+        """Bytes of a report file: ``similarity_pdf``, ``pdf`` or ``original``."""
+        return await self._run(_core.op_get_file(check_id, kind))
+
+    async def get_webhook(self) -> Webhook:
+        """``GET /webhook`` (never carries the secret)."""
+        return await self._run(_core.op_get_webhook())
+
+    async def put_webhook(self, url: str) -> Webhook:
+        """``PUT /webhook``: set or move the account endpoint; ``secret`` only on creation."""
+        return await self._run(_core.op_put_webhook(url))
+
+    async def rotate_webhook(self) -> Webhook:
+        """``POST /webhook/rotate``: a new signing secret in ``.secret``."""
+        return await self._run(_core.op_rotate_webhook())
+
+    async def delete_webhook(self) -> None:
+        """``DELETE /webhook``."""
+        await self._run(_core.op_delete_webhook())
+
+    async def submit(
+        self,
+        document: Document,
+        *,
+        products: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        webhook_url: str | None = None,
+    ) -> Submission:
+        """Send ``document`` the right way (text | multipart | upload); see :mod:`.submit`."""
+        return await self._run(
+            op_submit(
+                document,
+                products=products,
+                idempotency_key=idempotency_key,
+                name=name,
+                metadata=metadata,
+                webhook_url=webhook_url,
+            )
+        )
+
+
+__all__ = ["AsyncDocCheckClient", "DocCheckError"]

@@ -1,0 +1,207 @@
+"""The synchronous client: drives the operations of :mod:`doccheck.client._core` over
+``httpx.Client`` (for notebooks and scripts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import SecretStr
+from tenacity import Retrying
+
+from doccheck.client import _core
+from doccheck.client.errors import DocCheckError
+from doccheck.client.models import Check, CheckList, Upload, Webhook
+from doccheck.client.retry import RetryPolicy, tenacity_kwargs
+from doccheck.client.submit import Document, Submission, op_submit
+
+T = TypeVar("T")
+
+
+class DocCheckClient:
+    """Client of the document-check service (sync). Use as a context manager, or ``close()``.
+
+    Two connection pools: the authenticated one for the service, and a plain one for the
+    signed upload addresses (another origin, which must never see the API key).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        upload_transport: httpx.BaseTransport | None = None,
+        max_connections: int = 20,
+    ) -> None:
+        self.base_url, self._api_key = _core.resolve_config(base_url, api_key)
+        self.retry = retry or RetryPolicy()
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        headers = {"User-Agent": _core.USER_AGENT, "Accept": "application/json"}
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            auth=_core.BearerAuth(self._api_key),
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
+            transport=transport,
+            follow_redirects=False,
+        )
+        self._storage = httpx.Client(
+            headers={"User-Agent": _core.USER_AGENT},
+            timeout=timeout,
+            limits=limits,
+            transport=upload_transport or transport,
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"DocCheckClient(base_url={self.base_url!r})"
+
+    def __enter__(self) -> DocCheckClient:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close both connection pools."""
+        self._http.close()
+        self._storage.close()
+
+    # --- driving ----------------------------------------------------------------------
+
+    def _send_once(self, spec: _core.RequestSpec) -> httpx.Response:
+        client = self._storage if spec.external else self._http
+        with ExitStack() as stack:
+            request = _core.build_request(client, spec, stack)
+            try:
+                response = client.send(request)
+            except httpx.TransportError as exc:
+                raise _core.network_error(exc, spec.what) from None
+        if response.status_code >= 400:
+            raise _core.error_from_response(response, self._api_key)
+        return response
+
+    def _send(self, spec: _core.RequestSpec) -> httpx.Response:
+        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+            with attempt:
+                response = self._send_once(spec)
+        return response
+
+    def _run(self, op: _core.Operation[T]) -> T:
+        try:
+            spec = next(op)
+            while True:
+                spec = op.send(self._send(spec))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        finally:
+            op.close()
+
+    # --- endpoints --------------------------------------------------------------------
+
+    def create_check(
+        self,
+        *,
+        text: str | None = None,
+        file: str | Path | None = None,
+        filename: str | None = None,
+        upload_id: str | None = None,
+        products: Sequence[str] | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        webhook_url: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Check:
+        """``POST /checks``; retried on transient errors only when ``idempotency_key`` is given."""
+        return self._run(
+            _core.op_create_check(
+                text=text,
+                file=file,
+                filename=filename,
+                upload_id=upload_id,
+                products=products,
+                name=name,
+                metadata=metadata,
+                webhook_url=webhook_url,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    def create_upload(self, filename: str, *, content_type: str | None = None, size_bytes: int | None = None) -> Upload:
+        """``POST /uploads``: a signed address valid 10 minutes (takes a waiting-upload slot)."""
+        return self._run(_core.op_create_upload(filename, content_type, size_bytes))
+
+    def put_upload(self, upload: Upload, path_or_bytes: str | Path | bytes) -> None:
+        """PUT the bytes (streamed from disk for a path) to ``upload.upload_url``."""
+        self._run(_core.op_put_upload(upload, path_or_bytes))
+
+    def get_check(self, check_id: str) -> Check:
+        """``GET /checks/{id}``."""
+        return self._run(_core.op_get_check(check_id))
+
+    def list_checks(self, limit: int | None = None, starting_after: str | None = None) -> CheckList:
+        """One page of ``GET /checks``, newest first."""
+        return self._run(_core.op_list_checks(limit, starting_after))
+
+    def iter_checks(self, page_size: int = 100) -> Iterator[Check]:
+        """Every check of the account, newest first, fetching pages lazily."""
+        after: str | None = None
+        while True:
+            page = self.list_checks(limit=page_size, starting_after=after)
+            yield from page.data
+            if not page.has_more or not page.data:
+                return
+            after = page.data[-1].id
+
+    def get_file(self, check_id: str, kind: str) -> bytes:
+        """Bytes of a report file: ``similarity_pdf``, ``pdf`` or ``original``."""
+        return self._run(_core.op_get_file(check_id, kind))
+
+    def get_webhook(self) -> Webhook:
+        """``GET /webhook`` (never carries the secret)."""
+        return self._run(_core.op_get_webhook())
+
+    def put_webhook(self, url: str) -> Webhook:
+        """``PUT /webhook``: set or move the account endpoint; ``secret`` only on creation."""
+        return self._run(_core.op_put_webhook(url))
+
+    def rotate_webhook(self) -> Webhook:
+        """``POST /webhook/rotate``: a new signing secret in ``.secret``."""
+        return self._run(_core.op_rotate_webhook())
+
+    def delete_webhook(self) -> None:
+        """``DELETE /webhook``."""
+        self._run(_core.op_delete_webhook())
+
+    def submit(
+        self,
+        document: Document,
+        *,
+        products: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        webhook_url: str | None = None,
+    ) -> Submission:
+        """Send ``document`` the right way (text | multipart | upload); see :mod:`.submit`."""
+        return self._run(
+            op_submit(
+                document,
+                products=products,
+                idempotency_key=idempotency_key,
+                name=name,
+                metadata=metadata,
+                webhook_url=webhook_url,
+            )
+        )
+
+
+__all__ = ["DocCheckClient", "DocCheckError"]
