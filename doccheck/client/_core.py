@@ -234,17 +234,24 @@ def parse_check(response: httpx.Response) -> Check:
 # --- operations -----------------------------------------------------------------------
 
 
-def _products(products: Sequence[str] | None) -> list[str] | None:
+def normalise_products(products: Sequence[str] | None, *, validate: bool) -> list[str] | None:
+    """Products as a de-duplicated list (a bare string counts as one product).
+
+    ``create_check`` sends what it is given (``validate=False``): it mirrors the endpoint and
+    the service is the judge (``422 invalid_products``). ``submit`` validates locally first,
+    so a bad manifest row costs no request.
+    """
     if products is None:
         return None
     if isinstance(products, str):
         products = [products]
     out = list(dict.fromkeys(products))
-    bad = [p for p in out if p not in A.PRODUCTS]
-    if bad or not out:
-        raise LocalValidationError(
-            f"invalid products {bad or out!r}: choose one or both of {sorted(A.PRODUCTS)}", code="invalid_products"
-        )
+    if validate:
+        bad = [p for p in out if p not in A.PRODUCTS]
+        if bad or not out:
+            raise LocalValidationError(
+                f"invalid products {bad or out!r}: choose one or both of {sorted(A.PRODUCTS)}", code="invalid_products"
+            )
     return out
 
 
@@ -265,7 +272,7 @@ def create_check_spec(
     Exactly-one-input is NOT enforced here: the service's answer for none or several is its
     business (422 ``invalid_input``), and tests exercise it through this client.
     """
-    prods = _products(products)
+    prods = normalise_products(products, validate=False)
     headers = {A.IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else {}
     retry = RetryMode.SAFE if idempotency_key else RetryMode.NEVER
     if file is not None:

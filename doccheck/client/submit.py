@@ -121,6 +121,7 @@ def op_submit(
     fresh upload of the same file still gets the original check back without a charge.
     """
     plan = plan_document(document)
+    products = _core.normalise_products(products, validate=True)
     common: dict[str, Any] = {
         "products": products,
         "name": name,

@@ -153,12 +153,20 @@ def test_multipart_repeats_products_and_streams_file(tmp_path: Path) -> None:
     assert b"body words here" in body and b'{"a": 1}' in body and b"https://h/x" in body
 
 
-def test_invalid_products_refused_locally() -> None:
+def test_create_check_leaves_products_to_the_service() -> None:
+    rec = Recorder(created())
+    client_for(rec).create_check(text="x", products=["ai", "plagiarism", "ai"])
+    assert json.loads(rec.bodies[0])["products"] == ["ai", "plagiarism"]
+
+
+def test_submit_refuses_invalid_products_locally() -> None:
+    from doccheck.client import TextDocument
+
     rec = Recorder(created())
     with pytest.raises(LocalValidationError, match="invalid products"):
-        client_for(rec).create_check(text="x", products=["ai", "plagiarism"])
+        client_for(rec).submit(TextDocument("x"), products=["ai", "plagiarism"])
     with pytest.raises(LocalValidationError):
-        client_for(rec).create_check(text="x", products=[])
+        client_for(rec).submit(TextDocument("x"), products=[])
     assert rec.requests == []
 
 
