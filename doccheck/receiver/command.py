@@ -1,11 +1,67 @@
-"""`doccheck receiver` (placeholder until implemented)."""
+"""``doccheck receiver``: serve the webhook receiver with uvicorn until Ctrl-C / SIGTERM."""
 
 from __future__ import annotations
 
+import logging
+from typing import Annotated
+
 import typer
 
+from doccheck.receiver.app import DEFAULT_MAX_BODY_BYTES
 
-def receiver() -> None:
-    """Not implemented yet."""
-    typer.echo("not implemented yet", err=True)
-    raise typer.Exit(2)
+
+def receiver(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8791,
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="Ledger URL (default: DOCCHECK_DATABASE_URL or sqlite:///doccheck.db)."),
+    ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(help="Refuse deliveries larger than this (413).", min=1)
+    ] = DEFAULT_MAX_BODY_BYTES,
+    tolerance: Annotated[int, typer.Option(help="Signature age tolerance in seconds.", min=1)] = 300,
+) -> None:
+    """Receive signed webhook deliveries at POST /webhook and store them in the ledger.
+
+    Secrets come from DOCCHECK_WEBHOOK_SECRET (comma-separated during a rotation), or else
+    from the secret that `doccheck demo` stored in the ledger when it configured the webhook
+    (re-read on every delivery, so a rotation needs no restart).
+    """
+    import uvicorn
+    from rich.console import Console
+
+    from doccheck.config import load_settings
+    from doccheck.ledger import Ledger
+    from doccheck.ledger.engine import redact_url
+    from doccheck.receiver.app import create_app, ledger_secrets_provider
+
+    console = Console(stderr=True)
+    settings = load_settings(database_url=database_url)
+    try:
+        ledger = Ledger(settings.database_url)
+    except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
+        console.print(f"[red]error:[/] cannot open the ledger {redact_url(settings.database_url)}: {type(exc).__name__}")
+        raise typer.Exit(1) from None
+    env_secrets = settings.webhook_secrets()
+    if env_secrets:
+        provider = lambda: env_secrets  # noqa: E731
+        source = "DOCCHECK_WEBHOOK_SECRET"
+    else:
+        provider = ledger_secrets_provider(ledger)
+        source = "the ledger"
+    app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    console.print(
+        f"receiver listening on http://{host}:{port}/webhook "
+        f"(ledger {redact_url(settings.database_url)}, secrets from {source})"
+    )
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
+        pass
+    finally:
+        ledger.close()
+    console.print("receiver stopped")

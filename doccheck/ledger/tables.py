@@ -1,0 +1,199 @@
+"""SQLModel tables of the ledger.
+
+The ledger is the single durable record of what was sent, what the service answered and
+what results came back. It is what makes reruns and crash recovery free of double
+charges, so every table is keyed the way the flows look things up:
+
+- ``submissions`` by ``idempotency_key`` (UNIQUE): the key is deterministic, so the same
+  document in the same campaign always finds its earlier submission;
+- ``outcomes`` by ``(check_id, product)`` (UNIQUE): one row per product of a check, written
+  by webhook events or by polling, whichever comes first;
+- ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once.
+
+Document texts are never stored (student work is sensitive): only content hashes, word
+counts and the caller's allowlisted metadata that the reports join back.
+JSON columns use SQLAlchemy's generic ``JSON`` type, which works on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Aware UTC now (SQLModel's datetime columns store and return aware UTC on both engines)."""
+    return datetime.now(UTC)
+
+
+class RunRow(SQLModel, table=True):
+    """One invocation of the pipeline over a manifest."""
+
+    __tablename__ = "runs"
+
+    id: str = Field(primary_key=True, max_length=64)
+    campaign: str = Field(index=True)
+    manifest: str | None = None
+    products: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    status: str = "running"  # running | finished | failed
+    summary: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class DocumentRow(SQLModel, table=True):
+    """A planned (accepted) manifest row of one run; links the run to its submission key."""
+
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("run_id", "document_id", name="uq_documents_run_document"),
+        Index("ix_documents_run", "run_id"),
+        Index("ix_documents_key", "idempotency_key"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str
+    campaign: str
+    document_id: str
+    row_number: int | None = None
+    name: str | None = None
+    mode: str | None = None
+    content_hash: str | None = None
+    size_bytes: int | None = None
+    words: int | None = None
+    products: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    idempotency_key: str
+    estimated_cost_cents: int | None = None
+    doc_metadata: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
+    )
+
+
+class RejectionRow(SQLModel, table=True):
+    """A manifest row refused before anything was sent (costs nothing, always reported)."""
+
+    __tablename__ = "rejections"
+    __table_args__ = (Index("ix_rejections_run", "run_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str
+    row_number: int | None = None
+    document_id: str | None = None
+    field: str | None = None
+    code: str
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class SubmissionRow(SQLModel, table=True):
+    """The life of one idempotency key at the service.
+
+    ``state``: planned → submitting → (uploading →) submitted, or failed / rejected /
+    skipped_budget. ``submitting`` is written BEFORE the request, so a crash between the
+    service's answer and the ledger write leaves a row that the resume replays with the
+    same key (the service returns the original check at no charge).
+    """
+
+    __tablename__ = "submissions"
+    __table_args__ = (Index("ix_submissions_campaign_state", "campaign", "state"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str
+    document_id: str
+    idempotency_key: str = Field(unique=True, index=True)
+    products: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    mode: str | None = None
+    state: str = "planned"
+    attempts: int = 0
+    upload_id: str | None = None
+    check_id: str | None = Field(default=None, index=True)
+    cost_cents: int | None = None
+    words: int | None = None
+    replayed: bool = False
+    error_code: str | None = None
+    error_message: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    submitted_at: datetime | None = None
+    last_polled_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class OutcomeRow(SQLModel, table=True):
+    """One product of one check: its status and, once fetched, its results.
+
+    ``event_at`` says a webhook event told us the product finished; ``fetched`` says the
+    full result (scores, sources) is in the row. Events carry only a summary, so a
+    completed product learnt from an event is fetched once with GET /checks/{id}.
+    """
+
+    __tablename__ = "outcomes"
+    __table_args__ = (
+        UniqueConstraint("check_id", "product", name="uq_outcomes_check_product"),
+        Index("ix_outcomes_campaign_status", "campaign", "status"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    check_id: str
+    product: str
+    campaign: str | None = None
+    status: str = "processing"  # processing | completed | failed
+    fetched: bool = False
+    score: float | None = None
+    label: str | None = None
+    matched_words: int | None = None
+    source_count: int | None = None
+    sources: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error_code: str | None = None
+    error_message: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    completed_at: datetime | None = None
+    raw: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    source: str | None = None  # webhook | poll
+    event_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class WebhookEventRow(SQLModel, table=True):
+    """A verified webhook delivery, stored once per event id (dedup), applied later."""
+
+    __tablename__ = "webhook_events"
+    __table_args__ = (Index("ix_webhook_events_applied", "applied"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(unique=True)
+    type: str
+    product: str | None = None
+    check_id: str | None = Field(default=None, index=True)
+    created_at: datetime | None = None
+    received_at: datetime = Field(default_factory=utcnow)
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    applied: bool = False
+
+
+class WebhookSecretRow(SQLModel, table=True):
+    """The account signing secret, stored only when the webhook was configured through us.
+
+    This makes the ledger a holder of a secret: protect the database like the API key.
+    ``previous_secret`` keeps the one before the last rotation so in-flight deliveries
+    signed with it still verify.
+    """
+
+    __tablename__ = "webhook_secrets"
+
+    scope: str = Field(primary_key=True, max_length=200)
+    secret: str
+    previous_secret: str | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+LEDGER_TABLES = [
+    RunRow.__table__,
+    DocumentRow.__table__,
+    RejectionRow.__table__,
+    SubmissionRow.__table__,
+    OutcomeRow.__table__,
+    WebhookEventRow.__table__,
+    WebhookSecretRow.__table__,
+]

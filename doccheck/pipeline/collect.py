@@ -1,0 +1,171 @@
+"""Collecting results: apply webhook events, poll what stays silent, wait until done.
+
+Webhooks say WHEN a product finished (their check summary carries no scores); one
+GET /checks/{id} then fetches WHAT it found. Polling is also the fallback for products
+with no event after a grace period (a dropped delivery, a receiver outage), so a run
+completes with webhooks, without them, or with a mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
+from doccheck.ledger import Ledger, PendingCheck
+from doccheck.pipeline.progress import ProgressCallback, report
+
+
+@dataclass(frozen=True)
+class PendingProduct:
+    """A product with no final result yet: reported, never silently dropped."""
+
+    check_id: str
+    product: str
+    status: str
+
+
+@dataclass
+class PollResult:
+    """``polled`` checks fetched, ``updated`` products that changed, ``errors`` per check id."""
+
+    polled: int = 0
+    updated: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class WaitResult:
+    """The end state of ``wait_for_results``: all final, or ``timed_out`` with ``pending``."""
+
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    pending: list[PendingProduct] = field(default_factory=list)
+    events_applied: int = 0
+    polled: int = 0
+    timed_out: bool = False
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def apply_events(ledger: Ledger) -> int:
+    """Apply the webhook events the receiver stored; returns how many were applied."""
+    return ledger.apply_pending_events()
+
+
+def _due(pc: PendingCheck, older_than_seconds: float, now: datetime) -> bool:
+    if pc.awaiting_fetch:
+        return True  # an event said it finished: fetch the result now
+    if not pc.silent_products:
+        return False
+    if older_than_seconds <= 0:
+        return True
+    refs = [t for t in (pc.submitted_at, pc.last_polled_at) if t is not None]
+    if not refs:
+        return True
+    return (now - max(refs)).total_seconds() >= older_than_seconds
+
+
+async def poll_pending(
+    client: AsyncDocCheckClient,
+    ledger: Ledger,
+    *,
+    run_id: str | None = None,
+    campaign: str | None = None,
+    older_than_seconds: float = 0,
+    concurrency: int = 8,
+) -> PollResult:
+    """GET the checks whose products are not final and record what they say.
+
+    A check is fetched when an event said a product finished (to get its scores), or,
+    with ``older_than_seconds`` > 0, when a product has had no event for that long since
+    it was submitted or last polled (so webhooks do the work when they arrive).
+    A 401 is raised (configuration); other per-check errors are returned, not raised.
+    """
+    now = datetime.now(UTC)
+    due = [
+        pc.check_id
+        for pc in ledger.pending_checks(run_id=run_id, campaign=campaign)
+        if _due(pc, older_than_seconds, now)
+    ]
+    result = PollResult()
+    if not due:
+        return result
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def fetch(check_id: str) -> None:
+        async with sem:
+            try:
+                check = await client.get_check(check_id)
+            except AuthenticationError:
+                raise
+            except DocCheckError as exc:
+                result.errors[check_id] = f"{exc.code or exc.status_code}: {exc.message}"
+                return
+        result.polled += 1
+        result.updated += ledger.record_check(check, source="poll")
+
+    async with asyncio.TaskGroup() as group:
+        for check_id in due:
+            group.create_task(fetch(check_id))
+    ledger.mark_polled(due)
+    return result
+
+
+def _tally(ledger: Ledger, run_id: str) -> tuple[int, int, int, list[PendingProduct]]:
+    rows = ledger.report_rows(run_id=run_id)
+    products = rows["ai_results"] + rows["similarity_results"]
+    done = sum(1 for r in products if r["status"] == "completed")
+    failed = sum(1 for r in products if r["status"] == "failed")
+    pending = [
+        PendingProduct(o.check_id, o.product, o.status) for o in ledger.pending_outcomes(run_id=run_id)
+    ]
+    return len(products), done, failed, pending
+
+
+async def wait_for_results(
+    client: AsyncDocCheckClient,
+    ledger: Ledger,
+    run_id: str,
+    *,
+    timeout: float = 600,
+    grace_seconds: float = 30,
+    poll_interval: float = 2,
+    on_progress: ProgressCallback | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> WaitResult:
+    """Until every product of the run is final or ``timeout`` passes: apply the events the
+    receiver wrote to the ledger, fetch products an event announced, poll products with
+    no event after ``grace_seconds``. On timeout the rest is returned as ``pending``
+    (with check ids) for ``collect_results`` to pick up later.
+    """
+    start = clock()
+    result = WaitResult()
+    while True:
+        result.events_applied += apply_events(ledger)
+        polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace_seconds)
+        result.polled += polled.polled
+        result.errors.update(polled.errors)
+        pending = ledger.pending_outcomes(run_id=run_id)
+        if not pending:
+            break
+        if on_progress is not None:
+            total, done, failed, _ = _tally(ledger, run_id)
+            report(on_progress, done + failed, total, "wait")
+        if clock() - start >= timeout:
+            result.timed_out = True
+            break
+        await sleep(poll_interval)
+    result.total, result.completed, result.failed, result.pending = _tally(ledger, run_id)
+    report(on_progress, result.completed + result.failed, result.total, "wait")
+    return result
+
+
+def report_tables(ledger: Ledger, run_id: str) -> Any:
+    """``ReportTables`` of a run, built from the ledger alone (see ``doccheck.ledger.report``)."""
+    return ledger.report_tables(run_id=run_id)

@@ -1,0 +1,293 @@
+"""Ledger behaviour on a real SQLite file (the same tests run on PostgreSQL in
+tests/integration/test_ledger_postgres.py by overriding the ``ledger`` fixture)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from doccheck.client.models import Check, Event
+from doccheck.ledger import Ledger
+from doccheck.manifest import Rejection
+from doccheck.planning import PlannedDocument
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    led = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    yield led
+    led.close()
+
+
+def planned(doc_id: str, products: tuple[str, ...] = ("ai",), row: int = 1, **kw: Any) -> PlannedDocument:
+    fields: dict[str, Any] = dict(
+        row_number=row,
+        document_id=doc_id,
+        name=f"{doc_id}.txt",
+        products=products,
+        text="some text " * 20,
+        path=None,
+        size_bytes=200,
+        content_hash="h" * 64,
+        words=40,
+        metadata={"document_id": doc_id, "group": "A"},
+        mode="text",
+        idempotency_key=f"key-{doc_id}-{'-'.join(products)}",
+        estimated_cost_cents=3,
+    )
+    fields.update(kw)
+    return PlannedDocument(**fields)
+
+
+def check_json(check_id: str, products: tuple[str, ...] = ("ai",), **over: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": check_id,
+        "object": "check",
+        "status": "processing",
+        "name": "x",
+        "products": list(products),
+        "words": 40,
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "completed_at": None,
+        "metadata": {"document_id": "d1"},
+        "cost": {"ai_cents": 1, "similarity_cents": 2 if "similarity" in products else 0,
+                 "total_cents": 1 + (2 if "similarity" in products else 0), "billed_words": 100},
+        "error": None,
+        "ai": {"status": "processing"} if "ai" in products else None,
+        "similarity": {"status": "processing"} if "similarity" in products else None,
+        "files": {"similarity_pdf": False, "pdf": False, "original": False},
+    }  # fmt: skip
+    data.update(over)
+    return data
+
+
+def event_body(event_id: str, check_id: str, product: str, type_: str = "check.completed", **extra: Any) -> bytes:
+    payload = {
+        "id": event_id,
+        "type": type_,
+        "created_at": "2026-01-01T00:01:00.000Z",
+        "product": product,
+        "check": {"id": check_id, "status": "processing", "name": "x", "products": [product],
+                  "metadata": {"document_id": "d1"},
+                  product: {"status": "failed" if type_ == "check.failed" else "completed"}},
+        "error": extra.get("error"),
+    }  # fmt: skip
+    return json.dumps(payload).encode()
+
+
+def record(ledger: Ledger, body: bytes) -> bool:
+    return ledger.record_event(Event.model_validate_json(body), body)
+
+
+def submit(ledger: Ledger, run_id: str, doc: PlannedDocument, check_id: str) -> None:
+    ledger.record_documents(run_id, [doc])
+    ledger.mark_submitting(
+        doc.idempotency_key, campaign="c1", document_id=doc.document_id, products=doc.products, mode=doc.mode
+    )
+    ledger.mark_submitted(doc.idempotency_key, Check.model_validate(check_json(check_id, doc.products)))
+
+
+def test_schema_created_on_first_use_and_reopen(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    first = Ledger(url)
+    run_id = first.start_run(campaign="c1", manifest="m.csv", products=["ai"], params={"concurrency": 4})
+    first.close()
+    second = Ledger(url)  # existing schema is reused, not recreated
+    run = second.get_run(run_id)
+    assert run is not None and run.campaign == "c1" and run.params == {"concurrency": 4}
+    assert run.status == "running" and run.started_at.tzinfo is not None
+    second.finish_run(run_id, summary={"documents": 0})
+    run = second.get_run(run_id)
+    assert run.status == "finished" and run.summary == {"documents": 0} and run.finished_at is not None
+    second.close()
+
+
+def test_unknown_run_raises(ledger: Ledger) -> None:
+    with pytest.raises(KeyError):
+        ledger.finish_run("nope")
+    with pytest.raises(KeyError):
+        ledger.campaign_of("nope")
+
+
+def test_submission_state_machine(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    doc = planned("d1", ("ai", "similarity"), mode="upload")
+    ledger.record_documents(run_id, [doc])
+    assert ledger.submission_for_key(doc.idempotency_key) is None
+    sub = ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="upload")
+    assert sub.state == "submitting" and sub.attempts == 1
+    ledger.mark_upload_created(doc.idempotency_key, "up-1")
+    sub = ledger.submission_for_key(doc.idempotency_key)
+    assert sub.state == "uploading" and sub.upload_id == "up-1"
+    ledger.mark_submitted(doc.idempotency_key, Check.model_validate(check_json("chk-1", doc.products)))
+    sub = ledger.submission_for_key(doc.idempotency_key)
+    assert (sub.state, sub.check_id, sub.cost_cents, sub.upload_id, sub.words) == ("submitted", "chk-1", 3, "up-1", 40)
+    # a late failure report never downgrades a check we hold
+    ledger.mark_submit_failed(doc.idempotency_key, code="x", message="y")
+    assert ledger.submission_for_key(doc.idempotency_key).state == "submitted"
+    outcomes = ledger.pending_outcomes(run_id=run_id)
+    assert sorted(o.product for o in outcomes) == ["ai", "similarity"]
+    assert all(o.status == "processing" and o.campaign == "c1" for o in outcomes)
+
+
+def test_failed_submission_is_retriable_and_keeps_reason(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    doc = planned("d1")
+    ledger.record_documents(run_id, [doc])
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    ledger.mark_submit_failed(doc.idempotency_key, code="insufficient_balance", message="balance too low")
+    sub = ledger.submission_for_key(doc.idempotency_key)
+    assert (sub.state, sub.error_code) == ("failed", "insufficient_balance")
+    sub = ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    assert sub.attempts == 2 and sub.error_code is None
+
+
+def test_record_event_is_idempotent(ledger: Ledger) -> None:
+    body = event_body("evt-1", "chk-1", "ai")
+    assert record(ledger, body) is True
+    assert record(ledger, body) is False
+    assert record(ledger, body) is False
+    events = ledger.events()
+    assert len(events) == 1 and events[0].payload == json.loads(body) and not events[0].applied
+    assert ledger.unapplied_event_count() == 1
+
+
+def test_apply_events_then_fetch_completes_outcome(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    doc = planned("d1", ("ai", "similarity"))
+    submit(ledger, run_id, doc, "chk-1")
+    record(ledger, event_body("evt-ai", "chk-1", "ai"))
+    record(ledger, event_body("evt-sim", "chk-1", "similarity", "check.failed",
+                              error={"code": "processing_failed", "message": "boom"}))  # fmt: skip
+    assert ledger.apply_pending_events() == 2
+    assert ledger.apply_pending_events() == 0
+    [pc] = ledger.pending_checks(run_id=run_id)
+    # ai completed by event but its score is not known yet: fetch it
+    assert pc.check_id == "chk-1" and pc.awaiting_fetch and pc.silent_products == ()
+    pending = ledger.pending_outcomes(run_id=run_id)
+    assert [(o.product, o.status, o.fetched) for o in pending] == [("ai", "completed", False)]
+    rows = ledger.report_rows(run_id=run_id)
+    assert rows["ai_results"][0]["status"] == "pending"
+    sim = rows["similarity_results"][0]
+    assert sim["status"] == "failed" and sim["error_code"] == "processing_failed"
+    done = check_json(
+        "chk-1", ("ai", "similarity"), status="failed", completed_at="2026-01-01T00:02:00.000Z",
+        ai={"status": "completed", "score": 0.91, "label": "ai"},
+        similarity={"status": "failed", "error": {"code": "processing_failed", "message": "boom"}},
+    )  # fmt: skip
+    assert ledger.record_check(Check.model_validate(done), source="poll") == 1
+    assert ledger.pending_outcomes(run_id=run_id) == []
+    assert ledger.pending_checks(run_id=run_id) == []
+    rows = ledger.report_rows(run_id=run_id)
+    ai = rows["ai_results"][0]
+    assert (ai["status"], ai["score"], ai["label"], ai["check_id"], ai["words"]) == ("completed", 0.91, "ai", "chk-1", 40)
+    assert ai["completed_at"] is not None
+    # the outcome remembers that the webhook told us first
+    [event] = [e for e in ledger.events() if e.event_id == "evt-ai"]
+    assert event.applied
+
+
+def test_event_before_submission_is_kept(ledger: Ledger) -> None:
+    """The receiver can be faster than mark_submitted (or a crash lost that write)."""
+    record(ledger, event_body("evt-early", "chk-9", "ai"))
+    ledger.apply_pending_events()
+    run_id = ledger.start_run(campaign="c1")
+    submit(ledger, run_id, planned("d9"), "chk-9")
+    [o] = ledger.pending_outcomes(run_id=run_id)
+    assert (o.status, o.fetched, o.source, o.campaign) == ("completed", False, "webhook", "c1")
+    assert o.event_at is not None
+
+
+def test_poll_result_wins_and_late_event_does_not_regress(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    submit(ledger, run_id, planned("d1", ("similarity",)), "chk-1")
+    done = check_json(
+        "chk-1", ("similarity",), status="completed", completed_at="2026-01-01T00:02:00Z",
+        similarity={"status": "completed", "score": 42.5, "matched_words": 17, "sources": [
+            {"source_id": "s1", "title": "T", "url": None, "kind": "submission", "matched_words": 17, "percent": 42.5}]},
+    )  # fmt: skip
+    ledger.record_check(Check.model_validate(done))
+    record(ledger, event_body("evt-late", "chk-1", "similarity"))
+    ledger.apply_pending_events()
+    ledger.record_check(Check.model_validate(check_json("chk-1", ("similarity",))))  # stale processing view
+    rows = ledger.report_rows(run_id=run_id)
+    sim = rows["similarity_results"][0]
+    assert (sim["status"], sim["score"], sim["matched_words"], sim["source_count"]) == ("completed", 42.5, 17, 1)
+    assert rows["similarity_sources"] == [
+        {"document_id": "d1", "check_id": "chk-1", "source_id": "s1", "title": "T", "url": None,
+         "kind": "submission", "matched_words": 17, "percent": 42.5}
+    ]  # fmt: skip
+    [o] = [o for o in ledger.pending_outcomes(run_id=run_id)] or [None]
+    assert o is None
+
+
+def test_report_rows_cover_every_row(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    ok, failed, skipped, unsent = planned("ok", row=1), planned("bad", row=2), planned("poor", row=3), planned("later", row=4)
+    submit(ledger, run_id, ok, "chk-ok")
+    ledger.record_documents(run_id, [failed, skipped, unsent])
+    ledger.mark_submitting(failed.idempotency_key, campaign="c1", document_id="bad", products=("ai",), mode="text")
+    ledger.mark_submit_failed(failed.idempotency_key, code="unsupported_file_type", message="no")
+    ledger.mark_submit_failed(skipped.idempotency_key, code="budget_exceeded", message="cap", state="skipped_budget",
+                              campaign="c1", document_id="poor", products=("ai",), mode="text")  # fmt: skip
+    assert ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 1
+    assert ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 0
+    rows = ledger.report_rows(run_id=run_id)
+    by_id = {r["document_id"]: r for r in rows["submissions"]}
+    assert by_id["ok"]["status"] == "submitted" and by_id["ok"]["check_id"] == "chk-ok" and by_id["ok"]["cost_cents"] == 1
+    assert (by_id["bad"]["status"], by_id["bad"]["error_code"], by_id["bad"]["cost_cents"]) == ("failed", "unsupported_file_type", 0)
+    assert by_id["poor"]["status"] == "skipped_budget"
+    assert by_id["later"]["status"] == "unsent"
+    assert (by_id["dup"]["status"], by_id["dup"]["error_code"], by_id["dup"]["error_message"]) == ("rejected", "duplicate_id", "row 5: duplicate")
+    assert [r["document_id"] for r in rows["ai_results"]] == ["ok"]
+    assert rows["ai_results"][0]["status"] == "pending"
+    summary = ledger.run_summary(run_id)
+    assert summary["documents"] == 4 and summary["rejected"] == 1 and summary["checks"] == 1
+    assert summary["submissions"] == {"submitted": 1, "failed": 1, "skipped_budget": 1, "unsent": 1}
+    assert summary["cost_cents"] == 1 and summary["products"] == {"ai_pending": 1}
+    # metadata is kept for the report join, never the text
+    assert ledger.document_metadata(run_id)["ok"] == {"document_id": "ok", "group": "A"}
+    # campaign scope finds the latest run
+    assert ledger.report_rows(campaign="c1")["submissions"] == rows["submissions"]
+    with pytest.raises(KeyError):
+        ledger.report_rows(campaign="nope")
+
+
+def test_documents_are_recorded_once_per_run(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    assert ledger.record_documents(run_id, [planned("a"), planned("b", row=2)]) == 2
+    assert ledger.record_documents(run_id, [planned("a"), planned("c", row=3)]) == 1
+
+
+def test_no_text_is_stored(ledger: Ledger, tmp_path: Path) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    ledger.record_documents(run_id, [planned("a", text="VERY-PRIVATE-ESSAY-TEXT " * 5)])
+    with ledger.session() as s:
+        dump = "\n".join(str(r) for r in s.exec(__import__("sqlmodel").text("select * from documents")).all())
+    assert "VERY-PRIVATE" not in dump
+
+
+def test_webhook_secret_rotation(ledger: Ledger) -> None:
+    assert ledger.webhook_secrets() == []
+    ledger.store_webhook_secret(SecretStr("whsec_one"))
+    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_one"]
+    ledger.store_webhook_secret("whsec_two")
+    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_two", "whsec_one"]
+    ledger.store_webhook_secret("whsec_acct2", scope="other")
+    assert {s.get_secret_value() for s in ledger.webhook_secrets()} == {"whsec_two", "whsec_one", "whsec_acct2"}
+    ledger.delete_webhook_secret("other")
+    assert "whsec" not in repr(ledger.webhook_secrets())
+    with pytest.raises(ValueError):
+        ledger.store_webhook_secret("")
+
+
+def test_repr_hides_password() -> None:
+    from doccheck.ledger.engine import normalize_url, redact_url
+
+    assert normalize_url("postgresql://u:pw@h/db").startswith("postgresql+psycopg://")
+    assert "pw" not in redact_url("postgresql://u:pw@h/db")
