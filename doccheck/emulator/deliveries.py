@@ -1,0 +1,162 @@
+"""Webhook deliveries: signed POSTs, retried with exponential backoff in service time.
+
+One :class:`Delivery` per event. Each attempt signs the fixed body afresh with the
+account's CURRENT secret and the service clock's ``t`` (so a rotation applies to retries),
+re-vets the target address (private targets are never called unless allowed), does not
+follow redirects and gives up after 10 s. A ``webhook_drop_rate`` fault swallows an attempt
+as if the network lost it; it counts as a failed attempt and is retried like any other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from doccheck.emulator.clock import iso
+from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
+from doccheck.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
+
+if TYPE_CHECKING:
+    from doccheck.emulator.runtime import Emulator
+
+
+@dataclass
+class Delivery:
+    delivery_id: str
+    event_id: str
+    type: str
+    product: str
+    check_id: str
+    api_key: str
+    override_url: str | None
+    body: bytes
+    url: str | None = None
+    attempts: int = 0
+    status: str = "pending"  # pending | in_flight | succeeded | failed | refused | skipped
+    last_http_status: int | None = None
+    last_error: str | None = None
+    next_attempt_at: float | None = None
+
+    def state(self) -> dict[str, Any]:
+        """This delivery's entry in ``GET /_emulator/state``."""
+        return {
+            "event_id": self.event_id,
+            "delivery_id": self.delivery_id,
+            "type": self.type,
+            "product": self.product,
+            "check_id": self.check_id,
+            "url": self.url,
+            "attempts": self.attempts,
+            "status": self.status,
+            "last_http_status": self.last_http_status,
+            "last_error": self.last_error,
+        }
+
+
+class Dispatcher:
+    """Sends deliveries for an :class:`Emulator`; attempts are scheduled on its scheduler."""
+
+    def __init__(self, emu: Emulator) -> None:
+        self.emu = emu
+        self.deliveries: list[Delivery] = []
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                follow_redirects=False,
+                timeout=httpx.Timeout(self.emu.config.delivery_timeout_s),
+                trust_env=False,
+                limits=httpx.Limits(max_connections=50),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def enqueue(self, api_key: str, check_id: str, product: str, event_type: str, body: bytes,
+                event_id: str, override_url: str | None) -> Delivery:  # fmt: skip
+        """Record a delivery and make its first attempt due now."""
+        delivery = Delivery(
+            delivery_id=str(uuid.uuid4()),
+            event_id=event_id,
+            type=event_type,
+            product=product,
+            check_id=check_id,
+            api_key=api_key,
+            override_url=override_url,
+            body=body,
+        )
+        self.deliveries.append(delivery)
+        self._schedule(delivery, self.emu.clock.now())
+        return delivery
+
+    def _schedule(self, delivery: Delivery, due: float) -> None:
+        delivery.next_attempt_at = due
+        self.emu.scheduler.at(due, lambda: self.emu.spawn(self.attempt(delivery)), f"deliver {delivery.event_id}")
+
+    async def attempt(self, delivery: Delivery) -> None:
+        """One attempt; on failure schedule the next one (or give up)."""
+        emu = self.emu
+        account = emu.store.accounts.get(delivery.api_key)
+        webhook = account.webhook if account else None
+        if webhook is None:
+            delivery.status, delivery.last_error = "skipped", "no webhook endpoint configured"
+            return
+        url = delivery.override_url or webhook.url
+        delivery.url = url
+        try:
+            await vet_url(url, allow_private=emu.config.allow_private_webhooks)
+        except WebhookUrlError as exc:
+            delivery.status, delivery.last_error = "refused", str(exc)
+            return
+        delivery.attempts += 1
+        delivery.status = "in_flight"
+        http_status: int | None = None
+        error: str | None = None
+        if emu.faults.roll(emu.faults.settings.webhook_drop_rate):
+            error = "dropped (injected fault)"
+        else:
+            t = int(emu.clock.now())
+            headers = {
+                "Content-Type": "application/json",
+                EVENT_HEADER: delivery.type,
+                DELIVERY_HEADER: delivery.delivery_id,
+                SIGNATURE_HEADER: signature_header(webhook.secret, t, delivery.body),
+                "User-Agent": "doccheck-emulator-webhooks/1",
+            }
+            try:
+                response = await self.client.post(url, content=delivery.body, headers=headers)
+                http_status = response.status_code
+                if not 200 <= http_status < 300:
+                    error = f"receiver answered {http_status}"
+            except httpx.TimeoutException:
+                error = "timed out after 10 s"
+            except httpx.HTTPError as exc:
+                error = f"{type(exc).__name__}"
+        delivery.last_http_status = http_status
+        delivery.last_error = error
+        ok = error is None
+        webhook.last_delivery = {
+            "status": "succeeded" if ok else "failed",
+            "http_status": http_status,
+            "at": iso(emu.clock.now()),
+            "event_id": delivery.event_id,
+            "delivery_id": delivery.delivery_id,
+            "attempt": delivery.attempts,
+            "url": url,
+            "error": error,
+        }
+        if ok:
+            delivery.status, delivery.next_attempt_at = "succeeded", None
+        elif delivery.attempts <= emu.config.delivery_retries:
+            delivery.status = "pending"
+            backoff = emu.config.delivery_backoff_s * 2 ** (delivery.attempts - 1)
+            self._schedule(delivery, emu.clock.now() + backoff)
+        else:
+            delivery.status, delivery.next_attempt_at = "failed", None

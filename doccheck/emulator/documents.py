@@ -1,0 +1,76 @@
+"""Turning a create-check input (text, multipart file or upload) into a document.
+
+Where the three input kinds converge: each yields the original bytes, a file name and
+content type for ``files.original``, and the extracted text whose words are billed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from doccheck.emulator.errors import ApiError, invalid_input
+from doccheck.emulator.store import Account, Upload
+from doccheck.extract import ExtractionError, UnsupportedFileType, content_type_for, count_words, extract_text
+
+
+@dataclass
+class Document:
+    original: bytes
+    filename: str
+    content_type: str
+    text: str
+    words: int
+    upload: Upload | None = None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _extract(data: bytes, filename: str) -> str:
+    try:
+        return extract_text(data, filename)
+    except UnsupportedFileType as exc:
+        raise ApiError(415, "unsupported_file_type", str(exc)) from None
+    except ExtractionError as exc:
+        raise invalid_input(f"the file could not be read: {exc}") from None
+
+
+def _with_words(doc: Document) -> Document:
+    if doc.words == 0:
+        raise invalid_input("the document contains no words")
+    return doc
+
+
+def from_text(text: str) -> Document:
+    text_bytes = text.encode("utf-8", "surrogatepass")
+    return _with_words(Document(text_bytes, "text.txt", "text/plain; charset=utf-8", text, count_words(text)))
+
+
+def from_file(data: bytes, filename: str) -> Document:
+    if not filename:
+        raise invalid_input("field 'file' has no filename; the extension decides the document type")
+    text = _extract(data, filename)
+    ctype = content_type_for(filename) or "application/octet-stream"
+    return _with_words(Document(data, filename, ctype, text, count_words(text)))
+
+
+def upload_of(account: Account, upload_id: str) -> Upload:
+    """The caller's usable upload, or 404/409 as DESIGN.md says."""
+    upload = account.uploads.get(upload_id)
+    if upload is None or upload.status == "deleted":
+        raise ApiError(404, "upload_not_found", "no such upload (unknown, or deleted after 24 hours unused)")
+    if upload.status == "consumed":
+        raise ApiError(409, "upload_consumed", "this upload_id was already used for a check")
+    if upload.data is None:
+        raise ApiError(409, "upload_incomplete", "the file bytes were never PUT to the upload_url")
+    return upload
+
+
+def from_upload(account: Account, upload_id: str) -> Document:
+    upload = upload_of(account, upload_id)
+    data = upload.data or b""
+    text = _extract(data, upload.filename)
+    doc = Document(data, upload.filename, upload.content_type, text, count_words(text), upload)
+    return _with_words(doc)

@@ -1,0 +1,48 @@
+"""Size limits of the interface and bounded body reading shared by API and storage origin."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+MB = 1024 * 1024
+MULTIPART_FILE_LIMIT = 4 * MB
+MULTIPART_OVERHEAD = 256 * 1024  # boundaries, headers and small fields around the file
+UPLOAD_LIMIT = 50 * MB
+JSON_BODY_LIMIT = 8 * MB
+DRAIN_LIMIT = 64 * MB  # read-and-discard at most this much before answering 413
+MAX_WAITING_UPLOADS = 50
+
+
+class BodyTooLarge(Exception):
+    """The body went over its limit while streaming."""
+
+
+async def drain(chunks: AsyncIterator[bytes], already: int = 0) -> None:
+    """Read and DISCARD the rest of an oversize body (bounded), so that the client, which is
+    still sending, gets to read our 413 instead of a connection reset."""
+    seen = already
+    try:
+        async for chunk in chunks:
+            seen += len(chunk)
+            if seen > DRAIN_LIMIT:
+                return
+    except Exception:  # the client may hang up first; the 413 is still the answer
+        return
+
+
+async def body_chunks(receive: Any) -> AsyncIterator[bytes]:
+    """Raw ASGI body chunks from ``receive`` until the body ends or the client leaves.
+
+    Used instead of ``Request.stream()`` so that the remainder of an oversize body can be
+    drained from the same channel after we stopped storing it.
+    """
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        chunk = message.get("body", b"")
+        if chunk:
+            yield chunk
+        if not message.get("more_body", False):
+            return

@@ -1,0 +1,88 @@
+"""What happens after a check is accepted: each product finishes on its own.
+
+A product finishes ``processing_seconds`` of service time after creation. It fails with
+``product_failure_rate`` (its cents are refunded and it carries ``error``), otherwise its
+result is computed: the AI heuristic, or similarity against the reference corpus and the
+account's EARLIER submissions. When every product has finished the check becomes
+``completed`` (all completed) or ``failed`` (one failed), ``completed_at`` is set and the
+``files`` flags turn true. Each finished product emits its own event.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING
+
+from doccheck.emulator import ai_heuristic, similarity
+from doccheck.emulator.billing import product_cents
+from doccheck.emulator.clock import iso
+from doccheck.emulator.reference import reference_index
+from doccheck.emulator.store import Account, Check
+from doccheck.extract import words_of
+
+if TYPE_CHECKING:
+    from doccheck.emulator.runtime import Emulator
+
+
+def schedule_products(emu: Emulator, account: Account, check: Check) -> None:
+    """Make each requested product due ``processing_seconds`` after creation."""
+    due = check.created_at + emu.faults.settings.processing_seconds
+    for product in check.products:
+        emu.scheduler.at(due, lambda p=product: finish_product(emu, account, check, p), f"{check.id}:{product}")
+
+
+def _result(account: Account, check: Check, product: str) -> dict:
+    text = check.text or ""
+    if product == "ai":
+        verdict = ai_heuristic.score_text(text)
+        return {"status": "completed", "score": verdict.score, "label": verdict.label, "method": ai_heuristic.METHOD}
+    found = similarity.compare(
+        words_of(text), [reference_index(), account.index], exclude=check.id, before_seq=check.seq
+    )
+    return {"status": "completed", **found}
+
+
+def finish_product(emu: Emulator, account: Account, check: Check, product: str) -> None:
+    """Finish one product of ``check`` now, update the check, and emit its event."""
+    state = check.product_state(product)
+    if state is None or state["status"] != "processing":
+        return
+    if emu.faults.roll(emu.faults.settings.product_failure_rate):
+        error = {"code": "processing_failed", "message": f"the {product} product failed (injected fault)"}
+        new_state: dict = {"status": "failed", "error": error}
+        refund = product_cents(check.cost, product)
+        check.refunded_cents += refund
+        account.balance_cents += refund
+        account.charged_cents -= refund
+    else:
+        new_state = _result(account, check, product)
+    if product == "ai":
+        check.ai = new_state
+    else:
+        check.similarity = new_state
+    states = [check.product_state(p) for p in check.products]
+    if all(s is not None and s["status"] != "processing" for s in states):
+        failed = [p for p in check.products if (check.product_state(p) or {}).get("status") == "failed"]
+        check.status = "failed" if failed else "completed"
+        check.completed_at = emu.clock.now()
+        if failed:
+            check.error = {"code": "product_failed", "message": f"product(s) failed: {', '.join(failed)}"}
+        check.files["original"] = True
+        check.files["pdf"] = True
+        check.files["similarity_pdf"] = bool(check.similarity and check.similarity["status"] == "completed")
+        check.text = None  # the shingles are indexed; keep memory flat on big runs
+    event_type = "check.failed" if new_state["status"] == "failed" else "check.completed"
+    event_id = str(uuid.uuid4())
+    payload = {
+        "id": event_id,
+        "object": "event",
+        "type": event_type,
+        "created_at": iso(emu.clock.now()),
+        "product": product,
+        "check": check.summary(),
+        "error": new_state.get("error"),
+    }
+    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    if account.webhook is not None or check.webhook_url is not None:
+        emu.dispatcher.enqueue(account.api_key, check.id, product, event_type, body, event_id, check.webhook_url)

@@ -1,0 +1,206 @@
+"""``POST /checks``, ``GET /checks``, ``GET /checks/{id}`` and the report files."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from doccheck.emulator import reports
+from doccheck.emulator.auth import authenticate, emulator_of
+from doccheck.emulator.billing import price
+from doccheck.emulator.documents import Document, from_file, from_text, from_upload, sha256
+from doccheck.emulator.errors import ApiError, invalid_input, not_found
+from doccheck.emulator.inputs import (
+    MAX_ID_LENGTH,
+    MAX_NAME_LENGTH,
+    metadata_of,
+    optional_str,
+    products_fingerprint,
+    products_of,
+    read_check_input,
+)
+from doccheck.emulator.openapi_docs import CREATE_CHECK_BODY, CHECK_RESPONSES, LIST_PARAMS
+from doccheck.emulator.processing import schedule_products
+from doccheck.emulator.similarity import SourceInfo
+from doccheck.emulator.store import FILE_KINDS, Account, Check, IdempotencyRecord
+from doccheck.emulator.webhook_urls import vet_url_or_422
+from doccheck.extract import words_of
+
+router = APIRouter()
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def _fingerprint(account: Account, raw: Any) -> str:
+    """SHA-256 of the document bytes + sorted products (docs/architecture.md), computed
+    before validation so that a replay naming an already consumed upload still matches."""
+    if raw.file is not None:
+        doc = "doc:" + sha256(raw.file.data)
+    elif isinstance(raw.text, str):
+        doc = "doc:" + sha256(raw.text.encode("utf-8", "surrogatepass"))
+    elif isinstance(raw.upload_id, str):
+        upload = account.uploads.get(raw.upload_id)
+        doc = f"doc:{upload.sha256}" if upload is not None and upload.sha256 else f"upload:{raw.upload_id}"
+    else:
+        doc = "invalid:" + ",".join(sorted(raw.fields))
+    return f"{doc}|{products_fingerprint(raw.products)}"
+
+
+@router.post("/checks", status_code=201, openapi_extra=CREATE_CHECK_BODY, responses=CHECK_RESPONSES)
+async def create_check(request: Request) -> Response:
+    """Create a check from exactly one of text, file or upload_id."""
+    emu = emulator_of(request)
+    account = authenticate(request)
+    key = request.headers.get("idempotency-key")
+    if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY):
+        raise invalid_input(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters")
+    raw = await read_check_input(request)
+    now = emu.clock.now()
+    if key is not None:
+        fingerprint = _fingerprint(account, raw)
+        record = account.idempotency.get(key)
+        if record is not None and now - record.created_at > emu.config.idempotency_retention_s:
+            del account.idempotency[key]
+            record = None
+        if record is not None:
+            if record.fingerprint != fingerprint:
+                raise ApiError(409, "idempotency_conflict",
+                               "this Idempotency-Key was used with a different document or product set")  # fmt: skip
+            original = account.checks[record.check_id]
+            return JSONResponse(original.resource(), status_code=201, headers={"Idempotent-Replayed": "true"})
+    given = [f for f in ("text", "file", "upload_id") if f in raw.fields]
+    if len(given) != 1:
+        which = "none" if not given else " and ".join(given)
+        raise invalid_input(f"exactly one of 'text', 'file' or 'upload_id' is required (got {which})")
+    products = products_of(raw.products)
+    name = optional_str(raw.name, "name", MAX_NAME_LENGTH)
+    metadata = metadata_of(raw.metadata)
+    webhook_url = optional_str(raw.webhook_url, "webhook_url", 4096)
+    if webhook_url is not None:
+        if account.webhook is None:
+            raise ApiError(409, "webhook_not_configured",
+                           "set the account webhook (PUT /webhook) before giving a per-check webhook_url")  # fmt: skip
+        webhook_url = await vet_url_or_422(webhook_url, allow_private=emu.config.allow_private_webhooks)
+    doc: Document
+    if given == ["text"]:
+        text = optional_str(raw.text, "text", 10**9)
+        if not text or not text.strip():
+            raise invalid_input("field 'text' is empty")
+        doc = from_text(text)
+    elif given == ["file"]:
+        assert raw.file is not None
+        doc = from_file(raw.file.data, raw.file.filename)
+    else:
+        upload_id = optional_str(raw.upload_id, "upload_id", MAX_ID_LENGTH) or ""
+        doc = from_upload(account, upload_id)
+    cost = price(doc.words, products)
+    if cost["total_cents"] > account.balance_cents:
+        raise ApiError(402, "insufficient_balance",
+                       f"this check costs {cost['total_cents']} cents; the balance is {account.balance_cents}")  # fmt: skip
+    # Creation itself never awaits: no other request can interleave from here on.
+    now = emu.clock.now()
+    if name is None:
+        name = doc.filename if doc.upload or raw.file is not None else _timestamp_name(now)
+    check = Check(
+        id=str(uuid.uuid4()),
+        seq=emu.store.next_seq(),
+        name=name,
+        products=products,
+        words=doc.words,
+        created_at=now,
+        metadata=metadata,
+        cost=cost,
+        original=doc.original,
+        original_filename=doc.filename,
+        original_content_type=doc.content_type,
+        text=doc.text,
+        webhook_url=webhook_url,
+        ai={"status": "processing"} if "ai" in products else None,
+        similarity={"status": "processing"} if "similarity" in products else None,
+    )
+    account.balance_cents -= cost["total_cents"]
+    account.charged_cents += cost["total_cents"]
+    account.checks[check.id] = check
+    account.check_order.append(check.id)
+    if doc.upload is not None:
+        doc.upload.status = "consumed"
+        doc.upload.check_id = check.id
+        doc.upload.data = None
+    account.index.add(SourceInfo(check.id, check.name, None, "submission", check.seq), words_of(doc.text))
+    if key is not None:
+        account.idempotency[key] = IdempotencyRecord(_fingerprint_after(doc, products), check.id, now)
+    schedule_products(emu, account, check)
+    return JSONResponse(check.resource(), status_code=201)
+
+
+def _fingerprint_after(doc: Document, products: list[str]) -> str:
+    return f"doc:{sha256(doc.original)}|{','.join(sorted(products))}"
+
+
+def _timestamp_name(ts: float) -> str:
+    return "Text " + datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _check_of(account: Account, check_id: str) -> Check:
+    check = account.checks.get(check_id)
+    if check is None:
+        raise not_found(f"no check with id {check_id[:64]!r}")
+    return check
+
+
+@router.get("/checks", openapi_extra=LIST_PARAMS)
+async def list_checks(request: Request) -> Response:
+    """The account's checks, newest first, paginated by ``starting_after``."""
+    account = authenticate(request)
+    raw_limit = request.query_params.get("limit", "10")
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 100:
+        raise invalid_input("'limit' must be an integer from 1 to 100")
+    limit = int(raw_limit)
+    ids = account.check_order[::-1]
+    after = request.query_params.get("starting_after")
+    if after:
+        if after not in account.checks:
+            raise not_found(f"'starting_after' names no check of this account: {after[:64]!r}")
+        ids = ids[ids.index(after) + 1 :]
+    page = ids[:limit]
+    data = [account.checks[i].resource() for i in page]
+    return JSONResponse({"object": "list", "data": data, "has_more": len(ids) > limit})
+
+
+@router.get("/checks/{check_id}", responses=CHECK_RESPONSES)
+async def get_check(request: Request, check_id: str) -> Response:
+    """One check of the caller's account (404 for anyone else's)."""
+    account = authenticate(request)
+    return JSONResponse(_check_of(account, check_id).resource())
+
+
+@router.get("/checks/{check_id}/files/{kind}")
+async def get_file(request: Request, check_id: str, kind: str) -> Response:
+    """The original bytes or a PDF report, once its ``files`` flag is true."""
+    account = authenticate(request)
+    check = _check_of(account, check_id)
+    if kind not in FILE_KINDS:
+        raise not_found(f"unknown file kind {kind[:40]!r}; use one of {', '.join(FILE_KINDS)}")
+    if not check.files.get(kind):
+        raise not_found(f"file {kind!r} is not available for this check (yet)")
+    if kind == "original":
+        return Response(
+            check.original,
+            media_type=check.original_content_type,
+            headers={"Content-Disposition": f'attachment; filename="{_ascii(check.original_filename)}"'},
+        )
+    if kind not in check.rendered:
+        render = reports.check_report if kind == "pdf" else reports.similarity_report
+        check.rendered[kind] = render(check.resource())
+    return Response(
+        check.rendered[kind],
+        media_type="application/pdf",
+        headers={"Content-Disposition": f'attachment; filename="{check.id}-{kind}.pdf"'},
+    )
+
+
+def _ascii(name: str) -> str:
+    return "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in name) or "original"

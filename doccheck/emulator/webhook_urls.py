@@ -1,0 +1,85 @@
+"""Which webhook URLs the emulator accepts and calls (the interface's delivery rule 3).
+
+A URL must be HTTPS and every address its host resolves to must be public. With
+``--allow-private-webhooks`` (local receivers, no TLS) a URL whose host resolves only to
+private or loopback addresses is accepted over ``http`` or ``https`` instead. The check
+runs when a URL is registered AND again before every delivery, so a host that later
+resolves elsewhere (DNS rebinding) is still never called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from doccheck.emulator.errors import ApiError
+
+MAX_URL_LENGTH = 2048
+RESOLVE_TIMEOUT_S = 5.0
+
+
+class WebhookUrlError(ValueError):
+    """The URL may not be registered or called; the message says why."""
+
+
+def is_public_address(address: str) -> bool:
+    """True for a globally routable unicast address (IPv4-mapped IPv6 unwrapped)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """All addresses of ``host`` (an IP literal resolves to itself)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await asyncio.wait_for(
+            loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout=RESOLVE_TIMEOUT_S
+        )
+    except (OSError, TimeoutError, UnicodeError) as exc:
+        raise WebhookUrlError(f"host {host!r} cannot be resolved") from exc
+    return sorted({str(info[4][0]) for info in infos})
+
+
+async def vet_url(url: object, *, allow_private: bool) -> str:
+    """Return ``url`` when it may be used, else raise :class:`WebhookUrlError`."""
+    if not isinstance(url, str) or not url.strip():
+        raise WebhookUrlError("webhook URL must be a non-empty string")
+    if len(url) > MAX_URL_LENGTH:
+        raise WebhookUrlError(f"webhook URL is longer than {MAX_URL_LENGTH} characters")
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+        port = parts.port
+    except ValueError as exc:
+        raise WebhookUrlError(f"webhook URL is malformed ({exc})") from None
+    if parts.scheme not in ("https", "http"):
+        raise WebhookUrlError("webhook URL must use https")
+    if not host:
+        raise WebhookUrlError("webhook URL has no host")
+    if parts.username or parts.password:
+        raise WebhookUrlError("webhook URL must not carry credentials")
+    addresses = await resolve(host, port or (443 if parts.scheme == "https" else 80))
+    if not addresses:
+        raise WebhookUrlError(f"host {host!r} cannot be resolved")
+    private = [a for a in addresses if not is_public_address(a)]
+    if private and not allow_private:
+        raise WebhookUrlError(f"webhook URL resolves to a private or internal address ({private[0]})")
+    if parts.scheme == "http" and not (allow_private and len(private) == len(addresses)):
+        raise WebhookUrlError("webhook URL must use https")
+    return url.strip()
+
+
+async def vet_url_or_422(url: object, *, allow_private: bool) -> str:
+    """:func:`vet_url` mapped to ``422 invalid_webhook_url``."""
+    try:
+        return await vet_url(url, allow_private=allow_private)
+    except WebhookUrlError as exc:
+        raise ApiError(422, "invalid_webhook_url", str(exc)) from None
