@@ -1,0 +1,174 @@
+"""Run a flow in this process with a progress bar, and turn failures into one-line errors.
+
+Shared by ``doccheck run``, ``doccheck collect`` and ``doccheck demo``. Why here and not
+in each command: all three must keep Prefect's console quiet (the UI still receives
+every log), draw the same progress bar and summary table, and exit the same way —
+0 when the run finished (row-level failures are data in the reports), 1 with a single
+line for configuration and fatal errors, never a traceback.
+
+Prefect is imported lazily (inside functions) so that ``doccheck`` stays Prefect-free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from doccheck.commands.services import running_prefect_server
+
+PHASE_LABELS = {"submit": "submitting", "wait": "waiting for results", "poll": "polling"}
+
+#: Where ``doccheck demo`` keeps its local Prefect server (relative to the current folder).
+LOCAL_PREFECT_HOME = Path(".prefect")
+
+
+def quiet_prefect(console_level: str = "CRITICAL") -> None:
+    """Keep Prefect's console handler quiet; must run before Prefect is first imported.
+
+    Only the *console* handler is raised: the loggers stay at INFO so that the Prefect
+    UI still receives every flow and task log. The user's explicit settings win.
+    """
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", console_level)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+
+
+def use_local_prefect_server_if_running() -> str | None:
+    """Point Prefect at the demo's local server when no PREFECT_API_URL is set and it runs.
+
+    So that a ``doccheck run`` after ``doccheck demo`` shows up in the same UI rather than
+    in a throw-away ephemeral server.
+    """
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    url = running_prefect_server(LOCAL_PREFECT_HOME)
+    if url:
+        os.environ["PREFECT_API_URL"] = url
+    return url
+
+
+def fail(console: Console, message: str, code: int = 1) -> typer.Exit:
+    """Print ``error: message`` on one line (stderr console) and return the Exit to raise."""
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of a fatal error, without secrets or traceback.
+
+    Library errors are built without request data (the client never puts the key in a
+    message), so their text is safe to show.
+    """
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    name = type(exc).__name__
+    if name in {"ManifestError", "ConfigurationError"}:
+        return text
+    return f"{name}: {text}"
+
+
+@contextmanager
+def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
+    """Show one rich progress bar per phase while a flow runs (fed by ``tasks.progress``)."""
+    if not enabled:
+        yield
+        return
+    from tasks import progress as hub
+
+    bars: dict[str, TaskID] = {}
+    with Progress(
+        TextColumn("{task.description:<22}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+
+        def listener(event: Any) -> None:
+            label = PHASE_LABELS.get(event.phase, event.phase)
+            if event.phase not in bars:
+                bars[event.phase] = progress.add_task(label, total=event.total or None)
+            progress.update(bars[event.phase], completed=event.done, total=event.total or None)
+
+        with hub.listening(listener):
+            yield
+
+
+def run_flow(
+    console: Console,
+    err_console: Console,
+    make_coro: Callable[[], Coroutine[Any, Any, Any]],
+    *,
+    show_progress: bool = True,
+) -> Any:
+    """Run ``make_coro()`` (an async flow call) to completion; fatal errors exit with one line.
+
+    ``make_coro`` is a callable so that the flow module is imported only after the
+    environment (quiet console, API URL) is set up by the caller.
+    """
+    try:
+        with progress_bar(console, enabled=show_progress):
+            result = asyncio.run(make_coro())
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail(err_console, "interrupted; rerun the same command to resume (nothing is charged twice)", 130) from None
+    except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
+        raise fail(err_console, describe_error(exc)) from None
+    finally:
+        _drain()
+    return result
+
+
+def _drain() -> None:
+    try:
+        from flows.runtime import drain_prefect
+
+        drain_prefect()
+    except Exception:  # noqa: BLE001 - shutdown best effort
+        pass
+
+
+def summary_table(summary: Any) -> Table:
+    """The end-of-run table: what was planned, sent, charged and where the reports are."""
+    s = summary.model_dump() if hasattr(summary, "model_dump") else dict(summary)
+    table = Table(title=f"doccheck · {s.get('campaign', '')}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    modes = s.get("counts_by_mode") or {}
+    table.add_row("status", str(s.get("status")))
+    if s.get("run_id"):
+        table.add_row("run id", str(s["run_id"]))
+    table.add_row("documents accepted", str(s.get("documents", 0)))
+    table.add_row("rows rejected", str(s.get("rejected", 0)))
+    if modes:
+        table.add_row("modes", ", ".join(f"{k} {v}" for k, v in modes.items() if k != "rejected"))
+    table.add_row("words", f"{s.get('total_words', 0):,}")
+    table.add_row("estimated cost", _cents(s.get("estimated_cost_cents", 0)))
+    if not s.get("dry_run"):
+        table.add_row("new checks", str(s.get("submitted", 0)))
+        table.add_row("already submitted", str(s.get("reused", 0)))
+        if s.get("submit_failed"):
+            table.add_row("submission errors", str(s["submit_failed"]))
+        if s.get("unsent_budget"):
+            table.add_row("left unsent (budget)", str(s["unsent_budget"]))
+        for product, counts in sorted((s.get("products") or {}).items()):
+            table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        table.add_row("still pending", str(s.get("pending", 0)))
+        table.add_row("charged", _cents(s.get("spent_cents", 0)))
+        if s.get("report_dir"):
+            table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")
+    return table
+
+
+def _cents(value: int) -> str:
+    return f"${value / 100:,.2f}"

@@ -1,0 +1,311 @@
+"""The ``bulk_check`` flow: manifest → plan → ledger → batched submission → results → Parquet.
+
+Orchestration only; every step is a task over ``doccheck`` (see ``tasks.pipeline``).
+Documents go in batches (``batch_size``, default 100) so 10,000 documents are ~100 task
+runs, and a few batches (``parallel_batches``) run at a time so the UI shows steady
+progress while the client's own concurrency and the 50 waiting-upload slots stay bounded.
+
+The API key is never a parameter: the tasks read it (``tasks.credentials``), so it never
+reaches the Prefect API, a log, an artifact or a report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, tags
+from prefect.artifacts import acreate_markdown_artifact, acreate_progress_artifact, aupdate_progress_artifact
+
+from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.planning import Plan
+from flows.summary import RunSummary
+from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from tasks.pipeline import (
+    apply_webhook_events,
+    plan_manifest,
+    record_run,
+    submit_documents,
+    wait_results,
+    write_run_reports,
+)
+from tasks import progress
+
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_PARALLEL_BATCHES = 2
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
+    """Accept ``["ai", "similarity"]`` as well as ``"ai,similarity"`` (CLI, UI forms)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in re.split(r"[,;|]", value) if v.strip()]
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def campaign_name(manifest: str, campaign: str | None) -> str:
+    """The run's campaign: the given one, else the manifest's file name without extension."""
+    return (campaign or "").strip() or Path(manifest).stem
+
+
+def run_label(campaign: str, run_id: str, now: datetime | None = None) -> str:
+    """Folder name of a run's reports: ``<campaign>-<UTC time>-<run id prefix>``, safe characters only."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", campaign).strip("-.") or "run"
+    return f"{safe[:60]}-{stamp}-{run_id[:8]}"
+
+
+def batches(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """``items`` cut into lists of at most ``size`` (the last one shorter)."""
+    size = max(1, int(size))
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def _flow_run_name() -> str:
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    name = f"bulk-check {campaign_name(str(params.get('manifest', '')), params.get('campaign'))}"
+    return name + (" (dry run)" if params.get("dry_run") else "")
+
+
+def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
+    """``{"ai_completed": 3, ...}`` (the ledger's counts) → ``{"ai": {"completed": 3}}``."""
+    out: dict[str, dict[str, int]] = {}
+    for key, count in raw.items():
+        product, _, status = key.partition("_")
+        out.setdefault(product, {})[status or "unknown"] = count
+    return out
+
+
+def plan_summary(plan: Plan) -> RunSummary:
+    """What a dry run reports: counts per mode, words, estimated cost, rejects."""
+    return RunSummary(
+        status="planned",
+        campaign=plan.campaign,
+        manifest=str(plan.manifest),
+        dry_run=True,
+        documents=len(plan.documents),
+        rejected=len(plan.rejections),
+        counts_by_mode=plan.counts_by_mode(),
+        total_words=plan.total_words(),
+        estimated_cost_cents=plan.estimated_cost_cents(),
+    )
+
+
+def _log_plan(logger: Any, plan: Plan) -> None:
+    counts = ", ".join(f"{k} {v}" for k, v in plan.counts_by_mode().items())
+    logger.info(
+        "plan for %s: %d documents (%s), %d words, estimated %d cents",
+        plan.campaign,
+        len(plan.documents),
+        counts,
+        plan.total_words(),
+        plan.estimated_cost_cents(),
+    )
+    for rejection in plan.rejections:
+        logger.info(
+            "rejected row %s (%s): %s: %s",
+            rejection.row_number,
+            rejection.document_id or "-",
+            rejection.field,
+            rejection.reason,
+        )
+
+
+@flow(name="bulk-check", flow_run_name=_flow_run_name, validate_parameters=True)
+async def bulk_check(
+    manifest: str,
+    products: list[str] | str = ["ai"],  # noqa: B006 - Prefect shows the default in the UI
+    out_dir: str = "reports",
+    campaign: str | None = None,
+    concurrency: int = 8,
+    wait: bool = True,
+    wait_timeout: float = 600,
+    max_spend_cents: int | None = None,
+    metadata_columns: list[str] | str = [],  # noqa: B006
+    dry_run: bool = False,
+    base_url: str | None = None,
+    database_url: str | None = None,
+    webhook_url: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    grace_seconds: float = 30,
+    poll_interval: float = 2,
+    parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
+    api_key_block: str | None = None,
+) -> RunSummary:
+    """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
+
+    ``dry_run`` validates and plans only (nothing is sent, nothing recorded).
+    ``max_spend_cents`` stops submitting before the budget would be exceeded; what is
+    left is reported as ``skipped_budget``. With ``wait=False`` the flow returns once
+    everything is submitted; ``collect_results`` finishes the job later.
+    """
+    started = time.monotonic()
+    logger = get_run_logger()
+    product_list = _as_list(products) or ["ai"]
+    plan: Plan = plan_manifest(manifest, campaign, product_list, _as_list(metadata_columns))
+    _log_plan(logger, plan)
+    if dry_run:
+        summary = plan_summary(plan)
+        await acreate_markdown_artifact(markdown=summary.as_markdown(), description="bulk-check plan (dry run)")
+        return summary
+
+    # Fail fast on configuration before anything is recorded or sent.
+    base = resolve_base_url(base_url)
+    resolve_api_key(api_key_block)
+    db_url = resolve_database_url(database_url)
+
+    with tags(f"campaign:{plan.campaign}"):
+        params = {
+            "manifest": str(plan.manifest),
+            "products": product_list,
+            "concurrency": concurrency,
+            "max_spend_cents": max_spend_cents,
+            "metadata_columns": _as_list(metadata_columns),
+            "batch_size": batch_size,
+            "base_url": base,
+        }
+        run_id: str = record_run(db_url, plan, params)
+        logger.info("run %s recorded in the ledger", run_id)
+
+        budget = Budget(max_spend_cents) if max_spend_cents is not None else None
+        groups = batches(plan.documents, batch_size)
+        per_batch = max(1, concurrency // max(1, min(parallel_batches, len(groups) or 1)))
+        progress.reset("submit", len(plan.documents))
+        artifact_id = await acreate_progress_artifact(
+            progress=0.0 if groups else 100.0, description=f"documents submitted ({plan.campaign})"
+        )
+        total = BatchResult()
+        done_docs = 0
+        window = max(1, parallel_batches)
+        for start in range(0, len(groups), window):
+            chunk = groups[start : start + window]
+            results = await asyncio.gather(
+                *(
+                    submit_documents(
+                        batch,
+                        run_id=run_id,
+                        batch_number=start + i + 1,
+                        batch_count=len(groups),
+                        base_url=base,
+                        database_url=db_url,
+                        api_key_block=api_key_block,
+                        concurrency=per_batch,
+                        webhook_url=webhook_url,
+                        budget=budget,
+                    )
+                    for i, batch in enumerate(chunk)
+                ),
+                return_exceptions=True,
+            )
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+                total = total.merge(result)
+            done_docs += sum(len(b) for b in chunk)
+            await aupdate_progress_artifact(artifact_id, progress=100.0 * done_docs / max(1, len(plan.documents)))
+        logger.info(
+            "submitted: %d new, %d replayed, %d already in the ledger, %d failed, %d left unsent (budget)",
+            total.submitted,
+            total.replayed,
+            total.already_done,
+            total.failed,
+            total.skipped_budget,
+        )
+
+        waited: WaitResult | None = None
+        if wait:
+            waited = await wait_results(
+                run_id,
+                base_url=base,
+                database_url=db_url,
+                api_key_block=api_key_block,
+                timeout=wait_timeout,
+                grace_seconds=grace_seconds,
+                poll_interval=poll_interval,
+            )
+            if waited.timed_out:
+                logger.warning(
+                    "%d products still pending after %s s; run `doccheck collect --run-id %s` later",
+                    len(waited.pending),
+                    wait_timeout,
+                    run_id,
+                )
+        else:
+            apply_webhook_events(db_url)
+
+        label = run_label(plan.campaign, run_id)
+        paths = write_run_reports(db_url, run_id, out_dir, label, plan.metadata_by_document())
+        summary = _finish(
+            run_id=run_id,
+            plan=plan,
+            database_url=db_url,
+            batch=total,
+            waited=waited,
+            wait=wait,
+            report_dir=str(paths.run_dir),
+            latest_dir=str(paths.latest_dir),
+            elapsed=time.monotonic() - started,
+        )
+        logger.info("summary: %s", summary.model_dump_json())
+        await acreate_markdown_artifact(
+            key=_artifact_key(plan.campaign), markdown=summary.as_markdown(), description="bulk-check summary"
+        )
+        return summary
+
+
+def _artifact_key(campaign: str) -> str:
+    """Artifact keys allow lowercase letters, digits and dashes only."""
+    return ("bulk-check-" + re.sub(r"[^a-z0-9-]+", "-", campaign.lower())).strip("-")[:100]
+
+
+def _finish(
+    *,
+    run_id: str,
+    plan: Plan,
+    database_url: str,
+    batch: BatchResult,
+    waited: WaitResult | None,
+    wait: bool,
+    report_dir: str,
+    latest_dir: str,
+    elapsed: float,
+) -> RunSummary:
+    """Close the run in the ledger and build the summary from the ledger's own counts."""
+    from tasks.pipeline import ledger_for
+
+    ledger = ledger_for(database_url)
+    counts = ledger.run_summary(run_id)
+    products = products_from_summary(counts.get("products", {}))
+    pending = sum(c.get("pending", 0) for c in products.values())
+    status = "finished" if pending == 0 else ("pending" if wait else "submitted")
+    summary = RunSummary(
+        status=status,
+        campaign=plan.campaign,
+        manifest=str(plan.manifest),
+        run_id=run_id,
+        documents=len(plan.documents),
+        rejected=len(plan.rejections),
+        counts_by_mode=plan.counts_by_mode(),
+        total_words=plan.total_words(),
+        estimated_cost_cents=plan.estimated_cost_cents(),
+        submitted=batch.submitted,
+        reused=batch.replayed + batch.already_done,
+        submit_failed=batch.failed,
+        unsent_budget=batch.skipped_budget,
+        products=products,
+        pending=pending,
+        spent_cents=batch.cost_cents,
+        report_dir=report_dir,
+        latest_dir=latest_dir,
+        elapsed_seconds=round(elapsed, 3),
+    )
+    ledger.finish_run(run_id, status=status, summary=summary.model_dump(mode="json"))
+    return summary

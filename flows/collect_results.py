@@ -1,0 +1,84 @@
+"""The ``collect_results`` flow: poll what is still pending and rewrite a run's reports.
+
+Why a flow of its own: results that arrive after ``bulk_check`` stopped waiting (a
+timeout, ``wait=False``, a receiver outage, dropped deliveries) are picked up here, on a
+schedule or by hand, from the ledger alone — the manifest is not needed any more.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prefect import flow, get_run_logger, tags
+from prefect.artifacts import acreate_markdown_artifact
+
+from doccheck.client import ConfigurationError
+from flows.bulk_check import products_from_summary, run_label
+from flows.summary import RunSummary
+from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from tasks.pipeline import ledger_for, poll_results, write_run_reports
+
+
+def _flow_run_name() -> str:
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    target = params.get("campaign") or (f"run {str(params.get('run_id'))[:8]}" if params.get("run_id") else "?")
+    return f"collect-results {target}"
+
+
+@flow(name="collect-results", flow_run_name=_flow_run_name, validate_parameters=True)
+async def collect_results(
+    campaign: str | None = None,
+    run_id: str | None = None,
+    out_dir: str = "reports",
+    base_url: str | None = None,
+    database_url: str | None = None,
+    api_key_block: str | None = None,
+) -> RunSummary:
+    """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
+    and rewrite that run's reports (a new run folder and ``latest/``)."""
+    started = time.monotonic()
+    logger = get_run_logger()
+    if not campaign and not run_id:
+        raise ConfigurationError("give a campaign or a run id")
+    base = resolve_base_url(base_url)
+    resolve_api_key(api_key_block)
+    db_url = resolve_database_url(database_url)
+    ledger = ledger_for(db_url)
+    if run_id:
+        run = ledger.get_run(run_id)
+        if run is None:
+            raise ConfigurationError(f"no run {run_id!r} in the ledger")
+    else:
+        run = ledger.latest_run(str(campaign))
+        if run is None:
+            raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
+    with tags(f"campaign:{run.campaign}"):
+        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=api_key_block)
+        logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
+        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
+        counts = ledger.run_summary(run.id)
+        products = products_from_summary(counts.get("products", {}))
+        pending = sum(c.get("pending", 0) for c in products.values())
+        submissions = counts.get("submissions", {})
+        summary = RunSummary(
+            status="finished" if pending == 0 else "pending",
+            campaign=run.campaign,
+            manifest=run.manifest,
+            run_id=run.id,
+            documents=counts.get("documents", 0),
+            rejected=counts.get("rejected", 0),
+            reused=submissions.get("submitted", 0),
+            submit_failed=submissions.get("failed", 0),
+            unsent_budget=submissions.get("skipped_budget", 0),
+            products=products,
+            pending=pending,
+            spent_cents=counts.get("cost_cents", 0),
+            report_dir=str(paths.run_dir),
+            latest_dir=str(paths.latest_dir),
+            elapsed_seconds=round(time.monotonic() - started, 3),
+        )
+        logger.info("summary: %s", summary.model_dump_json())
+        await acreate_markdown_artifact(markdown=summary.as_markdown(), description="collect-results summary")
+        return summary

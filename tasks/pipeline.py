@@ -1,0 +1,230 @@
+"""Prefect tasks: thin wrappers that give the library's pipeline steps retries, names and tags.
+
+Why thin: the logic lives in ``doccheck.pipeline`` (usable from a notebook without
+Prefect). A task only adds what orchestration needs:
+
+- **retries for transient failures only** (``tasks.retry``): repeating a batch is safe
+  because every submission has a deterministic Idempotency-Key and the ledger skips what
+  is already submitted; a 401 or a bad manifest is never retried;
+- **meaningful names** in the UI (``submit batch 3/20``, ``wait for results``);
+- **no caching** (``cache_policy=NONE``): inputs are documents and URLs whose hash means
+  nothing, and a cached "success" would hide new work;
+- **no secrets in parameters**: tasks receive the service URL and the *name* of where the
+  key lives; the key itself is resolved inside the task (``tasks.credentials``).
+
+Each task opens its own client (an HTTP connection pool cannot travel between tasks);
+the ledger is shared per database URL within the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from doccheck.client import AsyncDocCheckClient
+from doccheck.ledger import Ledger
+from doccheck.pipeline import (
+    BatchResult,
+    Budget,
+    PollResult,
+    WaitResult,
+    apply_events,
+    poll_pending,
+    report_tables,
+    submit_batch,
+    wait_for_results,
+)
+from doccheck.planning import Plan, load_plan
+from doccheck.reports import ReportPaths, write_reports
+from tasks import progress
+from tasks.credentials import resolve_api_key
+from tasks.retry import RETRY_DELAYS, retry_on_transient
+
+_ledgers: dict[str, Ledger] = {}
+_ledgers_lock = threading.Lock()
+
+
+def ledger_for(database_url: str) -> Ledger:
+    """One :class:`Ledger` (one connection pool) per database URL in this process."""
+    with _ledgers_lock:
+        ledger = _ledgers.get(database_url)
+        if ledger is None:
+            ledger = _ledgers[database_url] = Ledger(database_url)
+        return ledger
+
+
+def close_ledgers() -> None:
+    """Dispose of every cached ledger's pool (end of a CLI command or a test)."""
+    with _ledgers_lock:
+        for ledger in _ledgers.values():
+            ledger.close()
+        _ledgers.clear()
+
+
+def open_client(base_url: str, api_key_block: str | None = None) -> AsyncDocCheckClient:
+    """An async client for ``base_url`` with the key from ``resolve_api_key``."""
+    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block))
+
+
+@task(name="plan manifest", task_run_name="plan {manifest}", cache_policy=NONE)
+def plan_manifest(
+    manifest: str,
+    campaign: str | None,
+    products: Sequence[str],
+    metadata_columns: Sequence[str],
+) -> Plan:
+    """Read, validate and plan the manifest (no retries: a bad manifest stays bad)."""
+    return load_plan(manifest, campaign=campaign, products=list(products), metadata_columns=list(metadata_columns))
+
+
+@task(
+    name="record run",
+    task_run_name="record run {plan.campaign}",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+def record_run(database_url: str, plan: Plan, params: dict[str, Any]) -> str:
+    """Start the run in the ledger and record every planned document and rejected row.
+
+    Recording all documents up front means a run interrupted before its last batch still
+    reports the documents no batch reached (as ``unsent``) rather than losing them.
+    """
+    ledger = ledger_for(database_url)
+    products = sorted({p for doc in plan.documents for p in doc.products})
+    run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=products, params=params)
+    ledger.record_documents(run_id, plan.documents)
+    ledger.record_rejections(run_id, plan.rejections)
+    return run_id
+
+
+@task(
+    name="submit batch",
+    task_run_name="submit batch {batch_number}/{batch_count}",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+async def submit_documents(
+    documents: Sequence[Any],
+    *,
+    run_id: str,
+    batch_number: int,
+    batch_count: int,
+    base_url: str,
+    database_url: str,
+    api_key_block: str | None = None,
+    concurrency: int = 8,
+    webhook_url: str | None = None,
+    budget: Budget | None = None,
+) -> BatchResult:
+    """Submit one batch (``submit_batch``); row-level refusals are data, not failures."""
+    ledger = ledger_for(database_url)
+    async with open_client(base_url, api_key_block) as client:
+        return await submit_batch(
+            client,
+            ledger,
+            run_id,
+            documents,
+            concurrency=concurrency,
+            webhook_url=webhook_url,
+            budget=budget,
+            on_progress=progress.callback_for("submit", f"batch-{batch_number}"),
+        )
+
+
+@task(
+    name="wait for results",
+    task_run_name="wait for results",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+async def wait_results(
+    run_id: str,
+    *,
+    base_url: str,
+    database_url: str,
+    api_key_block: str | None = None,
+    timeout: float = 600,
+    grace_seconds: float = 30,
+    poll_interval: float = 2,
+) -> WaitResult:
+    """Wait until every product of the run is final (events first, polling after the grace)."""
+    ledger = ledger_for(database_url)
+    async with open_client(base_url, api_key_block) as client:
+        return await wait_for_results(
+            client,
+            ledger,
+            run_id,
+            timeout=timeout,
+            grace_seconds=grace_seconds,
+            poll_interval=poll_interval,
+            on_progress=progress.callback_for("wait", "run"),
+        )
+
+
+@task(
+    name="poll pending",
+    task_run_name="poll pending checks",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+async def poll_results(
+    run_id: str,
+    *,
+    base_url: str,
+    database_url: str,
+    api_key_block: str | None = None,
+) -> PollResult:
+    """Apply stored webhook events, then GET every check of the run that is not final."""
+    ledger = ledger_for(database_url)
+    apply_events(ledger)
+    async with open_client(base_url, api_key_block) as client:
+        return await poll_pending(client, ledger, run_id=run_id, older_than_seconds=0)
+
+
+@task(
+    name="apply events",
+    task_run_name="apply webhook events",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+def apply_webhook_events(database_url: str) -> int:
+    """Apply the webhook events the receiver stored (``wait=False`` runs still do this)."""
+    return apply_events(ledger_for(database_url))
+
+
+@task(
+    name="write reports",
+    task_run_name="write reports",
+    cache_policy=NONE,
+    retries=2,
+    retry_delay_seconds=RETRY_DELAYS,
+    retry_condition_fn=retry_on_transient,
+)
+def write_run_reports(
+    database_url: str,
+    run_id: str,
+    out_dir: str,
+    run_label: str,
+    metadata: dict[str, dict[str, str]] | None = None,
+) -> ReportPaths:
+    """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``)."""
+    ledger = ledger_for(database_url)
+    tables = report_tables(ledger, run_id)
+    if metadata is None:
+        metadata = ledger.document_metadata(run_id)
+    return write_reports(Path(out_dir), run_label, tables, metadata=metadata or None)

@@ -1,0 +1,83 @@
+"""Flows: the pure helpers that name runs, cut batches and shape the summary; no key parameter."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from datetime import UTC, datetime
+
+from flows.bulk_check import _as_list, batches, bulk_check, campaign_name, products_from_summary, run_label
+from flows.collect_results import collect_results
+from flows.summary import RunSummary
+
+
+def test_batches_cover_every_document_once() -> None:
+    items = list(range(10_000))
+    cut = batches(items, 100)
+    assert len(cut) == 100
+    assert [x for b in cut for x in b] == items
+    assert batches(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
+    assert batches([], 100) == []
+    assert batches([1, 2], 0) == [[1], [2]]
+
+
+def test_campaign_defaults_to_manifest_stem() -> None:
+    assert campaign_name("/data/essays-2026.csv", None) == "essays-2026"
+    assert campaign_name("/data/essays.csv", "  ") == "essays"
+    assert campaign_name("/data/essays.csv", "HIST101-A3") == "HIST101-A3"
+
+
+def test_run_label_is_safe_and_unique_per_run() -> None:
+    now = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+    label = run_label("History 101 / essay #3", "0123456789abcdef", now)
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", label)
+    assert label == "History-101-essay-3-20261122T100000Z-01234567"
+    assert run_label("...", "abcdef0123", now).startswith("run-")
+
+
+def test_products_accept_lists_and_strings() -> None:
+    assert _as_list("ai,similarity") == ["ai", "similarity"]
+    assert _as_list("ai;similarity") == ["ai", "similarity"]
+    assert _as_list(["ai", " similarity "]) == ["ai", "similarity"]
+    assert _as_list(None) == []
+
+
+def test_products_from_ledger_counts() -> None:
+    raw = {"ai_completed": 3, "ai_failed": 1, "similarity_pending": 2}
+    assert products_from_summary(raw) == {"ai": {"completed": 3, "failed": 1}, "similarity": {"pending": 2}}
+
+
+def test_flows_never_take_the_api_key_as_a_parameter() -> None:
+    for fl in (bulk_check, collect_results):
+        params = inspect.signature(fl.fn).parameters
+        assert not [p for p in params if "key" in p and p != "api_key_block"], params
+        assert "api_key_block" in params
+
+
+def test_bulk_check_parameters_match_the_issue() -> None:
+    params = inspect.signature(bulk_check.fn).parameters
+    for name in [
+        "manifest", "products", "out_dir", "campaign", "concurrency", "wait", "wait_timeout",
+        "max_spend_cents", "metadata_columns", "dry_run", "base_url", "database_url", "webhook_url",
+        "batch_size", "grace_seconds", "poll_interval",
+    ]:  # fmt: skip
+        assert name in params, name
+    assert params["batch_size"].default == 100
+
+
+def test_summary_markdown_has_no_secrets_and_the_counts() -> None:
+    summary = RunSummary(
+        status="finished",
+        campaign="c1",
+        run_id="r1",
+        documents=3,
+        rejected=1,
+        submitted=3,
+        products={"ai": {"completed": 3}},
+        spent_cents=9,
+        report_dir="reports/x",
+    )
+    md = summary.as_markdown()
+    assert "| rows rejected | 1 |" in md
+    assert "| ai | completed 3 |" in md
+    assert "reports/x" in md

@@ -1,0 +1,127 @@
+"""Tasks: which failures are retried, where the key comes from, how batch progress adds up."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from doccheck.client import (
+    AuthenticationError,
+    ConfigurationError,
+    NetworkError,
+    PaymentRequiredError,
+    RateLimitError,
+    ServerError,
+)
+from doccheck.manifest import ManifestError
+from doccheck.pipeline import Progress
+from tasks import progress
+from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from tasks.retry import is_transient, retry_on_transient
+
+
+class _State:
+    def __init__(self, data: object) -> None:
+        self.data = data
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        NetworkError("connection reset"),
+        ServerError("boom", status_code=503, code="unavailable"),
+        RateLimitError("slow down", status_code=429, code="rate_limited"),
+        OperationalError("SELECT 1", {}, Exception("database is locked")),
+        TimeoutError(),
+    ],
+)
+def test_transient_failures_are_retried(exc: BaseException) -> None:
+    assert is_transient(exc)
+    assert retry_on_transient(None, None, _State(exc)) is True
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AuthenticationError("bad key", status_code=401, code="unauthorized"),
+        PaymentRequiredError("no money", status_code=402, code="insufficient_balance"),
+        ConfigurationError("no base url"),
+        ManifestError("no such file"),
+        IntegrityError("INSERT", {}, Exception("duplicate")),
+        ValueError("bad"),
+    ],
+)
+def test_permanent_failures_are_not_retried(exc: BaseException) -> None:
+    assert not is_transient(exc)
+    assert retry_on_transient(None, None, _State(exc)) is False
+
+
+def test_retry_condition_ignores_states_without_exception() -> None:
+    assert retry_on_transient(None, None, _State("not an exception")) is False
+    assert retry_on_transient(None, None, _State(None)) is False
+    # Prefect only calls plain functions as conditions (inspect.isfunction).
+    assert inspect.isfunction(retry_on_transient)
+
+
+def test_api_key_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_API_KEY", "sk_unit_123")
+    key = resolve_api_key()
+    assert isinstance(key, SecretStr)
+    assert key.get_secret_value() == "sk_unit_123"
+    assert "sk_unit_123" not in repr(key)
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_missing_api_key_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv("DOCCHECK_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("DOCCHECK_API_KEY", value)
+    with pytest.raises(ConfigurationError, match="DOCCHECK_API_KEY"):
+        resolve_api_key()
+
+
+def test_secret_block_seam_is_explicit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_API_KEY", "sk_unit_123")
+    with pytest.raises(ConfigurationError, match="my-block") as info:
+        resolve_api_key("my-block")
+    assert "sk_unit_123" not in str(info.value)
+
+
+def test_base_and_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCCHECK_BASE_URL", raising=False)
+    with pytest.raises(ConfigurationError, match="DOCCHECK_BASE_URL"):
+        resolve_base_url()
+    assert resolve_base_url("http://x/api/v1") == "http://x/api/v1"
+    monkeypatch.setenv("DOCCHECK_BASE_URL", "http://env/api/v1")
+    assert resolve_base_url() == "http://env/api/v1"
+    monkeypatch.delenv("DOCCHECK_DATABASE_URL", raising=False)
+    assert resolve_database_url() == "sqlite:///doccheck.db"
+    assert resolve_database_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_progress_sums_batches_for_listeners() -> None:
+    seen: list[Progress] = []
+    with progress.listening(seen.append):
+        progress.reset("submit", 250)
+        first = progress.callback_for("submit", "batch-1")
+        second = progress.callback_for("submit", "batch-2")
+        first(Progress(done=40, total=100, phase="submit"))
+        second(Progress(done=10, total=100, phase="submit"))
+        first(Progress(done=100, total=100, phase="submit"))
+    progress.update("submit", "batch-3", 50)  # no listener any more: nothing recorded
+    assert seen[0] == Progress(done=0, total=250, phase="submit")
+    assert seen[-1] == Progress(done=110, total=250, phase="submit")
+    assert len(seen) == 4
+
+
+def test_a_broken_listener_never_sinks_a_run() -> None:
+    def broken(_: Progress) -> None:
+        raise RuntimeError("display gone")
+
+    with progress.listening(broken):
+        progress.reset("wait", 3)
+        progress.update("wait", "run", 2)
