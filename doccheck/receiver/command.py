@@ -10,6 +10,26 @@ import typer
 from doccheck.receiver.app import DEFAULT_MAX_BODY_BYTES
 
 
+def _quiet_server(config: object) -> object:
+    """A uvicorn server that stops on SIGINT/SIGTERM and then returns normally.
+
+    Stock uvicorn re-raises the signal after its graceful shutdown, which kills the
+    process before our own clean-up and goodbye line; here a signal only asks to stop.
+    """
+    import signal
+
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True  # a second Ctrl-C: stop now
+            else:
+                self.should_exit = True
+
+    return QuietServer(config)  # type: ignore[arg-type]
+
+
 def receiver(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8791,
@@ -36,7 +56,7 @@ def receiver(
     from doccheck.ledger.engine import redact_url
     from doccheck.receiver.app import create_app, ledger_secrets_provider
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     settings = load_settings(database_url=database_url)
     try:
         ledger = Ledger(settings.database_url)
@@ -57,9 +77,9 @@ def receiver(
         f"(ledger {redact_url(settings.database_url)}, secrets from {source})"
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
+    server = _quiet_server(config)
     try:
-        server.run()
+        server.run()  # type: ignore[attr-defined]
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
         pass
     finally:
