@@ -167,6 +167,8 @@ def to_tables(
     built: dict[str, pa.Table] = {}
     for name, schema in SCHEMAS.items():
         rows = getattr(tables, name)
+        if name == "submissions":
+            rows = [_normalise_rejected(row) for row in rows]
         table = _build_table(name, schema, rows)
         if meta_columns:
             table = _join_metadata(table, metadata or {}, meta_columns)
@@ -268,6 +270,18 @@ def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise ReportError(f"{name}, column {fld.name!r}: {exc}") from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _normalise_rejected(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A rejected row always reads ``mode = rejected`` and costs 0, whoever built the row."""
+    if row.get("status") != "rejected":
+        return row
+    fixed = dict(row)
+    if not fixed.get("mode"):
+        fixed["mode"] = "rejected"
+    if fixed.get("cost_cents") is None:
+        fixed["cost_cents"] = 0
+    return fixed
 
 
 def _coerce(value: Any, type_: pa.DataType) -> Any:

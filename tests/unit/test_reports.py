@@ -155,6 +155,12 @@ def test_bad_values_name_table_row_and_column(tmp_path: Path) -> None:
             write_reports(tmp_path, label, ReportTables())
 
 
+def test_rejected_rows_are_normalised() -> None:
+    rows = [{"document_id": "r", "status": "rejected", "mode": None, "error_code": "missing_id"}]
+    table = to_dataframes(ReportTables(submissions=rows))["submissions"]
+    assert table["mode"].tolist() == ["rejected"] and table["cost_cents"].tolist() == [0]
+
+
 def test_nan_from_pandas_is_null(tmp_path: Path) -> None:
     frame = pd.DataFrame({"document_id": ["a"], "score": [float("nan")], "words": [float("nan")]})
     tables = ReportTables(ai_results=frame.to_dict(orient="records"))
