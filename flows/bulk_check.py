@@ -84,6 +84,14 @@ def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
     return out
 
 
+def rejection_rows(plan: Plan) -> list[dict[str, str | int | None]]:
+    """The rejected rows as plain dicts (row, document_id, field, code, reason)."""
+    return [
+        {"row": r.row_number, "document_id": r.document_id, "field": r.field, "code": r.code, "reason": r.reason}
+        for r in plan.rejections
+    ]
+
+
 def plan_summary(plan: Plan) -> RunSummary:
     """What a dry run reports: counts per mode, words, estimated cost, rejects."""
     return RunSummary(
@@ -96,6 +104,7 @@ def plan_summary(plan: Plan) -> RunSummary:
         counts_by_mode=plan.counts_by_mode(),
         total_words=plan.total_words(),
         estimated_cost_cents=plan.estimated_cost_cents(),
+        rejections=rejection_rows(plan),
     )
 
 
@@ -306,6 +315,7 @@ def _finish(
         report_dir=report_dir,
         latest_dir=latest_dir,
         elapsed_seconds=round(elapsed, 3),
+        rejections=rejection_rows(plan),
     )
     ledger.finish_run(run_id, status=status, summary=summary.model_dump(mode="json"))
     return summary

@@ -37,6 +37,7 @@ class RunSummary(BaseModel):
     report_dir: str | None = None
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0
+    rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
 
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""

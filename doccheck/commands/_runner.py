@@ -170,5 +170,17 @@ def summary_table(summary: Any) -> Table:
     return table
 
 
+def rejections_table(summary: Any) -> Table | None:
+    """The rejected rows with their reasons (None when there are none)."""
+    rows = getattr(summary, "rejections", None) or []
+    if not rows:
+        return None
+    table = Table(title="rejected rows (not sent, no charge)", title_justify="left", show_header=False)
+    table.add_column("reason")
+    for r in rows:
+        table.add_row(str(r.get("reason")))
+    return table
+
+
 def _cents(value: int) -> str:
     return f"${value / 100:,.2f}"

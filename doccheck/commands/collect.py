@@ -1,11 +1,52 @@
-"""`doccheck collect` (placeholder until implemented)."""
+"""``doccheck collect``: poll what is still pending and rewrite a run's reports.
+
+Runs the ``collect_results`` flow in this process (lazy Prefect import, as ``run``).
+Useful after ``--no-wait``, a wait timeout, or a receiver outage; safe to repeat.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+
+from doccheck.commands._runner import fail, quiet_prefect, run_flow, summary_table, use_local_prefect_server_if_running
+from doccheck.config import load_settings
 
 
-def collect() -> None:
-    """Not implemented yet."""
-    typer.echo("not implemented yet", err=True)
-    raise typer.Exit(2)
+def collect(
+    campaign: Annotated[str | None, typer.Option(help="Collect the latest run of this campaign.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
+    database_url: Annotated[
+        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
+) -> None:
+    """Poll every pending product of a run and rewrite its reports (runs the collect_results flow)."""
+    console = Console()
+    err = Console(stderr=True)
+    if bool(campaign) == bool(run_id):
+        raise fail(err, "give exactly one of --campaign or --run-id")
+    settings = load_settings(base_url=base_url)
+    if not settings.base_url:
+        raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
+    if settings.api_key is None or not settings.api_key.get_secret_value().strip():
+        raise fail(err, "no API key: set DOCCHECK_API_KEY")
+
+    quiet_prefect()
+    use_local_prefect_server_if_running()
+
+    def start():  # type: ignore[no-untyped-def]
+        from flows.collect_results import collect_results
+
+        return collect_results(
+            campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url, database_url=database_url
+        )
+
+    summary = run_flow(console, err, start, show_progress=False)
+    console.print(summary_table(summary))
+    if summary.status == "pending":
+        console.print(f"{summary.pending} products still pending: run this command again later.")

@@ -1,11 +1,193 @@
-"""`doccheck demo` (placeholder until implemented)."""
+"""``doccheck demo``: the whole product on one machine, in one command, with clean output.
+
+What it does, in order:
+
+1. Prefect: uses ``PREFECT_API_URL`` when set; otherwise starts (or reuses) a local
+   Prefect server in the background, kept under ``./.prefect/``, so the run can be seen
+   in the Prefect UI after the demo ends. ``doccheck demo --stop-server`` stops it.
+2. Starts the service emulator and a webhook receiver on free local ports (subprocesses,
+   logs under ``./.doccheck-demo/``), with a fresh demo ledger (``.doccheck-demo/ledger.db``)
+   because every demo talks to a brand-new emulator.
+3. Configures the account webhook to point at the receiver and hands the receiver the
+   signing secret through the ledger (the way a real deployment configured by doccheck
+   works; the secret is never printed).
+4. Runs the ``bulk_check`` flow on ``sample_data/manifest.csv`` (products ai+similarity),
+   writes reports to ``./reports``, prints the summary.
+5. Stops the emulator and the receiver (SIGTERM, wait), whatever happened.
+
+Prefect's console logging is kept quiet (the UI still gets every log), so the output is
+only what this command prints.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+
+from doccheck.commands._runner import (
+    LOCAL_PREFECT_HOME,
+    fail,
+    quiet_prefect,
+    rejections_table,
+    run_flow,
+    summary_table,
+)
+from doccheck.commands.services import (
+    Service,
+    ServiceError,
+    doccheck_command,
+    ensure_prefect_server,
+    free_port,
+    start_service,
+    stop_prefect_server,
+)
+
+DEMO_API_KEY = "demo-key"
+DEMO_DIR = Path(".doccheck-demo")
+DEMO_CAMPAIGN = "sample-data-demo"
 
 
-def demo() -> None:
-    """Not implemented yet."""
-    typer.echo("not implemented yet", err=True)
-    raise typer.Exit(2)
+def _ui_url(api_url: str) -> str:
+    return api_url[: -len("/api")] if api_url.endswith("/api") else api_url
+
+
+def _start_prefect(console: Console, err: Console) -> str:
+    """Use PREFECT_API_URL, else a local background server under ./.prefect (reused if running)."""
+    api_url = os.environ.get("PREFECT_API_URL")
+    if api_url:
+        console.print(f"  Prefect API     {api_url}  (from PREFECT_API_URL)")
+        return api_url
+    with console.status("starting a local Prefect server (first time: ~15 s)..."):
+        try:
+            api_url = ensure_prefect_server(LOCAL_PREFECT_HOME)
+        except ServiceError as exc:
+            raise fail(err, str(exc)) from None
+    os.environ["PREFECT_API_URL"] = api_url
+    console.print(f"  Prefect UI      {_ui_url(api_url)}  (doccheck demo --stop-server)")
+    return api_url
+
+
+def _configure_webhook(base_url: str, receiver_url: str, database_url: str) -> None:
+    """PUT the account webhook and store its secret in the demo ledger for the receiver."""
+    from doccheck.client import DocCheckClient
+    from doccheck.ledger import Ledger
+
+    with DocCheckClient(base_url, DEMO_API_KEY) as client:
+        webhook = client.put_webhook(receiver_url)
+    if webhook.secret is None:
+        raise ServiceError("the emulator returned no webhook secret")
+    ledger = Ledger(database_url)
+    try:
+        ledger.store_webhook_secret(webhook.secret)
+    finally:
+        ledger.close()
+
+
+def demo(
+    manifest: Annotated[Path, typer.Option(help="Manifest to check.")] = Path("sample_data/manifest.csv"),
+    out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
+    products: Annotated[str, typer.Option(help="Products for rows without their own.")] = "ai,similarity",
+    stop_server: Annotated[
+        bool, typer.Option("--stop-server", help="Stop the local Prefect server an earlier demo started, then exit.")
+    ] = False,
+) -> None:
+    """Start an emulator and a receiver, check sample_data/, write ./reports, stop them again."""
+    console = Console()
+    err = Console(stderr=True)
+    if stop_server:
+        stopped = stop_prefect_server(LOCAL_PREFECT_HOME)
+        console.print("stopped the local Prefect server." if stopped else "no local Prefect server was running.")
+        return
+    if not manifest.is_file():
+        raise fail(err, f"cannot read manifest {str(manifest)!r}: run the demo from the project folder")
+
+    quiet_prefect()
+    console.print("[bold]doccheck demo[/]")
+    prefect_api = _start_prefect(console, err)
+
+    if DEMO_DIR.exists():
+        shutil.rmtree(DEMO_DIR)
+    DEMO_DIR.mkdir(parents=True)
+    database_url = f"sqlite:///{(DEMO_DIR / 'ledger.db').resolve()}"
+    services: list[Service] = []
+    try:
+        port, storage_port, receiver_port = free_port(), free_port(), free_port()
+        emulator = start_service(
+            "emulator",
+            doccheck_command(
+                "emulator", "--host", "127.0.0.1", "--port", str(port), "--storage-port", str(storage_port),
+                "--allow-private-webhooks", "--api-key", DEMO_API_KEY,
+            ),  # fmt: skip
+            health_url=f"http://127.0.0.1:{port}/_emulator/health",
+            url=f"http://127.0.0.1:{port}/api/v1",
+            log_path=DEMO_DIR / "emulator.log",
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+        services.append(emulator)
+        console.print(f"  emulator        {emulator.url}")
+        receiver_url = f"http://127.0.0.1:{receiver_port}"
+        _configure_webhook(emulator.url, f"{receiver_url}/webhook", database_url)
+        receiver_env = {"PYTHONUNBUFFERED": "1", "DOCCHECK_WEBHOOK_SECRET": ""}
+        receiver = start_service(
+            "receiver",
+            doccheck_command(
+                "receiver", "--host", "127.0.0.1", "--port", str(receiver_port), "--database-url", database_url
+            ),
+            health_url=f"{receiver_url}/healthz",
+            url=f"{receiver_url}/webhook",
+            log_path=DEMO_DIR / "receiver.log",
+            env=receiver_env,
+        )
+        services.append(receiver)
+        console.print(f"  receiver        {receiver.url}  (account webhook configured)")
+        console.print(f"  checking        {manifest}  (products {products}) ...")
+
+        os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
+
+        def start():  # type: ignore[no-untyped-def]
+            from flows.bulk_check import bulk_check
+
+            return bulk_check(
+                manifest=str(manifest),
+                products=products,
+                out_dir=str(out),
+                campaign=DEMO_CAMPAIGN,
+                base_url=emulator.url,
+                database_url=database_url,
+                wait_timeout=120,
+                grace_seconds=5,
+                poll_interval=0.5,
+                batch_size=5,
+            )
+
+        summary = run_flow(console, err, start)
+    except ServiceError as exc:
+        raise fail(err, str(exc)) from None
+    finally:
+        for service in reversed(services):
+            service.stop()
+        _close_ledgers()
+
+    console.print(summary_table(summary))
+    rejected = rejections_table(summary)
+    if rejected is not None:
+        console.print(rejected)
+    console.print("stopped the emulator and the receiver.")
+    console.print(f"Reports: {out}/latest/*.parquet   Prefect UI: {_ui_url(prefect_api)}")
+
+
+def _close_ledgers() -> None:
+    if "tasks.pipeline" not in sys.modules:
+        return
+    try:
+        from tasks.pipeline import close_ledgers
+
+        close_ledgers()
+    except Exception:  # noqa: BLE001 - shutdown best effort
+        pass

@@ -1,11 +1,111 @@
-"""`doccheck run` (placeholder until implemented)."""
+"""``doccheck run MANIFEST``: run the ``bulk_check`` flow in this process.
+
+Against ``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY`` (or ``--base-url``). A progress bar
+while it runs, a summary table at the end. Exit 0 when the run finished (rows refused by
+the service or rejected by validation are data in the reports); exit 1 with a one-line
+error for configuration or fatal errors (no base URL or key, 401, unreadable manifest).
+
+The flow is imported inside the function: ``doccheck`` must not import Prefect until a
+command that runs a flow is actually invoked.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+
+from doccheck.commands._runner import (
+    fail,
+    quiet_prefect,
+    rejections_table,
+    run_flow,
+    summary_table,
+    use_local_prefect_server_if_running,
+)
+from doccheck.config import load_settings
 
 
-def run() -> None:
-    """Not implemented yet."""
-    typer.echo("not implemented yet", err=True)
-    raise typer.Exit(2)
+def run(
+    manifest: Annotated[Path, typer.Argument(help="CSV, Parquet or JSONL manifest (see docs/manifest.md).")],
+    products: Annotated[
+        str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
+    ] = "ai",
+    out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports (a run folder + latest/).")] = Path(
+        "reports"
+    ),
+    campaign: Annotated[
+        str | None, typer.Option(help="Namespace of the Idempotency-Keys (default: the manifest's file name).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at once.")] = 8,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the results before writing reports.")] = True,
+    wait_timeout: Annotated[float, typer.Option(min=0, help="Seconds to wait for results.")] = 600,
+    max_spend_cents: Annotated[
+        int | None, typer.Option(min=0, help="Stop submitting before this many cents would be spent.")
+    ] = None,
+    metadata_columns: Annotated[
+        str, typer.Option(help="Manifest columns sent to the service as metadata (comma-separated allowlist).")
+    ] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and print the plan; send nothing.")] = False,
+    database_url: Annotated[
+        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
+    webhook_url: Annotated[
+        str | None, typer.Option(help="Per-check webhook URL (default: the account's webhook).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Documents per Prefect task run.")] = 100,
+    grace_seconds: Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")] = 30,
+    poll_interval: Annotated[float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")] = 2,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
+    console = Console()
+    err = Console(stderr=True)
+    if not manifest.is_file():
+        raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
+    if not dry_run:
+        settings = load_settings(base_url=base_url)
+        if not settings.base_url:
+            raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
+        if settings.api_key is None or not settings.api_key.get_secret_value().strip():
+            raise fail(err, "no API key: set DOCCHECK_API_KEY")
+
+    quiet_prefect()
+    use_local_prefect_server_if_running()
+
+    def start():  # type: ignore[no-untyped-def]
+        from flows.bulk_check import bulk_check
+
+        return bulk_check(
+            manifest=str(manifest),
+            products=products,
+            out_dir=str(out),
+            campaign=campaign,
+            concurrency=concurrency,
+            wait=wait,
+            wait_timeout=wait_timeout,
+            max_spend_cents=max_spend_cents,
+            metadata_columns=metadata_columns,
+            dry_run=dry_run,
+            base_url=base_url,
+            database_url=database_url,
+            webhook_url=webhook_url,
+            batch_size=batch_size,
+            grace_seconds=grace_seconds,
+            poll_interval=poll_interval,
+        )
+
+    summary = run_flow(console, err, start, show_progress=progress and not dry_run)
+    console.print(summary_table(summary))
+    rejected = rejections_table(summary)
+    if rejected is not None:
+        console.print(rejected)
+    if summary.dry_run:
+        console.print("dry run: nothing was sent.")
+    elif summary.status == "pending":
+        console.print(
+            f"{summary.pending} products still pending: run `doccheck collect --run-id {summary.run_id}` later."
+        )
