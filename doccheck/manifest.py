@@ -15,7 +15,9 @@ the multipart limit, to extract and count their words for the dry-run plan). See
 from __future__ import annotations
 
 import codecs
+import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -57,6 +59,7 @@ RESERVED_COLUMNS: frozenset[str] = frozenset({"document_id", "path", "text", "na
 
 _PRODUCT_SEPARATORS = re.compile(r"[;|,]")
 _CHUNK = 1024 * 1024
+_CSV_FIELD_LIMIT = 2**31 - 1
 _ESCAPE_HINT = "paths are relative to the manifest's folder and must stay inside it"
 
 
@@ -65,7 +68,7 @@ class RejectCode:
 
     MISSING_ID = "missing_id"
     DUPLICATE_ID = "duplicate_id"
-    INVALID_ROW = "invalid_row"  # a JSONL line that is not a JSON object
+    INVALID_ROW = "invalid_row"  # a JSONL line that is not a JSON object; a CSV row with too many fields
     INVALID_PRODUCTS = "invalid_products"
     BOTH_PATH_AND_TEXT = "both_path_and_text"
     NO_PATH_OR_TEXT = "no_path_or_text"
@@ -76,6 +79,7 @@ class RejectCode:
     UNSUPPORTED_TYPE = "unsupported_type"
     FILE_TOO_LARGE = "file_too_large"
     EMPTY_DOCUMENT = "empty_document"
+    INVALID_TEXT = "invalid_text"
 
 
 class ManifestError(ValueError):
@@ -239,24 +243,54 @@ def _read_rows(source: Path) -> tuple[list[str], Iterator[tuple[int, _Row | str]
 
 
 def _read_csv(source: Path) -> tuple[list[str], Iterator[tuple[int, _Row | str]]]:
-    import pandas as pd
-
+    """CSV through the standard ``csv`` module rather than pandas, because it lets one
+    ragged row (too many fields) become one rejection instead of sinking the manifest,
+    and it reports duplicate header names instead of silently renaming them."""
     try:
-        frame = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except pd.errors.EmptyDataError:
-        raise ManifestError(f"manifest {source} is empty (no header row)") from None
-    except (UnicodeDecodeError, pd.errors.ParserError, OSError, ValueError) as exc:
+        with source.open("r", encoding="utf-8-sig", newline="") as handle:
+            content = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"manifest {source} is not a readable CSV file: {_short(exc)}") from None
-    columns = [str(c).strip() for c in frame.columns]
-    frame.columns = columns
-    records = frame.to_dict(orient="records")
-
-    def rows() -> Iterator[tuple[int, _Row | str]]:
-        for index, record in enumerate(records, start=1):
+    _allow_large_csv_fields()
+    reader = csv.reader(io.StringIO(content, newline=""))
+    try:
+        header = next(reader, None)
+        while header is not None and not any(cell.strip() for cell in header):
+            header = next(reader, None)  # leading blank lines
+        if header is None:
+            raise ManifestError(f"manifest {source} is empty (no header row)")
+        columns = [c.strip() for c in header]
+        _check_columns(source, columns)
+        records: list[tuple[int, _Row | str]] = []
+        index = 0
+        for cells in reader:
+            if not cells or not any(cell.strip() for cell in cells):
+                continue  # blank line
+            index += 1
+            if len(cells) > len(columns):
+                records.append(
+                    (index, f"the row has {len(cells)} fields but the header has {len(columns)} (unquoted comma?)")
+                )
+                continue
             # A CSV cannot tell an empty cell from a missing one: both mean "not given".
-            yield index, {k: (None if v == "" else v) for k, v in record.items()}
+            records.append((index, {c: (cells[i] if i < len(cells) and cells[i] != "" else None) for i, c in enumerate(columns)}))
+    except csv.Error as exc:
+        raise ManifestError(f"manifest {source} is not a readable CSV file: line {reader.line_num}: {exc}") from None
+    return columns, iter(records)
 
-    return columns, rows()
+
+def _allow_large_csv_fields() -> None:
+    """A whole essay in a ``text`` cell is longer than the csv module's 128 KiB default."""
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+
+
+def _check_columns(source: Path, columns: list[str]) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if column and column in seen:
+            raise ManifestError(f"manifest {source}: column {column!r} appears more than once in the header")
+        seen.add(column)
 
 
 def _read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, _Row | str]]]:
@@ -267,6 +301,7 @@ def _read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, _Row | s
     except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
         raise ManifestError(f"manifest {source} is not a readable Parquet file: {_short(exc)}") from None
     columns = [str(c).strip() for c in table.column_names]
+    _check_columns(source, columns)
     table = table.rename_columns(columns)
 
     def rows() -> Iterator[tuple[int, _Row | str]]:
@@ -391,7 +426,15 @@ def _validate_row(
             raise _Reject("path", RejectCode.NO_PATH_OR_TEXT, "neither 'path' nor 'text' is given; give exactly one")
         if not text.strip():
             raise _Reject("text", RejectCode.EMPTY_DOCUMENT, "the text is empty or only whitespace")
-        data = text.encode("utf-8")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Reject(
+                "text", RejectCode.INVALID_TEXT, f"the text is not valid Unicode (character {exc.start})"
+            ) from None
+        words = count_words(text)
+        if words == 0:
+            raise _Reject("text", RejectCode.EMPTY_DOCUMENT, "the text has no words (only punctuation or symbols)")
         return ManifestDocument(
             row_number=row_number,
             document_id=document_id,
@@ -401,7 +444,7 @@ def _validate_row(
             path=None,
             size_bytes=len(data),
             content_hash=hashlib.sha256(data).hexdigest(),
-            words=count_words(text),
+            words=words,
             metadata=metadata,
         )
     except _Reject as rej:

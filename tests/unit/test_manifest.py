@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -331,3 +332,58 @@ def test_csv_keeps_na_like_strings_and_leading_zeros(tmp_path: Path) -> None:
     m = write_csv(tmp_path, "document_id,text", "007,NA", "NULL,None")
     docs = read_manifest(m).documents
     assert [(d.document_id, d.text) for d in docs] == [("007", "NA"), ("NULL", "None")]
+
+
+def test_csv_ragged_row_is_one_rejection(tmp_path: Path) -> None:
+    m = tmp_path / "m.csv"
+    m.write_text(
+        "document_id,text\n\na,first text\nb,oops, an unquoted comma\n,,\nc\nd,\"quoted, fine\"\n", encoding="utf-8"
+    )
+    result = read_manifest(m)
+    # Blank lines and rows of empty cells (spreadsheet exports) are skipped, not numbered.
+    assert [(d.row_number, d.document_id) for d in result.documents] == [(1, "a"), (4, "d")]
+    assert [(r.row_number, r.code) for r in result.rejections] == [
+        (2, RejectCode.INVALID_ROW),
+        (3, RejectCode.NO_PATH_OR_TEXT),
+    ]
+    assert "3 fields but the header has 2" in result.rejections[0].reason
+
+
+def test_csv_duplicate_header_is_config_error(tmp_path: Path) -> None:
+    m = write_csv(tmp_path, "document_id,text,text", "a,b,c")
+    with pytest.raises(ManifestError, match="'text' appears more than once"):
+        read_manifest(m)
+
+
+def test_csv_long_text_cell_and_crlf_kept(tmp_path: Path) -> None:
+    long_text = "word " * 60_000  # 300 KB, beyond the csv module's default field limit
+    m = tmp_path / "m.csv"
+    m.write_bytes(
+        b"document_id,text\r\n" + f'long,"{long_text}"\r\n'.encode() + b'crlf,"line one\r\nline two"\r\n'
+    )
+    docs = read_manifest(m).documents
+    assert docs[0].words == 60_000
+    assert docs[1].text == "line one\r\nline two"
+    assert docs[1].content_hash == hashlib.sha256(b"line one\r\nline two").hexdigest()
+
+
+def test_text_without_words_or_invalid_unicode(tmp_path: Path) -> None:
+    m = tmp_path / "m.jsonl"
+    m.write_text(
+        '{"document_id": "sym", "text": "--- !!! ..."}\n{"document_id": "sur", "text": "bad \\ud800 half"}\n',
+        encoding="utf-8",
+    )
+    assert codes(read_manifest(m)) == {"sym": RejectCode.EMPTY_DOCUMENT, "sur": RejectCode.INVALID_TEXT}
+
+
+def test_symlink_loop_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "loop.txt").symlink_to(tmp_path / "loop.txt")
+    m = write_csv(tmp_path, "document_id,path", "x,loop.txt")
+    (rejection,) = read_manifest(m).rejections
+    assert rejection.code in (RejectCode.UNREADABLE_FILE, RejectCode.FILE_NOT_FOUND)
+
+
+def test_fifo_is_not_a_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")
+    m = write_csv(tmp_path, "document_id,path", "p,pipe.txt")
+    assert codes(read_manifest(m)) == {"p": RejectCode.NOT_A_FILE}
