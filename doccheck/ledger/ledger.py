@@ -512,7 +512,7 @@ class Ledger:
         cost = (data.get("cost") or {}).get("total_cents")
         if cost is not None:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
-            if sub is not None and sub.cost_cents != cost and not sub.replayed:
+            if sub is not None and sub.cost_cents != cost:
                 sub.cost_cents = cost  # refunds of failed products show up here
                 s.add(sub)
         return changed

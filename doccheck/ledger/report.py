@@ -99,7 +99,7 @@ def build_report_rows(
                 "error_code": sub.error_code if sub and state != "submitted" else None,
                 "error_message": sub.error_message if sub and state != "submitted" else None,
                 "words": words,
-                "cost_cents": (sub.cost_cents or 0) if check_id and not sub.replayed else 0,
+                "cost_cents": (sub.cost_cents or 0) if check_id else 0,  # the check's charge, paid once
             }
         )
         if check_id is None:
@@ -193,7 +193,7 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
         state = STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"
         states[state] += 1
         if sub and sub.state == "submitted" and sub.check_id:
-            if sub.check_id not in check_ids and not sub.replayed:
+            if sub.check_id not in check_ids:
                 cost += sub.cost_cents or 0
             check_ids.add(sub.check_id)
     ids = list(check_ids)
