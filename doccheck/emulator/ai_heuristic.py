@@ -11,8 +11,9 @@ end. It combines three surface signals, each mapped to 0..1:
 * informality: contractions, first-person pronouns, questions and exclamations lower it.
 
 ``score = 0.45·uniformity + 0.40·markers + 0.15·(1 − informality)``, rounded to 4 places;
-labels: ``human`` below 0.40, ``mixed`` below 0.70, ``ai`` otherwise. Never use it to
-judge a real person's work.
+labels: ``human`` below 0.40, ``mixed`` below 0.70, ``ai`` otherwise. Only the first
+200,000 characters are read (style does not change with length; the cost would). Never use
+it to judge a real person's work.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from doccheck.extract import words_of
 HUMAN_BELOW = 0.40
 MIXED_BELOW = 0.70
 METHOD = "emulator-stylometric-heuristic-v1"
+MAX_CHARS = 200_000
 
 _MARKERS = frozenset(
     """furthermore moreover additionally consequently overall notably crucial essential
@@ -65,10 +67,10 @@ def label_for(score: float) -> str:
 
 def score_text(text: str) -> AiVerdict:
     """The heuristic verdict for ``text`` (deterministic, pure)."""
+    text = text[:MAX_CHARS]
     words = words_of(text)
     n = max(len(words), 1)
-    sentences = [s for s in _SENTENCE_SPLIT.split(text.strip()) if words_of(s)]
-    lengths = [len(words_of(s)) for s in sentences]
+    lengths = [n for n in (len(words_of(s)) for s in _SENTENCE_SPLIT.split(text.strip())) if n]
     if len(lengths) >= 3:
         mean = statistics.fmean(lengths)
         cv = statistics.pstdev(lengths) / mean if mean else 0.0

@@ -7,11 +7,22 @@ content type for ``files.original``, and the extracted text whose words are bill
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+from doccheck.emulator import ai_heuristic
+from doccheck.emulator.similarity import ShingleIndex, compare_hashes, shingle_hashes
 
 from doccheck.emulator.errors import ApiError, invalid_input
 from doccheck.emulator.store import Account, Upload
-from doccheck.extract import ExtractionError, UnsupportedFileType, content_type_for, count_words, extract_text
+from doccheck.extract import (
+    ExtractionError,
+    UnsupportedFileType,
+    content_type_for,
+    count_words,
+    extract_text,
+    words_of,
+)
 
 
 @dataclass
@@ -22,6 +33,26 @@ class Document:
     text: str
     words: int
     upload: Upload | None = None
+    hashes: list[int] = field(default_factory=list)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def analyse(doc: Document, products: list[str], indexes: list[ShingleIndex], seq: int, check_id: str) -> None:
+    """Shingle the text and compute the requested results now, off the event loop.
+
+    Results are revealed when each product finishes. "Earlier submissions" are those
+    indexed when the check was accepted (creation order ``seq``), so computing at creation
+    gives the answer the completion time would give, without blocking the server later.
+    """
+    words = words_of(doc.text)
+    doc.hashes = shingle_hashes(words)
+    if "ai" in products:
+        verdict = ai_heuristic.score_text(doc.text)
+        doc.results["ai"] = {"status": "completed", "score": verdict.score, "label": verdict.label,
+                             "method": ai_heuristic.METHOD}  # fmt: skip
+    if "similarity" in products:
+        found = compare_hashes(doc.hashes, len(words), indexes, exclude=check_id, before_seq=seq)
+        doc.results["similarity"] = {"status": "completed", **found}
 
 
 def sha256(data: bytes) -> str:
@@ -68,9 +99,8 @@ def upload_of(account: Account, upload_id: str) -> Upload:
     return upload
 
 
-def from_upload(account: Account, upload_id: str) -> Document:
-    upload = upload_of(account, upload_id)
-    data = upload.data or b""
+def from_upload(upload: Upload, data: bytes) -> Document:
+    """The document from an upload's bytes as stored when the request arrived."""
     text = _extract(data, upload.filename)
     doc = Document(data, upload.filename, upload.content_type, text, count_words(text), upload)
     return _with_words(doc)

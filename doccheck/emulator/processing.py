@@ -2,8 +2,8 @@
 
 A product finishes ``processing_seconds`` of service time after creation. It fails with
 ``product_failure_rate`` (its cents are refunded and it carries ``error``), otherwise its
-result is computed: the AI heuristic, or similarity against the reference corpus and the
-account's EARLIER submissions. When every product has finished the check becomes
+result (computed off the event loop when the check was accepted, see
+:func:`doccheck.emulator.documents.analyse`) is revealed. When every product has finished the check becomes
 ``completed`` (all completed) or ``failed`` (one failed), ``completed_at`` is set and the
 ``files`` flags turn true. Each finished product emits its own event.
 """
@@ -14,12 +14,9 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
-from doccheck.emulator import ai_heuristic, similarity
 from doccheck.emulator.billing import product_cents
 from doccheck.emulator.clock import iso
-from doccheck.emulator.reference import reference_index
 from doccheck.emulator.store import Account, Check
-from doccheck.extract import words_of
 
 if TYPE_CHECKING:
     from doccheck.emulator.runtime import Emulator
@@ -30,17 +27,6 @@ def schedule_products(emu: Emulator, account: Account, check: Check) -> None:
     due = check.created_at + emu.faults.settings.processing_seconds
     for product in check.products:
         emu.scheduler.at(due, lambda p=product: finish_product(emu, account, check, p), f"{check.id}:{product}")
-
-
-def _result(account: Account, check: Check, product: str) -> dict:
-    text = check.text or ""
-    if product == "ai":
-        verdict = ai_heuristic.score_text(text)
-        return {"status": "completed", "score": verdict.score, "label": verdict.label, "method": ai_heuristic.METHOD}
-    found = similarity.compare(
-        words_of(text), [reference_index(), account.index], exclude=check.id, before_seq=check.seq
-    )
-    return {"status": "completed", **found}
 
 
 def finish_product(emu: Emulator, account: Account, check: Check, product: str) -> None:
@@ -56,7 +42,7 @@ def finish_product(emu: Emulator, account: Account, check: Check, product: str) 
         account.balance_cents += refund
         account.charged_cents -= refund
     else:
-        new_state = _result(account, check, product)
+        new_state = check.results.get(product) or {"status": "completed"}
     if product == "ai":
         check.ai = new_state
     else:
@@ -71,7 +57,6 @@ def finish_product(emu: Emulator, account: Account, check: Check, product: str) 
         check.files["original"] = True
         check.files["pdf"] = True
         check.files["similarity_pdf"] = bool(check.similarity and check.similarity["status"] == "completed")
-        check.text = None  # the shingles are indexed; keep memory flat on big runs
     event_type = "check.failed" if new_state["status"] == "failed" else "check.completed"
     event_id = str(uuid.uuid4())
     payload = {

@@ -43,8 +43,12 @@ class ShingleIndex:
 
     def add(self, source: SourceInfo, words: list[str]) -> None:
         """Index ``words`` as ``source`` (each distinct shingle once)."""
+        self.add_hashes(source, shingle_hashes(words))
+
+    def add_hashes(self, source: SourceInfo, hashes: list[int]) -> None:
+        """Index precomputed shingle hashes as ``source``."""
         self.sources[source.source_id] = source
-        for h in set(shingle_hashes(words)):
+        for h in set(hashes):
             self._postings[h].append(source.source_id)
 
     def postings(self, h: int) -> list[str]:
@@ -53,10 +57,16 @@ class ShingleIndex:
 
 def compare(words: list[str], indexes: list[ShingleIndex], *, exclude: str, before_seq: int) -> dict[str, Any]:
     """The ``similarity`` result fields (without ``status``) for a submission's words."""
-    total = len(words)
+    return compare_hashes(shingle_hashes(words), len(words), indexes, exclude=exclude, before_seq=before_seq)
+
+
+def compare_hashes(
+    hashes: list[int], total: int, indexes: list[ShingleIndex], *, exclude: str, before_seq: int
+) -> dict[str, Any]:
+    """:func:`compare` on precomputed shingle hashes of a ``total``-word submission."""
     covered: dict[str, set[int]] = {}
     infos: dict[str, SourceInfo] = {}
-    for i, h in enumerate(shingle_hashes(words)):
+    for i, h in enumerate(hashes):
         for index in indexes:
             for sid in index.postings(h):
                 info = index.sources[sid]

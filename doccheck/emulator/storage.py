@@ -12,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
+import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from doccheck.emulator.clock import iso
+from doccheck.emulator.errors import error_body
 from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, body_chunks, drain
 from doccheck.emulator.store import Upload
 
@@ -30,7 +33,7 @@ def sign_upload(secret: bytes, upload_id: str, expires: int) -> str:
 
 def upload_url(emu: Emulator, upload: Upload) -> str:
     """The signed PUT address of ``upload`` on the storage origin."""
-    expires = int(upload.expires_at)
+    expires = math.ceil(upload.expires_at)
     sig = sign_upload(emu.upload_secret, upload.id, expires)
     return f"{emu.config.storage_url}/uploads/{upload.id}?expires={expires}&sig={sig}"
 
@@ -52,15 +55,20 @@ class StorageOrigin:
                     return
         if scope["type"] != "http":
             return
+        request_id = "req_" + uuid.uuid4().hex[:24]
         status, code, message, extra = await self._handle(scope, receive)
         if code is None:
             body = json.dumps(extra).encode()
         else:
-            body = json.dumps({"error": {"code": code, "message": message}}).encode()
+            body = json.dumps(error_body(code, message, request_id)).encode()
         await send({
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"x-request-id", request_id.encode()),
+            ],
         })  # fmt: skip
         await send({"type": "http.response.body", "body": body})
 

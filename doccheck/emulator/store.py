@@ -54,7 +54,7 @@ class Check:
     original: bytes
     original_filename: str
     original_content_type: str
-    text: str | None
+    results: dict[str, dict[str, Any]]  # computed at creation, revealed as each product finishes
     webhook_url: str | None
     status: str = "processing"
     completed_at: float | None = None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from doccheck.emulator import reports
 from doccheck.emulator.auth import authenticate, emulator_of
 from doccheck.emulator.billing import price
-from doccheck.emulator.documents import Document, from_file, from_text, from_upload, sha256
+from doccheck.emulator.documents import Document, analyse, from_file, from_text, from_upload, sha256, upload_of
 from doccheck.emulator.errors import ApiError, invalid_input, not_found
 from doccheck.emulator.inputs import (
     MAX_ID_LENGTH,
@@ -25,10 +27,10 @@ from doccheck.emulator.inputs import (
 )
 from doccheck.emulator.openapi_docs import CREATE_CHECK_BODY, CHECK_RESPONSES, LIST_PARAMS
 from doccheck.emulator.processing import schedule_products
+from doccheck.emulator.reference import reference_index
 from doccheck.emulator.similarity import SourceInfo
 from doccheck.emulator.store import FILE_KINDS, Account, Check, IdempotencyRecord
 from doccheck.emulator.webhook_urls import vet_url_or_422
-from doccheck.extract import words_of
 
 router = APIRouter()
 MAX_IDEMPOTENCY_KEY = 255
@@ -49,6 +51,23 @@ def _fingerprint(account: Account, raw: Any) -> str:
     return f"{doc}|{products_fingerprint(raw.products)}"
 
 
+def _replay(account: Account, key: str | None, fingerprint: str, now: float, retention: float) -> Response | None:
+    """The original check for a known key and fingerprint; 409 for another fingerprint."""
+    if key is None:
+        return None
+    record = account.idempotency.get(key)
+    if record is not None and now - record.created_at > retention:
+        del account.idempotency[key]
+        record = None
+    if record is None:
+        return None
+    if record.fingerprint != fingerprint:
+        raise ApiError(409, "idempotency_conflict",
+                       "this Idempotency-Key was used with a different document or product set")  # fmt: skip
+    original = account.checks[record.check_id]
+    return JSONResponse(original.resource(), status_code=201, headers={"Idempotent-Replayed": "true"})
+
+
 @router.post("/checks", status_code=201, openapi_extra=CREATE_CHECK_BODY, responses=CHECK_RESPONSES)
 async def create_check(request: Request) -> Response:
     """Create a check from exactly one of text, file or upload_id."""
@@ -58,19 +77,10 @@ async def create_check(request: Request) -> Response:
     if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY):
         raise invalid_input(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters")
     raw = await read_check_input(request)
-    now = emu.clock.now()
-    if key is not None:
-        fingerprint = _fingerprint(account, raw)
-        record = account.idempotency.get(key)
-        if record is not None and now - record.created_at > emu.config.idempotency_retention_s:
-            del account.idempotency[key]
-            record = None
-        if record is not None:
-            if record.fingerprint != fingerprint:
-                raise ApiError(409, "idempotency_conflict",
-                               "this Idempotency-Key was used with a different document or product set")  # fmt: skip
-            original = account.checks[record.check_id]
-            return JSONResponse(original.resource(), status_code=201, headers={"Idempotent-Replayed": "true"})
+    retention = emu.config.idempotency_retention_s
+    early = _replay(account, key, _fingerprint(account, raw), emu.clock.now(), retention)
+    if early is not None:
+        return early
     given = [f for f in ("text", "file", "upload_id") if f in raw.fields]
     if len(given) != 1:
         which = "none" if not given else " and ".join(given)
@@ -84,29 +94,45 @@ async def create_check(request: Request) -> Response:
             raise ApiError(409, "webhook_not_configured",
                            "set the account webhook (PUT /webhook) before giving a per-check webhook_url")  # fmt: skip
         webhook_url = await vet_url_or_422(webhook_url, allow_private=emu.config.allow_private_webhooks)
-    doc: Document
+    check_id = str(uuid.uuid4())
+    seq = emu.store.next_seq()
+    indexes = [reference_index(), account.index]
     if given == ["text"]:
         text = optional_str(raw.text, "text", 10**9)
         if not text or not text.strip():
             raise invalid_input("field 'text' is empty")
-        doc = from_text(text)
+        build = partial(from_text, text)
     elif given == ["file"]:
         assert raw.file is not None
-        doc = from_file(raw.file.data, raw.file.filename)
+        build = partial(from_file, raw.file.data, raw.file.filename)
     else:
         upload_id = optional_str(raw.upload_id, "upload_id", MAX_ID_LENGTH) or ""
-        doc = from_upload(account, upload_id)
+        upload = upload_of(account, upload_id)
+        build = partial(from_upload, upload, upload.data or b"")  # the bytes stored at this moment
+
+    def prepare() -> Document:
+        doc = build()
+        analyse(doc, products, indexes, seq, check_id)
+        return doc
+
+    # Extraction and analysis can take seconds for big files: keep the server responsive.
+    doc = await asyncio.to_thread(prepare)
+    # Another request may have won a race while we were away: decide again, synchronously.
+    now = emu.clock.now()
+    late = _replay(account, key, _fingerprint_after(doc, products), now, retention)
+    if late is not None:
+        return late
+    if doc.upload is not None:
+        upload_of(account, doc.upload.id)
     cost = price(doc.words, products)
     if cost["total_cents"] > account.balance_cents:
         raise ApiError(402, "insufficient_balance",
                        f"this check costs {cost['total_cents']} cents; the balance is {account.balance_cents}")  # fmt: skip
-    # Creation itself never awaits: no other request can interleave from here on.
-    now = emu.clock.now()
     if name is None:
         name = doc.filename if doc.upload or raw.file is not None else _timestamp_name(now)
     check = Check(
-        id=str(uuid.uuid4()),
-        seq=emu.store.next_seq(),
+        id=check_id,
+        seq=seq,
         name=name,
         products=products,
         words=doc.words,
@@ -116,7 +142,7 @@ async def create_check(request: Request) -> Response:
         original=doc.original,
         original_filename=doc.filename,
         original_content_type=doc.content_type,
-        text=doc.text,
+        results=doc.results,
         webhook_url=webhook_url,
         ai={"status": "processing"} if "ai" in products else None,
         similarity={"status": "processing"} if "similarity" in products else None,
@@ -129,7 +155,7 @@ async def create_check(request: Request) -> Response:
         doc.upload.status = "consumed"
         doc.upload.check_id = check.id
         doc.upload.data = None
-    account.index.add(SourceInfo(check.id, check.name, None, "submission", check.seq), words_of(doc.text))
+    account.index.add_hashes(SourceInfo(check.id, check.name, None, "submission", seq), doc.hashes)
     if key is not None:
         account.idempotency[key] = IdempotencyRecord(_fingerprint_after(doc, products), check.id, now)
     schedule_products(emu, account, check)
