@@ -3,6 +3,7 @@ tests/integration/test_ledger_postgres.py by overriding the ``ledger`` fixture).
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,3 +292,13 @@ def test_repr_hides_password() -> None:
 
     assert normalize_url("postgresql://u:pw@h/db").startswith("postgresql+psycopg://")
     assert "pw" not in redact_url("postgresql://u:pw@h/db")
+
+
+def test_concurrent_duplicate_events_stored_once(ledger: Ledger) -> None:
+    """A redelivery racing the first attempt (two threads of the receiver) stores one row."""
+    body = event_body("evt-race", "chk-race", "ai")
+    event = Event.model_validate_json(body)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: ledger.record_event(event, body), range(16)))
+    assert results.count(True) == 1 and results.count(False) == 15
+    assert len(ledger.events(check_id="chk-race")) == 1

@@ -1,0 +1,52 @@
+"""The ledger's unit tests, run again on a real PostgreSQL server (psycopg 3).
+
+Every test of tests/unit/test_ledger.py is imported here and gets a ``ledger`` on a
+fresh PostgreSQL database instead of SQLite, so both engines pass the same contract
+(JSON columns, unique keys, dedup of events, time zones, report rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from doccheck.ledger import Ledger
+from tests.unit.test_ledger import *  # noqa: F403 - re-run the whole ledger contract
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+
+
+@pytest.fixture
+def ledger(postgres_database: str) -> Iterator[Ledger]:  # overrides the SQLite fixture
+    led = Ledger(postgres_database)
+    yield led
+    led.close()
+
+
+def test_plain_postgresql_url_uses_psycopg3(postgres_database: str) -> None:
+    led = Ledger(postgres_database.replace("postgresql+psycopg://", "postgresql://"))
+    assert led.engine.dialect.driver == "psycopg"
+    led.start_run(campaign="c")
+    led.close()
+
+
+def test_pipeline_run_on_postgres(emulator: object, postgres_database: str, tmp_path: object) -> None:
+    """A whole submit → poll → report cycle with the ledger on PostgreSQL, and a free rerun."""
+    import asyncio
+
+    from tests.integration.test_pipeline import assert_complete, plan_for, start, submit, wait, write_corpus
+
+    led = Ledger(postgres_database)
+    api_key = emulator.new_account()  # type: ignore[attr-defined]
+    plan = plan_for(write_corpus(tmp_path / "c", big=False))  # type: ignore[operator]
+    run_id = start(led, plan)
+    first = asyncio.run(submit(emulator.base_url, api_key, led, run_id, plan))  # type: ignore[attr-defined]
+    assert first.submitted == 3
+    emulator.advance(2)  # type: ignore[attr-defined]
+    waited = asyncio.run(wait(emulator.base_url, api_key, led, run_id, grace_seconds=0))  # type: ignore[attr-defined]
+    assert not waited.timed_out
+    assert_complete(led.report_rows(run_id=run_id), 3)
+    again = asyncio.run(submit(emulator.base_url, api_key, led, start(led, plan), plan))  # type: ignore[attr-defined]
+    assert (again.already_done, again.submitted) == (3, 0)
+    led.close()
