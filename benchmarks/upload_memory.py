@@ -6,7 +6,7 @@ A tiny sink server (its own process, so its memory does not count) plays the ser
 the storage origin: POST /api/v1/uploads, PUT /storage/<id> (bytes counted and discarded),
 POST /api/v1/checks. Each measurement runs in a fresh interpreter and reports:
 - tracemalloc peak: Python allocations during the flow;
-- RSS growth: increase of the process's peak resident set (ru_maxrss) during the flow.
+- RSS growth: highest current RSS (sampled every 5 ms from /proc) minus RSS before the flow.
 "streamed" is ``client.submit(FileDocument(path))``; "whole" is the baseline that reads the
 file into memory and PUTs the bytes (``client.put_upload(upload, path.read_bytes())``).
 """
@@ -77,13 +77,23 @@ def serve(port: int) -> None:
 
 
 CHILD = r"""
-import json, resource, sys, tracemalloc
+import json, sys, threading, time, tracemalloc
 from pathlib import Path
 from doccheck.client import DocCheckClient, FileDocument, RetryPolicy
+
+def rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
 base_url, path, how = sys.argv[1:4]
 client = DocCheckClient(base_url, "sk_bench", retry=RetryPolicy(max_attempts=1), timeout=120)
 client.list_checks(limit=1)
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+samples, done = [rss()], threading.Event()
+def sample():
+    while not done.is_set():
+        samples.append(rss())
+        time.sleep(0.005)
+threading.Thread(target=sample, daemon=True).start()
 tracemalloc.start()
 if how == "streamed":
     client.submit(FileDocument(path), products=["ai"], idempotency_key="k")
@@ -94,8 +104,9 @@ else:
     client.create_check(upload_id=up.upload_id, products=["ai"], idempotency_key="k")
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"tracemalloc_peak": peak, "rss_growth": rss1 - rss0}))
+done.set()
+samples.append(rss())
+print(json.dumps({"tracemalloc_peak": peak, "rss_growth": max(samples) - samples[0]}))
 """
 
 
