@@ -1,0 +1,231 @@
+"""``doccheck.pipeline`` against a scripted in-memory client: the decisions, not the HTTP.
+
+(The same paths run against the real emulator in tests/integration/test_pipeline.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from doccheck.client import AuthenticationError, ConflictError, NotFoundError, PaymentRequiredError, Submission
+from doccheck.client.models import Check, Upload
+from doccheck.ledger import Ledger
+from doccheck.pipeline import (
+    Budget,
+    FatalSubmitError,
+    Progress,
+    poll_pending,
+    submit_batch,
+    wait_for_results,
+)
+from tests.unit.test_ledger import check_json, event_body, planned, record
+
+
+class FakeClient:
+    """Answers like the service: one check per key (replays), charges per new check."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.by_key: dict[str, Check] = {}
+        self.checks: dict[str, dict[str, Any]] = {}
+        self.fail: dict[str, Exception] = {}  # document_id -> error to raise
+        self.ids = itertools.count(1)
+        self.uploads: set[str] = set()
+
+    def _create(self, key: str, products: Any, metadata: dict[str, Any]) -> Check:
+        if key in self.by_key:
+            return self.by_key[key].model_copy(update={"replayed": True})
+        doc_id = metadata.get("document_id", "")
+        if doc_id in self.fail:
+            raise self.fail[doc_id]
+        cid = f"chk-{next(self.ids)}"
+        self.checks[cid] = check_json(cid, tuple(products), metadata=metadata)
+        check = Check.model_validate(self.checks[cid])
+        self.by_key[key] = check
+        return check
+
+    async def submit(self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Submission:
+        self.calls.append("submit")
+        return Submission(self._create(idempotency_key, products, metadata), "text")
+
+    async def create_upload(self, filename: str, **_: Any) -> Upload:
+        self.calls.append("create_upload")
+        uid = f"up-{next(self.ids)}"
+        self.uploads.add(uid)
+        return Upload(upload_id=uid, upload_url="http://storage/x", content_type="text/plain")
+
+    async def put_upload(self, upload: Upload, path: Any) -> None:
+        self.calls.append("put_upload")
+
+    async def create_check(self, *, upload_id: str, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Check:
+        self.calls.append(f"create_check:{upload_id}")
+        if idempotency_key not in self.by_key and upload_id not in self.uploads:
+            raise NotFoundError("gone", status_code=404, code="upload_not_found")
+        return self._create(idempotency_key, products, metadata)
+
+    async def get_check(self, check_id: str) -> Check:
+        self.calls.append(f"get:{check_id}")
+        return Check.model_validate(self.checks[check_id])
+
+    def finish(self, check_id: str) -> None:
+        data = self.checks[check_id]
+        data["status"] = "completed"
+        data["completed_at"] = "2026-01-01T00:05:00Z"
+        if data.get("ai"):
+            data["ai"] = {"status": "completed", "score": 0.2, "label": "human"}
+        if data.get("similarity"):
+            data["similarity"] = {"status": "completed", "score": 5.0, "matched_words": 3, "sources": []}
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    led = Ledger(f"sqlite:///{tmp_path / 'p.db'}")
+    yield led
+    led.close()
+
+
+def docs(n: int, **kw: Any) -> list[Any]:
+    return [planned(f"d{i}", row=i, **kw) for i in range(1, n + 1)]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_submit_then_rerun_sends_nothing(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    progress: list[Progress] = []
+    first = run(submit_batch(client, ledger, run_id, docs(5), on_progress=progress.append))
+    assert (first.submitted, first.cost_cents, first.total) == (5, 5, 5)
+    assert progress[-1] == Progress(done=5, total=5, phase="submit")
+    calls = len(client.calls)
+    again = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(5)))
+    assert (again.already_done, again.submitted, again.cost_cents) == (5, 0, 0)
+    assert len(client.calls) == calls
+
+
+def test_same_key_twice_in_a_batch_is_sent_once(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    a = planned("a", idempotency_key="same")
+    b = planned("b", row=2, idempotency_key="same")
+    result = run(submit_batch(client, ledger, run_id, [a, b]))
+    assert (result.submitted, result.already_done) == (1, 1) and client.calls == ["submit"]
+    subs = ledger.report_rows(run_id=run_id)["submissions"]
+    assert {r["document_id"]: r["check_id"] for r in subs} == {"a": "chk-1", "b": "chk-1"}
+
+
+def test_resume_after_crash_replays_without_charge(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    [doc] = docs(1)
+    run(submit_batch(client, ledger, run_id, [doc]))
+    # simulate a crash: the service has the check, the ledger only says "submitting"
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    result = run(submit_batch(client, ledger, run_id, [doc]))
+    assert (result.replayed, result.submitted, result.cost_cents) == (1, 0, 0)
+    assert len(client.checks) == 1
+    assert ledger.submission_for_key(doc.idempotency_key).state == "submitted"
+
+
+def test_upload_resume_uses_the_recorded_upload(ledger: Ledger, tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text("word " * 1000)
+    doc = planned("u1", mode="upload", path=big, text=None, size_bytes=big.stat().st_size)
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    ledger.record_documents(run_id, [doc])
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="u1", products=doc.products, mode="upload")
+    ledger.mark_upload_created(doc.idempotency_key, "up-old")
+    client.uploads.add("up-old")
+    result = run(submit_batch(client, ledger, run_id, [doc]))
+    assert result.submitted == 1 and client.calls == ["create_check:up-old"]
+    # an upload the service no longer has: start a fresh one
+    doc2 = planned("u2", mode="upload", path=big, text=None, size_bytes=big.stat().st_size, idempotency_key="k2")
+    ledger.mark_submitting("k2", campaign="c1", document_id="u2", products=doc2.products, mode="upload")
+    ledger.mark_upload_created("k2", "up-deleted")
+    client.calls.clear()
+    result = run(submit_batch(client, ledger, run_id, [doc2]))
+    assert result.submitted == 1
+    assert client.calls[0] == "create_check:up-deleted" and client.calls[1:3] == ["create_upload", "put_upload"]
+    assert ledger.submission_for_key("k2").upload_id != "up-deleted"
+
+
+def test_row_errors_are_recorded_and_batch_goes_on(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    client.fail["d2"] = PaymentRequiredError("balance too low", status_code=402, code="insufficient_balance")
+    client.fail["d3"] = ConflictError("key reused", status_code=409, code="idempotency_conflict")
+    result = run(submit_batch(client, ledger, run_id, docs(4)))
+    assert (result.submitted, result.failed) == (2, 2)
+    assert {(f.document_id, f.code) for f in result.failures} == {("d2", "insufficient_balance"), ("d3", "idempotency_conflict")}
+    # a rerun retries the failed rows (the balance was topped up)
+    client.fail.clear()
+    again = run(submit_batch(client, ledger, run_id, docs(4)))
+    assert (again.already_done, again.submitted) == (2, 2)
+
+
+def test_missing_file_is_a_row_error(ledger: Ledger, tmp_path: Path) -> None:
+    doc = planned("m", mode="upload", path=tmp_path / "vanished.txt", text=None, size_bytes=5_000_000)
+    result = run(submit_batch(FakeClient(), ledger, ledger.start_run(campaign="c1"), [doc]))
+    assert result.failed == 1 and result.failures[0].code
+
+
+def test_unauthorized_aborts_the_batch(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    client.fail["d1"] = AuthenticationError("unknown key", status_code=401, code="unauthorized")
+    with pytest.raises(FatalSubmitError):
+        run(submit_batch(client, ledger, run_id, docs(3), concurrency=1))
+
+
+def test_budget_skips_and_reports(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    budget = Budget(max_spend_cents=7)  # each doc estimates 3 cents, the service charges 1
+    result = run(submit_batch(client, ledger, run_id, docs(10, estimated_cost_cents=3), budget=budget, concurrency=1))
+    # reservations are settled with the real charge, so more fit than 7 // 3
+    assert result.submitted + result.skipped_budget == 10 and result.skipped_budget > 0
+    assert budget.spent_cents == result.cost_cents <= 7 and budget.reserved_cents == 0
+    statuses = [r["status"] for r in ledger.report_rows(run_id=run_id)["submissions"]]
+    assert statuses.count("skipped_budget") == result.skipped_budget
+    with pytest.raises(ValueError):
+        Budget(-1)
+
+
+def test_poll_pending_respects_grace_and_fetches_announced(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    run(submit_batch(client, ledger, run_id, docs(2)))
+    # within the grace period, silent checks are left to the webhooks
+    assert run(poll_pending(client, ledger, run_id=run_id, older_than_seconds=3600)).polled == 0
+    # an event announces chk-1: it is fetched at once, grace or not
+    client.finish("chk-1")
+    record(ledger, event_body("e1", "chk-1", "ai"))
+    ledger.apply_pending_events()
+    polled = run(poll_pending(client, ledger, run_id=run_id, older_than_seconds=3600))
+    assert (polled.polled, polled.updated) == (1, 1) and client.calls[-1] == "get:chk-1"
+    # with no grace, the silent one is polled
+    polled = run(poll_pending(client, ledger, run_id=run_id, older_than_seconds=0))
+    assert polled.polled == 1 and client.calls[-1] == "get:chk-2"
+
+
+def test_wait_for_results_times_out_with_pending(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    run(submit_batch(client, ledger, run_id, docs(2, products=("ai", "similarity"))))
+    client.finish("chk-1")
+    now = [0.0]
+    sleeps: list[float] = []
+
+    async def fake_sleep(s: float) -> None:
+        sleeps.append(s)
+        now[0] += s
+
+    result = run(wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, poll_interval=2,
+                                  clock=lambda: now[0], sleep=fake_sleep))  # fmt: skip
+    assert result.timed_out and sleeps == [2, 2, 2, 2, 2]
+    assert {(p.check_id, p.product) for p in result.pending} == {("chk-2", "ai"), ("chk-2", "similarity")}
+    assert (result.total, result.completed, result.failed) == (4, 2, 0)
+    # later the check finishes: the next wait completes at once
+    client.finish("chk-2")
+    done = run(wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, clock=lambda: now[0], sleep=fake_sleep))
+    assert not done.timed_out and done.pending == [] and done.completed == 4
