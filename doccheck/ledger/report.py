@@ -91,6 +91,7 @@ def build_report_rows(
         submissions.append(
             {
                 "document_id": d.document_id,
+                "row_number": d.row_number,
                 "mode": (sub.mode if sub and sub.mode else d.mode),
                 "idempotency_key": d.idempotency_key,
                 "check_id": check_id,
@@ -151,7 +152,8 @@ def build_report_rows(
         submissions.append(
             {
                 "document_id": r.document_id,
-                "mode": None,
+                "row_number": r.row_number,
+                "mode": "rejected",
                 "idempotency_key": None,
                 "check_id": None,
                 "products": [],

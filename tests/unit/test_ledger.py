@@ -302,3 +302,34 @@ def test_concurrent_duplicate_events_stored_once(ledger: Ledger) -> None:
         results = list(pool.map(lambda _: ledger.record_event(event, body), range(16)))
     assert results.count(True) == 1 and results.count(False) == 15
     assert len(ledger.events(check_id="chk-race")) == 1
+
+
+def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from doccheck.reports import SCHEMAS, ReportTables, write_reports
+
+    run_id = ledger.start_run(campaign="c1")
+    submit(ledger, run_id, planned("d1", ("ai", "similarity")), "chk-1")
+    ledger.record_rejections(run_id, [Rejection(2, "bad", "path", "file_not_found", "row 2: missing")])
+    done = check_json(
+        "chk-1", ("ai", "similarity"), status="completed", completed_at="2026-01-01T00:02:00Z",
+        ai={"status": "completed", "score": 0.5, "label": "mixed"},
+        similarity={"status": "completed", "score": 12.0, "matched_words": 4, "sources": [
+            {"source_id": "s", "title": "t", "url": "https://example.org", "kind": "reference",
+             "matched_words": 4, "percent": 12.0}]},
+    )  # fmt: skip
+    ledger.record_check(Check.model_validate(done))
+    tables = ledger.report_tables(run_id=run_id)
+    assert isinstance(tables, ReportTables)
+    paths = write_reports(tmp_path / "reports", "run1", tables, metadata=ledger.document_metadata(run_id))
+    for name, schema in SCHEMAS.items():
+        table = pq.read_table(paths.files()[name])
+        for f in schema:
+            assert table.schema.field(f.name).type == f.type, (name, f.name)
+    subs = pq.read_table(paths.submissions).to_pylist()
+    assert {(r["document_id"], r["status"], r["mode"]) for r in subs} == {("d1", "submitted", "text"), ("bad", "rejected", "rejected")}
+    assert [r["meta_group"] for r in subs if r["document_id"] == "d1"] == ["A"]
+    [ai] = pq.read_table(paths.ai_results).to_pylist()
+    assert ai["score"] == 0.5 and ai["completed_at"].isoformat().startswith("2026-01-01T00:02:00")
+    assert len(pq.read_table(paths.similarity_sources)) == 1
