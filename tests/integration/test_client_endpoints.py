@@ -41,6 +41,17 @@ def client(emulator, emulator_account: str) -> Iterator[DocCheckClient]:
         yield c
 
 
+def write_over_4mb(path: Path) -> Path:
+    """Just over 4 MiB, so submit takes the upload flow. Mostly long tokens: few words, so the
+    emulator's word counting stays fast (the bytes, not the words, are what is under test)."""
+    with path.open("w") as fh:
+        fh.write(TEXT + "\n")
+        token_line = " ".join(["z" * 4000] * 16) + "\n"
+        while fh.tell() <= 4 * 1024 * 1024 + 1000:
+            fh.write(token_line)
+    return path
+
+
 def assert_error(exc: pytest.ExceptionInfo, status: int, code: str, *, storage: bool = False) -> None:
     e = exc.value
     assert (e.status_code, e.code) == (status, code), repr(e)
@@ -93,10 +104,7 @@ def test_multipart_file_check(tmp_path: Path, client: DocCheckClient) -> None:
 def test_submit_all_modes_and_replay(emulator, emulator_account: str, tmp_path: Path, client: DocCheckClient) -> None:
     small = tmp_path / "small.txt"
     small.write_text(TEXT)
-    big = tmp_path / "big.txt"
-    with big.open("w") as fh:
-        while fh.tell() <= 5 * 1024 * 1024:
-            fh.write(TEXT + "\n")
+    big = write_over_4mb(tmp_path / "big.txt")
     subs = [
         client.submit(TextDocument(TEXT), products=["ai"], idempotency_key=f"t-{uuid.uuid4()}"),
         client.submit(FileDocument(small), products=["similarity"], idempotency_key=f"m-{uuid.uuid4()}"),
@@ -325,3 +333,16 @@ def test_not_found_unknown_and_other_account(emulator, client: DocCheckClient) -
     assert_error(exc, 404, "not_found")
     with pytest.raises(NotFoundError):
         client.get_file(theirs.id, "original")
+
+
+def test_async_submit_upload_flow(emulator, emulator_account: str, tmp_path: Path) -> None:
+    big = write_over_4mb(tmp_path / "big.md")
+
+    async def main():
+        async with AsyncDocCheckClient(emulator.base_url, emulator_account, retry=NO_RETRY) as c:
+            sub = await c.submit(FileDocument(big), products=["ai"], idempotency_key="async-big")
+            return sub, await c.get_check(sub.check.id)
+
+    sub, got = asyncio.run(main())
+    assert sub.mode == "upload" and got.name == "big.md" and got.words
+    assert emulator.account_state(emulator_account)["waiting_uploads"] == 0

@@ -101,3 +101,24 @@ def test_uploads_not_retried_on_500_no_leaked_slot(emulator_faults, emulator_acc
     emulator_faults.reset_faults()
     assert emulator_faults.account_state(emulator_account)["waiting_uploads"] == got
     assert got + failed == 12
+
+
+def test_connect_errors_retried_then_typed(caplog: pytest.LogCaptureFixture) -> None:
+    """Nothing listens on the port: connect errors are retried even for an upload, then raised."""
+    import socket
+
+    from doccheck.client import NetworkError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    policy = RetryPolicy(max_attempts=3, initial=0.01, max_backoff=0.01, deadline_seconds=5)
+    with DocCheckClient(f"http://127.0.0.1:{port}/api/v1", "sk_test_x", retry=policy) as c:
+        with caplog.at_level(logging.DEBUG, logger="doccheck.client"):
+            with pytest.raises(NetworkError) as exc:
+                c.create_upload("a.txt")
+    assert exc.value.connect and exc.value.status_code is None
+    assert "sk_test_x" not in str(exc.value)
+    retries = [r for r in caplog.records if "retrying POST /uploads" in r.getMessage()]
+    assert [("attempt 1" in retries[0].getMessage()), ("attempt 2" in retries[1].getMessage())] == [True, True]
+    assert len(retries) == 2
