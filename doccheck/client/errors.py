@@ -51,6 +51,20 @@ class DocCheckError(Exception):
             f"message={self.message!r}, request_id={self.request_id!r})"
         )
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only constructors defeat Exception's default pickling; Prefect and
+        # multiprocessing pickle exceptions that cross a process or are persisted.
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[DocCheckError], message: str, state: dict[str, object]) -> DocCheckError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, "")
+    error.__dict__.update(state)
+    error.message = message
+    Exception.__init__(error, error._render())
+    return error
+
 
 class AuthenticationError(DocCheckError):
     """401: missing or unknown API key."""

@@ -328,3 +328,18 @@ def test_async_client_same_requests(tmp_path: Path) -> None:
     assert rec.requests[0].headers["Idempotency-Key"] == "k"
     assert rec.bodies[0].count(b'name="products"') == 2
     assert rec.requests[1].url.path.endswith("/checks/" + CHECK["id"])
+
+
+def test_errors_pickle_round_trip() -> None:
+    import pickle
+
+    from doccheck.client import EmptyDocument, NetworkError
+
+    for e in (
+        RateLimitError("slow down", status_code=429, code="rate_limited", request_id="r1", retry_after=2.0),
+        NetworkError("down", connect=True, code="network_error"),
+        UploadExpiredError("late", status_code=403, code="upload_url_expired"),
+        EmptyDocument("text is empty", code="invalid_input"),
+    ):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and vars(back) == vars(e)
