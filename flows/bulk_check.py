@@ -119,13 +119,7 @@ def _log_plan(logger: Any, plan: Plan) -> None:
         plan.estimated_cost_cents(),
     )
     for rejection in plan.rejections:
-        logger.info(
-            "rejected row %s (%s): %s: %s",
-            rejection.row_number,
-            rejection.document_id or "-",
-            rejection.field,
-            rejection.reason,
-        )
+        logger.info("rejected: %s", rejection.reason)
 
 
 @flow(name="bulk-check", flow_run_name=_flow_run_name, validate_parameters=True)
@@ -263,7 +257,7 @@ async def bulk_check(
             latest_dir=str(paths.latest_dir),
             elapsed=time.monotonic() - started,
         )
-        logger.info("summary: %s", summary.model_dump_json())
+        logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
         await acreate_markdown_artifact(
             key=_artifact_key(plan.campaign), markdown=summary.as_markdown(), description="bulk-check summary"
         )

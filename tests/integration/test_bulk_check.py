@@ -1,0 +1,318 @@
+"""End-to-end: the ``bulk_check`` flow against a real emulator, a real receiver and a real
+Prefect server, over real sockets.
+
+Each test has its own emulator account and its own campaign (so idempotency keys and
+ledger rows never collide between tests). The webhook tests use ``webhook_emulator``,
+whose virtual clock is never advanced far, so its signatures stay fresh for the
+real-time receiver; the flow writes to the receiver's own ledger, where the events land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from doccheck.client import DocCheckClient
+from doccheck.ledger import Ledger
+from doccheck.planning import load_plan
+from flows.bulk_check import bulk_check
+from flows.collect_results import collect_results
+from flows.summary import RunSummary
+from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.receiver import ReceiverHandle, scope_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+
+SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
+
+ESSAY = (
+    "Public transport that is free at the point of use changes how a city moves. When fares vanish, "
+    "buses fill with people who used to drive short distances, and the streets they leave behind become "
+    "quieter and safer for walking and cycling. Critics answer that the lost fare revenue must come from "
+    "somewhere, and that service quality matters more than price. Both sides agree that frequency, "
+    "reliability and coverage decide whether people leave their cars at home. "
+)
+
+
+def _campaign() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+def _text_manifest(folder: Path) -> Path:
+    """Three good text rows (two near-duplicates for similarity) and two bad rows."""
+    rows = [
+        {"document_id": "t-1", "text": ESSAY * 2, "products": "ai;similarity", "section": "A"},
+        {"document_id": "t-2", "text": ESSAY * 2 + "A small change at the end.", "products": "ai;similarity", "section": "B"},
+        {"document_id": "t-3", "text": "A different short answer about trees and shade in cities. " * 5, "products": "ai", "section": "A"},
+        {"document_id": "t-4", "text": "   ", "products": "ai", "section": "B"},
+        {"document_id": "t-5", "text": "Fine text.", "products": "plagiarism", "section": "C"},
+    ]  # fmt: skip
+    path = folder / "manifest.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _run(**params: Any) -> RunSummary:
+    return asyncio.run(bulk_check(**params))
+
+
+def _reports(out: Path) -> dict[str, pd.DataFrame]:
+    names = ["submissions", "ai_results", "similarity_results", "similarity_sources"]
+    return {n: pq.read_table(out / "latest" / f"{n}.parquet").to_pandas() for n in names}
+
+
+def _connect_webhook(emulator: EmulatorHandle, receiver: ReceiverHandle, api_key: str) -> None:
+    with DocCheckClient(emulator.base_url, api_key) as client:
+        webhook = client.put_webhook(receiver.webhook_url)
+    assert webhook.secret is not None
+    receiver.store_secret(webhook.secret, scope=scope_for(api_key))
+
+
+@pytest.fixture
+def hooked_account(
+    webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """A fresh account on the webhook emulator whose webhook points at the receiver."""
+    key = webhook_emulator.new_account()
+    _connect_webhook(webhook_emulator, receiver, key)
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    return key
+
+
+def test_sample_data_with_webhooks_gives_complete_reports(
+    prefect_server: Any, webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, hooked_account: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "sample_data"
+    shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("make_corpus.py"))
+    out = tmp_path / "reports"
+    campaign = _campaign()
+    summary = _run(
+        manifest=str(data / "manifest.csv"),
+        products=["ai", "similarity"],
+        out_dir=str(out),
+        campaign=campaign,
+        base_url=webhook_emulator.base_url,
+        database_url=receiver.database_url,
+        grace_seconds=60,  # long: the results must come through the webhooks, not polling
+        poll_interval=0.2,
+        wait_timeout=60,
+        batch_size=4,
+        # One request at a time per batch: the emulator compares a submission only with
+        # checks already indexed, so the near-duplicate pair (rows 7 and 8, same batch)
+        # must not be created concurrently for similarity to find it.
+        concurrency=2,
+        metadata_columns=["section"],
+    )
+    assert summary.status == "finished", summary
+    assert summary.documents == 13 and summary.rejected == 7
+    assert summary.counts_by_mode == {"text": 2, "multipart": 10, "upload": 1, "rejected": 7}
+    assert summary.submitted == 13 and summary.pending == 0
+
+    account = webhook_emulator.account_state(hooked_account)
+    assert account["checks"] == 13
+    assert account["charged_cents"] == summary.spent_cents > 0
+
+    # The results came through the receiver (signed deliveries stored in the ledger).
+    ledger = Ledger(receiver.database_url)
+    try:
+        run = ledger.get_run(summary.run_id)
+        assert run is not None and run.status == "finished"
+        check_ids = {s.check_id for s in map(ledger.submission_for_key, _keys(out)) if s}
+        events = [e for cid in check_ids for e in ledger.events(cid)]
+        n_products = summary.products["ai"]["completed"] + summary.products["similarity"]["completed"]
+        assert len(events) == n_products
+    finally:
+        ledger.close()
+
+    reports = _reports(out)
+    subs = reports["submissions"]
+    assert len(subs) == 20 and subs["document_id"].is_unique is False  # the duplicate id row is reported too
+    accepted = subs[subs["status"] != "rejected"]
+    assert set(accepted["status"]) == {"submitted"} and len(accepted) == 13
+    assert accepted["check_id"].notna().all() and accepted["idempotency_key"].str.startswith("dc1-").all()
+    rejected = subs[subs["status"] == "rejected"]
+    assert len(rejected) == 7 and rejected["error_message"].str.len().gt(10).all()
+    assert (rejected["cost_cents"] == 0).all()
+    assert int(accepted["cost_cents"].sum()) == summary.spent_cents
+    assert "meta_section" in subs.columns and "meta_student_email" not in subs.columns
+
+    ai = reports["ai_results"]
+    assert len(ai) == 13 and (ai["status"] == "completed").all()
+    assert ai["score"].between(0, 1).all() and set(ai["label"]) <= {"human", "mixed", "ai"}
+
+    sim = reports["similarity_results"]
+    assert len(sim) == 11 and (sim["status"] == "completed").all()
+    sources = reports["similarity_sources"]
+    # Whichever of the near-duplicate pair was checked second finds the other one.
+    pair = sources[sources["document_id"].isin(["envs101-w6-007", "envs101-w6-008"])]
+    assert not pair.empty and (pair["kind"] == "submission").any() and pair["percent"].max() > 50
+    upload_row = subs[subs["document_id"] == "envs101-w6-011"]
+    assert upload_row["mode"].item() == "upload"
+
+
+def _keys(out: Path) -> list[str]:
+    subs = pq.read_table(out / "latest" / "submissions.parquet").to_pandas()
+    return [k for k in subs["idempotency_key"] if isinstance(k, str)]
+
+
+def test_every_delivery_dropped_polling_alone_completes(
+    prefect_server: Any, webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, hooked_account: str, tmp_path: Path
+) -> None:
+    webhook_emulator.set_faults(webhook_drop_rate=1.0)
+    try:
+        out = tmp_path / "reports"
+        summary = _run(
+            manifest=str(_text_manifest(tmp_path)),
+            out_dir=str(out),
+            campaign=_campaign(),
+            base_url=webhook_emulator.base_url,
+            database_url=receiver.database_url,
+            grace_seconds=0.5,
+            poll_interval=0.2,
+            wait_timeout=60,
+            concurrency=1,  # sequential, so t-2 is compared with an already indexed t-1
+        )
+    finally:
+        webhook_emulator.reset_faults()
+    assert summary.status == "finished", summary
+    assert summary.products == {"ai": {"completed": 3}, "similarity": {"completed": 2}}
+    deliveries = [d for d in webhook_emulator.state()["deliveries"] if d["url"] == receiver.webhook_url]
+    mine = {d["check_id"] for d in deliveries}
+    reports = _reports(out)
+    ids = set(reports["ai_results"]["check_id"])
+    assert all(d["status"] != "delivered" for d in deliveries if d["check_id"] in ids)
+    assert ids <= mine  # deliveries were attempted (and dropped) for every check
+    assert reports["ai_results"]["score"].notna().all()
+    sim = reports["similarity_results"].set_index("document_id")
+    assert sim.loc["t-2", "score"] > 50  # the near-duplicate pair is found
+    subs = reports["submissions"].set_index("document_id")
+    assert subs.loc["t-4", "status"] == "rejected" and subs.loc["t-5", "status"] == "rejected"
+    assert "plagiarism" in subs.loc["t-5", "error_message"]
+
+
+def test_rerun_makes_no_new_check_and_no_new_charge(
+    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    params = dict(
+        manifest=str(_text_manifest(tmp_path)),
+        out_dir=str(tmp_path / "reports"),
+        campaign=_campaign(),
+        base_url=emulator.base_url,
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
+        grace_seconds=0,
+        poll_interval=0.1,
+        wait=False,
+    )
+    first = _run(**params)
+    before = emulator.account_state(key)
+    assert first.submitted == 3 and before["checks"] == 3 and before["charged_cents"] == first.spent_cents > 0
+
+    second = _run(**params)
+    after = emulator.account_state(key)
+    assert second.submitted == 0 and second.reused == 3 and second.spent_cents == 0
+    assert after["checks"] == before["checks"] and after["charged_cents"] == before["charged_cents"]
+    assert after["balance_cents"] == before["balance_cents"]
+
+    # Later collection finishes the run without touching the service's billing.
+    emulator.advance(5)
+    collected = asyncio.run(
+        collect_results(
+            run_id=second.run_id,
+            out_dir=str(tmp_path / "reports"),
+            base_url=emulator.base_url,
+            database_url=params["database_url"],
+        )
+    )
+    assert collected.status == "finished" and collected.pending == 0
+    assert emulator.account_state(key)["charged_cents"] == before["charged_cents"]
+    ai = _reports(tmp_path / "reports")["ai_results"]
+    assert len(ai) == 3 and (ai["status"] == "completed").all()
+
+
+def test_dry_run_sends_and_records_nothing(
+    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    db = tmp_path / "ledger.db"
+    summary = _run(
+        manifest=str(_text_manifest(tmp_path)),
+        out_dir=str(tmp_path / "reports"),
+        dry_run=True,
+        base_url=emulator.base_url,
+        database_url=f"sqlite:///{db}",
+    )
+    assert summary.status == "planned" and summary.dry_run
+    assert summary.counts_by_mode == {"text": 3, "multipart": 0, "upload": 0, "rejected": 2}
+    assert summary.total_words > 0 and summary.estimated_cost_cents > 0
+    assert {r["document_id"] for r in summary.rejections} == {"t-4", "t-5"}
+    assert emulator.account_state(key)["checks"] == 0
+    assert not db.exists() and not (tmp_path / "reports").exists()
+
+
+def test_budget_leaves_documents_unsent_and_reported(
+    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    out = tmp_path / "reports"
+    manifest = _text_manifest(tmp_path)
+    costs = {d.document_id: d.estimated_cost_cents for d in load_plan(manifest).documents}
+    budget = costs["t-1"]  # enough for the first document only (sent one at a time)
+    summary = _run(
+        manifest=str(manifest),
+        out_dir=str(out),
+        campaign=_campaign(),
+        base_url=emulator.base_url,
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
+        max_spend_cents=budget,
+        concurrency=1,
+        wait=False,
+    )
+    account = emulator.account_state(key)
+    assert account["charged_cents"] == summary.spent_cents <= budget
+    assert summary.submitted == 1 and summary.unsent_budget == 2
+    subs = _reports(out)["submissions"]
+    unsent = subs[subs["status"] == "skipped_budget"]
+    assert len(unsent) == summary.unsent_budget
+    assert unsent["check_id"].isna().all() and (unsent["cost_cents"] == 0).all()
+    assert unsent["error_message"].str.contains("budget").all()
+    assert account["checks"] == summary.submitted
+
+
+def test_flow_runs_are_visible_in_prefect(prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    campaign = _campaign()
+    _run(
+        manifest=str(_text_manifest(tmp_path)),
+        out_dir=str(tmp_path / "reports"),
+        campaign=campaign,
+        base_url=emulator.base_url,
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
+        wait=False,
+        batch_size=2,
+    )
+    from flows.runtime import drain_prefect
+
+    drain_prefect()
+    api = prefect_server.api_url
+    runs = httpx.post(f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [f"bulk-check {campaign}"]}}}).json()
+    assert len(runs) == 1 and runs[0]["state_type"] == "COMPLETED"
+    assert key not in str(runs[0]["parameters"])  # the key never reaches the Prefect API
+    task_runs = httpx.post(
+        f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}
+    ).json()
+    names = {t["name"] for t in task_runs}
+    assert {"submit batch 1/2", "submit batch 2/2", "write reports"} <= names, names
+    assert all(f"campaign:{campaign}" in t["tags"] for t in task_runs if t["name"].startswith("submit batch"))
