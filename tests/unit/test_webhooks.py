@@ -254,3 +254,35 @@ def test_parse_event_names_missing_field() -> None:
 
 def test_signing_module_and_webhooks_agree_on_header_name() -> None:
     assert webhooks.SIGNATURE_HEADER == "Service-Signature"
+
+
+# --- properties -------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+bodies_st = st.binary(max_size=2000)
+times_st = st.integers(min_value=0, max_value=10**12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(body=bodies_st, secret=st.text(min_size=1, max_size=40), t=times_st)
+def test_property_hand_signature_always_verifies(body: bytes, secret: str, t: int) -> None:
+    verify(body, f"t={t},v1={by_hand(secret, t, body)}", [secret], now=t)
+    assert sign(body, secret, timestamp=t) == f"t={t},v1={by_hand(secret, t, body)}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(body=bodies_st, secret=st.text(min_size=1, max_size=40), t=times_st, data=st.data())
+def test_property_any_body_change_is_rejected(body: bytes, secret: str, t: int, data: st.DataObject) -> None:
+    other = data.draw(bodies_st.filter(lambda b: b != body))
+    with pytest.raises(InvalidSignature):
+        verify(other, f"t={t},v1={by_hand(secret, t, body)}", [secret], now=t)
+
+
+@settings(max_examples=200, deadline=None)
+@given(header=st.text(max_size=200))
+def test_property_arbitrary_headers_never_crash(header: str) -> None:
+    """Whatever arrives in the header, the answer is a SignatureError, never another exception."""
+    with pytest.raises(SignatureError):
+        verify(b"{}", header, [SECRET], now=T)
