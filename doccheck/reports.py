@@ -12,6 +12,7 @@ with renames, so a reader sees either the previous complete reports or the new o
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -110,7 +111,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 REPORT_FILES: dict[str, str] = {name: f"{name}.parquet" for name in SCHEMAS}
 
-_SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
+_SAFE_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,199}$")
 
 
 class ReportError(ValueError):
@@ -242,16 +243,33 @@ def _write_atomic(table: pa.Table, target: Path) -> None:
 
 
 def _swap_in(staging: Path, latest: Path) -> None:
-    """Replace ``latest`` by ``staging`` with renames (a directory cannot be renamed onto a
-    non-empty one, so the old copy is moved aside first and deleted afterwards)."""
-    old = latest.with_name(f".{LATEST}.old-{uuid.uuid4().hex}")
-    if latest.is_symlink() or latest.is_file():
-        latest.unlink()
-    elif latest.exists():
-        os.replace(latest, old)
-    os.replace(staging, latest)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True)
+    """Replace ``latest`` by ``staging`` with renames.
+
+    A directory cannot be renamed onto a non-empty one, so the old copy is moved aside
+    first and deleted afterwards. Two writers racing (a run and a scheduled collect) can
+    re-create ``latest`` in between; the loop then moves that one aside too, so the last
+    writer wins and nobody fails.
+    """
+    for _attempt in range(20):
+        old = latest.with_name(f".{LATEST}.old-{uuid.uuid4().hex}")
+        try:
+            if latest.is_symlink() or latest.is_file():
+                latest.unlink()
+            elif latest.exists():
+                os.replace(latest, old)
+        except FileNotFoundError:
+            pass  # another writer moved it first
+        try:
+            os.replace(staging, latest)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            continue  # another writer put a new latest in place meanwhile: move it aside
+        finally:
+            if old.exists():
+                shutil.rmtree(old, ignore_errors=True)
+        return
+    raise ReportError(f"could not refresh {latest}: too many concurrent writers")
 
 
 def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]]) -> pa.Table:

@@ -150,7 +150,8 @@ def test_bad_values_name_table_row_and_column(tmp_path: Path) -> None:
         write_reports(tmp_path, "r", bad)
     with pytest.raises(ReportError, match="completed_at"):
         write_reports(tmp_path, "r", ReportTables(ai_results=[{"completed_at": "yesterday"}]))
-    for label in ("latest", "../x", "", ".hidden", "a/b"):
+    assert write_reports(tmp_path, "_c-20261122T100000Z-abcd1234", ReportTables()).run_dir.is_dir()
+    for label in ("latest", "../x", "", ".hidden", "a/b", "-x", "x" * 201):
         with pytest.raises(ReportError, match="run label"):
             write_reports(tmp_path, label, ReportTables())
 
@@ -167,3 +168,18 @@ def test_nan_from_pandas_is_null(tmp_path: Path) -> None:
     paths = write_reports(tmp_path, "r", tables)
     row = pq.read_table(paths.ai_results).to_pylist()[0]
     assert row["score"] is None and row["words"] is None
+
+
+def test_concurrent_writers_leave_one_complete_latest(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(i: int) -> None:
+        write_reports(tmp_path, f"run{i}", ReportTables(submissions=[{"document_id": f"d{i}"}]))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(16)))
+    latest = tmp_path / "latest"
+    assert sorted(p.name for p in latest.iterdir()) == sorted(f"{n}.parquet" for n in SCHEMAS)
+    (row,) = pq.read_table(latest / "submissions.parquet").to_pylist()
+    assert row["document_id"] in {f"d{i}" for i in range(16)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["latest", *(f"run{i}" for i in range(16))])
