@@ -1,4 +1,10 @@
-"""Real deliveries signed by the emulator verify with ``doccheck.webhooks`` (and rotation works)."""
+"""Client tests that move the emulator's clock (expiries, 24 h retention, processing, signed
+deliveries), on a private emulator for this module.
+
+The session emulator's clock must stay close to real time (webhook signatures carry it and
+real-time receivers reject anything over 300 s old), so this module overrides ``emulator``
+with ``isolated_emulator``; ``emulator_account`` then creates accounts on the private one.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +16,79 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from doccheck.client import DocCheckClient, RetryPolicy
+from doccheck.client import (
+    ConflictError,
+    DocCheckClient,
+    NotFoundError,
+    RetryPolicy,
+    UploadExpiredError,
+    estimate_cost_cents,
+)
 from doccheck.webhooks import InvalidSignature, StaleSignature, parse_event, verify
+from tests.integration.test_client_endpoints import NO_RETRY, TEXT, assert_error
 
 pytestmark = pytest.mark.integration
 
-TEXT = "Rivers shape the towns that grow beside them, and the towns in turn reshape the rivers."
+
+@pytest.fixture(scope="module")
+def emulator(isolated_emulator):  # type: ignore[no-untyped-def]
+    """This module's emulator: a private one, whose clock the tests may move freely."""
+    return isolated_emulator
+
+
+@pytest.fixture
+def client(emulator, emulator_account: str) -> Iterator[DocCheckClient]:
+    with DocCheckClient(emulator.base_url, emulator_account, retry=NO_RETRY, timeout=30) as c:
+        yield c
+
+
+def test_text_check_lifecycle_and_reads(emulator, emulator_account: str, client: DocCheckClient) -> None:
+    check = client.create_check(text=TEXT, products=["ai", "similarity"], name="essay", metadata={"row": 7})
+    assert check.status == "processing" and check.completed_at is None and check.error is None
+    assert check.ai is not None and check.ai.status == "processing"
+    assert check.similarity is not None and not any([check.files.pdf, check.files.original, check.files.similarity_pdf])
+    assert check.metadata == {"row": 7} and check.name == "essay" and check.words
+    assert check.cost.total_cents == estimate_cost_cents(check.words or 0, ["ai", "similarity"])
+    assert emulator.account_state(emulator_account)["charged_cents"] == check.cost.total_cents
+
+    emulator.advance(120)
+    done = client.get_check(check.id)
+    assert done.status == "completed" and done.completed_at is not None
+    assert done.ai and done.ai.status == "completed" and 0 <= (done.ai.score or 0) <= 1 and done.ai.label in {"human", "mixed", "ai"}
+    assert done.similarity and done.similarity.status == "completed" and 0 <= (done.similarity.score or 0) <= 100
+    assert done.files.pdf and done.files.original and done.files.similarity_pdf
+    assert client.get_file(check.id, "pdf").startswith(b"%PDF")
+    assert client.get_file(check.id, "similarity_pdf").startswith(b"%PDF")
+    assert client.get_file(check.id, "original")
+
+
+def test_too_many_uploads_and_slot_freed_after_24h(emulator, emulator_account: str, client: DocCheckClient) -> None:
+    for i in range(50):
+        client.create_upload(f"f{i}.txt")
+    assert emulator.account_state(emulator_account)["waiting_uploads"] == 50
+    with pytest.raises(ConflictError) as exc:
+        client.create_upload("f50.txt")
+    assert_error(exc, 409, "too_many_uploads")
+    emulator.advance(24 * 3600 + 1)
+    assert emulator.account_state(emulator_account)["waiting_uploads"] == 0
+    client.create_upload("again.txt")
+
+
+def test_expired_upload_url(emulator, client: DocCheckClient) -> None:
+    upload = client.create_upload("late.txt")
+    emulator.advance(601)
+    with pytest.raises(UploadExpiredError) as exc:
+        client.put_upload(upload, TEXT.encode())
+    assert_error(exc, 403, "upload_url_expired", storage=True)
+
+
+def test_upload_deleted_after_24h(emulator, client: DocCheckClient) -> None:
+    upload = client.create_upload("old.txt")
+    client.put_upload(upload, TEXT.encode())
+    emulator.advance(24 * 3600 + 1)
+    with pytest.raises(NotFoundError) as exc:
+        client.create_check(upload_id=upload.upload_id)
+    assert_error(exc, 404, "upload_not_found")
 
 
 @dataclass
