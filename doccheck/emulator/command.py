@@ -20,6 +20,9 @@ def emulator(
     allow_private_webhooks: Annotated[
         bool, typer.Option(help="Accept and call http:// webhook URLs on private/loopback addresses (local receivers).")
     ] = False,
+    offline: Annotated[
+        bool, typer.Option(help="Never ask DNS: webhook hosts must be IP literals or localhost (sandboxes, tests).")
+    ] = False,
     latency_ms: Annotated[int, typer.Option(min=0, help="Added latency per API request.")] = 0,
     error_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of API requests answered 500/503.")] = 0.0,
     rate_limit_per_s: Annotated[int, typer.Option(min=0, help="Requests per second per account; 0 = unlimited.")] = 0,
@@ -48,6 +51,7 @@ def emulator(
         api_keys=list(api_key) if api_key else [DEFAULT_API_KEY],
         balance_cents=balance_cents,
         allow_private_webhooks=allow_private_webhooks,
+        offline=offline,
         seed=seed,
         faults=faults,
     )

@@ -111,7 +111,7 @@ class Dispatcher:
         url = delivery.override_url or webhook.url
         delivery.url = url
         try:
-            await vet_url(url, allow_private=emu.config.allow_private_webhooks)
+            await vet_url(url, allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline)
         except WebhookUrlError as exc:
             delivery.status, delivery.last_error = "refused", str(exc)
             return

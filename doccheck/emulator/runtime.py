@@ -34,6 +34,7 @@ class EmulatorConfig:
     api_keys: list[str] = field(default_factory=lambda: [DEFAULT_API_KEY])
     balance_cents: int = 1_000_000
     allow_private_webhooks: bool = False
+    offline: bool = False
     seed: int | None = None
     faults: FaultSettings = field(default_factory=FaultSettings)
     upload_url_ttl_s: int = 600

@@ -32,7 +32,8 @@ def banner(config: EmulatorConfig) -> str:
         f"storage origin: {config.storage_url}",
         f"OpenAPI: {config.base_url}/openapi.json",
         "accepted API keys: " + ", ".join(config.api_keys),
-        f"private webhooks allowed: {'yes' if config.allow_private_webhooks else 'no'}; seed: {config.seed}",
+        f"private webhooks allowed: {'yes' if config.allow_private_webhooks else 'no'}; "
+        f"offline: {'yes' if config.offline else 'no'}; seed: {config.seed}",
     ]
     return "\n".join(lines)
 

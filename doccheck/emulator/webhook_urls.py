@@ -32,12 +32,17 @@ def is_public_address(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-async def resolve(host: str, port: int) -> list[str]:
-    """All addresses of ``host`` (an IP literal resolves to itself)."""
+async def resolve(host: str, port: int, *, offline: bool = False) -> list[str]:
+    """All addresses of ``host`` (an IP literal resolves to itself). ``offline`` never asks
+    DNS: only IP literals and ``localhost`` resolve (for sandboxes and test runs)."""
     try:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
+    if offline:
+        if host.lower().rstrip(".") == "localhost":
+            return ["127.0.0.1"]
+        raise WebhookUrlError(f"host {host!r} cannot be resolved (the emulator runs with --offline)")
     loop = asyncio.get_running_loop()
     try:
         infos = await asyncio.wait_for(
@@ -48,7 +53,7 @@ async def resolve(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-async def vet_url(url: object, *, allow_private: bool) -> str:
+async def vet_url(url: object, *, allow_private: bool, offline: bool = False) -> str:
     """Return ``url`` when it may be used, else raise :class:`WebhookUrlError`."""
     if not isinstance(url, str) or not url.strip():
         raise WebhookUrlError("webhook URL must be a non-empty string")
@@ -58,15 +63,15 @@ async def vet_url(url: object, *, allow_private: bool) -> str:
         parts = urlsplit(url.strip())
         host = parts.hostname
         port = parts.port
-    except ValueError as exc:
-        raise WebhookUrlError(f"webhook URL is malformed ({exc})") from None
+    except ValueError:
+        raise WebhookUrlError("webhook URL is malformed") from None
     if parts.scheme not in ("https", "http"):
         raise WebhookUrlError("webhook URL must use https")
     if not host:
         raise WebhookUrlError("webhook URL has no host")
     if parts.username or parts.password:
         raise WebhookUrlError("webhook URL must not carry credentials")
-    addresses = await resolve(host, port or (443 if parts.scheme == "https" else 80))
+    addresses = await resolve(host, port or (443 if parts.scheme == "https" else 80), offline=offline)
     if not addresses:
         raise WebhookUrlError(f"host {host!r} cannot be resolved")
     private = [a for a in addresses if not is_public_address(a)]
@@ -77,9 +82,9 @@ async def vet_url(url: object, *, allow_private: bool) -> str:
     return url.strip()
 
 
-async def vet_url_or_422(url: object, *, allow_private: bool) -> str:
+async def vet_url_or_422(url: object, *, allow_private: bool, offline: bool = False) -> str:
     """:func:`vet_url` mapped to ``422 invalid_webhook_url``."""
     try:
-        return await vet_url(url, allow_private=allow_private)
+        return await vet_url(url, allow_private=allow_private, offline=offline)
     except WebhookUrlError as exc:
         raise ApiError(422, "invalid_webhook_url", str(exc)) from None

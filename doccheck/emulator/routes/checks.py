@@ -93,7 +93,9 @@ async def create_check(request: Request) -> Response:
         if account.webhook is None:
             raise ApiError(409, "webhook_not_configured",
                            "set the account webhook (PUT /webhook) before giving a per-check webhook_url")  # fmt: skip
-        webhook_url = await vet_url_or_422(webhook_url, allow_private=emu.config.allow_private_webhooks)
+        webhook_url = await vet_url_or_422(
+            webhook_url, allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline
+        )
     check_id = str(uuid.uuid4())
     seq = emu.store.next_seq()
     indexes = [reference_index(), account.index]

@@ -44,7 +44,9 @@ async def put_webhook(request: Request) -> Response:
     emu = emulator_of(request)
     account = authenticate(request)
     body = await read_json_object(request, limit=16 * 1024)
-    url = await vet_url_or_422(body.get("url"), allow_private=emu.config.allow_private_webhooks)
+    url = await vet_url_or_422(
+        body.get("url"), allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline
+    )
     if account.webhook is None:
         account.webhook = Webhook(url=url, secret=_new_secret(), created_at=emu.clock.now())
         return JSONResponse({"object": "webhook", "url": url, "secret": account.webhook.secret, "message": SECRET_NOTICE})

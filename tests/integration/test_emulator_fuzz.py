@@ -1,0 +1,114 @@
+"""Fuzzing: no input, however malformed, makes the emulator answer 5xx (no fault injected).
+
+Two generators, bounded so the module stays well under a minute:
+* schemathesis, from the emulator's own ``/api/v1/openapi.json`` (positive AND negative
+  cases: wrong types, missing fields, unexpected values), every operation;
+* hypothesis over raw httpx requests: arbitrary bytes, content types and JSON values
+  thrown at the body-parsing endpoints, which schemathesis keeps too well-formed.
+Every 4xx must also carry the service's error body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import httpx
+import pytest
+import requests
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = pytest.mark.integration
+
+SCHEMATHESIS_EXAMPLES_PER_OPERATION = 40
+RAW_EXAMPLES = 150
+FUZZ_SETTINGS = dict(
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+)
+
+
+def _assert_service_shape(status: int, body: bytes, what: str) -> None:
+    assert status < 500, f"{what} -> {status}: {body[:300]!r}"
+    if status >= 400:
+        payload = json.loads(body)
+        assert set(payload) == {"error"} and {"code", "message"} <= set(payload["error"]), (what, payload)
+
+
+def test_schemathesis_finds_no_5xx(emulator: EmulatorHandle, emulator_account: str) -> None:
+    import schemathesis
+    from schemathesis.generation import GenerationMode
+
+    schema = schemathesis.openapi.from_url(f"{emulator.base_url}/openapi.json")
+    session = requests.Session()
+    session.trust_env = False
+    headers = {"Authorization": f"Bearer {emulator_account}"}
+    counts: Counter[str] = Counter()
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 9
+    for operation in operations:
+        label = operation.label
+        strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE) | operation.as_strategy(
+            generation_mode=GenerationMode.NEGATIVE
+        )
+
+        @settings(max_examples=SCHEMATHESIS_EXAMPLES_PER_OPERATION, **FUZZ_SETTINGS)
+        @given(case=strategy)
+        def run(case: object) -> None:
+            response = case.call(base_url=emulator.root_url, headers=headers, session=session, timeout=30)  # type: ignore[attr-defined]
+            counts[label] += 1
+            _assert_service_shape(response.status_code, response.content, f"{label} {case!r}"[:500])
+
+        run()
+    total = sum(counts.values())
+    print(f"\nschemathesis: {total} cases over {len(counts)} operations: {dict(counts)}")
+    assert total >= 200
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+FIELDS = st.sampled_from(["text", "file", "upload_id", "products", "name", "metadata", "webhook_url", "filename",
+                          "content_type", "size_bytes", "url", "seconds"])  # fmt: skip
+BODIES = st.one_of(
+    st.binary(max_size=300),
+    JSON_VALUES.map(lambda v: json.dumps(v).encode()),
+    st.dictionaries(FIELDS, JSON_VALUES, max_size=5).map(lambda v: json.dumps(v).encode()),
+)
+CONTENT_TYPES = st.sampled_from([
+    "application/json", "multipart/form-data", "multipart/form-data; boundary=b", "text/plain",
+    "application/x-www-form-urlencoded", "", "application/json; charset=latin-1", "image/png",
+])  # fmt: skip
+TARGETS = st.sampled_from([
+    ("POST", "/checks"), ("POST", "/uploads"), ("PUT", "/webhook"), ("POST", "/webhook/rotate"),
+    ("GET", "/checks"), ("GET", "/checks/x"), ("DELETE", "/webhook"), ("PATCH", "/checks"),
+    ("GET", "/checks/x/files/pdf"),
+])  # fmt: skip
+
+
+def test_raw_requests_find_no_5xx(emulator: EmulatorHandle, emulator_account: str) -> None:
+    cases = Counter()
+    with httpx.Client(base_url=emulator.base_url, trust_env=False, timeout=30) as client:
+
+        @settings(max_examples=RAW_EXAMPLES, **FUZZ_SETTINGS)
+        @given(target=TARGETS, body=BODIES, ctype=CONTENT_TYPES, key=st.none() | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=300))
+        def run(target: tuple[str, str], body: bytes, ctype: str, key: str | None) -> None:
+            method, path = target
+            headers = {"Authorization": f"Bearer {emulator_account}", "Content-Type": ctype}
+            if key is not None:
+                headers["Idempotency-Key"] = key or "k"
+            response = client.request(method, path, content=body, headers=headers)
+            cases[method] += 1
+            _assert_service_shape(response.status_code, response.content, f"{method} {path} {ctype} {body[:80]!r}")
+
+        run()
+    print(f"\nraw hypothesis: {sum(cases.values())} requests")
+    assert sum(cases.values()) >= RAW_EXAMPLES // 2
