@@ -413,7 +413,7 @@ def _validate_row(
             return ManifestDocument(
                 row_number=row_number,
                 document_id=document_id,
-                name=name or resolved.name,
+                name=name or Path(raw_path).name,
                 products=products,
                 text=None,
                 path=resolved,
@@ -522,9 +522,13 @@ def _hash_and_extract(path: Path) -> tuple[str, int]:
 
 
 def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
-    """Large file: hash in chunks; for plain text also count words across chunk borders."""
+    """Large file: hash in chunks; for plain text also count words across chunk borders.
+
+    Decoding follows ``doccheck.extract`` (UTF-8, BOM tolerated, or BOM-marked UTF-16; NUL
+    bytes refused) so that a large file is judged by the same rules as a small one.
+    """
     digest = hashlib.sha256()
-    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="strict")
+    decoder: codecs.IncrementalDecoder | None = None
     words = 0
     carry = ""
     with path.open("rb") as handle:
@@ -532,10 +536,15 @@ def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
             digest.update(chunk)
             if not count:
                 continue
+            if decoder is None:
+                encoding = "utf-16" if chunk.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+                decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
             try:
                 text = carry + decoder.decode(chunk)
             except UnicodeDecodeError:
                 raise ExtractionError("not UTF-8 text") from None
+            if "\x00" in text:
+                raise ExtractionError("text file contains NUL bytes (binary data?)")
             # A word never spans whitespace: count up to the last whitespace, carry the rest.
             cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"), text.rfind("\r"))
             if cut < 0:
@@ -543,7 +552,7 @@ def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
                 continue
             words += count_words(text[:cut])
             carry = text[cut:]
-    if count:
+    if count and decoder is not None:
         try:
             carry += decoder.decode(b"", final=True)
         except UnicodeDecodeError:

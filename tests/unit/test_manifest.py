@@ -172,21 +172,36 @@ def test_large_files_sparse(tmp_path: Path) -> None:
     assert big.content_hash == zeros.hexdigest()
 
 
-def test_large_text_words_counted_while_streaming(tmp_path: Path) -> None:
-    # Words straddle the 1 MiB chunk borders, with multi-byte characters around them.
+@pytest.fixture()
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Shrink the multipart limit and the read chunk, so streaming paths run on small files."""
+    import doccheck.manifest as manifest
+
+    monkeypatch.setattr(manifest, "MULTIPART_MAX_BYTES", 64 * 1024)
+    monkeypatch.setattr(manifest, "_CHUNK", 4099)  # odd, so multi-byte characters get split
+
+    def whole_read_forbidden(path: Path) -> None:
+        raise AssertionError(f"{path} is over the limit and must be streamed, not read whole")
+
+    monkeypatch.setattr(manifest, "_hash_and_extract", whole_read_forbidden)
+    return 64 * 1024
+
+
+def test_large_text_words_counted_while_streaming(tmp_path: Path, small_limits: int) -> None:
+    # Words straddle the chunk borders, with multi-byte characters around them.
     unit = "naïve café-owner don't stop "  # 4 words
-    repeats = (MULTIPART_MAX_BYTES // len(unit.encode())) + 1000
+    repeats = (small_limits // len(unit.encode())) + 1000
     data = (unit * repeats).encode("utf-8")
     (tmp_path / "big.txt").write_bytes(data)
     m = write_csv(tmp_path, "document_id,path", "big,big.txt")
     (doc,) = read_manifest(m).documents
-    assert doc.size_bytes > MULTIPART_MAX_BYTES
+    assert doc.size_bytes > small_limits
     assert doc.words == 4 * repeats
     assert doc.content_hash == hashlib.sha256(data).hexdigest()
 
 
-def test_large_text_of_whitespace_is_empty(tmp_path: Path) -> None:
-    (tmp_path / "spaces.txt").write_bytes(b" \n" * (MULTIPART_MAX_BYTES // 2 + 10))
+def test_large_text_of_whitespace_is_empty(tmp_path: Path, small_limits: int) -> None:
+    (tmp_path / "spaces.txt").write_bytes(b" \n" * (small_limits // 2 + 10))
     m = write_csv(tmp_path, "document_id,path", "s,spaces.txt")
     assert codes(read_manifest(m)) == {"s": RejectCode.EMPTY_DOCUMENT}
 
@@ -387,3 +402,22 @@ def test_fifo_is_not_a_file(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.txt")
     m = write_csv(tmp_path, "document_id,path", "p,pipe.txt")
     assert codes(read_manifest(m)) == {"p": RejectCode.NOT_A_FILE}
+
+
+def test_large_text_follows_extract_rules(tmp_path: Path, small_limits: int) -> None:
+    body = "word " * (small_limits // 8)  # over the limit once UTF-16 encoded
+    (tmp_path / "utf16.txt").write_bytes(body.encode("utf-16"))
+    (tmp_path / "nul.txt").write_bytes(b"a " * (small_limits // 2) + b"\x00 more")
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9 " * (small_limits // 4))
+    m = write_csv(tmp_path, "document_id,path", "u,utf16.txt", "n,nul.txt", "l,latin.txt")
+    result = read_manifest(m)
+    assert [(d.document_id, d.words) for d in result.documents] == [("u", small_limits // 8)]
+    assert codes(result) == {"n": RejectCode.UNREADABLE_FILE, "l": RejectCode.UNREADABLE_FILE}
+    assert "NUL" in result.rejections[0].reason
+
+
+def test_name_defaults_to_the_path_as_written(tmp_path: Path) -> None:
+    (tmp_path / "blob-1234.txt").write_text("the real essay", encoding="utf-8")
+    (tmp_path / "essay.txt").symlink_to(tmp_path / "blob-1234.txt")
+    (doc,) = read_manifest(write_csv(tmp_path, "document_id,path", "a,essay.txt")).documents
+    assert doc.name == "essay.txt" and doc.path == (tmp_path / "blob-1234.txt").resolve()

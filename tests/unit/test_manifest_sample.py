@@ -26,7 +26,10 @@ EXPECTED_REJECTS = {
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, object]:
-    return {m: load_plan(SAMPLE / m, campaign="envs101-w6", products="ai,similarity") for m in MANIFESTS}
+    return {
+        m: load_plan(SAMPLE / m, campaign="envs101-w6", products="ai,similarity", metadata_columns=["section"])
+        for m in MANIFESTS
+    }
 
 
 def test_sample_plan(plans) -> None:
@@ -39,8 +42,9 @@ def test_sample_plan(plans) -> None:
     assert MULTIPART_MAX_BYTES < large.size_bytes <= UPLOAD_MAX_BYTES
     assert large.words and large.words > 100_000
     assert all(d.words and d.words >= 40 for d in plan.documents)
-    # student_email is never sent unless allowlisted.
-    assert all(d.metadata == {"document_id": d.document_id} for d in plan.documents)
+    # Only the allowlisted column is sent: student_email stays local.
+    assert all(set(d.metadata) == {"document_id", "section"} for d in plan.documents)
+    assert plan.documents[0].metadata == {"document_id": "envs101-w6-001", "section": "A"}
 
 
 def test_three_formats_plan_identically(plans) -> None:
@@ -53,11 +57,6 @@ def test_three_formats_plan_identically(plans) -> None:
     csv_shape = shape(plans["manifest.csv"])
     assert shape(plans["manifest.jsonl"]) == csv_shape
     assert shape(plans["manifest.parquet"]) == csv_shape
-
-
-def test_metadata_allowlist_on_sample() -> None:
-    plan = load_plan(SAMPLE / "manifest.csv", metadata_columns=["section"])
-    assert plan.documents[0].metadata == {"document_id": "envs101-w6-001", "section": "A"}
 
 
 def test_near_duplicates_overlap_and_request_similarity(plans) -> None:

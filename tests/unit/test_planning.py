@@ -77,7 +77,7 @@ def _sparse(path: Path, size: int) -> None:
 
 def test_modes_by_size_and_plan_helpers(tmp_path: Path) -> None:
     (tmp_path / "small.txt").write_text("word " * 250, encoding="utf-8")
-    (tmp_path / "edge.txt").write_bytes(b"w " * (MULTIPART_MAX_BYTES // 2))  # exactly 4 MiB
+    (tmp_path / "edge.txt").write_bytes(b"w" * MULTIPART_MAX_BYTES)  # exactly 4 MiB, one (long) word
     _sparse(tmp_path / "over.pdf", MULTIPART_MAX_BYTES + 1)
     _sparse(tmp_path / "max.pdf", UPLOAD_MAX_BYTES)
     _sparse(tmp_path / "toobig.pdf", UPLOAD_MAX_BYTES + 1)
@@ -101,11 +101,11 @@ def test_modes_by_size_and_plan_helpers(tmp_path: Path) -> None:
     assert all(isinstance(d, PlannedDocument) for d in plan.documents)
     assert docs["t"].estimated_cost_cents == 3  # 3 words → billed 100 → 1 + 2
     assert docs["s"].words == 250 and docs["s"].estimated_cost_cents == 3
-    assert docs["e"].words == MULTIPART_MAX_BYTES // 2
+    assert docs["e"].words == 1
     # Unknown words (large pdf): over-estimated from the size, 1 word per 6 bytes.
     assert docs["o"].words is None
     assert docs["o"].estimated_cost_cents == estimate_cost_cents(-(-(MULTIPART_MAX_BYTES + 1) // 6), ["ai"])
-    assert plan.total_words() == 3 + 250 + MULTIPART_MAX_BYTES // 2
+    assert plan.total_words() == 3 + 250 + 1
     assert plan.unknown_word_documents() == 2
     assert plan.estimated_cost_cents() == sum(d.estimated_cost_cents for d in plan.documents)
     assert plan.metadata_by_document()["o"] == {"document_id": "o", "section": "C"}
