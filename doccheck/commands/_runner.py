@@ -40,6 +40,9 @@ def quiet_prefect(console_level: str = "CRITICAL") -> None:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", console_level)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+    # Without PREFECT_API_URL Prefect starts a temporary server; on a busy machine it needs
+    # more than the default 20 s.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def use_local_prefect_server_if_running() -> str | None:
