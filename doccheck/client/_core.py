@@ -368,7 +368,9 @@ def op_list_checks(limit: int | None = None, starting_after: str | None = None) 
 def op_get_file(check_id: str, kind: str) -> Operation[bytes]:
     if kind not in A.FILE_KINDS:
         raise LocalValidationError(f"unknown file kind {kind!r}: one of {sorted(A.FILE_KINDS)}", code="invalid_kind")
-    response = yield RequestSpec("GET", A.check_file_path(_path_segment(check_id, "check_id"), kind))
+    # Report files are PDFs or the original document, not JSON: accept any type.
+    spec = RequestSpec("GET", A.check_file_path(_path_segment(check_id, "check_id"), kind), headers={"Accept": "*/*"})
+    response = yield spec
     return response.content
 
 
