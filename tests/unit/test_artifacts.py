@@ -1,0 +1,127 @@
+"""The UI artifacts' content, built as plain data from report rows (no Prefect server)."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow.parquet as pq
+
+from doccheck.pipeline.progress import Progress
+from doccheck.reports import ReportTables, write_reports
+from tasks.artifacts import (
+    RunProgress,
+    artifact_key,
+    outcome_rows,
+    png_data_url,
+    read_report_rows,
+    score_histogram_png,
+    summary_markdown,
+    top_scores,
+)
+
+TABLES = {
+    "submissions": [
+        {"document_id": "d1", "row_number": 1, "check_id": "chk_1", "status": "submitted", "words": 250, "cost_cents": 9},
+        {"document_id": "d2", "row_number": 2, "check_id": "chk_2", "status": "submitted", "words": 80, "cost_cents": 1},
+        {"document_id": "d3", "row_number": 3, "status": "rejected", "error_code": "empty_text",
+         "error_message": "row 3: field text: the text is empty", "cost_cents": 0},
+        {"document_id": "d4", "row_number": 4, "status": "skipped_budget", "error_code": "budget",
+         "error_message": "over | budget", "cost_cents": 0},
+    ],
+    "ai_results": [
+        {"document_id": "d1", "check_id": "chk_1", "status": "completed", "score": 0.91, "label": "ai"},
+        {"document_id": "d2", "check_id": "chk_2", "status": "completed", "score": 0.12, "label": "human"},
+    ],
+    "similarity_results": [
+        {"document_id": "d1", "check_id": "chk_1", "status": "failed", "score": None, "error_code": "processing_failed"},
+    ],
+    "similarity_sources": [],
+}  # fmt: skip
+
+
+def test_artifact_keys_are_lowercase_dashes_and_stable() -> None:
+    assert artifact_key("History 101 / A3") == "bulk-check-history-101-a3"
+    assert artifact_key("History 101 / A3", "scores") == "bulk-check-history-101-a3-scores"
+    assert artifact_key("...", "progress") == "bulk-check-run-progress"
+    assert artifact_key("X", None, "collect-results") == "collect-results-x"
+    long = artifact_key("a" * 300, "outcomes")
+    assert len(long) <= 100 and long.endswith("-outcomes")
+    for key in (long, artifact_key("Ünïcode_名前 2026", "progress")):
+        assert re.fullmatch(r"[a-z0-9-]+", key), key
+
+
+def test_outcome_rows_count_per_product_and_price_non_failed_products() -> None:
+    rows = {r["product"]: r for r in outcome_rows(TABLES)}
+    assert rows["ai"] == {"product": "ai", "requested": 2, "completed": 2, "failed": 0, "pending": 0, "cost_cents": 3 + 1}
+    # the failed similarity product is refunded: no cost
+    assert rows["similarity"] == {
+        "product": "similarity", "requested": 1, "completed": 0, "failed": 1, "pending": 0, "cost_cents": 0,
+    }  # fmt: skip
+    assert rows["total"]["requested"] == 3 and rows["total"]["cost_cents"] == 10  # what was charged
+    empty = outcome_rows({})
+    assert [r["requested"] for r in empty] == [0, 0, 0]
+
+
+def test_top_scores_highest_first() -> None:
+    top = top_scores(TABLES, "ai")
+    assert [t["document_id"] for t in top] == ["d1", "d2"]
+    assert top[0] == {"document_id": "d1", "check_id": "chk_1", "score": 0.91, "label": "ai"}
+    assert top_scores(TABLES, "similarity") == []
+    assert len(top_scores({"ai_results": [{"score": i / 10} for i in range(10)]}, "ai", n=3)) == 3
+
+
+def test_summary_markdown_has_rejects_spend_scores_and_paths() -> None:
+    summary = {"campaign": "hist-101", "status": "finished", "run_id": "r1", "documents": 2, "rejected": 1,
+               "spent_cents": 10, "report_dir": "/tmp/reports/hist-101-x", "latest_dir": "/tmp/reports/latest"}  # fmt: skip
+    md = summary_markdown(summary, TABLES, {"ai_results": "/tmp/reports/hist-101-x/ai_results.parquet"}, "/x/scores.png")
+    assert md.startswith("# doccheck run: hist-101")
+    assert "| charged this run (cents) | 10 |" in md
+    assert "## Rejected rows (1)" in md and "row 3: field text: the text is empty" in md
+    assert "## Not submitted (1)" in md and "over \\| budget" in md  # a pipe cannot break the table
+    assert "| d1 | chk_1 | 0.91 | ai |" in md
+    assert "/tmp/reports/hist-101-x/ai_results.parquet" in md and "/x/scores.png" in md
+    assert "## Highest similarity scores (top 5)" in md and "_none_" in md
+
+
+def test_summary_markdown_falls_back_to_summary_rejections() -> None:
+    md = summary_markdown(
+        {"campaign": "c", "rejections": [{"row": 7, "document_id": "z", "code": "bad", "reason": "row 7: no text"}]},
+        {},
+    )
+    assert "## Rejected rows (1)" in md and "row 7: no text" in md
+
+
+def test_histogram_is_a_png_even_without_scores() -> None:
+    png = score_histogram_png([0.1, 0.5, 0.9, None], [12.5, 80.0])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 2000
+    empty = score_histogram_png([], [])
+    assert empty.startswith(b"\x89PNG")
+    url = png_data_url(empty)
+    assert url.startswith("data:image/png;base64,iVBOR")
+
+
+def test_read_report_rows_reads_written_reports(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    paths = write_reports(tmp_path, "run-1", ReportTables(**TABLES))
+    rows = read_report_rows(paths.run_dir)
+    assert [r["document_id"] for r in rows["ai_results"]] == ["d1", "d2"]
+    assert pq.read_table(paths.ai_results).num_rows == 2
+    assert read_report_rows(tmp_path / "missing") == {
+        "submissions": [], "ai_results": [], "similarity_results": [], "similarity_sources": []
+    }  # fmt: skip
+
+
+def test_run_progress_combines_submission_and_results() -> None:
+    p = RunProgress("k", documents=10, products=20, wait=True)
+    assert p.percent() == 0.0
+    p.listener(Progress(done=5, total=10, phase="submit"))
+    assert p.percent() == 25.0
+    p.listener(Progress(done=10, total=10, phase="submit"))
+    p.listener(Progress(done=10, total=10, phase="wait"))
+    assert p.percent() == 75.0
+    assert p.description() == "submitted 10/10 documents; results 10/20 products"
+    p.mark_results(99)
+    assert p.percent() == 100.0
+    no_wait = RunProgress("k", documents=4, products=8, wait=False)
+    no_wait.listener(Progress(done=1, total=4, phase="submit"))
+    assert no_wait.percent() == 25.0 and "results" not in no_wait.description()
+    assert RunProgress("k", 0, 0, wait=True).percent() == 100.0
