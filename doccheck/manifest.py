@@ -80,6 +80,7 @@ class RejectCode:
     FILE_TOO_LARGE = "file_too_large"
     EMPTY_DOCUMENT = "empty_document"
     INVALID_TEXT = "invalid_text"
+    INVALID_PATH = "invalid_path"
 
 
 class ManifestError(ValueError):
@@ -460,6 +461,8 @@ def _validate_row(
 
 def _check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | None]:
     """Resolve, confine, size, type-check, hash and count one file; raise _Reject when unusable."""
+    if "\x00" in raw_path:
+        raise _Reject("path", RejectCode.INVALID_PATH, "the path contains a NUL character")
     given = Path(raw_path)
     if given.is_absolute() or given.drive or raw_path.startswith(("/", "\\")):
         raise _Reject(
@@ -476,9 +479,13 @@ def _check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | No
             RejectCode.PATH_ESCAPES_MANIFEST_DIR,
             f"{raw_path!r} {via} outside the manifest's folder; {_ESCAPE_HINT}",
         )
-    if not resolved.exists():
+    try:
+        exists, regular = resolved.exists(), resolved.is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise _Reject("path", RejectCode.INVALID_PATH, f"{raw_path[:200]!r} cannot be used ({_os_reason(exc)})") from None
+    if not exists:
         raise _Reject("path", RejectCode.FILE_NOT_FOUND, f"file {raw_path!r} does not exist")
-    if not resolved.is_file():
+    if not regular:
         raise _Reject("path", RejectCode.NOT_A_FILE, f"{raw_path!r} is not a regular file")
     ext = extension_of(resolved.name)
     if ext not in SUPPORTED_TYPES:

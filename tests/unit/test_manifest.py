@@ -421,3 +421,12 @@ def test_name_defaults_to_the_path_as_written(tmp_path: Path) -> None:
     (tmp_path / "essay.txt").symlink_to(tmp_path / "blob-1234.txt")
     (doc,) = read_manifest(write_csv(tmp_path, "document_id,path", "a,essay.txt")).documents
     assert doc.name == "essay.txt" and doc.path == (tmp_path / "blob-1234.txt").resolve()
+
+
+def test_impossible_paths_are_rejected_not_raised(tmp_path: Path) -> None:
+    m = tmp_path / "m.jsonl"
+    rows = [{"document_id": "nul", "path": "a\u0000b.txt"}, {"document_id": "long", "path": "x" * 5000 + ".txt"}]
+    m.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    result = read_manifest(m)
+    assert codes(result) == {"nul": RejectCode.INVALID_PATH, "long": RejectCode.INVALID_PATH}
+    assert len(result.rejections[1].reason) < 400
