@@ -67,7 +67,13 @@ async def get_faults(request: Request) -> Response:
 
 @router.post("/faults")
 async def set_faults(request: Request) -> Response:
+    """Partial update; ``{"seed": N}`` also re-seeds the dice (replays the same fault sequence)."""
     body = await read_json_object(request, limit=4096)
+    if "seed" in body:
+        seed = body.pop("seed")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise invalid_input("'seed' must be an integer")
+        emulator_of(request).faults.rng.seed(seed)
     return _faults_update(request, body)
 
 

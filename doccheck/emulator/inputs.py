@@ -23,6 +23,7 @@ from doccheck.emulator.limits import (
     MULTIPART_FILE_LIMIT,
     MULTIPART_OVERHEAD,
     BodyTooLarge,
+    ascii_int,
     body_chunks,
     drain,
 )
@@ -65,9 +66,9 @@ async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
 
 async def _refuse_oversize(request: Request, limit: int, message: str) -> None:
     """413 early from Content-Length, draining (not storing) what the client still sends."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        if int(declared) <= DRAIN_LIMIT:
+    declared = ascii_int(request.headers.get("content-length", ""))
+    if declared is not None and declared > limit:
+        if declared <= DRAIN_LIMIT:
             await drain(body_chunks(request.receive))
         raise too_large(message)
 
@@ -91,6 +92,10 @@ async def read_json_object(request: Request, limit: int = JSON_BODY_LIMIT) -> di
         raise invalid_input(f"request body is not valid JSON ({type(exc).__name__})") from None
     if not isinstance(value, dict):
         raise invalid_input("request body must be a JSON object")
+    try:  # a JSON escape like "\ud800" decodes to a lone surrogate that cannot be echoed back
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        raise invalid_input("request body contains invalid Unicode (a lone surrogate escape)") from None
     return value
 
 

@@ -46,3 +46,10 @@ async def body_chunks(receive: Any) -> AsyncIterator[bytes]:
             yield chunk
         if not message.get("more_body", False):
             return
+
+
+def ascii_int(value: str, max_digits: int = 18) -> int | None:
+    """``int(value)`` for plain ASCII digits only (``str.isdigit`` also accepts '²')."""
+    if 0 < len(value) <= max_digits and all("0" <= c <= "9" for c in value):
+        return int(value)
+    return None

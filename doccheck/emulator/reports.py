@@ -7,11 +7,12 @@ report do not pay for thousands of PDFs.
 
 from __future__ import annotations
 
-from typing import Any
-
-from fpdf import FPDF
+from typing import TYPE_CHECKING, Any
 
 from doccheck.emulator.clock import iso
+
+if TYPE_CHECKING:
+    from fpdf import FPDF
 
 
 def _safe(text: object) -> str:
@@ -20,6 +21,8 @@ def _safe(text: object) -> str:
 
 
 def _new_pdf(title: str) -> FPDF:
+    from fpdf import FPDF  # imported on first report: it is slow to import and rarely needed
+
     pdf = FPDF()
     pdf.set_title(_safe(title))
     pdf.add_page()

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 from doccheck.emulator.clock import iso
 from doccheck.emulator.errors import error_body
-from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, body_chunks, drain
+from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, ascii_int, body_chunks, drain
 from doccheck.emulator.store import Upload
 
 if TYPE_CHECKING:
@@ -83,12 +83,13 @@ class StorageOrigin:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         expires_raw = (query.get("expires") or [""])[0]
         sig = (query.get("sig") or [""])[0]
-        if not expires_raw.isdigit() or not sig:
+        expires = ascii_int(expires_raw)
+        if expires is None or not sig:
             return 403, "invalid_signature", "the upload address is not signed", {}
-        expected = sign_upload(self.emu.upload_secret, upload_id, int(expires_raw))
+        expected = sign_upload(self.emu.upload_secret, upload_id, expires)
         if not hmac.compare_digest(expected, sig):
             return 403, "invalid_signature", "the upload address signature does not match", {}
-        if self.emu.clock.now() > int(expires_raw):
+        if self.emu.clock.now() > expires:
             return 403, "upload_url_expired", "the signed upload address has expired (valid 600 s)", {}
         upload = self._find(upload_id)
         if upload is None or upload.status == "deleted":
@@ -101,9 +102,9 @@ class StorageOrigin:
             return 415, "content_type_mismatch", f"Content-Type must be exactly {upload.content_type!r}", {}
         limit = min(upload.size_bytes if upload.size_bytes is not None else UPLOAD_LIMIT, UPLOAD_LIMIT)
         chunks = body_chunks(receive)
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            if int(declared) <= DRAIN_LIMIT:
+        declared = ascii_int(headers.get("content-length", ""))
+        if declared is not None and declared > limit:
+            if declared <= DRAIN_LIMIT:
                 await drain(chunks)
             return 413, "file_too_large", f"the upload is larger than its limit of {limit} bytes", {}
         data = bytearray()

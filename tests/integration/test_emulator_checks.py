@@ -183,6 +183,10 @@ def test_multipart_just_under_4mb_is_accepted(emulator: EmulatorHandle, emulator
         ({"json": ["text"]}, 422, "invalid_input"),
         ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
         ({"content": b"", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
+        ({"content": b'{"text": "a b", "name": "\\ud800"}', "headers": {"content-type": "application/json"}},
+         422, "invalid_input"),
+        ({"content": b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}", "headers": {"content-type": "application/json"}},
+         422, "invalid_input"),
         ({"content": b"\xff\xfe", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
         ({"content": b"text=hi", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 422, "invalid_input"),
         ({"content": b"garbage", "headers": {"content-type": "multipart/form-data"}}, 422, "invalid_input"),
@@ -247,6 +251,7 @@ def test_list_checks_newest_first_with_pagination(emulator: EmulatorHandle, emul
         assert [x["id"] for x in page3["data"]] == ids[:1] and page3["has_more"] is False
         assert_error(c.get("/checks", params={"limit": "abc"}), 422, "invalid_input")
         assert_error(c.get("/checks", params={"limit": 0}), 422, "invalid_input")
+        assert_error(c.get("/checks", params={"limit": "²"}), 422, "invalid_input")
         assert_error(c.get("/checks", params={"starting_after": "nope"}), 404, "not_found")
         assert_error(c.get(f"/checks/{uuid.uuid4()}"), 404, "not_found")
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.fixtures.emulator import EmulatorHandle, start_emulator, stop_emulator
+from tests.fixtures.emulator import EmulatorHandle
 from tests.integration.test_emulator_checks import assert_error
 
 pytestmark = pytest.mark.integration
@@ -73,19 +72,12 @@ def test_state_shape(emulator: EmulatorHandle, emulator_account: str) -> None:
     assert isinstance(state["deliveries"], list)
 
 
-def test_seeded_faults_are_reproducible_and_cli_flags_apply() -> None:
-    args = ("--error-rate", "0.5", "--seed", "7", "--processing-seconds", "0")
-    with ThreadPoolExecutor(2) as pool:  # start both at once: startup dominates this test
-        one, two = pool.map(lambda _: start_emulator(*args, api_key="k-a"), range(2))
-    try:
-        runs = []
-        for handle in (one, two):
-            with handle.client() as c:
-                runs.append([c.get("/checks").status_code for _ in range(30)])
-        assert runs[0] == runs[1]
-        assert {200} < set(runs[0]) and set(runs[0]) <= {200, 500, 503}
-        assert "http://127.0.0.1:" in one.log() and "/api/v1" in one.log() and "k-a" in one.log()
-    finally:
-        stop_emulator(one)
-        stop_emulator(two)
-    assert one.process.returncode == 0 and "Traceback" not in one.log()
+def test_seeded_faults_are_reproducible(emulator_faults: EmulatorHandle, emulator_account: str) -> None:
+    emu = emulator_faults
+    runs = []
+    with emu.client(emulator_account) as c:
+        for _ in range(2):
+            emu.set_faults(seed=7, error_rate=0.5)
+            runs.append([c.get("/checks").status_code for _ in range(30)])
+    assert runs[0] == runs[1]
+    assert {200} < set(runs[0]) and set(runs[0]) <= {200, 500, 503}

@@ -23,7 +23,7 @@ from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
 
-SCHEMATHESIS_EXAMPLES_PER_OPERATION = 40
+SCHEMATHESIS_EXAMPLES_PER_OPERATION = 30
 RAW_EXAMPLES = 150
 FUZZ_SETTINGS = dict(
     deadline=None,

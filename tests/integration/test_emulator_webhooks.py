@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import time
 import uuid
+from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.fixtures.emulator import EmulatorHandle, ReceivedRequest, WebhookSink, start_emulator, stop_emulator
@@ -69,23 +70,40 @@ def test_webhook_body_errors(emulator: EmulatorHandle, emulator_account: str) ->
         assert_error(c.put("/webhook", json=["x"]), 422, "invalid_input")
 
 
-def test_private_targets_are_refused_without_the_flag() -> None:
-    handle = start_emulator(api_key="sk_test_public_only")
+@pytest.fixture(scope="module")
+def public_emulator() -> Iterator[EmulatorHandle]:
+    """An emulator WITHOUT --allow-private-webhooks, with fault flags given on the command line."""
+    handle = start_emulator("--product-failure-rate", "1", "--processing-seconds", "0", "--latency-ms", "1",
+                            "--rate-limit-per-s", "1000", "--webhook-drop-rate", "0.5", api_key="sk_test_public_only")  # fmt: skip
     try:
-        with handle.client() as c:
-            for url in ["https://127.0.0.1/h", "https://localhost/h", "https://10.1.2.3/h", "https://[::1]/h",
-                        "https://169.254.169.254/latest", "https://192.168.0.1/", "http://127.0.0.1:9/h",
-                        "https://[::ffff:127.0.0.1]/h", "https://0.0.0.0/"]:  # fmt: skip
-                err = assert_error(c.put("/webhook", json={"url": url}), 422, "invalid_webhook_url")
-                assert "private" in err["message"] or "https" in err["message"], (url, err)
-            # a public HTTPS address is accepted (never called: no check is created here)
-            assert c.put("/webhook", json={"url": "https://93.184.216.34/hook"}).status_code == 200
-            assert_error(
-                c.post("/checks", json={"text": "a b c", "webhook_url": "https://127.0.0.1/h"}), 422, "invalid_webhook_url"
-            )
-            assert handle.account_state("sk_test_public_only")["checks"] == 0
+        yield handle
     finally:
         stop_emulator(handle)
+    assert handle.process.returncode == 0 and "Traceback" not in handle.log()
+
+
+def test_cli_prints_base_url_and_keys_and_applies_fault_flags(public_emulator: EmulatorHandle) -> None:
+    log = public_emulator.log()
+    assert f"{public_emulator.base_url}" in log and "sk_test_public_only" in log
+    faults = httpx.get(f"{public_emulator.root_url}/_emulator/faults", trust_env=False).json()
+    assert faults == {"latency_ms": 1, "error_rate": 0.0, "rate_limit_per_s": 1000, "webhook_drop_rate": 0.5,
+                      "product_failure_rate": 1.0, "processing_seconds": 0.0}  # fmt: skip
+
+
+def test_private_targets_are_refused_without_the_flag(public_emulator: EmulatorHandle) -> None:
+    handle = public_emulator
+    with handle.client() as c:
+        for url in ["https://127.0.0.1/h", "https://localhost/h", "https://10.1.2.3/h", "https://[::1]/h",
+                    "https://169.254.169.254/latest", "https://192.168.0.1/", "http://127.0.0.1:9/h",
+                    "https://[::ffff:127.0.0.1]/h", "https://0.0.0.0/"]:  # fmt: skip
+            err = assert_error(c.put("/webhook", json={"url": url}), 422, "invalid_webhook_url")
+            assert "private" in err["message"] or "https" in err["message"], (url, err)
+        # a public HTTPS address is accepted (never called: no check is created here)
+        assert c.put("/webhook", json={"url": "https://93.184.216.34/hook"}).status_code == 200
+        assert_error(
+            c.post("/checks", json={"text": "a b c", "webhook_url": "https://127.0.0.1/h"}), 422, "invalid_webhook_url"
+        )
+        assert handle.account_state("sk_test_public_only")["checks"] == 0
 
 
 def test_deliveries_are_signed_one_per_product(

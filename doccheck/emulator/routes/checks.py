@@ -26,6 +26,7 @@ from doccheck.emulator.inputs import (
     read_check_input,
 )
 from doccheck.emulator.openapi_docs import CREATE_CHECK_BODY, CHECK_RESPONSES, LIST_PARAMS
+from doccheck.emulator.limits import ascii_int
 from doccheck.emulator.processing import schedule_products
 from doccheck.emulator.reference import reference_index
 from doccheck.emulator.similarity import SourceInfo
@@ -184,9 +185,9 @@ async def list_checks(request: Request) -> Response:
     """The account's checks, newest first, paginated by ``starting_after``."""
     account = authenticate(request)
     raw_limit = request.query_params.get("limit", "10")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 100:
+    limit = ascii_int(raw_limit, max_digits=3)
+    if limit is None or not 1 <= limit <= 100:
         raise invalid_input("'limit' must be an integer from 1 to 100")
-    limit = int(raw_limit)
     ids = account.check_order[::-1]
     after = request.query_params.get("starting_after")
     if after:
