@@ -164,6 +164,10 @@ def demo(
                 grace_seconds=5,
                 poll_interval=0.5,
                 batch_size=5,
+                # One request at a time per batch (two batches in parallel): the emulator
+                # compares a submission with checks already indexed, so the sample's
+                # near-duplicate pair (same batch) must not be created concurrently.
+                concurrency=2,
             )
 
         summary = run_flow(console, err, start)
