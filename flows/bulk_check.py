@@ -15,12 +15,13 @@ import asyncio
 import re
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, tags
-from prefect.artifacts import acreate_markdown_artifact, acreate_progress_artifact, aupdate_progress_artifact
+from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
@@ -35,6 +36,7 @@ from tasks.pipeline import (
     write_run_reports,
 )
 from tasks import progress
+from tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2
@@ -165,7 +167,8 @@ async def bulk_check(
     resolve_api_key(api_key_block)
     db_url = resolve_database_url(database_url)
 
-    with tags(f"campaign:{plan.campaign}"):
+    async with AsyncExitStack() as stack:
+        stack.enter_context(tags(f"campaign:{plan.campaign}"))
         params = {
             "manifest": str(plan.manifest),
             "products": product_list,
@@ -182,8 +185,9 @@ async def bulk_check(
         groups = batches(plan.documents, batch_size)
         per_batch = max(1, concurrency // max(1, min(parallel_batches, len(groups) or 1)))
         progress.reset("submit", len(plan.documents))
-        artifact_id = await acreate_progress_artifact(
-            progress=0.0 if groups else 100.0, description=f"documents submitted ({plan.campaign})"
+        product_count = sum(len(doc.products) for doc in plan.documents)
+        watch = await stack.enter_async_context(
+            track_progress(artifact_key(plan.campaign, "progress"), len(plan.documents), product_count, wait=wait)
         )
         total = BatchResult()
         done_docs = 0
@@ -213,7 +217,8 @@ async def bulk_check(
                     raise result
                 total = total.merge(result)
             done_docs += sum(len(b) for b in chunk)
-            await aupdate_progress_artifact(artifact_id, progress=100.0 * done_docs / max(1, len(plan.documents)))
+            await watch.push()
+        watch.mark_submitted()
         logger.info(
             "submitted: %d new, %d replayed, %d already in the ledger, %d failed, %d left unsent (budget)",
             total.submitted,
@@ -234,6 +239,7 @@ async def bulk_check(
                 grace_seconds=grace_seconds,
                 poll_interval=poll_interval,
             )
+            watch.mark_results(waited.completed + waited.failed)
             if waited.timed_out:
                 logger.warning(
                     "%d products still pending after %s s; run `doccheck collect --run-id %s` later",
@@ -258,15 +264,8 @@ async def bulk_check(
             elapsed=time.monotonic() - started,
         )
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
-        await acreate_markdown_artifact(
-            key=_artifact_key(plan.campaign), markdown=summary.as_markdown(), description="bulk-check summary"
-        )
+        await publish_run_artifacts(summary.model_dump(mode="json"))
         return summary
-
-
-def _artifact_key(campaign: str) -> str:
-    """Artifact keys allow lowercase letters, digits and dashes only."""
-    return ("bulk-check-" + re.sub(r"[^a-z0-9-]+", "-", campaign.lower())).strip("-")[:100]
 
 
 def _finish(

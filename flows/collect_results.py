@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 from prefect import flow, get_run_logger, tags
-from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.client import ConfigurationError
 from flows.bulk_check import products_from_summary, run_label
 from flows.summary import RunSummary
+from tasks.artifacts import publish_run_artifacts
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
 from tasks.pipeline import ledger_for, poll_results, write_run_reports
 
@@ -80,5 +80,5 @@ async def collect_results(
             elapsed_seconds=round(time.monotonic() - started, 3),
         )
         logger.info("summary: %s", summary.model_dump_json())
-        await acreate_markdown_artifact(markdown=summary.as_markdown(), description="collect-results summary")
+        await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
         return summary

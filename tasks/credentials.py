@@ -1,9 +1,9 @@
-"""Where the flows get the service's API key.
+"""Where the flows get the service's API key (and the webhook signing secret).
 
-Why a seam: today the key comes from ``DOCCHECK_API_KEY``; a deployment will later read
-it from a Prefect Secret block. Flows and tasks only ever pass the *name* of where the
-key lives (``block_name``), never the key itself, so it cannot end up in a flow-run
-parameter, a log line, an artifact or a report.
+Why a seam: the key comes from ``DOCCHECK_API_KEY`` or from a Prefect ``Secret`` block
+(a deployment's natural home for credentials). Flows and tasks only ever pass the *name*
+of where the key lives (``block_name``), never the key itself, so it cannot end up in a
+flow-run parameter, a log line, an artifact or a report.
 """
 
 from __future__ import annotations
@@ -17,16 +17,43 @@ from doccheck.config import load_settings
 def resolve_api_key(block_name: str | None = None) -> SecretStr:
     """The API key as a ``SecretStr``.
 
-    ``block_name`` is reserved for a Prefect Secret block (not implemented yet: passing
-    one raises); with None the key is read from ``DOCCHECK_API_KEY``. Raises
+    With ``block_name`` the key is the value of that Prefect ``Secret`` block; with None
+    it is read from ``DOCCHECK_API_KEY``. Raises
     :class:`~doccheck.client.ConfigurationError` when no key is configured.
     """
     if block_name:
-        raise ConfigurationError(f"Secret blocks are not supported yet (asked for block {block_name!r})")
+        return load_secret_block(block_name, what="API key")
     key = load_settings().api_key
     if key is None or not key.get_secret_value().strip():
         raise ConfigurationError("no API key: set DOCCHECK_API_KEY")
     return key
+
+
+def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
+    """The value of the Prefect ``Secret`` block ``block_name``, as a ``SecretStr``.
+
+    Loaded synchronously (``_sync=True``) so that it works the same from sync and async
+    callers. The error names the block, never its value.
+    """
+    from prefect.blocks.system import Secret
+
+    try:
+        block = Secret.load(block_name, _sync=True)  # type: ignore[call-arg]
+    except ValueError:
+        raise ConfigurationError(f"no Prefect Secret block named {block_name!r} (for the {what})") from None
+    value = block.get()
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"the Prefect Secret block {block_name!r} holds no {what} (an empty or non-text value)")
+    return SecretStr(value.strip())
+
+
+def resolve_webhook_secrets(block_name: str | None = None) -> list[SecretStr]:
+    """The webhook signing secret(s): the Secret block ``block_name`` (comma-separated during a
+    rotation) or ``DOCCHECK_WEBHOOK_SECRET``; empty when neither is configured."""
+    if block_name:
+        raw = load_secret_block(block_name, what="webhook secret").get_secret_value()
+        return [SecretStr(s.strip()) for s in raw.split(",") if s.strip()]
+    return load_settings().webhook_secrets()
 
 
 def resolve_base_url(base_url: str | None = None) -> str:

@@ -85,10 +85,26 @@ def test_missing_api_key_is_a_configuration_error(monkeypatch: pytest.MonkeyPatc
 
 
 def test_secret_block_seam_is_explicit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A named block wins over the environment; a missing block is a clear error naming it
+    (the real load against a Prefect server is in tests/integration/test_no_secret_leaks.py)."""
+    from prefect.blocks.system import Secret
+
+    blocks = {"my-block": Secret(value="sk_block_456"), "empty": Secret(value="  ")}
+
+    def fake_load(name: str, **_: object) -> Secret:
+        if name not in blocks:
+            raise ValueError(f"Unable to find block document named {name}")
+        return blocks[name]
+
+    monkeypatch.setattr(Secret, "load", fake_load)
     monkeypatch.setenv("DOCCHECK_API_KEY", "sk_unit_123")
-    with pytest.raises(ConfigurationError, match="my-block") as info:
-        resolve_api_key("my-block")
+    assert resolve_api_key("my-block").get_secret_value() == "sk_block_456"
+    assert resolve_api_key().get_secret_value() == "sk_unit_123"
+    with pytest.raises(ConfigurationError, match="missing-block") as info:
+        resolve_api_key("missing-block")
     assert "sk_unit_123" not in str(info.value)
+    with pytest.raises(ConfigurationError, match="empty") as info:
+        resolve_api_key("empty")
 
 
 def test_base_and_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
