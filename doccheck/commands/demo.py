@@ -114,6 +114,7 @@ def demo(
     if DEMO_DIR.exists():
         shutil.rmtree(DEMO_DIR)
     DEMO_DIR.mkdir(parents=True)
+    (DEMO_DIR / ".gitignore").write_text("*\n")  # logs and ledger of the last demo: never committed
     database_url = f"sqlite:///{(DEMO_DIR / 'ledger.db').resolve()}"
     services: list[Service] = []
     try:
