@@ -396,8 +396,15 @@ class Ledger:
                 fields.setdefault("campaign", "")
                 fields["document_id"] = str(metadata.get("document_id", ""))
                 fields["products"] = list(data.get("products") or [])
-            row = self._upsert_submission(s, idempotency_key, **fields)
-            self._apply_check(s, data, source="submit", campaign=row.campaign)
+            if current is None:
+                row = SubmissionRow(idempotency_key=idempotency_key, **fields)
+            else:
+                row = current
+                for name, value in fields.items():
+                    setattr(row, name, value)
+                row.updated_at = utcnow()
+            s.add(row)
+            self._apply_check(s, data, source="submit", campaign=row.campaign, submission=row)
             return row
 
     def mark_submit_failed(
@@ -447,21 +454,27 @@ class Ledger:
 
     # -- outcomes ---------------------------------------------------------------------
 
-    def _outcome(self, s: Session, check_id: str, product: str, campaign: str | None) -> OutcomeRow:
-        stmt = select(OutcomeRow).where(OutcomeRow.check_id == check_id, OutcomeRow.product == product)
-        row = s.exec(stmt).first()
-        if row is not None:
+    def _outcomes(
+        self, s: Session, check_id: str, products: Sequence[str], campaign: str | None
+    ) -> dict[str, OutcomeRow]:
+        """The outcome rows of a check's products, creating the missing ones in one savepoint
+        (another process may create them at the same moment: then they are re-read)."""
+        stmt = select(OutcomeRow).where(OutcomeRow.check_id == check_id)
+        rows = {r.product: r for r in s.exec(stmt).all()}
+        missing = [p for p in products if p not in rows]
+        if missing:
+            new = [OutcomeRow(check_id=check_id, product=p, campaign=campaign) for p in missing]
+            try:
+                with s.begin_nested():
+                    s.add_all(new)
+                    s.flush()
+                rows.update({r.product: r for r in new})
+            except IntegrityError:
+                rows = {r.product: r for r in s.exec(stmt).all()}
+        for row in rows.values():
             if campaign and not row.campaign:
                 row.campaign = campaign
-            return row
-        row = OutcomeRow(check_id=check_id, product=product, campaign=campaign)
-        try:
-            with s.begin_nested():
-                s.add(row)
-                s.flush()
-        except IntegrityError:  # another process created it a moment ago
-            row = s.exec(stmt).one()
-        return row
+        return rows
 
     def _apply_product(
         self,
@@ -491,13 +504,22 @@ class Ledger:
         row.raw = dict(raw)
         row.updated_at = utcnow()
 
-    def _apply_check(self, s: Session, data: Mapping[str, Any], *, source: str, campaign: str | None) -> int:
+    def _apply_check(
+        self,
+        s: Session,
+        data: Mapping[str, Any],
+        *,
+        source: str,
+        campaign: str | None,
+        submission: SubmissionRow | None = None,
+    ) -> int:
         check_id = data["id"]
         products = list(data.get("products") or [p for p in PRODUCTS if data.get(p)])
+        rows = self._outcomes(s, check_id, products, campaign)
         changed = 0
         for product in products:
             pdata = data.get(product) or {"status": "processing"}
-            row = self._outcome(s, check_id, product, campaign)
+            row = rows[product]
             before = (row.status, row.fetched)
             completed_at = _parse_time(pdata.get("completed_at")) or _parse_time(data.get("completed_at"))
             self._apply_product(
@@ -511,7 +533,9 @@ class Ledger:
             changed += (row.status, row.fetched) != before
         cost = (data.get("cost") or {}).get("total_cents")
         if cost is not None:
-            sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
+            sub = submission
+            if sub is None:
+                sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
             if sub is not None and sub.cost_cents != cost:
                 sub.cost_cents = cost  # refunds of failed products show up here
                 s.add(sub)
@@ -522,7 +546,9 @@ class Ledger:
         data = _dump(check)
         with self.session() as s:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == data["id"])).first()
-            return self._apply_check(s, data, source=source, campaign=sub.campaign if sub else None)
+            return self._apply_check(
+                s, data, source=source, campaign=sub.campaign if sub else None, submission=sub
+            )
 
     # -- webhook events ---------------------------------------------------------------
 
@@ -594,7 +620,7 @@ class Ledger:
         else:
             return
         sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
-        row = self._outcome(s, check_id, product, sub.campaign if sub else None)
+        row = self._outcomes(s, check_id, [product], sub.campaign if sub else None)[product]
         self._apply_product(
             row,
             _product_fields(product, pdata),
