@@ -126,7 +126,8 @@ def main() -> None:
     from prefect import serve
 
     limit = int(os.environ.get("DOCCHECK_SERVE_LIMIT", "2"))
-    serve(*build_deployments(), limit=limit)
+    # A suffix keeps several served copies apart on one server (tests, staging).
+    serve(*build_deployments(name_suffix=os.environ.get("DOCCHECK_DEPLOYMENT_SUFFIX", "")), limit=limit)
 
 
 if __name__ == "__main__":
