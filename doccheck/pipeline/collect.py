@@ -116,15 +116,8 @@ async def poll_pending(
     return result
 
 
-def _tally(ledger: Ledger, run_id: str) -> tuple[int, int, int, list[PendingProduct]]:
-    rows = ledger.report_rows(run_id=run_id)
-    products = rows["ai_results"] + rows["similarity_results"]
-    done = sum(1 for r in products if r["status"] == "completed")
-    failed = sum(1 for r in products if r["status"] == "failed")
-    pending = [
-        PendingProduct(o.check_id, o.product, o.status) for o in ledger.pending_outcomes(run_id=run_id)
-    ]
-    return len(products), done, failed, pending
+def _pending(ledger: Ledger, run_id: str) -> list[PendingProduct]:
+    return [PendingProduct(o.check_id, o.product, o.status) for o in ledger.pending_outcomes(run_id=run_id)]
 
 
 async def wait_for_results(
@@ -151,17 +144,17 @@ async def wait_for_results(
         polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace_seconds)
         result.polled += polled.polled
         result.errors.update(polled.errors)
-        pending = ledger.pending_outcomes(run_id=run_id)
-        if not pending:
+        counts = ledger.outcome_counts(run_id=run_id)
+        if not counts["pending"]:
             break
-        if on_progress is not None:
-            total, done, failed, _ = _tally(ledger, run_id)
-            report(on_progress, done + failed, total, "wait")
+        report(on_progress, counts["completed"] + counts["failed"], counts["total"], "wait")
         if clock() - start >= timeout:
             result.timed_out = True
             break
         await sleep(poll_interval)
-    result.total, result.completed, result.failed, result.pending = _tally(ledger, run_id)
+    counts = ledger.outcome_counts(run_id=run_id)
+    result.total, result.completed, result.failed = counts["total"], counts["completed"], counts["failed"]
+    result.pending = _pending(ledger, run_id) if counts["pending"] else []
     report(on_progress, result.completed + result.failed, result.total, "wait")
     return result
 

@@ -120,7 +120,8 @@ def test_submission_state_machine(ledger: Ledger) -> None:
     doc = planned("d1", ("ai", "similarity"), mode="upload")
     ledger.record_documents(run_id, [doc])
     assert ledger.submission_for_key(doc.idempotency_key) is None
-    sub = ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="upload")
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="upload")
+    sub = ledger.submission_for_key(doc.idempotency_key)
     assert sub.state == "submitting" and sub.attempts == 1
     ledger.mark_upload_created(doc.idempotency_key, "up-1")
     sub = ledger.submission_for_key(doc.idempotency_key)
@@ -144,8 +145,9 @@ def test_failed_submission_is_retriable_and_keeps_reason(ledger: Ledger) -> None
     ledger.mark_submit_failed(doc.idempotency_key, code="insufficient_balance", message="balance too low")
     sub = ledger.submission_for_key(doc.idempotency_key)
     assert (sub.state, sub.error_code) == ("failed", "insufficient_balance")
-    sub = ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
-    assert sub.attempts == 2 and sub.error_code is None
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    sub = ledger.submission_for_key(doc.idempotency_key)
+    assert sub.attempts == 2 and sub.error_code is None and sub.state == "submitting"
 
 
 def test_record_event_is_idempotent(ledger: Ledger) -> None:

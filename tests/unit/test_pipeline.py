@@ -229,3 +229,14 @@ def test_wait_for_results_times_out_with_pending(ledger: Ledger) -> None:
     client.finish("chk-2")
     done = run(wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, clock=lambda: now[0], sleep=fake_sleep))
     assert not done.timed_out and done.pending == [] and done.completed == 4
+
+
+def test_wait_reports_progress(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    run(submit_batch(client, ledger, run_id, docs(3)))
+    for cid in list(client.checks):
+        client.finish(cid)
+    seen: list[Progress] = []
+    result = run(wait_for_results(client, ledger, run_id, grace_seconds=0, on_progress=seen.append))
+    assert seen[-1] == Progress(done=3, total=3, phase="wait") and result.completed == 3
+    assert ledger.outcome_counts(run_id=run_id) == {"total": 3, "completed": 3, "failed": 0, "pending": 0}
