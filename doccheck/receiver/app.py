@@ -10,15 +10,17 @@ header, or anything derived from a secret.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from doccheck.client.models import Event
 from doccheck.ledger import Ledger
 from doccheck.webhooks import (
     SIGNATURE_HEADER,
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 SecretsProvider = Callable[[], Sequence[str | SecretStr]]
+#: Called with each newly stored event AFTER the answer is sent (e.g. a Prefect event emitter).
+OnStored = Callable[[Event], Awaitable[object]]
 
 
 class BodyTooLarge(Exception):
@@ -79,12 +83,15 @@ def create_app(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     tolerance: int = 300,
+    on_stored: OnStored | None = None,
 ) -> Starlette:
     """The receiver app: ``POST /webhook`` and ``GET /healthz``.
 
     Answers: 200 stored (or duplicate), 400 missing/malformed signature or unparsable
     event, 401 wrong or stale signature, 413 body over ``max_body_bytes``, 503 when no
     secret is configured or the ledger is unavailable (the service retries later).
+    ``on_stored(event)`` runs after the answer has been sent, for new events only
+    (``doccheck.receiver.prefect_events``), so it never delays or fails a delivery.
     """
 
     async def webhook(request: Request) -> JSONResponse:
@@ -121,7 +128,8 @@ def create_app(
             log.exception("cannot store event %s", event.id)
             return _error(503, "unavailable", "the event could not be stored; retry later")
         log.info("event %s (%s %s) %s", event.id, event.type, event.product, "stored" if stored else "duplicate")
-        return JSONResponse({"received": True, "duplicate": not stored})
+        background = BackgroundTask(on_stored, event) if (stored and on_stored is not None) else None
+        return JSONResponse({"received": True, "duplicate": not stored}, background=background)
 
     async def healthz(_: Request) -> JSONResponse:
         try:

@@ -41,6 +41,17 @@ def receiver(
         int, typer.Option(help="Refuse deliveries larger than this (413).", min=1)
     ] = DEFAULT_MAX_BODY_BYTES,
     tolerance: Annotated[int, typer.Option(help="Signature age tolerance in seconds.", min=1)] = 300,
+    prefect_events: Annotated[
+        bool,
+        typer.Option(
+            "--prefect-events",
+            help="Emit a Prefect event (doccheck.check.completed|failed) per new verified delivery "
+            "to PREFECT_API_URL (PREFECT_API_KEY for Prefect Cloud); see docs/prefect.md.",
+        ),
+    ] = False,
+    prefect_api_url: Annotated[
+        str | None, typer.Option(help="Prefect API for --prefect-events (default: PREFECT_API_URL).")
+    ] = None,
 ) -> None:
     """Receive signed webhook deliveries at POST /webhook and store them in the ledger.
 
@@ -70,11 +81,23 @@ def receiver(
     else:
         provider = ledger_secrets_provider(ledger)
         source = "the ledger"
-    app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance)
+    on_stored = None
+    events_note = ""
+    if prefect_events:
+        from doccheck.receiver.prefect_events import emitter_from_environment, ledger_campaign_lookup
+
+        try:
+            emitter = emitter_from_environment(prefect_api_url, campaign_of=ledger_campaign_lookup(ledger))
+        except ValueError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2) from None
+        on_stored = emitter.emit
+        events_note = f", Prefect events to {emitter.events_url}"
+    app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance, on_stored=on_stored)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     console.print(
         f"receiver listening on http://{host}:{port}/webhook "
-        f"(ledger {redact_url(settings.database_url)}, secrets from {source})"
+        f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
     server = _quiet_server(config)

@@ -1,0 +1,181 @@
+"""Emit a Prefect event for each verified webhook delivery, over plain HTTP (no ``prefect`` import).
+
+Why: a deployment of ``collect_results`` with an event trigger on ``doccheck.check.*`` then
+collects results minutes after the service finishes, without polling on a timer. Why not
+``prefect.events.emit_event``: the library never imports Prefect (the receiver must run
+where Prefect is not installed, and importing it costs seconds and a settings context),
+and the events API is a small documented JSON endpoint: ``POST {PREFECT_API_URL}/events``
+with a list of events (204). Prefect Cloud wants ``Authorization: Bearer <PREFECT_API_KEY>``.
+
+The event (``prefect.events.schemas.events.Event`` shape)::
+
+    {"id": <uuid>, "occurred": <ISO time>, "event": "doccheck.check.completed",
+     "resource": {"prefect.resource.id": "doccheck.check.<check id>",
+                  "prefect.resource.name": <check name>, "doccheck.product": "ai",
+                  "doccheck.status": "completed", "doccheck.campaign": <campaign>},
+     "related": [{"prefect.resource.id": "doccheck.campaign.<campaign>",
+                  "prefect.resource.role": "campaign", "prefect.resource.name": <campaign>}],
+     "payload": {"service_event_id", "product", "check_status", "error_code"}}
+
+The event id is derived from the service's event id (uuid5), so a redelivery that slips
+through never makes two Prefect events. Emission happens after the receiver has answered
+(a Starlette background task) and never raises: a Prefect outage is logged, nothing more.
+Nothing secret goes into an event: no scores, no text, no signature, no key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from doccheck.client.models import Event
+
+log = logging.getLogger(__name__)
+
+EVENT_PREFIX = "doccheck.check."
+#: Namespace of the uuid5 that turns a service event id into a Prefect event id.
+EVENT_NAMESPACE = uuid.UUID("6f1c1d1e-8b0a-4e55-9d1e-d0cc4ecc0001")
+
+CampaignLookup = Callable[[str], "str | None"]
+
+
+def event_name(service_event_type: str) -> str:
+    """``check.completed`` → ``doccheck.check.completed`` (anything else keeps its last word)."""
+    return EVENT_PREFIX + service_event_type.rsplit(".", 1)[-1]
+
+
+def prefect_event(event: Event, campaign: str | None = None, *, occurred: datetime | None = None) -> dict[str, Any]:
+    """The Prefect event (JSON-ready dict) for one verified service event."""
+    check = event.check
+    status = event.type.rsplit(".", 1)[-1]
+    resource: dict[str, str] = {
+        "prefect.resource.id": f"doccheck.check.{check.id}",
+        "doccheck.status": status,
+    }
+    if check.name:
+        resource["prefect.resource.name"] = str(check.name)[:200]
+    if event.product:
+        resource["doccheck.product"] = event.product
+    related: list[dict[str, str]] = []
+    if campaign:
+        resource["doccheck.campaign"] = campaign
+        related.append(
+            {
+                "prefect.resource.id": f"doccheck.campaign.{campaign}",
+                "prefect.resource.role": "campaign",
+                "prefect.resource.name": campaign,
+            }
+        )
+    # Receipt time, not the service's ``created_at``: trigger windows are evaluated on
+    # ``occurred``, and a service (or emulator) clock that runs ahead would skew them.
+    when = occurred or datetime.now(UTC)
+    return {
+        "id": str(uuid.uuid5(EVENT_NAMESPACE, event.id)),
+        "occurred": when.isoformat(),
+        "event": event_name(event.type),
+        "resource": resource,
+        "related": related,
+        "payload": {
+            "service_event_id": event.id,
+            "product": event.product,
+            "check_status": check.status,
+            "error_code": event.error.code if event.error is not None else None,
+            "service_created_at": event.created_at.isoformat() if event.created_at else None,
+        },
+    }
+
+
+class PrefectEventEmitter:
+    """Posts events to ``{api_url}/events``; one pooled async HTTP client per receiver.
+
+    ``campaign_of(check_id)`` (e.g. :func:`ledger_campaign_lookup`) adds the campaign, which
+    is what the ``collect_results`` trigger passes on as the flow's parameter.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        api_key: SecretStr | None = None,
+        *,
+        campaign_of: CampaignLookup | None = None,
+        timeout: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.events_url = api_url.rstrip("/") + "/events"
+        self._api_key = api_key
+        self._campaign_of = campaign_of
+        self._timeout = timeout
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self.sent = 0
+        self.failed = 0
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Content-Type": "application/json"}
+            if self._api_key is not None and self._api_key.get_secret_value():
+                headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+            self._client = httpx.AsyncClient(headers=headers, timeout=self._timeout, transport=self._transport)
+        return self._client
+
+    async def emit(self, event: Event) -> bool:
+        """Send the Prefect event of ``event``; True when the API accepted it. Never raises."""
+        try:
+            campaign = None
+            if self._campaign_of is not None:
+                from starlette.concurrency import run_in_threadpool
+
+                campaign = await run_in_threadpool(self._campaign_of, event.check.id)
+            body = [prefect_event(event, campaign)]
+            response = await self._http().post(self.events_url, json=body)
+            if response.status_code >= 300:
+                self.failed += 1
+                log.warning("Prefect refused event for %s: HTTP %s", event.id, response.status_code)
+                return False
+            self.sent += 1
+            log.info("Prefect event %s for check %s (campaign %s)", body[0]["event"], event.check.id, campaign or "?")
+            return True
+        except Exception as exc:  # noqa: BLE001 - the UI trigger is a convenience; deliveries are safe in the ledger
+            self.failed += 1
+            log.warning("could not send the Prefect event for %s: %s", event.id, type(exc).__name__)
+            return False
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def ledger_campaign_lookup(ledger: Any) -> CampaignLookup:
+    """``check id → campaign`` from the ledger's submissions (None when unknown)."""
+    from sqlmodel import select
+
+    from doccheck.ledger.tables import SubmissionRow
+
+    def lookup(check_id: str) -> str | None:
+        with ledger.session() as s:
+            row = s.exec(select(SubmissionRow.campaign).where(SubmissionRow.check_id == check_id)).first()
+        return str(row) if row else None
+
+    return lookup
+
+
+def emitter_from_environment(
+    api_url: str | None = None, *, campaign_of: CampaignLookup | None = None
+) -> PrefectEventEmitter:
+    """An emitter for ``api_url`` or ``PREFECT_API_URL``, with ``PREFECT_API_KEY`` when set (Cloud).
+
+    Raises ``ValueError`` when no API address is known.
+    """
+    url = (api_url or os.environ.get("PREFECT_API_URL", "")).strip()
+    if not url:
+        raise ValueError("no Prefect API address: set PREFECT_API_URL or pass --prefect-api-url")
+    key = os.environ.get("PREFECT_API_KEY", "").strip()
+    return PrefectEventEmitter(url, SecretStr(key) if key else None, campaign_of=campaign_of)

@@ -1,0 +1,97 @@
+"""The receiver's Prefect events: shape (accepted by Prefect's own Event model), HTTP call,
+Cloud auth header, failures swallowed; and the receiver app emits only after storing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from doccheck.client.models import Event
+from doccheck.receiver.prefect_events import PrefectEventEmitter, event_name, prefect_event
+
+SERVICE_EVENT = {
+    "id": "evt_123",
+    "type": "check.completed",
+    "created_at": "2026-11-22T10:00:00Z",
+    "product": "ai",
+    "check": {"id": "chk_9", "status": "processing", "name": "essay.docx", "products": ["ai", "similarity"]},
+    "error": None,
+}
+
+
+def test_event_shape_is_a_valid_prefect_event() -> None:
+    from prefect.events.schemas.events import Event as PrefectEvent
+
+    body = prefect_event(Event.model_validate(SERVICE_EVENT), "hist-101")
+    parsed = PrefectEvent.model_validate(body)
+    assert parsed.event == "doccheck.check.completed"
+    assert parsed.resource.id == "doccheck.check.chk_9"
+    assert parsed.resource["doccheck.campaign"] == "hist-101"
+    assert parsed.related[0].role == "campaign" and parsed.related[0].id == "doccheck.campaign.hist-101"
+    # stable id per service event: a redelivery cannot make a second Prefect event
+    assert prefect_event(Event.model_validate(SERVICE_EVENT))["id"] == body["id"]
+    no_campaign = prefect_event(Event.model_validate({**SERVICE_EVENT, "type": "check.failed"}))
+    assert no_campaign["event"] == "doccheck.check.failed" and no_campaign["related"] == []
+    assert event_name("check.completed") == "doccheck.check.completed"
+
+
+def test_emitter_posts_with_cloud_key_and_never_raises() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(204 if len(seen) == 1 else 500)
+
+    emitter = PrefectEventEmitter(
+        "http://prefect.test/api/", SecretStr("pnu_cloud"), campaign_of=lambda cid: "c1",
+        transport=httpx.MockTransport(handler),
+    )  # fmt: skip
+    event = Event.model_validate(SERVICE_EVENT)
+
+    async def go() -> tuple[bool, bool]:
+        try:
+            return await emitter.emit(event), await emitter.emit(event)
+        finally:
+            await emitter.aclose()
+
+    assert asyncio.run(go()) == (True, False)
+    assert str(seen[0].url) == "http://prefect.test/api/events"
+    assert seen[0].headers["authorization"] == "Bearer pnu_cloud"
+    (sent,) = json.loads(seen[0].content)
+    assert sent["resource"]["doccheck.campaign"] == "c1"
+    assert emitter.sent == 1 and emitter.failed == 1
+
+    def boom(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("down")
+
+    down = PrefectEventEmitter("http://prefect.test/api", transport=httpx.MockTransport(boom))
+    assert asyncio.run(down.emit(event)) is False
+
+
+def test_receiver_app_calls_on_stored_after_answer_for_new_events_only(tmp_path: Any) -> None:
+    from starlette.testclient import TestClient
+
+    from doccheck.ledger import Ledger
+    from doccheck.receiver.app import create_app
+    from doccheck.webhooks import SIGNATURE_HEADER, sign
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    emitted: list[str] = []
+
+    async def on_stored(event: Event) -> None:
+        emitted.append(event.id)
+
+    app = create_app(ledger, lambda: ["whsec_unit"], on_stored=on_stored)
+    raw = json.dumps(SERVICE_EVENT).encode()
+    with TestClient(app) as http:
+        for _ in range(2):  # the second is a duplicate
+            answer = http.post("/webhook", content=raw, headers={SIGNATURE_HEADER: sign(raw, "whsec_unit")})
+            assert answer.status_code == 200
+        bad = http.post("/webhook", content=raw, headers={SIGNATURE_HEADER: sign(raw, "other")})
+        assert bad.status_code == 401
+    assert emitted == ["evt_123"]
+    ledger.close()
