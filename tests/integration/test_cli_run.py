@@ -58,14 +58,27 @@ def _assert_one_line_error(out: subprocess.CompletedProcess[str], fragment: str)
         assert word not in out.stdout + out.stderr
 
 
+def _in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the typer app in this process (configuration errors exit before any flow runs)."""
+    from typer.testing import CliRunner
+
+    from doccheck.cli import app
+
+    blank = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
+    result = CliRunner().invoke(app, args, env={**blank, **env, "COLUMNS": "200"})
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
 def test_configuration_errors_are_one_line(tmp_path: Path) -> None:
     manifest = _manifest(tmp_path)
+    # One real subprocess (what a user sees), the other cases in process (fast).
     _assert_one_line_error(_cli(["run", str(manifest)], _env(), tmp_path), "DOCCHECK_BASE_URL")
-    env = _env(DOCCHECK_BASE_URL="http://127.0.0.1:9/api/v1")
-    _assert_one_line_error(_cli(["run", str(manifest)], env, tmp_path), "DOCCHECK_API_KEY")
+    env = {"DOCCHECK_BASE_URL": "http://127.0.0.1:9/api/v1"}
+    _assert_one_line_error(_in_process(["run", str(manifest)], env), "DOCCHECK_API_KEY")
     env["DOCCHECK_API_KEY"] = "sk_whatever"
-    _assert_one_line_error(_cli(["run", str(tmp_path / "nope.csv")], env, tmp_path), "nope.csv")
-    _assert_one_line_error(_cli(["collect"], env, tmp_path), "--campaign or --run-id")
+    _assert_one_line_error(_in_process(["run", str(tmp_path / "nope.csv")], env), "nope.csv")
+    _assert_one_line_error(_in_process(["collect"], env), "--campaign or --run-id")
+    _assert_one_line_error(_in_process(["collect", "--campaign", "a", "--run-id", "b"], env), "exactly one")
 
 
 @pytest.mark.prefect_server
@@ -79,14 +92,15 @@ def test_unknown_key_is_a_fatal_one_line_error(prefect_server: object, emulator:
 @pytest.mark.prefect_server
 def test_run_dry_run_then_real_run_then_collect(prefect_server: object, emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()
-    env = _env(
-        DOCCHECK_BASE_URL=emulator.base_url,
-        DOCCHECK_API_KEY=key,
-        DOCCHECK_DATABASE_URL=f"sqlite:///{tmp_path / 'ledger.db'}",
-    )
+    config = {
+        "DOCCHECK_BASE_URL": emulator.base_url,
+        "DOCCHECK_API_KEY": key,
+        "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'ledger.db'}",
+    }
+    env = _env(**config)
     manifest = _manifest(tmp_path)
 
-    dry = _cli(["run", str(manifest), "--dry-run", "--products", "ai,similarity"], env, tmp_path)
+    dry = _in_process(["run", str(manifest), "--dry-run", "--products", "ai,similarity"], config)
     assert dry.returncode == 0, dry.stderr
     assert "dry run: nothing was sent" in dry.stdout and "neither" in dry.stdout  # the reject reason
     assert "text 2" in dry.stdout
@@ -106,7 +120,7 @@ def test_run_dry_run_then_real_run_then_collect(prefect_server: object, emulator
     subs = pq.read_table(tmp_path / "out" / "latest" / "submissions.parquet").to_pandas()
     assert sorted(subs["status"]) == ["rejected", "submitted", "submitted"]
 
-    collect = _cli(["collect", "--campaign", "course", "--out", "out"], env, tmp_path)
+    collect = _in_process(["collect", "--campaign", "course", "--out", str(tmp_path / "out")], config)
     assert collect.returncode == 0, collect.stderr
     assert "finished" in collect.stdout
     assert emulator.account_state(key)["checks"] == 2
