@@ -638,7 +638,7 @@ class Ledger:
             return False
         return True
 
-    def apply_pending_events(self, limit: int | None = None) -> int:
+    def apply_pending_events(self, limit: int | None = None, *, chunk: int = 200) -> int:
         """Turn stored, not yet applied events into outcomes; returns how many were applied.
 
         An event for a check the ledger does not know yet (the receiver was faster than
@@ -646,16 +646,18 @@ class Ledger:
         the resume finds it instead of waiting for a delivery that already happened.
         """
         applied = 0
-        with self.session() as s:
-            stmt = select(WebhookEventRow).where(WebhookEventRow.applied == False)  # noqa: E712
-            stmt = stmt.order_by(col(WebhookEventRow.id))
-            if limit:
-                stmt = stmt.limit(limit)
-            for ev in s.exec(stmt).all():
-                self._apply_event(s, ev)
-                ev.applied = True
-                s.add(ev)
-                applied += 1
+        while limit is None or applied < limit:
+            size = chunk if limit is None else min(chunk, limit - applied)
+            with self.session() as s:  # short transactions: the receiver keeps inserting meanwhile
+                stmt = select(WebhookEventRow).where(WebhookEventRow.applied == False)  # noqa: E712
+                events = s.exec(stmt.order_by(col(WebhookEventRow.id)).limit(size)).all()
+                for ev in events:
+                    self._apply_event(s, ev)
+                    ev.applied = True
+                    s.add(ev)
+            applied += len(events)
+            if len(events) < size:
+                break
         return applied
 
     def _apply_event(self, s: Session, ev: WebhookEventRow) -> None:

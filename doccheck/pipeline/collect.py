@@ -18,6 +18,7 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.pipeline.progress import ProgressCallback, report
+from doccheck.pipeline.submit import first_error
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,12 @@ async def poll_pending(
         result.polled += 1
         result.updated += ledger.record_check(check, source="poll")
 
-    async with asyncio.TaskGroup() as group:
-        for check_id in due:
-            group.create_task(fetch(check_id))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for check_id in due:
+                group.create_task(fetch(check_id))
+    except BaseExceptionGroup as eg:
+        raise first_error(eg) from None
     ledger.mark_polled(due)
     return result
 

@@ -184,6 +184,12 @@ class _BatchSubmitter:
                 self.budget.release(reserved)
             self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
             return
+        except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
+            if self.budget is not None:
+                self.budget.release(reserved)
+            log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
+            self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
+            return
         self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
@@ -287,6 +293,28 @@ async def submit_batch(
         async with asyncio.TaskGroup() as group:
             for doc, prev in to_send:
                 group.create_task(submitter.run_one(doc, prev))
-    except* FatalSubmitError as eg:
-        raise eg.exceptions[0] from None
+    except BaseExceptionGroup as eg:
+        raise first_error(eg) from None
     return submitter.result
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error to raise from a task group: a fatal one if any, else the first.
+
+    Callers (Prefect retry conditions, the CLI) branch on the exception class, which an
+    ``ExceptionGroup`` wrapper would hide.
+    """
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for e in g.exceptions:
+            if isinstance(e, BaseExceptionGroup):
+                walk(e)
+            else:
+                leaves.append(e)
+
+    walk(group)
+    for exc in leaves:
+        if isinstance(exc, (FatalSubmitError, AuthenticationError)):
+            return exc
+    return leaves[0] if leaves else group

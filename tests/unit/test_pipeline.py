@@ -240,3 +240,28 @@ def test_wait_reports_progress(ledger: Ledger) -> None:
     result = run(wait_for_results(client, ledger, run_id, grace_seconds=0, on_progress=seen.append))
     assert seen[-1] == Progress(done=3, total=3, phase="wait") and result.completed == 3
     assert ledger.outcome_counts(run_id=run_id) == {"total": 3, "completed": 3, "failed": 0, "pending": 0}
+
+
+def test_unexpected_row_error_is_recorded_and_401_while_polling_is_not_wrapped(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    client.fail["d1"] = RuntimeError("odd")
+    result = run(submit_batch(client, ledger, run_id, docs(2)))
+    assert (result.submitted, result.failed) == (1, 1) and result.failures[0].code == "internal_error"
+
+    async def refuse(check_id: str) -> Check:
+        raise AuthenticationError("unknown key", status_code=401, code="unauthorized")
+
+    client.get_check = refuse  # type: ignore[method-assign]
+    with pytest.raises(AuthenticationError):
+        run(poll_pending(client, ledger, run_id=run_id))
+
+
+def test_events_applied_in_chunks(ledger: Ledger) -> None:
+    for i in range(7):
+        record(ledger, event_body(f"e{i}", f"chk-{i}", "ai"))
+    assert ledger.apply_pending_events(chunk=3) == 7
+    assert ledger.unapplied_event_count() == 0
+    for i in range(7, 12):
+        record(ledger, event_body(f"e{i}", f"chk-{i}", "ai"))
+    assert ledger.apply_pending_events(limit=2, chunk=3) == 2
+    assert ledger.apply_pending_events() == 3
