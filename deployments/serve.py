@@ -62,6 +62,14 @@ def bulk_check_parameters() -> dict[str, Any]:
     return params
 
 
+def default_collect_parameters() -> dict[str, Any]:
+    """Default parameters of the event-driven collect (the campaign comes from the event)."""
+    params: dict[str, Any] = {"out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports"}
+    if _env("DOCCHECK_API_KEY_BLOCK"):
+        params["api_key_block"] = _env("DOCCHECK_API_KEY_BLOCK")
+    return params
+
+
 def collect_trigger(
     within: timedelta = COLLECT_WITHIN, delay: timedelta = COLLECT_DELAY
 ) -> Any:
@@ -112,7 +120,7 @@ def build_deployments(
     )
     collect = collect_results.to_deployment(
         name=f"on-check-events{name_suffix}",
-        parameters=collect_parameters or {},
+        parameters=collect_parameters if collect_parameters is not None else default_collect_parameters(),
         triggers=[trigger if trigger is not None else collect_trigger()],
         description="Poll what is still pending and rewrite the reports, when the receiver reports finished checks.",
         tags=["doccheck", "event-driven"],
