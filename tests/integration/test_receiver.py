@@ -137,3 +137,31 @@ def test_emulator_deliveries_land_exactly_once_despite_redelivery(
     assert {e.event_id for e in events} == {d["event_id"] for d in mine}
     webhook_emulator.advance(30)  # nothing further is redelivered
     assert len(receiver.ledger.events(check_id=check.id)) == 2
+
+
+def test_concurrent_deliveries_while_the_pipeline_applies(receiver: ReceiverHandle, manual_secret: str) -> None:
+    """Two processes on one SQLite file: 80 deliveries (20 of them redeliveries) in
+    parallel while this process applies events; every event stored and applied once, no 5xx."""
+    import concurrent.futures
+
+    prefix = uuid.uuid4().hex[:8]
+    bodies = [event_body(f"evt_{prefix}_{i}", f"chk_{prefix}_{i}") for i in range(60)]
+    bodies += bodies[:20]
+
+    shared = httpx.Client(timeout=30, trust_env=False)  # thread-safe; one pool for all threads
+
+    def deliver(body: bytes) -> int:
+        return shared.post(receiver.webhook_url, content=body, headers={"Service-Signature": sign(body, manual_secret)}).status_code
+
+    with shared, concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(deliver, b) for b in bodies]
+        applied = 0
+        while not all(f.done() for f in futures):
+            applied += receiver.ledger.apply_pending_events()
+            time.sleep(0.02)
+        statuses = [f.result() for f in futures]
+    applied += receiver.ledger.apply_pending_events()
+    assert statuses == [200] * 80
+    mine = [e for e in receiver.ledger.events() if e.event_id.startswith(f"evt_{prefix}_")]
+    assert len(mine) == 60 and all(e.applied for e in mine)
+    assert applied >= 60
