@@ -7,6 +7,20 @@ the manifest reader, the ledger and the reports directly. Prefect flows in
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+#: The notebook API (``doccheck.notebook``), imported on first use so that ``import doccheck``
+#: stays light (no pandas, no HTTP client until asked for).
+_NOTEBOOK_API = ("check_dataframe", "acheck_dataframe", "CheckResult")
+
+__all__ = ["__version__", *_NOTEBOOK_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NOTEBOOK_API:
+        from doccheck import notebook
+
+        return getattr(notebook, name)
+    raise AttributeError(f"module 'doccheck' has no attribute {name!r}")
