@@ -29,6 +29,7 @@ from flows.summary import RunSummary
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
 from tasks.pipeline import (
     apply_webhook_events,
+    check_service,
     plan_manifest,
     record_run,
     submit_documents,
@@ -166,6 +167,7 @@ async def bulk_check(
     base = resolve_base_url(base_url)
     resolve_api_key(api_key_block)
     db_url = resolve_database_url(database_url)
+    await check_service(base, api_key_block)
 
     async with AsyncExitStack() as stack:
         stack.enter_context(tags(f"campaign:{plan.campaign}"))

@@ -71,6 +71,18 @@ def open_client(base_url: str, api_key_block: str | None = None) -> AsyncDocChec
     return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block))
 
 
+@task(name="check service", task_run_name="check service", cache_policy=NONE)
+async def check_service(base_url: str, api_key_block: str | None = None) -> None:
+    """One cheap authenticated request (``GET /checks?limit=1``) before anything is recorded.
+
+    Why: an unreachable service or a wrong key would otherwise fail every document one by
+    one (after the client's retries) and end as a "finished" run full of row errors; the
+    user needs one clear error instead. No task retries: the client already retried.
+    """
+    async with open_client(base_url, api_key_block) as client:
+        await client.list_checks(limit=1)
+
+
 @task(name="plan manifest", task_run_name="plan {manifest}", cache_policy=NONE)
 def plan_manifest(
     manifest: str,

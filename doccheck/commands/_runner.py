@@ -75,6 +75,8 @@ def describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     if name in {"ManifestError", "ConfigurationError"}:
         return text
+    if name == "NetworkError":
+        return f"the service did not answer ({text})"
     return f"{name}: {text}"
 
 
