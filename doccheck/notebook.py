@@ -234,6 +234,8 @@ async def acheck_dataframe(
         }
         ledger.finish_run(run_id, status="finished" if pending == 0 else "pending", summary=summary)
         frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
+        # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
+        frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
     finally:
         ledger.close()
     return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary)

@@ -1,0 +1,120 @@
+"""The notebook API against the real emulator: DataFrames in, report-schema DataFrames out,
+reruns free; the Prefect path; and ``examples/notebook.ipynb`` executed top to bottom in a
+real Jupyter kernel running this project's Python."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import doccheck
+from doccheck.reports import SCHEMAS
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = [pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = "Bees visit clover in the meadow at noon, and the hum carries across the field to the lane. " * 4
+
+
+def _assert_report_schemas(result: Any) -> None:
+    for name, schema in SCHEMAS.items():
+        table = pa.Table.from_pandas(result[name], preserve_index=False)
+        for f in schema:
+            assert table.schema.field(f.name).type == f.type, (name, f.name, table.schema.field(f.name).type)
+
+
+def test_check_dataframe_returns_report_frames_and_reruns_free(
+    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)  # from the environment, as in a notebook
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "essay.txt").write_text(TEXT + " From a file.")
+    df = pd.DataFrame(
+        {"id": [1, 2, 3], "body": [TEXT, "", TEXT + " Another one."], "group": ["x", "y", "x"]}
+    )
+    params: dict[str, Any] = dict(
+        text_column="body", id_column="id", products=["ai", "similarity"], metadata_columns=["group"],
+        base_url=emulator.base_url, campaign=f"nb-{uuid.uuid4().hex[:8]}",
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}", grace_seconds=0, poll_interval=0.2, timeout=60,
+    )  # fmt: skip
+    result = doccheck.check_dataframe(df, **params)
+    _assert_report_schemas(result)
+    assert list(result.submissions["document_id"]) == ["1", "2", "3"]
+    assert list(result.rejected["row_number"]) == [2]
+    assert "row 2" in result.rejected["error_message"].iloc[0]
+    assert set(result.ai_results["status"]) == {"completed"} and len(result.ai_results) == 2
+    assert set(result.similarity_results["status"]) == {"completed"}
+    accepted = result.submissions[result.submissions["status"] != "rejected"]
+    assert list(accepted["meta_group"]) == ["x", "x"]
+    charged = emulator.account_state(key)["charged_cents"]
+    assert result.summary["spent_cents"] == charged > 0
+
+    again = doccheck.check_dataframe(df, **params)
+    assert again.summary["submitted"] == 0 and again.summary["spent_cents"] == 0
+    assert emulator.account_state(key)["charged_cents"] == charged
+    assert list(again.ai_results["score"]) == list(result.ai_results["score"])
+
+    files = doccheck.check_dataframe(
+        pd.DataFrame({"document_id": ["f1"], "file": ["files/essay.txt"]}),
+        **{**params, "text_column": None, "id_column": "document_id", "metadata_columns": ()},
+        path_column="file", base_dir=tmp_path,
+    )
+    assert list(files.submissions["mode"]) == ["multipart"] and files.ai_results["status"].iloc[0] == "completed"
+
+
+@pytest.mark.prefect_server
+def test_check_dataframe_with_prefect(prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    df = pd.DataFrame({"document_id": ["a", "b"], "text": [TEXT, TEXT + " B."]})
+    result = doccheck.check_dataframe(
+        df, text_column="text", api_key=key, base_url=emulator.base_url, use_prefect=True,
+        campaign=f"nb-prefect-{uuid.uuid4().hex[:6]}", database_url=f"sqlite:///{tmp_path / 'l.db'}",
+        out_dir=tmp_path / "reports", grace_seconds=0, poll_interval=0.2, timeout=60,
+    )  # fmt: skip
+    _assert_report_schemas(result)
+    assert set(result.ai_results["status"]) == {"completed"} and len(result.ai_results) == 2
+    assert result.summary["status"] == "finished"
+    assert (tmp_path / "reports" / "latest" / "ai_results.parquet").is_file()
+
+
+def test_example_notebook_runs_top_to_bottom(
+    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    # A kernelspec for THIS interpreter (the project's venv), found through JUPYTER_PATH.
+    kernel_dir = tmp_path / "jupyter" / "kernels" / "doccheck-test"
+    kernel_dir.mkdir(parents=True)
+    (kernel_dir / "kernel.json").write_text(
+        json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "doccheck (test)", "language": "python"})  # fmt: skip
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("DOCCHECK_BASE_URL", emulator.base_url)
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    monkeypatch.setenv("DOCCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'notebook-ledger.db'}")
+    monkeypatch.setenv("DOCCHECK_NOTEBOOK_CAMPAIGN", f"nb-example-{uuid.uuid4().hex[:6]}")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+    nb = nbformat.read(ROOT / "examples" / "notebook.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, kernel_name="doccheck-test", timeout=120, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError with the failing cell's traceback
+    outputs = "\n".join(
+        o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
+    )
+    assert "checked 3 answers" in outputs
+    assert "API key configured: True" in outputs
+    assert key not in nbformat.writes(nb)  # the key itself is never shown
