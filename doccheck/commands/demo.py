@@ -69,6 +69,8 @@ def _start_prefect(console: Console, err: Console) -> str:
         except ServiceError as exc:
             raise fail(err, str(exc)) from None
     os.environ["PREFECT_API_URL"] = api_url
+    # The client side keeps its Prefect files beside the server's, not in ~/.prefect.
+    os.environ.setdefault("PREFECT_HOME", str(LOCAL_PREFECT_HOME.resolve()))
     console.print(f"  Prefect UI      {_ui_url(api_url)}  (doccheck demo --stop-server)")
     return api_url
 

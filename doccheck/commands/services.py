@@ -35,6 +35,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``host:port`` and we may bind it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def is_healthy(url: str, timeout: float = 2.0) -> bool:
     """True when ``GET url`` answers 2xx; any network error means not (yet) healthy."""
     try:
@@ -136,6 +146,8 @@ def prefect_command(*args: str) -> list[str]:
 # --- a detached local Prefect server for the demo -------------------------------------
 
 PREFECT_STATE_FILE = "doccheck-server.json"
+#: Prefect's usual port, so the demo's UI address is the familiar one when it is free.
+PREFERRED_PREFECT_PORT = 4200
 
 
 def prefect_server_env(home: Path) -> dict[str, str]:
@@ -185,7 +197,7 @@ def ensure_prefect_server(home: Path, *, ui: bool = True, timeout: float = 90.0)
     if existing:
         return existing
     home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = PREFERRED_PREFECT_PORT if port_is_free(PREFERRED_PREFECT_PORT) else free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     args = prefect_command("server", "start", "--host", "127.0.0.1", "--port", str(port))
     args.append("--ui" if ui else "--no-ui")
