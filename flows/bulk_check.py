@@ -232,6 +232,7 @@ async def bulk_check(
 
         waited: WaitResult | None = None
         if wait:
+            progress.reset("wait")
             waited = await wait_results(
                 run_id,
                 base_url=base,

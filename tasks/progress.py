@@ -20,6 +20,7 @@ _lock = Lock()
 _listeners: list[ProgressCallback] = []
 _totals: dict[str, int] = {}
 _parts: dict[str, dict[str, int]] = {}
+_part_totals: dict[str, dict[str, int]] = {}
 
 
 @contextmanager
@@ -34,18 +35,27 @@ def listening(callback: ProgressCallback) -> Iterator[None]:
             _listeners.remove(callback)
 
 
-def reset(phase: str, total: int) -> None:
-    """Start ``phase`` afresh with ``total`` items (the flow calls this before the batches)."""
+def reset(phase: str, total: int | None = None) -> None:
+    """Start ``phase`` afresh with ``total`` items (None: the parts report their own totals)."""
     with _lock:
-        _totals[phase] = total
+        if total is None:
+            _totals.pop(phase, None)
+        else:
+            _totals[phase] = total
         _parts[phase] = {}
+        _part_totals[phase] = {}
     _notify(phase)
 
 
-def update(phase: str, part: str, done: int) -> None:
-    """Part ``part`` (e.g. one batch) of ``phase`` has ``done`` items finished."""
+def update(phase: str, part: str, done: int, total: int | None = None) -> None:
+    """Part ``part`` (e.g. one batch) of ``phase`` has ``done`` of its ``total`` items finished.
+
+    The phase's total is the one given to :func:`reset`, or else the sum of its parts' totals.
+    """
     with _lock:
         _parts.setdefault(phase, {})[part] = done
+        if total is not None:
+            _part_totals.setdefault(phase, {})[part] = total
     _notify(phase)
 
 
@@ -53,7 +63,7 @@ def callback_for(phase: str, part: str) -> ProgressCallback:
     """An ``on_progress`` callback for the library that feeds :func:`update`."""
 
     def _callback(progress: Progress) -> None:
-        update(phase, part, progress.done)
+        update(phase, part, progress.done, progress.total)
 
     return _callback
 
@@ -62,7 +72,7 @@ def _notify(phase: str) -> None:
     with _lock:
         listeners = list(_listeners)
         done = sum(_parts.get(phase, {}).values())
-        total = _totals.get(phase, done)
+        total = _totals.get(phase, sum(_part_totals.get(phase, {}).values()) or done)
     event = Progress(done=min(done, total) if total else done, total=total, phase=phase)
     for listener in listeners:
         try:

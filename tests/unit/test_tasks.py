@@ -141,3 +141,11 @@ def test_a_broken_listener_never_sinks_a_run() -> None:
     with progress.listening(broken):
         progress.reset("wait", 3)
         progress.update("wait", "run", 2)
+
+
+def test_progress_without_reset_uses_the_parts_totals() -> None:
+    seen: list[Progress] = []
+    with progress.listening(seen.append):
+        progress._totals.pop("poll-test", None)
+        progress.callback_for("poll-test", "run")(Progress(done=3, total=24, phase="poll-test"))
+    assert seen[-1] == Progress(done=3, total=24, phase="poll-test")
