@@ -9,6 +9,7 @@ as if the network lost it; it counts as a failed attempt and is retried like any
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from doccheck.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, si
 
 if TYPE_CHECKING:
     from doccheck.emulator.runtime import Emulator
+
+MAX_CONCURRENT_DELIVERIES = 50
 
 
 @dataclass
@@ -63,15 +66,18 @@ class Dispatcher:
         self.emu = emu
         self.deliveries: list[Delivery] = []
         self._client: httpx.AsyncClient | None = None
+        # Attempts queue here, not in the connection pool, so the 10 s receiver timeout
+        # measures the receiver and not our own backlog.
+        self._slots: asyncio.Semaphore | None = None
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 follow_redirects=False,
-                timeout=httpx.Timeout(self.emu.config.delivery_timeout_s),
+                timeout=httpx.Timeout(self.emu.config.delivery_timeout_s, pool=None),
                 trust_env=False,
-                limits=httpx.Limits(max_connections=50),
+                limits=httpx.Limits(max_connections=MAX_CONCURRENT_DELIVERIES),
             )
         return self._client
 
@@ -101,6 +107,14 @@ class Dispatcher:
         self.emu.scheduler.at(due, lambda: self.emu.spawn(self.attempt(delivery)), f"deliver {delivery.event_id}")
 
     async def attempt(self, delivery: Delivery) -> None:
+        """One attempt; an unexpected error is reported in one line and ends the delivery."""
+        try:
+            await self._attempt(delivery)
+        except Exception as exc:  # pragma: no cover - a bug must not kill the loop silently
+            delivery.status, delivery.last_error = "failed", f"emulator error: {type(exc).__name__}"
+            print(f"emulator: delivery {delivery.delivery_id} crashed: {type(exc).__name__}", flush=True)
+
+    async def _attempt(self, delivery: Delivery) -> None:
         """One attempt; on failure schedule the next one (or give up)."""
         emu = self.emu
         account = emu.store.accounts.get(delivery.api_key)
@@ -122,16 +136,18 @@ class Dispatcher:
         if emu.faults.roll(emu.faults.settings.webhook_drop_rate):
             error = "dropped (injected fault)"
         else:
-            t = int(emu.clock.now())
             headers = {
                 "Content-Type": "application/json",
                 EVENT_HEADER: delivery.type,
                 DELIVERY_HEADER: delivery.delivery_id,
-                SIGNATURE_HEADER: signature_header(webhook.secret, t, delivery.body),
                 "User-Agent": "doccheck-emulator-webhooks/1",
             }
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(MAX_CONCURRENT_DELIVERIES)
             try:
-                response = await self.client.post(url, content=delivery.body, headers=headers)
+                async with self._slots:  # signed when sent: current secret, fresh t
+                    headers[SIGNATURE_HEADER] = signature_header(webhook.secret, int(emu.clock.now()), delivery.body)
+                    response = await self.client.post(url, content=delivery.body, headers=headers)
                 http_status = response.status_code
                 if not 200 <= http_status < 300:
                     error = f"receiver answered {http_status}"

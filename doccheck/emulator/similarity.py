@@ -5,17 +5,23 @@ overlapping 5-word shingles. An inverted index maps each shingle to the sources 
 contain it, so a comparison costs one dictionary lookup per shingle however large the
 corpus grows. A word of the submission is *matched* when it lies in a shingle that also
 occurs in a source; ``percent`` of a source and the overall ``score`` are matched words
-over the submission's words, in 0..100.
+over the submission's words, in 0..100. Repeated shingles of one submission are looked up
+once, and a shingle credits at most :data:`MAX_POSTINGS` (the earliest) sources.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import islice
 from dataclasses import dataclass
 from typing import Any
 
 SHINGLE = 5
 MAX_SOURCES = 10
+# A shingle found in very many sources is boilerplate (a shared prompt, a licence line):
+# only its earliest MAX_POSTINGS sources are credited, so that one common phrase in 10,000
+# submissions cannot make every comparison cost 10,000 steps per shingle.
+MAX_POSTINGS = 50
 
 
 @dataclass(frozen=True)
@@ -66,14 +72,24 @@ def compare_hashes(
     """:func:`compare` on precomputed shingle hashes of a ``total``-word submission."""
     covered: dict[str, set[int]] = {}
     infos: dict[str, SourceInfo] = {}
+    starts_by_hash: dict[int, list[int]] = defaultdict(list)
     for i, h in enumerate(hashes):
+        starts_by_hash[h].append(i)
+    for h, starts in starts_by_hash.items():
+        words_of_shingle: set[int] | None = None
         for index in indexes:
-            for sid in index.postings(h):
+            for sid in islice(index.postings(h), MAX_POSTINGS):
                 info = index.sources[sid]
                 if sid == exclude or (info.kind == "submission" and info.seq >= before_seq):
                     continue
+                if words_of_shingle is None:
+                    words_of_shingle = {i + k for i in starts for k in range(SHINGLE)}
                 infos[sid] = info
-                covered.setdefault(sid, set()).update(range(i, i + SHINGLE))
+                positions = covered.get(sid)
+                if positions is None:
+                    covered[sid] = set(words_of_shingle)
+                else:
+                    positions |= words_of_shingle
     union: set[int] = set()
     for positions in covered.values():
         union |= positions

@@ -1,0 +1,44 @@
+"""Races over real sockets: one key, one upload, many concurrent requests."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = pytest.mark.integration
+
+TEXT = "A long and winding road leads to the old house at the end of the valley. " * 40
+
+
+async def _burst(emulator: EmulatorHandle, key: str, n: int, **request: object) -> list[httpx.Response]:
+    headers = {"Authorization": f"Bearer {key}", **request.pop("headers", {})}  # type: ignore[dict-item]
+    async with httpx.AsyncClient(base_url=emulator.base_url, headers=headers, trust_env=False, timeout=30) as c:
+        return await asyncio.gather(*(c.post("/checks", **request) for _ in range(n)))  # type: ignore[arg-type]
+
+
+def test_concurrent_requests_with_one_idempotency_key_create_one_check(
+    emulator: EmulatorHandle, emulator_account: str
+) -> None:
+    responses = asyncio.run(
+        _burst(emulator, emulator_account, 12, json={"text": TEXT, "products": ["ai", "similarity"]},
+               headers={"Idempotency-Key": "same-row"})  # fmt: skip
+    )
+    assert {r.status_code for r in responses} == {201}
+    assert len({r.json()["id"] for r in responses}) == 1
+    state = emulator.account_state(emulator_account)
+    assert state["checks"] == 1 and state["charged_cents"] == responses[0].json()["cost"]["total_cents"]
+
+
+def test_concurrent_checks_from_one_upload_consume_it_once(emulator: EmulatorHandle, emulator_account: str) -> None:
+    with emulator.client(emulator_account) as c:
+        up = c.post("/uploads", json={"filename": "house.txt"}).json()
+    httpx.put(up["upload_url"], content=TEXT.encode(), headers={"Content-Type": "text/plain"}, trust_env=False)
+    responses = asyncio.run(_burst(emulator, emulator_account, 8, json={"upload_id": up["upload_id"]}))
+    codes = sorted(r.status_code for r in responses)
+    assert codes.count(201) == 1 and set(codes) == {201, 409}
+    assert all(r.json()["error"]["code"] == "upload_consumed" for r in responses if r.status_code == 409)
+    assert emulator.account_state(emulator_account)["checks"] == 1
