@@ -49,13 +49,25 @@ def receiver(
             "to PREFECT_API_URL (PREFECT_API_KEY for Prefect Cloud); see docs/prefect.md.",
         ),
     ] = False,
+    webhook_secret_block: Annotated[
+        str | None,
+        typer.Option(
+            help="Read the signing secret(s) from this Prefect Secret block (via PREFECT_API_URL; "
+            "re-read every --secret-block-refresh seconds) instead of DOCCHECK_WEBHOOK_SECRET or the ledger.",
+        ),
+    ] = None,
+    secret_block_refresh: Annotated[
+        float, typer.Option(help="Seconds between re-reads of --webhook-secret-block.", min=0)
+    ] = 30.0,
     prefect_api_url: Annotated[
-        str | None, typer.Option(help="Prefect API for --prefect-events (default: PREFECT_API_URL).")
+        str | None,
+        typer.Option(help="Prefect API for --prefect-events / --webhook-secret-block (default: PREFECT_API_URL)."),
     ] = None,
 ) -> None:
     """Receive signed webhook deliveries at POST /webhook and store them in the ledger.
 
-    Secrets come from DOCCHECK_WEBHOOK_SECRET (comma-separated during a rotation), or else
+    Secrets come from a Prefect Secret block (--webhook-secret-block, re-read every 30 s), or
+    from DOCCHECK_WEBHOOK_SECRET (comma-separated during a rotation), or else
     from the secret that `doccheck demo` stored in the ledger when it configured the webhook
     (re-read on every delivery, so a rotation needs no restart).
     """
@@ -75,7 +87,18 @@ def receiver(
         console.print(f"[red]error:[/] cannot open the ledger {redact_url(settings.database_url)}: {type(exc).__name__}")
         raise typer.Exit(1) from None
     env_secrets = settings.webhook_secrets()
-    if env_secrets:
+    if webhook_secret_block:
+        from doccheck.receiver.prefect_events import prefect_api_from_environment, secret_block_provider
+
+        try:
+            api_url, api_key = prefect_api_from_environment(prefect_api_url)
+            provider = secret_block_provider(api_url, webhook_secret_block, api_key, ttl=secret_block_refresh)
+            provider()  # fail now, with one clear line, rather than at the first delivery
+        except (ValueError, LookupError, RuntimeError) as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2) from None
+        source = f"Prefect Secret block {webhook_secret_block!r}"
+    elif env_secrets:
         provider = lambda: env_secrets  # noqa: E731
         source = "DOCCHECK_WEBHOOK_SECRET"
     else:

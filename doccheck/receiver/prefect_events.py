@@ -1,4 +1,5 @@
-"""Emit a Prefect event for each verified webhook delivery, over plain HTTP (no ``prefect`` import).
+"""Emit a Prefect event for each verified webhook delivery, over plain HTTP (no ``prefect`` import);
+and read the signing secret from a Prefect ``Secret`` block the same way.
 
 Why: a deployment of ``collect_results`` with an event trigger on ``doccheck.check.*`` then
 collects results minutes after the service finishes, without polling on a timer. Why not
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -119,9 +122,7 @@ class PrefectEventEmitter:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            headers = {"Content-Type": "application/json"}
-            if self._api_key is not None and self._api_key.get_secret_value():
-                headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+            headers = {"Content-Type": "application/json", **_auth_headers(self._api_key)}
             self._client = httpx.AsyncClient(headers=headers, timeout=self._timeout, transport=self._transport)
         return self._client
 
@@ -174,8 +175,69 @@ def emitter_from_environment(
 
     Raises ``ValueError`` when no API address is known.
     """
+    url, key = prefect_api_from_environment(api_url)
+    return PrefectEventEmitter(url, key, campaign_of=campaign_of)
+
+
+def _auth_headers(api_key: SecretStr | None) -> dict[str, str]:
+    if api_key is not None and api_key.get_secret_value():
+        return {"Authorization": f"Bearer {api_key.get_secret_value()}"}
+    return {}
+
+
+def read_secret_block(api_url: str, name: str, api_key: SecretStr | None = None, *, timeout: float = 10.0,
+                      transport: httpx.BaseTransport | None = None) -> list[SecretStr]:  # fmt: skip
+    """The value of the Prefect ``Secret`` block ``name`` (comma-separated → several secrets,
+    for a rotation), read over the REST API:
+    ``GET {api}/block_types/slug/secret/block_documents/name/{name}?include_secrets=true``.
+
+    Raises ``LookupError`` (no such block) or ``RuntimeError`` (API unreachable or refusing);
+    messages name the block, never its value.
+    """
+    url = f"{api_url.rstrip('/')}/block_types/slug/secret/block_documents/name/{name}"
+    try:
+        with httpx.Client(timeout=timeout, headers=_auth_headers(api_key), transport=transport) as http:
+            answer = http.get(url, params={"include_secrets": "true"})
+    except httpx.HTTPError as exc:
+        raise RuntimeError(f"cannot reach the Prefect API to read Secret block {name!r}: {type(exc).__name__}") from None
+    if answer.status_code == 404:
+        raise LookupError(f"no Prefect Secret block named {name!r}")
+    if answer.status_code >= 300:
+        raise RuntimeError(f"the Prefect API refused to read Secret block {name!r}: HTTP {answer.status_code}")
+    value = (answer.json().get("data") or {}).get("value")
+    if not isinstance(value, str):
+        raise LookupError(f"the Prefect Secret block {name!r} holds no text value")
+    return [SecretStr(v.strip()) for v in value.split(",") if v.strip()]
+
+
+def secret_block_provider(api_url: str, name: str, api_key: SecretStr | None = None, *,
+                          ttl: float = 30.0) -> Callable[[], list[SecretStr]]:  # fmt: skip
+    """A receiver secrets provider backed by a Secret block, re-read at most every ``ttl``
+    seconds (a rotation stored in the block takes effect without a restart). When a re-read
+    fails, the last good value is kept and the failure logged."""
+    lock = threading.Lock()
+    cache: dict[str, Any] = {"at": -1e18, "value": []}
+
+    def provider() -> list[SecretStr]:
+        with lock:
+            if time.monotonic() - cache["at"] < ttl and cache["value"]:
+                return list(cache["value"])
+            try:
+                cache["value"] = read_secret_block(api_url, name, api_key)
+                cache["at"] = time.monotonic()
+            except (LookupError, RuntimeError) as exc:
+                if not cache["value"]:
+                    raise
+                log.warning("%s; keeping the secret read earlier", exc)
+            return list(cache["value"])
+
+    return provider
+
+
+def prefect_api_from_environment(api_url: str | None = None) -> tuple[str, SecretStr | None]:
+    """``api_url`` or ``PREFECT_API_URL``, and ``PREFECT_API_KEY`` (Prefect Cloud) when set."""
     url = (api_url or os.environ.get("PREFECT_API_URL", "")).strip()
     if not url:
         raise ValueError("no Prefect API address: set PREFECT_API_URL or pass --prefect-api-url")
     key = os.environ.get("PREFECT_API_KEY", "").strip()
-    return PrefectEventEmitter(url, SecretStr(key) if key else None, campaign_of=campaign_of)
+    return url, (SecretStr(key) if key else None)

@@ -95,3 +95,40 @@ def test_receiver_app_calls_on_stored_after_answer_for_new_events_only(tmp_path:
         assert bad.status_code == 401
     assert emitted == ["evt_123"]
     ledger.close()
+
+
+def test_secret_block_read_over_rest_and_cached() -> None:
+    import pytest
+
+    from doccheck.receiver.prefect_events import read_secret_block, secret_block_provider
+
+    calls: list[httpx.Request] = []
+    value = {"v": "whsec_one, whsec_two"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if request.url.path.endswith("/name/missing"):
+            return httpx.Response(404, json={"detail": "Block document not found"})
+        return httpx.Response(200, json={"name": "hook", "data": {"value": value["v"]}})
+
+    transport = httpx.MockTransport(handler)
+    got = read_secret_block("http://p/api", "hook", SecretStr("pnu_x"), transport=transport)
+    assert [s.get_secret_value() for s in got] == ["whsec_one", "whsec_two"]
+    assert calls[0].url.path == "/api/block_types/slug/secret/block_documents/name/hook"
+    assert calls[0].url.params["include_secrets"] == "true"
+    assert calls[0].headers["authorization"] == "Bearer pnu_x"
+    with pytest.raises(LookupError, match="missing") as info:
+        read_secret_block("http://p/api", "missing", transport=transport)
+    assert "whsec" not in str(info.value)
+
+    import doccheck.receiver.prefect_events as pe
+
+    original = pe.read_secret_block
+    pe.read_secret_block = lambda url, name, key=None: original(url, name, key, transport=transport)  # type: ignore[assignment]
+    try:
+        provider = secret_block_provider("http://p/api", "hook", ttl=3600)
+        before = len(calls)
+        assert len(provider()) == 2 and len(provider()) == 2
+        assert len(calls) == before + 1  # cached within the ttl
+    finally:
+        pe.read_secret_block = original  # type: ignore[assignment]
