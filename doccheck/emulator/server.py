@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
+import sys
 from collections.abc import Iterator
 
 import uvicorn
@@ -38,8 +40,23 @@ def banner(config: EmulatorConfig) -> str:
     return "\n".join(lines)
 
 
-async def serve(config: EmulatorConfig) -> None:
-    """Serve until SIGINT/SIGTERM."""
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before any server starts so that a busy port is one clear line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve(config: EmulatorConfig, sockets: tuple[socket.socket, socket.socket] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM (on ``sockets`` if given, else binding host:port and storage port)."""
+    api_sock, storage_sock = sockets or (bind(config.host, config.port), bind(config.host, config.storage_port))
     emu = Emulator(config)
     api = _Server(uvicorn.Config(create_app(emu), host=config.host, port=config.port,
                                  log_level="warning", lifespan="off", access_log=False))  # fmt: skip
@@ -55,7 +72,7 @@ async def serve(config: EmulatorConfig) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop)
     background = asyncio.create_task(emu.background())
-    servers = asyncio.gather(api.serve(), storage.serve())
+    servers = asyncio.gather(api.serve(sockets=[api_sock]), storage.serve(sockets=[storage_sock]))
     watcher = asyncio.create_task(_announce_when_started(config, api, storage))
     try:
         await servers
@@ -73,6 +90,12 @@ async def _announce_when_started(config: EmulatorConfig, *servers: uvicorn.Serve
 
 
 def run(config: EmulatorConfig) -> None:
-    """Blocking entry point for the CLI."""
+    """Blocking entry point for the CLI; a busy port exits 2 with one line, no traceback."""
+    try:
+        sockets = (bind(config.host, config.port), bind(config.host, config.storage_port))
+    except OSError as exc:
+        print(f"doccheck emulator: cannot listen on {config.host} ports {config.port}/{config.storage_port}: "
+              f"{exc.strerror or exc}", file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(config))
+        asyncio.run(serve(config, sockets))
