@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import json
 import os
 import tempfile
@@ -248,8 +249,9 @@ def _run_sync(coro_factory: Any) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro_factory())
+    context = contextvars.copy_context()  # settings held in context variables travel along
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="doccheck-notebook") as pool:
-        return pool.submit(lambda: asyncio.run(coro_factory())).result()
+        return pool.submit(context.run, lambda: asyncio.run(coro_factory())).result()
 
 
 def check_dataframe(
@@ -355,8 +357,11 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
     try:
         if key and not api_key_block:
             os.environ["DOCCHECK_API_KEY"] = key
+        # A fresh thread (Jupyter's loop may be running here) with this thread's context, so
+        # Prefect's settings context (e.g. a temporary PREFECT_API_URL) applies to the flow.
+        context = contextvars.copy_context()
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            summary = pool.submit(run).result()
+            summary = pool.submit(context.run, run).result()
     finally:
         os.unlink(manifest)
         if key and not api_key_block:
