@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -18,6 +17,7 @@ from doccheck.emulator.documents import Document, analyse, from_file, from_text,
 from doccheck.emulator.errors import ApiError, invalid_input, not_found
 from doccheck.emulator.inputs import (
     MAX_ID_LENGTH,
+    CheckInput,
     MAX_NAME_LENGTH,
     metadata_of,
     optional_str,
@@ -37,7 +37,7 @@ router = APIRouter()
 MAX_IDEMPOTENCY_KEY = 255
 
 
-def _fingerprint(account: Account, raw: Any) -> str:
+def _fingerprint(account: Account, raw: CheckInput) -> str:
     """SHA-256 of the document bytes + sorted products (docs/architecture.md), computed
     before validation so that a replay naming an already consumed upload still matches."""
     if raw.file is not None:
