@@ -44,4 +44,14 @@ def retry_on_transient(task: Any, task_run: Any, state: Any) -> bool:
     exception itself.
     """
     data = getattr(state, "data", None)
-    return is_transient(data if isinstance(data, BaseException) else None)
+    retry = is_transient(data if isinstance(data, BaseException) else None)
+    if retry:
+        # DEBUG: a retry is routine (Prefect itself logs the new attempt at INFO); the
+        # exception's type says why, its message may quote the service and stays out.
+        try:
+            from prefect.logging import get_run_logger
+
+            get_run_logger().debug("transient %s: the task will be retried", type(data).__name__)
+        except Exception:  # noqa: BLE001 - no run context (unit tests): nothing to log to
+            pass
+    return retry
