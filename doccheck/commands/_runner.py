@@ -65,6 +65,17 @@ def fail(console: Console, message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def require_service_settings(err: Console, base_url: str | None) -> None:
+    """Fail with one line when the service address or the API key is missing, before anything runs."""
+    from doccheck.config import load_settings
+
+    settings = load_settings(base_url=base_url)
+    if not settings.base_url:
+        raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
+    if settings.api_key is None or not settings.api_key.get_secret_value().strip():
+        raise fail(err, "no API key: set DOCCHECK_API_KEY")
+
+
 def describe_error(exc: BaseException) -> str:
     """A one-line description of a fatal error, without secrets or traceback.
 

@@ -12,8 +12,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from doccheck.commands._runner import fail, quiet_prefect, run_flow, summary_table, use_local_prefect_server_if_running
-from doccheck.config import load_settings
+from doccheck.commands._runner import (
+    fail,
+    quiet_prefect,
+    require_service_settings,
+    run_flow,
+    summary_table,
+    use_local_prefect_server_if_running,
+)
 
 
 def collect(
@@ -30,11 +36,7 @@ def collect(
     err = Console(stderr=True)
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
-    settings = load_settings(base_url=base_url)
-    if not settings.base_url:
-        raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
-    if settings.api_key is None or not settings.api_key.get_secret_value().strip():
-        raise fail(err, "no API key: set DOCCHECK_API_KEY")
+    require_service_settings(err, base_url)
 
     quiet_prefect()
     use_local_prefect_server_if_running()

@@ -19,13 +19,13 @@ from rich.console import Console
 
 from doccheck.commands._runner import (
     fail,
+    require_service_settings,
     quiet_prefect,
     rejections_table,
     run_flow,
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.config import load_settings
 
 
 def run(
@@ -67,11 +67,7 @@ def run(
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
     if not dry_run:
-        settings = load_settings(base_url=base_url)
-        if not settings.base_url:
-            raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
-        if settings.api_key is None or not settings.api_key.get_secret_value().strip():
-            raise fail(err, "no API key: set DOCCHECK_API_KEY")
+        require_service_settings(err, base_url)
 
     quiet_prefect()
     use_local_prefect_server_if_running()
