@@ -203,12 +203,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     results: dict[str, dict[str, Any]] = {}
     drops: dict[str, int] = {}
+    sample: str | None = None
     try:
         run_child("batched", args, child_env, n=min(args.n, 200))  # warm-up: server caches, imports
         for mode in ("batched", "mapped"):
             before = _drop_lines(log_path)
             results[mode] = run_child(mode, args, child_env)
             drops[mode] = _drop_lines(log_path) - before
+        sample = _first_drop_line(log_path)
     finally:
         server.stop(timeout=30)
     shutil.rmtree(home, ignore_errors=True)
@@ -227,10 +229,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lost = base["expected_task_runs"] - base["recorded_task_runs"]
     print(f"baseline task runs missing on the server: {lost} of {base['expected_task_runs']}; "
           f"batched: {ours['expected_task_runs'] - ours['recorded_task_runs']} of {ours['expected_task_runs']}")  # fmt: skip
+    if sample:
+        print(f"first server drop line: {sample}")
     figures = {"n": args.n, "batch_size": args.batch_size, "results": results, "drop_lines": drops}
     if args.json:
         print(json.dumps(figures))
     return figures
+
+
+def _first_drop_line(log_path: Path) -> str | None:
+    try:
+        for line in log_path.read_text(errors="replace").splitlines():
+            if DROP_PATTERN.search(line):
+                return line.strip()[:240]
+    except OSError:
+        pass
+    return None
 
 
 def _drop_lines(log_path: Path) -> int:
