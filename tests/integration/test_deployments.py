@@ -138,11 +138,18 @@ def test_served_deployments_have_schedule_and_trigger(served: Served) -> None:
     assert schedule.schedule.cron == "0 6 * * 1" and schedule.schedule.timezone == "Europe/London"
     assert "api_key" not in str(bulk.parameters).lower().replace("api_key_block", "")
     collect = wait_for_deployment(f"collect-results/on-check-events{served.suffix}", served.process, served.log_path)
+    # serve() registers the deployment first and its trigger (an automation) right after:
+    # wait for the automation instead of reading it once.
+    deadline = time.monotonic() + 30
     with get_client(sync_client=True) as client:
-        automations = client.read_automations_by_name("doccheck: collect results when checks finish")
-    assert any(
-        getattr(a.actions[0], "deployment_id", None) == collect.id for a in automations
-    ), "the collect-results trigger was not registered as an automation"
+        while True:
+            automations = client.read_automations_by_name("doccheck: collect results when checks finish")
+            if any(getattr(a.actions[0], "deployment_id", None) == collect.id for a in automations):
+                break
+            assert served.process.poll() is None and time.monotonic() < deadline, (
+                "the collect-results trigger was not registered as an automation"
+            )
+            time.sleep(0.3)
 
 
 def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: Served, tmp_path: Path) -> None:
