@@ -140,6 +140,38 @@ def resolve_config(base_url: str | None, api_key: str | SecretStr | None) -> tup
     return url, key
 
 
+def http_options(
+    base_url: str,
+    api_key: SecretStr,
+    *,
+    timeout: float | httpx.Timeout,
+    transport: Any,
+    upload_transport: Any,
+    max_connections: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments of the two httpx clients (sync or async alike): the service's, which
+    authenticates, and the storage origin's, which must never see the API key. Redirects
+    are never followed: a redirected request could carry the key to another host."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    service = {
+        "base_url": base_url,
+        "auth": BearerAuth(api_key),
+        "headers": {"User-Agent": USER_AGENT, "Accept": "application/json"},
+        "timeout": timeout,
+        "limits": limits,
+        "transport": transport,
+        "follow_redirects": False,
+    }
+    storage = {
+        "headers": {"User-Agent": USER_AGENT},
+        "timeout": timeout,
+        "limits": limits,
+        "transport": upload_transport or transport,
+        "follow_redirects": False,
+    }
+    return service, storage
+
+
 class BearerAuth(httpx.Auth):
     """Adds ``Authorization: Bearer`` from a SecretStr; its repr never shows the key."""
 

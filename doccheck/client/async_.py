@@ -42,24 +42,16 @@ class AsyncDocCheckClient:
     ) -> None:
         self.base_url, self._api_key = _core.resolve_config(base_url, api_key)
         self.retry = retry or RetryPolicy()
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        headers = {"User-Agent": _core.USER_AGENT, "Accept": "application/json"}
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            auth=_core.BearerAuth(self._api_key),
-            headers=headers,
+        service, storage = _core.http_options(
+            self.base_url,
+            self._api_key,
             timeout=timeout,
-            limits=limits,
             transport=transport,
-            follow_redirects=False,
+            upload_transport=upload_transport,
+            max_connections=max_connections,
         )
-        self._storage = httpx.AsyncClient(
-            headers={"User-Agent": _core.USER_AGENT},
-            timeout=timeout,
-            limits=limits,
-            transport=upload_transport or transport,
-            follow_redirects=False,
-        )
+        self._http = httpx.AsyncClient(**service)
+        self._storage = httpx.AsyncClient(**storage)
 
     def __repr__(self) -> str:
         return f"AsyncDocCheckClient(base_url={self.base_url!r})"
