@@ -5,8 +5,8 @@ Run:  .venv/bin/python benchmarks/run_all.py [--only NAME[,NAME]] [--quick]
 Each benchmark runs as its own subprocess with this interpreter (they start their own
 servers: an emulator, a sink, a Prefect server), its output streamed as it comes. A
 benchmark file added to benchmarks/ later runs too, with no arguments, unless listed in
-``ARGS`` with its own. Exit code 1 if any benchmark failed. Expect about 4 minutes on a
-2-core machine (``--quick``: smaller sizes, about 2 minutes).
+``ARGS`` with its own. Exit code 1 if any benchmark failed. Expect about 2.5 minutes on a
+2-core machine (``--quick``: smaller sizes, about 1 minute).
 """
 
 from __future__ import annotations
