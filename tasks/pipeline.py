@@ -71,6 +71,17 @@ def open_client(base_url: str, api_key_block: str | None = None) -> AsyncDocChec
     return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block))
 
 
+#: Task options for steps that only read/write the ledger or call the service: retried a
+#: couple of times on transient errors (network, 5xx, 429, a locked database), never on
+#: errors that a retry cannot fix. No caching: inputs are live state, not pure values.
+TRANSIENT_RETRIES: dict[str, Any] = {
+    "cache_policy": NONE,
+    "retries": 2,
+    "retry_delay_seconds": RETRY_DELAYS,
+    "retry_condition_fn": retry_on_transient,
+}
+
+
 @task(name="check service", task_run_name="check service", cache_policy=NONE)
 async def check_service(base_url: str, api_key_block: str | None = None) -> None:
     """One cheap authenticated request (``GET /checks?limit=1``) before anything is recorded.
@@ -97,10 +108,7 @@ def plan_manifest(
 @task(
     name="record run",
     task_run_name="record run {plan.campaign}",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 def record_run(database_url: str, plan: Plan, params: dict[str, Any]) -> str:
     """Start the run in the ledger and record every planned document and rejected row.
@@ -119,10 +127,7 @@ def record_run(database_url: str, plan: Plan, params: dict[str, Any]) -> str:
 @task(
     name="submit batch",
     task_run_name="submit batch {batch_number}/{batch_count}",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 async def submit_documents(
     documents: Sequence[Any],
@@ -155,10 +160,7 @@ async def submit_documents(
 @task(
     name="wait for results",
     task_run_name="wait for results",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 async def wait_results(
     run_id: str,
@@ -187,10 +189,7 @@ async def wait_results(
 @task(
     name="poll pending",
     task_run_name="poll pending checks",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 async def poll_results(
     run_id: str,
@@ -209,10 +208,7 @@ async def poll_results(
 @task(
     name="apply events",
     task_run_name="apply webhook events",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 def apply_webhook_events(database_url: str) -> int:
     """Apply the webhook events the receiver stored (``wait=False`` runs still do this)."""
@@ -222,10 +218,7 @@ def apply_webhook_events(database_url: str) -> int:
 @task(
     name="write reports",
     task_run_name="write reports",
-    cache_policy=NONE,
-    retries=2,
-    retry_delay_seconds=RETRY_DELAYS,
-    retry_condition_fn=retry_on_transient,
+    **TRANSIENT_RETRIES,
 )
 def write_run_reports(
     database_url: str,
