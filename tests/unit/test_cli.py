@@ -28,3 +28,19 @@ def test_library_does_not_import_prefect() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_emulator_imports_only_pure_shared_helpers() -> None:
+    """The emulator stands for the remote service: tests that pass because both sides share
+    the client, ledger or pipeline would prove nothing (DESIGN.md)."""
+    code = (
+        "import sys, importlib, pkgutil, doccheck.emulator as e\n"
+        "for m in pkgutil.walk_packages(e.__path__, 'doccheck.emulator.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "allowed = {'doccheck', 'doccheck.emulator', 'doccheck.extract', 'doccheck.signing'}\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('doccheck') and m not in allowed\n"
+        "             and not m.startswith('doccheck.emulator.'))\n"
+        "assert not bad, bad\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
