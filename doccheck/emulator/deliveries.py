@@ -10,6 +10,7 @@ as if the network lost it; it counts as a failed attempt and is retried like any
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from doccheck.emulator.runtime import Emulator
 
 MAX_CONCURRENT_DELIVERIES = 50
+#: Deliveries kept in the emulator's state (the oldest are forgotten first).
+MAX_RECORDED_DELIVERIES = 10_000
 
 
 @dataclass
@@ -64,7 +67,9 @@ class Dispatcher:
 
     def __init__(self, emu: Emulator) -> None:
         self.emu = emu
-        self.deliveries: list[Delivery] = []
+        # The record behind /_emulator/state and tests; bounded so a long-running sandbox does
+        # not grow without end. Pending attempts hold their own reference on the scheduler.
+        self.deliveries: deque[Delivery] = deque(maxlen=MAX_RECORDED_DELIVERIES)
         self._client: httpx.AsyncClient | None = None
         # Attempts queue here, not in the connection pool, so the 10 s receiver timeout
         # measures the receiver and not our own backlog.
