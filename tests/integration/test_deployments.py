@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.processes import stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -72,13 +73,7 @@ def start_serve(prefect_api_url: str, env: dict[str, str]) -> tuple[subprocess.P
 
 
 def stop_serve(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+    stop_process(process, timeout=20)
 
 
 def wait_for_deployment(name: str, process: subprocess.Popen[bytes], log_path: Path, timeout: float = 60) -> Any:

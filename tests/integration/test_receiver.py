@@ -18,6 +18,7 @@ import pytest
 
 from doccheck.client import DocCheckClient
 from doccheck.webhooks import sign
+from tests.fixtures.events import event_body
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
 pytestmark = pytest.mark.integration
@@ -26,16 +27,6 @@ TEXT = (
     "Rivers carve valleys over thousands of years, and the sediment they carry builds deltas "
     "where they meet the sea. Farmers have relied on those deltas for as long as there were farms."
 )
-
-
-def event_body(event_id: str, check_id: str = "chk-manual", product: str = "ai") -> bytes:
-    return json.dumps({
-        "id": event_id, "type": "check.completed", "created_at": "2026-01-01T00:00:00.000Z",
-        "product": product,
-        "check": {"id": check_id, "status": "processing", "products": [product], "metadata": {},
-                  product: {"status": "completed"}},
-        "error": None,
-    }).encode()  # fmt: skip
 
 
 @pytest.fixture

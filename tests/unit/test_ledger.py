@@ -16,6 +16,7 @@ from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
 from doccheck.manifest import Rejection
 from doccheck.planning import PlannedDocument
+from tests.fixtures.events import event_body
 
 
 @pytest.fixture
@@ -65,20 +66,6 @@ def check_json(check_id: str, products: tuple[str, ...] = ("ai",), **over: Any) 
     }  # fmt: skip
     data.update(over)
     return data
-
-
-def event_body(event_id: str, check_id: str, product: str, type_: str = "check.completed", **extra: Any) -> bytes:
-    payload = {
-        "id": event_id,
-        "type": type_,
-        "created_at": "2026-01-01T00:01:00.000Z",
-        "product": product,
-        "check": {"id": check_id, "status": "processing", "name": "x", "products": [product],
-                  "metadata": {"document_id": "d1"},
-                  product: {"status": "failed" if type_ == "check.failed" else "completed"}},
-        "error": extra.get("error"),
-    }  # fmt: skip
-    return json.dumps(payload).encode()
 
 
 def record(ledger: Ledger, body: bytes) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,18 +18,9 @@ with warnings.catch_warnings():  # starlette 1.x nags about httpx; the in-proces
 from doccheck.ledger import Ledger
 from doccheck.receiver.app import create_app, ledger_secrets_provider
 from doccheck.webhooks import sign
+from tests.fixtures.events import event_body
 
 SECRET = "whsec_unit_test_secret_value"
-
-
-def body_for(event_id: str = "evt_1", check_id: str = "chk_1", product: str = "ai") -> bytes:
-    return json.dumps({
-        "id": event_id, "type": "check.completed", "created_at": "2026-01-01T00:00:00.000Z",
-        "product": product,
-        "check": {"id": check_id, "status": "processing", "products": [product], "metadata": {},
-                  product: {"status": "completed"}},
-        "error": None,
-    }).encode()  # fmt: skip
 
 
 @pytest.fixture
@@ -61,7 +51,7 @@ def test_healthz(client: TestClient) -> None:
 
 
 def test_valid_delivery_stored_once(client: TestClient, ledger: Ledger) -> None:
-    body = body_for()
+    body = event_body()
     first = post(client, body, sign(body, SECRET))
     again = post(client, body, sign(body, SECRET))
     assert first.status_code == 200 and first.json() == {"received": True, "duplicate": False}
@@ -80,13 +70,13 @@ def test_valid_delivery_stored_once(client: TestClient, ledger: Ledger) -> None:
     ],
 )
 def test_bad_headers(client: TestClient, ledger: Ledger, header: str | None, status: int, code: str) -> None:
-    r = post(client, body_for(), header)
+    r = post(client, event_body(), header)
     assert r.status_code == status and r.json()["error"]["code"] == code
     assert ledger.events() == []
 
 
 def test_wrong_secret_and_stale_and_tampered(client: TestClient, ledger: Ledger) -> None:
-    body = body_for()
+    body = event_body()
     wrong = post(client, body, sign(body, "whsec_other"))
     stale = post(client, body, sign(body, SECRET, timestamp=int(time.time()) - 301 - 5))
     future = post(client, body, sign(body, SECRET, timestamp=int(time.time()) + 400))
@@ -123,14 +113,14 @@ def test_signed_but_invalid_event_400(client: TestClient) -> None:
 def test_no_secret_configured_503(ledger: Ledger) -> None:
     app = create_app(ledger, ledger_secrets_provider(ledger))
     with TestClient(app) as c:
-        body = body_for()
+        body = event_body()
         r = post(c, body, sign(body, SECRET))
     assert r.status_code == 503
 
 
 def test_rotation_without_restart(client: TestClient, ledger: Ledger) -> None:
     ledger.store_webhook_secret("whsec_rotated")
-    old, new = body_for("evt_old"), body_for("evt_new")
+    old, new = event_body("evt_old"), event_body("evt_new")
     assert post(client, old, sign(old, SECRET)).status_code == 200  # previous secret still accepted
     assert post(client, new, sign(new, SecretStr("whsec_rotated"))).status_code == 200
     assert {e.event_id for e in ledger.events()} == {"evt_old", "evt_new"}
@@ -139,7 +129,7 @@ def test_rotation_without_restart(client: TestClient, ledger: Ledger) -> None:
 def test_env_secrets_provider(ledger: Ledger) -> None:
     app = create_app(ledger, lambda: [SecretStr("a"), SecretStr("b")])
     with TestClient(app) as c:
-        body = body_for()
+        body = event_body()
         assert post(c, body, sign(body, "b")).status_code == 200
 
 
