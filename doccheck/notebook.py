@@ -1,20 +1,27 @@
 """The notebook API: check a pandas DataFrame of texts or file paths, get DataFrames back.
 
-Why: data teams live in notebooks. ``check_dataframe(df, text_column="answer")`` does what
-``doccheck run`` does — validate every row, submit with deterministic Idempotency-Keys
-recorded in the ledger (a rerun of the same cell charges nothing), wait for results — and
-returns the four report tables as DataFrames with the SAME schemas as the Parquet reports
-(``doccheck.reports.to_dataframes``). No Prefect needed: the library pipeline is called
-directly. ``use_prefect=True`` runs the ``bulk_check`` flow instead, for a run that shows
-in the Prefect UI.
+Why: data teams live in notebooks. ``check_dataframe(df)`` does what ``doccheck run`` does:
+validate every row, submit with deterministic Idempotency-Keys recorded in the ledger (a
+rerun of the same cell charges nothing), wait for results; and returns the four report
+tables as DataFrames with the SAME schemas as the Parquet reports
+(``doccheck.reports.to_dataframes``). ``plan_dataframe(df)`` is the dry run (what would be
+sent and what it would cost). No Prefect needed: the library pipeline is called directly.
+``use_prefect=True`` runs the ``bulk_check`` flow instead, for a run that shows in the
+Prefect UI.
+
+The DataFrame's columns are read by the manifest's own names (``document_id``, ``text``,
+``path``, ``products``, ``name``) unless told otherwise. Everything that can be wrong with
+the call itself (a missing column, no API key) raises before any thread or event loop
+starts, so a notebook shows one short error naming the fix, not a page of asyncio frames.
 
 Jupyter already runs an event loop, where ``asyncio.run`` is refused; the sync
 :func:`check_dataframe` therefore runs the work in a worker thread with its own loop when a
-loop is running, and :func:`acheck_dataframe` is there for ``await`` in async code.
+loop is running, and :func:`acheck_dataframe` is there for ``await`` in async code. Progress
+is a live line in Jupyter (``doccheck.notebook_progress``).
 
 Rows are validated exactly like manifest rows (the DataFrame is written to a temporary
-JSONL manifest): a bad row is rejected with a reason naming the row — its 1-based position
-in the DataFrame — and never sinks the others. File paths are relative to ``base_dir``
+JSONL manifest): a bad row is rejected with a reason naming the row (its 1-based position
+in the DataFrame) and never sinks the others. File paths are relative to ``base_dir``
 (default: the current folder) and may not leave it; when a path column is used, the
 temporary manifest is written into ``base_dir`` as a hidden file and removed at once.
 """
@@ -34,12 +41,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
+from doccheck.notebook_progress import RunProgress, progress_display
+
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
     import pandas as pd
 
-__all__ = ["CheckResult", "acheck_dataframe", "check_dataframe"]
+    from doccheck.pipeline.progress import Progress
+    from doccheck.planning import Plan
+
+__all__ = ["CheckResult", "PlanResult", "acheck_dataframe", "check_dataframe", "plan_dataframe"]
 
 REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_sources")
+
+# The manifest's column names (docs/manifest.md): the defaults for a DataFrame's columns.
+ID_COLUMN, TEXT_COLUMN, PATH_COLUMN, PRODUCTS_COLUMN, NAME_COLUMN = "document_id", "text", "path", "products", "name"
+RESERVED_COLUMNS = (ID_COLUMN, TEXT_COLUMN, PATH_COLUMN, PRODUCTS_COLUMN, NAME_COLUMN)
+SUBMIT_CHUNK = 100  # documents per submit call: the progress line's cost moves at this step
 
 
 @dataclass(eq=False)
@@ -98,40 +115,74 @@ def _json_value(value: Any) -> Any:
     return str(value)
 
 
-def _manifest_rows(
+@dataclass(frozen=True)
+class _Columns:
+    """Which DataFrame column plays which manifest part (None: not used)."""
+
+    id: str
+    text: str | None
+    path: str | None
+    products: str | None
+    name: str | None
+    metadata: tuple[str, ...]
+
+
+def _resolve_columns(
     df: pd.DataFrame,
     *,
+    id_column: str,
     text_column: str | None,
     path_column: str | None,
-    id_column: str,
     products_column: str | None,
     name_column: str | None,
     metadata_columns: Sequence[str],
-    base_dir: Path,
-) -> list[dict[str, Any]]:
-    """The DataFrame as manifest rows (``document_id``, ``text`` | ``path``, ...)."""
+) -> _Columns:
+    """The columns to read, the manifest's own names (``document_id``, ``text``, ``path``,
+    ``products``, ``name``) being the defaults. Raises ``ValueError`` naming the fix."""
+    columns = [str(c) for c in df.columns]
+    listing = ", ".join(columns) or "none"
+    if id_column not in columns:
+        raise ValueError(
+            f"the DataFrame has no {id_column!r} column: pass id_column='<the column of unique ids>' "
+            f"(columns: {listing})"
+        )
     if text_column is None and path_column is None:
-        raise ValueError("give text_column (a column of texts) or path_column (a column of file paths)")
-    wanted = {"id_column": id_column, "text_column": text_column, "path_column": path_column,
-              "products_column": products_column, "name_column": name_column}  # fmt: skip
-    for arg, column in wanted.items():
-        if column is not None and column not in df.columns:
-            raise ValueError(f"{arg}={column!r} is not a column of the DataFrame (columns: {', '.join(map(str, df.columns))})")
-    reserved = {"document_id", "text", "path", "products", "name"}
+        text_column = TEXT_COLUMN if TEXT_COLUMN in columns else None
+        path_column = PATH_COLUMN if PATH_COLUMN in columns else None
+        if text_column is None and path_column is None:
+            raise ValueError(
+                "no column of texts or file paths: name one with text_column='...' or path_column='...', "
+                f"or call it 'text' or 'path' (columns: {listing})"
+            )
+    if products_column is None and PRODUCTS_COLUMN in columns:
+        products_column = PRODUCTS_COLUMN
+    if name_column is None and NAME_COLUMN in columns:
+        name_column = NAME_COLUMN
+    given = {"text_column": text_column, "path_column": path_column, "products_column": products_column,
+             "name_column": name_column}  # fmt: skip
+    for arg, column in given.items():
+        if column is not None and column not in columns:
+            raise ValueError(f"{arg}={column!r} is not a column of the DataFrame (columns: {listing})")
+    reserved = {id_column, *(c for c in given.values() if c)} | set(RESERVED_COLUMNS)
     for column in metadata_columns:
-        if column not in df.columns:
-            raise ValueError(f"metadata column {column!r} is not a column of the DataFrame")
+        if column not in columns:
+            raise ValueError(f"metadata column {column!r} is not a column of the DataFrame (columns: {listing})")
         if column in reserved:
-            raise ValueError(f"metadata column {column!r} clashes with a manifest column; rename it first")
+            raise ValueError(f"metadata column {column!r} is also a manifest column; rename it first")
+    return _Columns(id_column, text_column, path_column, products_column, name_column, tuple(metadata_columns))
+
+
+def _manifest_rows(df: pd.DataFrame, columns: _Columns, *, base_dir: Path) -> list[dict[str, Any]]:
+    """The DataFrame as manifest rows (``document_id``, ``text`` | ``path``, ...)."""
     rows: list[dict[str, Any]] = []
     for record in df.to_dict(orient="records"):
-        row: dict[str, Any] = {"document_id": _json_value(record[id_column])}
+        row: dict[str, Any] = {"document_id": _json_value(record[columns.id])}
         if row["document_id"] is not None and not isinstance(row["document_id"], str):
             row["document_id"] = str(row["document_id"])
-        if text_column is not None:
-            row["text"] = _json_value(record[text_column])
-        if path_column is not None:
-            raw = _json_value(record[path_column])
+        if columns.text is not None:
+            row["text"] = _json_value(record[columns.text])
+        if columns.path is not None:
+            raw = _json_value(record[columns.path])
             if isinstance(raw, str) and raw.strip() and os.path.isabs(raw.strip()):
                 # absolute paths inside base_dir become relative; others are rejected by validation
                 try:
@@ -139,11 +190,11 @@ def _manifest_rows(
                 except ValueError:
                     pass
             row["path"] = raw
-        if products_column is not None:
-            row["products"] = _json_value(record[products_column])
-        if name_column is not None:
-            row["name"] = _json_value(record[name_column])
-        for column in metadata_columns:
+        if columns.products is not None:
+            row["products"] = _json_value(record[columns.products])
+        if columns.name is not None:
+            row["name"] = _json_value(record[columns.name])
+        for column in columns.metadata:
             value = _json_value(record[column])
             row[column] = None if value is None else str(value)
         rows.append(row)
@@ -151,7 +202,7 @@ def _manifest_rows(
 
 
 def _load_plan(rows: list[dict[str, Any]], *, base_dir: Path, needs_base: bool, campaign: str,
-               products: Sequence[str], metadata_columns: Sequence[str]) -> Any:  # fmt: skip
+               products: Sequence[str], metadata_columns: Sequence[str]) -> Plan:  # fmt: skip
     """Validate and plan the rows through a temporary JSONL manifest (line N = row N)."""
     from doccheck.planning import load_plan
 
@@ -166,12 +217,154 @@ def _load_plan(rows: list[dict[str, Any]], *, base_dir: Path, needs_base: bool, 
         os.unlink(name)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything a run needs, checked before any event loop or thread starts."""
+
+    plan: Plan
+    rows: int
+    products: list[str]
+    database_url: str
+    base_url: str = ""
+    api_key: SecretStr | None = field(default=None, repr=False)
+
+
+def _prepare(
+    df: pd.DataFrame,
+    *,
+    text_column: str | None,
+    path_column: str | None,
+    id_column: str,
+    products: Sequence[str] | str,
+    products_column: str | None,
+    name_column: str | None,
+    metadata_columns: Sequence[str],
+    base_dir: str | os.PathLike[str] | None,
+    campaign: str,
+    base_url: str | None = None,
+    api_key: str | SecretStr | None = None,
+    database_url: str | None = None,
+    needs_service: bool = True,
+) -> _Prepared:
+    """Check the call, validate and plan every row, find the service and the key.
+
+    Bad arguments and configuration raise here, in the caller's frame, as one short
+    ``ValueError`` (``ConfigurationError`` for the service settings) that names the fix;
+    bad ROWS never raise (they are the plan's rejections).
+    """
+    from doccheck.client import ConfigurationError
+    from doccheck.config import load_settings
+
+    product_list = [p.strip() for p in products.split(",")] if isinstance(products, str) else list(products)
+    base = Path(base_dir or os.getcwd()).resolve()
+    columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
+                               products_column=products_column, name_column=name_column,
+                               metadata_columns=metadata_columns)  # fmt: skip
+    rows = _manifest_rows(df, columns, base_dir=base)
+    plan = _load_plan(rows, base_dir=base, needs_base=columns.path is not None, campaign=campaign,
+                      products=product_list, metadata_columns=columns.metadata)  # fmt: skip
+    settings = load_settings(base_url=base_url, database_url=database_url)
+    if not needs_service:
+        return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url)
+    key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key) if api_key else settings.api_key
+    if not settings.base_url:
+        raise ConfigurationError(
+            "no service address: set DOCCHECK_BASE_URL (or pass base_url=...), "
+            "e.g. http://127.0.0.1:8790/api/v1 for a local `doccheck emulator`"
+        )
+    if key is None or not key.get_secret_value():
+        raise ConfigurationError("no API key: set DOCCHECK_API_KEY in the environment (or pass api_key=...)")
+    from doccheck.client import DocCheckClient
+
+    DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
+    return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url,
+                     base_url=settings.base_url, api_key=key)  # fmt: skip
+
+
+async def _execute(
+    prepared: _Prepared,
+    *,
+    wait: bool,
+    timeout: float,
+    grace_seconds: float,
+    poll_interval: float,
+    concurrency: int,
+    max_spend_cents: int | None,
+    display: RunProgress,
+) -> CheckResult:
+    """Record the run, submit in chunks, wait for the results, read the tables back."""
+    from doccheck.client import AsyncDocCheckClient
+    from doccheck.ledger import Ledger
+    from doccheck.pipeline import BatchResult, Budget, apply_events, report_tables, submit_batch, wait_for_results
+    from doccheck.reports import to_dataframes
+
+    plan = prepared.plan
+    documents = plan.documents
+    product_count = sum(len(doc.products) for doc in documents)
+    display.update(documents=len(documents), products=product_count, phase="submit")
+    ledger = Ledger(prepared.database_url)
+    try:
+        run_id = ledger.start_run(
+            campaign=plan.campaign, manifest="<DataFrame>", products=sorted({p for d in documents for p in d.products}),
+            params={"source": "notebook", "rows": prepared.rows, "products": prepared.products, "wait": wait},
+        )  # fmt: skip
+        ledger.record_documents(run_id, documents)
+        ledger.record_rejections(run_id, plan.rejections)
+        budget = Budget(max_spend_cents) if max_spend_cents is not None else None
+        assert prepared.api_key is not None  # _prepare(needs_service=True) guarantees it
+        async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
+            batch = BatchResult()
+            for start in range(0, len(documents), SUBMIT_CHUNK):
+                chunk = documents[start : start + SUBMIT_CHUNK]
+
+                def on_submit(p: Progress, offset: int = start) -> None:
+                    display.update(submitted=offset + p.done)
+
+                done = await submit_batch(client, ledger, run_id, chunk, concurrency=concurrency, budget=budget,
+                                          on_progress=on_submit)  # fmt: skip
+                batch = batch.merge(done)
+                display.update(submitted=start + len(chunk), cost_cents=batch.cost_cents)
+            waited = None
+            display.update(phase="wait")
+            if wait and documents:
+                waited = await wait_for_results(
+                    client, ledger, run_id, timeout=timeout, grace_seconds=grace_seconds,
+                    poll_interval=poll_interval, on_progress=lambda p: display.update(finished=p.done, products=p.total),
+                )  # fmt: skip
+            else:
+                apply_events(ledger)
+        counts = ledger.outcome_counts(run_id=run_id)
+        display.update(finished=counts["completed"] + counts["failed"], products=counts["total"], phase="done")
+        pending = counts["pending"]
+        summary = {
+            "documents": len(documents),
+            "rejected": len(plan.rejections),
+            "submitted": batch.submitted,
+            "reused": batch.replayed + batch.already_done,
+            "failed": batch.failed,
+            "skipped_budget": batch.skipped_budget,
+            "spent_cents": batch.cost_cents,
+            "completed": counts["completed"],
+            "failed_products": counts["failed"],
+            "pending": pending,
+            "timed_out": bool(waited and waited.timed_out),
+        }
+        ledger.finish_run(run_id, status="finished" if pending == 0 else "pending", summary=summary)
+        frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
+        # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
+        frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
+    finally:
+        ledger.close()
+        display.close()
+    return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary)
+
+
 async def acheck_dataframe(
     df: pd.DataFrame,
     *,
     text_column: str | None = None,
     path_column: str | None = None,
-    id_column: str = "document_id",
+    id_column: str = ID_COLUMN,
     products: Sequence[str] | str = ("ai",),
     products_column: str | None = None,
     name_column: str | None = None,
@@ -187,59 +380,16 @@ async def acheck_dataframe(
     poll_interval: float = 2,
     concurrency: int = 8,
     max_spend_cents: int | None = None,
+    progress: bool | None = None,
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
-    from doccheck.client import AsyncDocCheckClient
-    from doccheck.config import load_settings
-    from doccheck.ledger import Ledger
-    from doccheck.pipeline import Budget, apply_events, report_tables, submit_batch, wait_for_results
-    from doccheck.reports import to_dataframes
-
-    product_list = [products] if isinstance(products, str) else list(products)
-    base = Path(base_dir or os.getcwd()).resolve()
-    rows = _manifest_rows(df, text_column=text_column, path_column=path_column, id_column=id_column,
-                          products_column=products_column, name_column=name_column,
-                          metadata_columns=metadata_columns, base_dir=base)  # fmt: skip
-    plan = _load_plan(rows, base_dir=base, needs_base=path_column is not None, campaign=campaign,
-                      products=product_list, metadata_columns=metadata_columns)  # fmt: skip
-    settings = load_settings(base_url=base_url, database_url=database_url)
-    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-    ledger = Ledger(settings.database_url)
-    try:
-        run_id = ledger.start_run(
-            campaign=plan.campaign, manifest="<DataFrame>", products=sorted({p for d in plan.documents for p in d.products}),
-            params={"source": "notebook", "rows": len(df), "products": product_list, "wait": wait},
-        )  # fmt: skip
-        ledger.record_documents(run_id, plan.documents)
-        ledger.record_rejections(run_id, plan.rejections)
-        budget = Budget(max_spend_cents) if max_spend_cents is not None else None
-        async with AsyncDocCheckClient(settings.base_url, key) as client:
-            batch = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency, budget=budget)
-            waited = None
-            if wait and plan.documents:
-                waited = await wait_for_results(client, ledger, run_id, timeout=timeout, grace_seconds=grace_seconds,
-                                                poll_interval=poll_interval)  # fmt: skip
-            else:
-                apply_events(ledger)
-        pending = len(ledger.pending_outcomes(run_id=run_id))
-        summary = {
-            "documents": len(plan.documents),
-            "rejected": len(plan.rejections),
-            "submitted": batch.submitted,
-            "reused": batch.replayed + batch.already_done,
-            "failed": batch.failed,
-            "skipped_budget": batch.skipped_budget,
-            "spent_cents": batch.cost_cents,
-            "pending": pending,
-            "timed_out": bool(waited and waited.timed_out),
-        }
-        ledger.finish_run(run_id, status="finished" if pending == 0 else "pending", summary=summary)
-        frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
-        # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
-        frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
-    finally:
-        ledger.close()
-    return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary)
+    prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
+                        products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
+                        base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
+                        database_url=database_url)  # fmt: skip
+    return await _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
+                          poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
+                          display=progress_display(progress))  # fmt: skip
 
 
 def _run_sync(coro_factory: Any) -> Any:
@@ -259,7 +409,7 @@ def check_dataframe(
     *,
     text_column: str | None = None,
     path_column: str | None = None,
-    id_column: str = "document_id",
+    id_column: str = ID_COLUMN,
     products: Sequence[str] | str = ("ai",),
     products_column: str | None = None,
     name_column: str | None = None,
@@ -275,27 +425,35 @@ def check_dataframe(
     poll_interval: float = 2,
     concurrency: int = 8,
     max_spend_cents: int | None = None,
+    progress: bool | None = None,
     use_prefect: bool = False,
     api_key_block: str | None = None,
     out_dir: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
     """Check every row of ``df`` and return the report tables as DataFrames.
 
-    - ``text_column`` (texts) or ``path_column`` (files relative to ``base_dir``), and
-      ``id_column`` (unique ids; default ``document_id``).
-    - ``products``: ``("ai",)``, ``("similarity",)`` or both, for rows without their own
-      (``products_column``). ``metadata_columns``: columns also sent to the service.
+    - Columns: the manifest's own names are the defaults: ``document_id`` (unique ids),
+      ``text`` (texts) and/or ``path`` (files relative to ``base_dir``), and, when present,
+      ``products`` and ``name``. Other names: ``id_column``, ``text_column``,
+      ``path_column``, ``products_column``, ``name_column``.
+    - ``products``: ``("ai",)``, ``("similarity",)`` or both, for rows without their own.
+      ``metadata_columns``: columns also sent to the service (none by default).
     - ``base_url`` / ``api_key`` / ``database_url`` default to ``DOCCHECK_BASE_URL`` /
       ``DOCCHECK_API_KEY`` / ``DOCCHECK_DATABASE_URL`` (ledger: ``sqlite:///doccheck.db``).
       The same ledger across calls is what makes a rerun free.
-    - ``wait=False`` returns once everything is submitted (results: pending);
-      ``timeout`` bounds the wait.
+    - Waiting: when the account has a webhook endpoint, results are expected as events and
+      a product is polled only after ``grace_seconds`` of silence; without one, results
+      are polled from the start (soon, then less often, up to every ``poll_interval``).
+      ``wait=False`` returns once everything is submitted; ``timeout`` bounds the wait.
+    - ``progress``: a live line in Jupyter (a bar in a terminal); ``False`` for quiet.
     - ``use_prefect=True`` runs the ``bulk_check`` flow (visible in the Prefect UI; reports
       also written under ``out_dir``); the key then comes from ``api_key_block`` or the
       environment (``api_key`` is set in this process's environment for the flow only).
 
-    Raises ``ValueError`` for a bad call (unknown column...), ``ManifestError`` for a bad
-    configuration; bad ROWS never raise: they come back in ``submissions`` as ``rejected``.
+    Bad arguments raise ``ValueError`` and a missing service address or key raises
+    ``ConfigurationError``, both before anything runs and naming the fix; bad ROWS never
+    raise: they come back in ``submissions`` as ``rejected``. Use :func:`plan_dataframe`
+    first to see what a run will send and cost.
     """
     if use_prefect:
         return _check_with_prefect(
@@ -305,15 +463,83 @@ def check_dataframe(
             database_url=database_url, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
             poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents, out_dir=out_dir,
         )  # fmt: skip
+    prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
+                        products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
+                        base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
+                        database_url=database_url)  # fmt: skip
+    display = progress_display(progress)  # here: Jupyter ties the display to the running cell
     return _run_sync(
-        lambda: acheck_dataframe(
-            df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
-            products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
-            base_dir=base_dir, base_url=base_url, api_key=api_key, campaign=campaign, database_url=database_url,
-            wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
-            concurrency=concurrency, max_spend_cents=max_spend_cents,
-        )  # fmt: skip
+        lambda: _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
+                         poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
+                         display=display)  # fmt: skip
     )
+
+
+@dataclass(eq=False)
+class PlanResult:
+    """What a run of the same DataFrame would send and cost, before anything is sent.
+
+    ``documents``: one row per accepted row (``document_id``, ``row_number``, ``mode``,
+    ``words``, ``products``, ``estimated_cost_cents``); ``rejected``: the rows that would
+    not be sent and why. The estimate uses the service's published price rule; the
+    service's own ``cost`` is what is charged.
+    """
+
+    documents: pd.DataFrame
+    rejected: pd.DataFrame
+    campaign: str
+    estimated_cost_cents: int
+    words: int
+
+    def __repr__(self) -> str:
+        return (
+            f"PlanResult(campaign={self.campaign!r}, documents={len(self.documents)}, "
+            f"rejected={len(self.rejected)}, words={self.words}, "
+            f"estimated_cost=${self.estimated_cost_cents / 100:,.2f})"
+        )
+
+
+def plan_dataframe(
+    df: pd.DataFrame,
+    *,
+    text_column: str | None = None,
+    path_column: str | None = None,
+    id_column: str = ID_COLUMN,
+    products: Sequence[str] | str = ("ai",),
+    products_column: str | None = None,
+    name_column: str | None = None,
+    metadata_columns: Sequence[str] = (),
+    base_dir: str | os.PathLike[str] | None = None,
+    campaign: str = "notebook",
+) -> PlanResult:
+    """The dry run of :func:`check_dataframe`: validate and plan every row, send nothing.
+
+    Needs no service, key or ledger. Same arguments and defaults as ``check_dataframe``.
+    """
+    import pandas as pd
+
+    prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
+                        products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
+                        base_dir=base_dir, campaign=campaign, needs_service=False)  # fmt: skip
+    plan = prepared.plan
+    documents = pd.DataFrame(
+        [
+            {"document_id": d.document_id, "row_number": d.row_number, "mode": d.mode, "words": d.words,
+             "products": ";".join(d.products), "estimated_cost_cents": d.estimated_cost_cents}  # fmt: skip
+            for d in plan.documents
+        ],
+        columns=["document_id", "row_number", "mode", "words", "products", "estimated_cost_cents"],
+    )
+    rejected = pd.DataFrame(
+        [
+            {"document_id": r.document_id, "row_number": r.row_number, "field": r.field, "error_code": r.code,
+             "error_message": r.reason}  # fmt: skip
+            for r in plan.rejections
+        ],
+        columns=["document_id", "row_number", "field", "error_code", "error_message"],
+    )
+    return PlanResult(documents=documents, rejected=rejected, campaign=plan.campaign,
+                      estimated_cost_cents=plan.estimated_cost_cents(), words=plan.total_words())  # fmt: skip
 
 
 def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_column: str | None, id_column: str,
@@ -329,10 +555,11 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
     from doccheck.reports import REPORT_FILES, SCHEMAS
 
     base = Path(base_dir or os.getcwd()).resolve()
-    rows = _manifest_rows(df, text_column=text_column, path_column=path_column, id_column=id_column,
-                          products_column=products_column, name_column=name_column,
-                          metadata_columns=metadata_columns, base_dir=base)  # fmt: skip
-    folder = base if path_column is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-"))
+    columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
+                               products_column=products_column, name_column=name_column,
+                               metadata_columns=metadata_columns)  # fmt: skip
+    rows = _manifest_rows(df, columns, base_dir=base)
+    folder = base if columns.path is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-"))
     handle, manifest = tempfile.mkstemp(prefix=".doccheck-notebook-", suffix=".jsonl", dir=folder)
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         for row in rows:
@@ -348,7 +575,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
             bulk_check(
                 manifest=manifest, products=[products] if isinstance(products, str) else list(products),
                 out_dir=str(reports), campaign=campaign, concurrency=concurrency, wait=wait,
-                wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(metadata_columns),
+                wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(columns.metadata),
                 base_url=base_url, database_url=database_url, grace_seconds=grace_seconds,
                 poll_interval=poll_interval, api_key_block=api_key_block,
             )  # fmt: skip

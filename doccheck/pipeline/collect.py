@@ -19,6 +19,7 @@ from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckEr
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import first_error
+from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
 
 
 @dataclass(frozen=True)
@@ -133,19 +134,30 @@ async def wait_for_results(
     grace_seconds: float = 30,
     poll_interval: float = 2,
     on_progress: ProgressCallback | None = None,
+    webhooks: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> WaitResult:
     """Until every product of the run is final or ``timeout`` passes: apply the events the
-    receiver wrote to the ledger, fetch products an event announced, poll products with
-    no event after ``grace_seconds``. On timeout the rest is returned as ``pending``
-    (with check ids) for ``collect_results`` to pick up later.
+    receiver wrote to the ledger, fetch products an event announced, poll the rest.
+    On timeout the rest is returned as ``pending`` (with check ids) for
+    ``collect_results`` to pick up later.
+
+    ``webhooks`` says whether completions will be delivered (None: ask the service
+    whether the account has a webhook endpoint, see ``doccheck.pipeline.waiting``).
+    With webhooks, a product is polled only after ``grace_seconds`` without an event,
+    every ``poll_interval``; without, every product is polled from the start, first
+    after a quarter second and then less often, up to ``poll_interval``.
     """
     start = clock()
     result = WaitResult()
+    if webhooks is None:
+        webhooks = await expects_webhooks(client)
+    grace = grace_seconds if webhooks else 0.0
+    schedule = PollSchedule(ceiling=poll_interval, factor=1.0 if webhooks else 2.0)
     while True:
         result.events_applied += apply_events(ledger)
-        polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace_seconds)
+        polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace)
         result.polled += polled.polled
         result.errors.update(polled.errors)
         counts = ledger.outcome_counts(run_id=run_id)
@@ -155,7 +167,7 @@ async def wait_for_results(
         if clock() - start >= timeout:
             result.timed_out = True
             break
-        await sleep(poll_interval)
+        await sleep(schedule.next_interval())
     counts = ledger.outcome_counts(run_id=run_id)
     result.total, result.completed, result.failed = counts["total"], counts["completed"], counts["failed"]
     result.pending = _pending(ledger, run_id) if counts["pending"] else []

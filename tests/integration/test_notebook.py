@@ -71,6 +71,43 @@ def test_check_dataframe_returns_report_frames_and_reruns_free(
     assert list(files.submissions["mode"]) == ["multipart"] and files.ai_results["status"].iloc[0] == "completed"
 
 
+def test_a_dataframe_with_the_manifest_columns_needs_no_column_options(
+    emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    key = emulator.new_account()
+    df = pd.DataFrame({"document_id": ["d1", "d2"], "text": [TEXT, TEXT + " Second."]})
+    result = doccheck.check_dataframe(
+        df, products=["ai", "similarity"], base_url=emulator.base_url, api_key=key,
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}", campaign=f"nb-{uuid.uuid4().hex[:8]}", progress=False,
+    )  # fmt: skip
+    assert list(result.submissions["document_id"]) == ["d1", "d2"]
+    assert set(result.ai_results["status"]) == {"completed"} and set(result.similarity_results["status"]) == {"completed"}
+    shown = repr(result) + repr(result.summary) + "".join(repr(f.attrs) for f in result.values())
+    assert key not in shown
+
+
+def test_without_a_receiver_results_are_polled_from_the_start(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """30 short documents, no account webhook: the run ends when the service has finished,
+    not after the 30 s grace period (the wait's timeout, 20 s, is shorter than that grace:
+    waiting it out would leave every product pending)."""
+    import time
+
+    key = emulator.new_account()
+    with emulator.client(key) as http:
+        assert http.get("/webhook").status_code == 404  # nothing will be delivered
+    df = pd.DataFrame({"document_id": [f"s{i:02d}" for i in range(30)],
+                       "text": [f"{TEXT} Answer number {i} about the meadow." for i in range(30)]})  # fmt: skip
+    started = time.monotonic()
+    result = doccheck.check_dataframe(
+        df, base_url=emulator.base_url, api_key=key, database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
+        campaign=f"nb-{uuid.uuid4().hex[:8]}", grace_seconds=30, timeout=20, progress=False,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result.summary["pending"] == 0 and not result.summary["timed_out"], result.summary
+    assert set(result.ai_results["status"]) == {"completed"} and len(result.ai_results) == 30
+    assert elapsed < 15, elapsed
+
+
 @pytest.mark.prefect_server
 def test_check_dataframe_with_prefect(prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()

@@ -12,7 +12,18 @@ import pandas as pd
 import pytest
 
 import doccheck
-from doccheck.notebook import CheckResult, _load_plan, _manifest_rows, _run_sync, check_dataframe
+from doccheck.client import ConfigurationError
+from doccheck.notebook import (
+    CheckResult,
+    _load_plan,
+    _manifest_rows,
+    _prepare,
+    _resolve_columns,
+    _run_sync,
+    check_dataframe,
+    plan_dataframe,
+)
+from doccheck.notebook_progress import ProgressState, progress_display
 from doccheck.reports import ReportTables, to_dataframes
 
 LONG = "The harbour lights came on one by one as the fishing boats returned in the evening. " * 4
@@ -22,7 +33,7 @@ def _plan(df: pd.DataFrame, base: Path, **kw):  # type: ignore[no-untyped-def]
     args = {"text_column": None, "path_column": None, "id_column": "document_id", "products_column": None,
             "name_column": None, "metadata_columns": ()}  # fmt: skip
     args.update(kw)
-    rows = _manifest_rows(df, base_dir=base, **args)
+    rows = _manifest_rows(df, _resolve_columns(df, **args), base_dir=base)
     return _load_plan(rows, base_dir=base, needs_base=args["path_column"] is not None, campaign="nb",
                       products=["ai"], metadata_columns=args["metadata_columns"])  # fmt: skip
 
@@ -65,16 +76,57 @@ def test_path_rows_resolve_against_base_dir(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["essays"]  # hidden manifest removed
 
 
-def test_call_errors_name_the_argument(tmp_path: Path) -> None:
-    df = pd.DataFrame({"document_id": ["a"], "text": [LONG]})
-    with pytest.raises(ValueError, match="text_column"):
+def test_the_manifest_column_names_are_the_defaults(tmp_path: Path) -> None:
+    df = pd.DataFrame({"document_id": ["a", "b"], "text": [LONG, LONG + " b"], "name": ["A", "B"],
+                       "products": ["ai;similarity", None]})  # fmt: skip
+    plan = plan_dataframe(df, base_dir=tmp_path)
+    assert list(plan.documents["document_id"]) == ["a", "b"] and plan.rejected.empty
+    assert list(plan.documents["products"]) == ["ai;similarity", "ai"]  # the row's own, else the default
+    assert plan.estimated_cost_cents == 3 + 1 and "estimated_cost=$0.04" in repr(plan)
+
+
+def test_call_errors_name_the_fix_before_anything_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import traceback
+
+    monkeypatch.delenv("DOCCHECK_API_KEY", raising=False)
+    monkeypatch.delenv("DOCCHECK_BASE_URL", raising=False)
+    df = pd.DataFrame({"document_id": ["a"], "answer": [LONG]})
+    with pytest.raises(ValueError, match="text_column='...' or path_column='...'"):
         check_dataframe(df)
-    with pytest.raises(ValueError, match="text_column='answer'"):
+    with pytest.raises(ValueError, match="text_column='body'"):
+        check_dataframe(df, text_column="body")
+    with pytest.raises(ValueError, match="id_column='<the column of unique ids>'"):
+        check_dataframe(df, text_column="answer", id_column="id")
+    with pytest.raises(ValueError, match="also a manifest column"):
+        check_dataframe(df, text_column="answer", metadata_columns=["answer"])
+    threads = threading.active_count()
+    with pytest.raises(ConfigurationError, match="DOCCHECK_BASE_URL") as no_url:
         check_dataframe(df, text_column="answer")
-    with pytest.raises(ValueError, match="id_column='id'"):
-        check_dataframe(df, text_column="text", id_column="id")
-    with pytest.raises(ValueError, match="clashes"):
-        check_dataframe(df, text_column="text", metadata_columns=["text"])
+    with pytest.raises(ConfigurationError, match="DOCCHECK_API_KEY"):
+        check_dataframe(df, text_column="answer", base_url="http://127.0.0.1:9/api/v1")
+    assert threading.active_count() == threads  # raised in the caller's thread, no worker started
+    frames = traceback.extract_tb(no_url.value.__traceback__)
+    assert len(frames) <= 4 and not any("asyncio" in f.filename for f in frames)
+
+
+def test_the_key_is_in_no_repr(tmp_path: Path) -> None:
+    secret = "sk-live-do-not-show-0123456789"
+    df = pd.DataFrame({"document_id": ["a"], "text": [LONG]})
+    prepared = _prepare(df, text_column=None, path_column=None, id_column="document_id", products=("ai",),
+                        products_column=None, name_column=None, metadata_columns=(), base_dir=tmp_path,
+                        campaign="nb", base_url="http://127.0.0.1:9/api/v1", api_key=secret)  # fmt: skip
+    assert secret not in repr(prepared) and secret not in str(prepared.__dict__)
+    assert prepared.api_key is not None and prepared.api_key.get_secret_value() == secret
+
+
+def test_progress_line_and_quiet_mode() -> None:
+    state = ProgressState(documents=30, submitted=30, products=60, finished=45, cost_cents=123, phase="wait")
+    assert state.text() == "submitted 30/30 · results 45/60 · pending 15 · cost so far $1.23"
+    assert "<progress value='45' max='60'" in state._repr_html_()
+    quiet = progress_display(False)
+    quiet.update(submitted=1)  # does nothing, never raises
+    quiet.close()
 
 
 def test_check_result_is_a_mapping_of_report_frames() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from doccheck.client import AuthenticationError, ConflictError, NotFoundError, PaymentRequiredError, Submission
-from doccheck.client.models import Check, Upload
+from doccheck.client.models import Check, Upload, Webhook
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
     Budget,
@@ -37,6 +37,12 @@ class FakeClient:
         self.fail: dict[str, Exception] = {}  # document_id -> error to raise
         self.ids = itertools.count(1)
         self.uploads: set[str] = set()
+        self.webhook_url: str | None = "https://receiver.example/webhook"  # None: no account webhook
+
+    async def get_webhook(self) -> Webhook:
+        if self.webhook_url is None:
+            raise NotFoundError("no webhook endpoint", status_code=404, code="not_found")
+        return Webhook(url=self.webhook_url)
 
     def _create(self, key: str, products: Any, metadata: dict[str, Any]) -> Check:
         if key in self.by_key:
@@ -229,6 +235,40 @@ def test_wait_for_results_times_out_with_pending(ledger: Ledger) -> None:
     client.finish("chk-2")
     done = run(wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, clock=lambda: now[0], sleep=fake_sleep))
     assert not done.timed_out and done.pending == [] and done.completed == 4
+
+
+def test_without_webhooks_polling_starts_at_once_and_backs_off(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    client.webhook_url = None  # nothing will ever be delivered: no grace period
+    run(submit_batch(client, ledger, run_id, docs(2)))
+    now = [0.0]
+    sleeps: list[float] = []
+
+    async def fake_sleep(s: float) -> None:
+        sleeps.append(s)
+        now[0] += s
+
+    result = run(wait_for_results(client, ledger, run_id, timeout=8, grace_seconds=30, poll_interval=2,
+                                  clock=lambda: now[0], sleep=fake_sleep))  # fmt: skip
+    assert result.timed_out and sleeps == [0.25, 0.5, 1, 2, 2, 2, 2]
+    assert client.calls.count("get:chk-1") == 8  # polled from the first round, grace or not
+    client.finish("chk-1")
+    client.finish("chk-2")
+    done = run(wait_for_results(client, ledger, run_id, grace_seconds=30, clock=lambda: now[0], sleep=fake_sleep))
+    assert done.completed == 2 and not done.pending
+
+
+def test_with_an_account_webhook_silent_products_wait_out_the_grace(ledger: Ledger) -> None:
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    run(submit_batch(client, ledger, run_id, docs(1)))
+    now = [0.0]
+
+    async def fake_sleep(s: float) -> None:
+        now[0] += s
+
+    result = run(wait_for_results(client, ledger, run_id, timeout=6, grace_seconds=30, poll_interval=2,
+                                  clock=lambda: now[0], sleep=fake_sleep))  # fmt: skip
+    assert result.timed_out and not any(c.startswith("get:") for c in client.calls)
 
 
 def test_wait_reports_progress(ledger: Ledger) -> None:
