@@ -4,8 +4,6 @@ real Jupyter kernel running this project's Python."""
 
 from __future__ import annotations
 
-import json
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -123,35 +121,43 @@ def test_check_dataframe_with_prefect(prefect_server: Any, emulator: EmulatorHan
     assert (tmp_path / "reports" / "latest" / "ai_results.parquet").is_file()
 
 
-def test_example_notebook_runs_top_to_bottom(
-    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _notebook_tool() -> Any:
+    """``docs/tools/execute_notebook.py``, the same code that writes the docs copy."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("execute_notebook", ROOT / "docs" / "tools" / "execute_notebook.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_notebook_runs_top_to_bottom(emulator: EmulatorHandle, tmp_path: Path) -> None:
     import nbformat
-    from nbclient import NotebookClient
 
-    # A kernelspec for THIS interpreter (the project's venv), found through JUPYTER_PATH.
-    kernel_dir = tmp_path / "jupyter" / "kernels" / "doccheck-test"
-    kernel_dir.mkdir(parents=True)
-    (kernel_dir / "kernel.json").write_text(
-        json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "doccheck (test)", "language": "python"})  # fmt: skip
-    )
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    monkeypatch.setenv("DOCCHECK_BASE_URL", emulator.base_url)
+    tool = _notebook_tool()
     key = emulator.new_account()
-    monkeypatch.setenv("DOCCHECK_API_KEY", key)
-    monkeypatch.setenv("DOCCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'notebook-ledger.db'}")
-    monkeypatch.setenv("DOCCHECK_NOTEBOOK_CAMPAIGN", f"nb-example-{uuid.uuid4().hex[:6]}")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-    nb = nbformat.read(ROOT / "examples" / "notebook.ipynb", as_version=4)
-    client = NotebookClient(
-        nb, kernel_name="doccheck-test", timeout=120, resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()  # raises CellExecutionError with the failing cell's traceback
+    nb = tool.execute(tool.SOURCE, tmp_path, {
+        "DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key,
+        "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'notebook-ledger.db'}",
+        "DOCCHECK_NOTEBOOK_CAMPAIGN": f"nb-example-{uuid.uuid4().hex[:6]}",
+    })  # fmt: skip  (raises CellExecutionError with the failing cell's traceback)
     outputs = "\n".join(
         o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
     )
     assert "checked 3 answers" in outputs
     assert "API key configured: True" in outputs
     assert key not in nbformat.writes(nb)  # the key itself is never shown
+    live = [o for cell in nb.cells for o in cell.get("outputs", []) if "<progress" in str(o.get("data", {}))]
+    assert live, "the run shows its live progress line"
+
+
+def test_the_docs_copy_is_the_example_executed() -> None:
+    """``docs/notebook.ipynb`` (refreshed by ``docs/tools/execute_notebook.py``) has the
+    example's cells, each code cell with its outputs."""
+    import nbformat
+
+    example = nbformat.read(ROOT / "examples" / "notebook.ipynb", as_version=4)
+    docs = nbformat.read(ROOT / "docs" / "notebook.ipynb", as_version=4)
+    assert [c.source for c in docs.cells] == [c.source for c in example.cells], "run docs/tools/execute_notebook.py"
+    assert all(c.outputs for c in docs.cells if c.cell_type == "code")
