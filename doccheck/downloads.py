@@ -122,7 +122,8 @@ def parse_kinds(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """
     if value is None:
         return ()
-    items = re.split(r"[,;|\s]+", value) if isinstance(value, str) else [str(v) for v in value]
+    text = value if isinstance(value, str) else ",".join(str(v) for v in value)
+    items = re.split(r"[,;|\s]+", text)
     wanted = [item.strip() for item in items if item and item.strip()]
     unknown = [item for item in wanted if item not in FILE_KINDS]
     if unknown:
