@@ -57,6 +57,8 @@ CACHE_DIR = ".files-cache"
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Names Windows refuses whatever the extension (a run folder may be copied to a Windows share).
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 #: Extension of an ``original`` by its Content-Type. HTML is saved as text so that a click
 #: in the report never renders (and runs) a student's page from the report's folder.
 _ORIGINAL_EXTENSIONS = {
@@ -132,9 +134,10 @@ def parse_kinds(value: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def safe_file_stem(document_id: str) -> str:
-    """A file-system-safe, collision-free stem for ``document_id`` (at most ~100 characters)."""
+    """A file-system-safe, collision-free stem for ``document_id`` (at most 99 characters,
+    no leading dot, no Windows device name)."""
     cleaned = _SAFE.sub("_", document_id).strip("._") or "document"
-    if cleaned == document_id and len(cleaned) <= 100:
+    if cleaned == document_id and len(cleaned) <= 100 and cleaned.split(".")[0].upper() not in _WINDOWS_RESERVED:
         return cleaned
     digest = hashlib.sha256(document_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{cleaned[:88]}-{digest}"
