@@ -84,6 +84,8 @@ class DownloadTarget:
 
     document_id: str
     check_id: str
+    #: The check's products when known: no ``similarity_pdf`` is asked of a check without similarity.
+    products: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,10 @@ def targets_from_rows(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> list
         if not check_id or document_id is None or check_id in pending or document_id in seen:
             continue
         seen.add(str(document_id))
-        targets.append(DownloadTarget(str(document_id), str(check_id)))
+        products = row.get("products") or ()
+        if isinstance(products, str):
+            products = [p for p in re.split(r"[;,|]", products) if p]
+        targets.append(DownloadTarget(str(document_id), str(check_id), tuple(str(p) for p in products)))
     return targets
 
 
@@ -252,6 +257,9 @@ async def download_files(
         return cached
 
     async def one(target: DownloadTarget, kind: str) -> None:
+        if kind == "similarity_pdf" and target.products and "similarity" not in target.products:
+            result.unavailable.append((target.document_id, kind))  # the service never makes one
+            return
         stem = safe_file_stem(target.document_id)
         if _existing(folder, stem, kind) is not None:
             result.reused += 1

@@ -41,7 +41,7 @@ def test_safe_file_stem_stays_in_the_folder_and_is_unique(document_id: str) -> N
     assert safe_file_stem("CON") != "CON" and safe_file_stem("con.txt").startswith("con.txt-")
 
 
-def test_targets_skip_pending_checks_and_rejected_rows() -> None:
+def test_targets_skip_pending_checks_and_rejected_rows(tmp_path: Path) -> None:
     tables = {
         "submissions": [
             {"document_id": "a", "check_id": "c1"},
@@ -51,7 +51,11 @@ def test_targets_skip_pending_checks_and_rejected_rows() -> None:
         "ai_results": [{"check_id": "c1", "status": "completed"}, {"check_id": "c2", "status": "completed"}],
         "similarity_results": [{"check_id": "c2", "status": "pending"}],
     }
-    assert targets_from_rows(tables) == [DownloadTarget("a", "c1")]
+    tables["submissions"][0]["products"] = ["ai"]
+    assert targets_from_rows(tables) == [DownloadTarget("a", "c1", ("ai",))]
+    client = FakeClient()
+    ai_only = asyncio.run(download_files(client, targets_from_rows(tables), ["similarity_pdf"], Path(tmp_path)))
+    assert client.calls == [] and ai_only.unavailable == [("a", "similarity_pdf")]
 
 
 class FakeClient:
