@@ -118,7 +118,9 @@ def write_instructor_files(
     folder = Path(run_dir)
     tables = tables if tables is not None else read_run_tables(folder)
     if cohort_matches is None:
-        cohort_matches = _read_cohort(folder)
+        # A report table of its own when the cohort comparison registers one, else its file.
+        present = tables.get("cohort_matches")
+        cohort_matches = list(present) if present is not None else _read_cohort(folder)
     ids = [str(r["document_id"]) for r in tables.get("submissions", []) if r.get("document_id") is not None]
     files = {doc: files_of(folder, doc, FILE_KINDS) for doc in ids}
     rows = build_documents(tables, names=names, cohort_matches=cohort_matches, files=files)

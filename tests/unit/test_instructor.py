@@ -153,3 +153,21 @@ def test_write_instructor_files_in_run_folder_and_latest(tmp_path: Path) -> None
     assert written.latest_report_html is not None
     assert 'href="../run-1/files/s1.pdf.pdf"' in written.latest_report_html.read_text()
     assert (paths.latest_dir / "documents.csv").read_bytes() == raw
+
+
+def test_cohort_matches_file_is_optional_input(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    paths = write_reports(tmp_path, "run-1", sample_tables(), metadata=METADATA)
+    first = write_instructor_files(paths.run_dir, None, campaign="course")
+    assert "No cohort comparison in this run." in first.report_html.read_text()
+    pq.write_table(
+        pa.table({"document_id": ["s1"], "matched_document_id": ["s2"], "kind": ["near_duplicate"], "score": [0.8]}),
+        paths.run_dir / "cohort_matches.parquet",
+    )
+    second = write_instructor_files(paths.run_dir, None, campaign="course")
+    page = second.report_html.read_text()
+    assert 'id="cohort-pairs"' in page and "near_duplicate" in page
+    table = pq.read_table(second.documents_parquet).to_pylist()
+    by_id = {r["document_id"]: r for r in table}
+    assert by_id["s1"]["cohort_matched_document_ids"] == "s2" and by_id["s2"]["cohort_match_count"] == 1
