@@ -65,6 +65,7 @@ def script_json(value: Any) -> Markup:
 
 
 def _histogram(values: Sequence[float], upper: float, title: str, css: str, unit: str = "") -> dict[str, Any]:
+    """Ten bins from 0 to ``upper`` as SVG rectangle geometry (numbers only reach the page)."""
     bins = 10
     counts = [0] * bins
     for value in values:
@@ -77,9 +78,8 @@ def _histogram(values: Sequence[float], upper: float, title: str, css: str, unit
     for i, count in enumerate(counts):
         h = round((height - bottom - top) * count / peak, 1)
         low, high = upper * i / bins, upper * (i + 1) / bins
-        fmt = (lambda v: f"{v:g}{unit}")
         bars.append({"x": round(left + i * bar_w + 1, 1), "y": round(height - bottom - h, 1), "w": round(bar_w - 2, 1),
-                     "h": h, "count": count, "label": f"{fmt(low)} to {fmt(high)}"})  # fmt: skip
+                     "h": h, "count": count, "label": f"{low:g}{unit} to {high:g}{unit}"})  # fmt: skip
     ticks = [{"x": round(left + i * bar_w, 1), "label": f"{upper * i / bins:g}"} for i in range(0, bins + 1, 2)]
     return {"title": title, "n": len(values), "bars": bars, "ticks": ticks, "width": width, "height": height, "css": css}
 
@@ -195,7 +195,7 @@ def render_report(
         flag_similarity=f"{FLAG_SIMILARITY_SCORE:g}",
         charts=[
             _histogram(ai_scores, 1.0, "AI score", "bar-ai"),
-            _histogram(sim_scores, 100.0, "Similarity score (%)", "bar-sim"),
+            _histogram(sim_scores, 100.0, "Similarity score (%)", "bar-sim", unit=" %"),
         ],
         columns=_columns(meta),
         rows=[
