@@ -70,6 +70,9 @@ _ORIGINAL_EXTENSIONS = {
 }
 
 
+_ALL_ORIGINAL_EXTENSIONS = (*dict.fromkeys(_ORIGINAL_EXTENSIONS.values()), ".bin")
+
+
 class FileClient(Protocol):
     """What :func:`download_files` needs of the client (``AsyncDocCheckClient``)."""
 
@@ -152,14 +155,10 @@ def _original_extension(content_type: str | None) -> str:
 
 def _existing(folder: Path, stem: str, kind: str) -> Path | None:
     """The file of ``stem``/``kind`` in ``folder`` if present (an ``original``'s extension varies)."""
-    if kind != "original":
-        path = folder / f"{stem}.{kind}.pdf"
-        return path if path.is_file() else None
-    prefix = f"{stem}.original."
-    if not folder.is_dir():
-        return None
-    for path in folder.iterdir():
-        if path.name.startswith(prefix) and path.is_file():
+    extensions = (".pdf",) if kind != "original" else _ALL_ORIGINAL_EXTENSIONS
+    for ext in extensions:  # a few stat calls, never a folder listing (10,000 documents share one folder)
+        path = folder / f"{stem}.{kind}{ext}"
+        if path.is_file():
             return path
     return None
 
