@@ -43,6 +43,7 @@ __all__ = [
     "DownloadResult",
     "DownloadTarget",
     "download_files",
+    "files_by_document",
     "files_of",
     "parse_kinds",
     "safe_file_stem",
@@ -165,13 +166,29 @@ def _existing(folder: Path, stem: str, kind: str) -> Path | None:
 
 def files_of(run_dir: str | Path, document_id: str, kinds: Iterable[str] = FILE_KINDS) -> dict[str, str]:
     """``kind → path relative to run_dir`` of the files present for ``document_id``."""
+    return files_by_document(run_dir, [document_id], kinds).get(document_id, {})
+
+
+def files_by_document(
+    run_dir: str | Path, document_ids: Iterable[str], kinds: Iterable[str] = FILE_KINDS
+) -> dict[str, dict[str, str]]:
+    """``document_id → {kind: path relative to run_dir}`` for many documents, listing the
+    ``files`` folder once (documents without a file are left out)."""
     folder = Path(run_dir) / FILES_DIR
-    stem = safe_file_stem(document_id)
-    found: dict[str, str] = {}
-    for kind in kinds:
-        path = _existing(folder, stem, kind)
-        if path is not None:
-            found[kind] = f"{FILES_DIR}/{path.name}"
+    try:
+        present = {entry.name for entry in os.scandir(folder) if entry.is_file()}
+    except FileNotFoundError:
+        return {}
+    kinds = tuple(kinds)
+    found: dict[str, dict[str, str]] = {}
+    for document_id in document_ids:
+        stem = safe_file_stem(document_id)
+        for kind in kinds:
+            for ext in (".pdf",) if kind != "original" else _ALL_ORIGINAL_EXTENSIONS:
+                name = f"{stem}.{kind}{ext}"
+                if name in present:
+                    found.setdefault(document_id, {})[kind] = f"{FILES_DIR}/{name}"
+                    break
     return found
 
 

@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
-from doccheck.downloads import FILE_KINDS, files_of
+from doccheck.downloads import FILE_KINDS, files_by_document
 from doccheck.instructor.page import render_report
 from doccheck.instructor.spreadsheet import write_csv
 from doccheck.instructor.table import build_documents, documents_table
@@ -122,7 +123,7 @@ def write_instructor_files(
         present = tables.get("cohort_matches")
         cohort_matches = list(present) if present is not None else _read_cohort(folder)
     ids = [str(r["document_id"]) for r in tables.get("submissions", []) if r.get("document_id") is not None]
-    files = {doc: files_of(folder, doc, FILE_KINDS) for doc in ids}
+    files = files_by_document(folder, ids, FILE_KINDS)
     rows = build_documents(tables, names=names, cohort_matches=cohort_matches, files=files)
     table = documents_table(rows)
 
@@ -136,8 +137,11 @@ def write_instructor_files(
     csv_path = write_csv(folder / DOCUMENTS_CSV, table.column_names, table.to_pylist())
     page = dict(campaign=campaign, run_id=run_id, status=status, cohort_matches=cohort_matches,
                 download_failures=download_failures, spent_cents=spent_cents)  # fmt: skip
+    # Rendered once (the slow part for 10,000 rows); the file links' prefix differs per copy.
+    marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    html = render_report(rows, link_prefix=marker, **page)
     html_path = folder / REPORT_HTML
-    _atomic_text(html_path, render_report(rows, **page))
+    _atomic_text(html_path, html.replace(marker, ""))
 
     latest_html: Path | None = None
     if latest_dir is not None:
@@ -146,5 +150,5 @@ def write_instructor_files(
         _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
         _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
         latest_html = latest / REPORT_HTML
-        _atomic_text(latest_html, render_report(rows, link_prefix=f"../{folder.name}/", **page))
+        _atomic_text(latest_html, html.replace(marker, f"../{quote(folder.name)}/"))
     return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
