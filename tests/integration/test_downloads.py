@@ -115,3 +115,19 @@ def test_failed_downloads_are_reported_per_file_and_fetched_on_the_next_try(
     assert sorted(recovered.unavailable) == [("ghost", "original"), ("ghost", "pdf")]
     again, sent = asyncio.run(fetch(0.0))
     assert again.downloaded == 0 and again.reused == 6 and sent == 2  # only the ghost is asked again
+
+
+def test_oversize_file_is_refused_and_leaves_nothing(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    df = pd.DataFrame({"sid": ["big"], "body": [TEXTS[0] * 20], "student": ["A"]})
+    result = doccheck.check_dataframe(df, **_params(emulator, key, tmp_path) | {"download": ()})
+    target = DownloadTarget("big", str(result.submissions["check_id"].iloc[0]))
+
+    async def fetch() -> Any:
+        async with AsyncDocCheckClient(emulator.base_url, key) as client:
+            return await download_files(client, [target], ["original"], tmp_path / "run", max_bytes=100)
+
+    outcome = asyncio.run(fetch())
+    assert [(f.document_id, f.code) for f in outcome.failures] == [("big", "file_too_large")]
+    leftovers = [p.name for p in (tmp_path / "run" / "files").iterdir()] + [p.name for p in (tmp_path / ".files-cache").iterdir()]
+    assert leftovers == []
