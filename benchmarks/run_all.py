@@ -23,11 +23,13 @@ ROOT = HERE.parent
 
 #: Default arguments per benchmark (modest sizes), and the ``--quick`` ones.
 ARGS: dict[str, list[str]] = {
+    "download_memory": ["--sizes", "5,20"],
     "upload_memory": ["--sizes", "5,15,30"],
     "pipeline_throughput": ["--n", "500"],
     "prefect_batching": ["--n", "1000"],
 }
 QUICK: dict[str, list[str]] = {
+    "download_memory": ["--sizes", "5"],
     "upload_memory": ["--sizes", "5,15"],
     "pipeline_throughput": ["--n", "200"],
     "prefect_batching": ["--n", "300"],

@@ -75,6 +75,10 @@ class CheckResult(Mapping[str, "pd.DataFrame"]):
     run_id: str | None = None
     campaign: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
+    #: The per-student wide table (``documents.parquet`` schema, see doccheck.instructor).
+    documents: pd.DataFrame | None = None
+    #: The run's ``report.html`` when reports were written (``out_dir`` or ``download``).
+    report_html: Path | None = None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in REPORT_NAMES:
@@ -227,6 +231,7 @@ class _Prepared:
     database_url: str
     base_url: str = ""
     api_key: SecretStr | None = field(default=None, repr=False)
+    download: tuple[str, ...] = ()  # kinds of the service's files to fetch (doccheck.downloads)
 
 
 def _prepare(
@@ -244,6 +249,7 @@ def _prepare(
     base_url: str | None = None,
     api_key: str | SecretStr | None = None,
     database_url: str | None = None,
+    download: Sequence[str] | str = (),
     needs_service: bool = True,
 ) -> _Prepared:
     """Check the call, validate and plan every row, find the service and the key.
@@ -254,7 +260,9 @@ def _prepare(
     """
     from doccheck.client import ConfigurationError
     from doccheck.config import load_settings
+    from doccheck.downloads import parse_kinds
 
+    kinds = tuple(parse_kinds(download))
     product_list = [p.strip() for p in products.split(",")] if isinstance(products, str) else list(products)
     base = Path(base_dir or os.getcwd()).resolve()
     columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
@@ -278,7 +286,7 @@ def _prepare(
 
     DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
     return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url,
-                     base_url=settings.base_url, api_key=key)  # fmt: skip
+                     base_url=settings.base_url, api_key=key, download=kinds)  # fmt: skip
 
 
 async def _execute(
@@ -291,8 +299,10 @@ async def _execute(
     concurrency: int,
     max_spend_cents: int | None,
     display: RunProgress,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
-    """Record the run, submit in chunks, wait for the results, read the tables back."""
+    """Record the run, submit in chunks, wait for the results, read the tables back (and,
+    with ``out_dir`` or downloads, write the run folder as ``doccheck run`` does)."""
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
     from doccheck.pipeline import BatchResult, Budget, apply_events, report_tables, submit_batch, wait_for_results
@@ -353,10 +363,16 @@ async def _execute(
         frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
         # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
         frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
+        documents, report_html, downloads = await _instructor_outputs(
+            ledger, run_id, prepared, kinds=prepared.download, out_dir=out_dir, concurrency=concurrency
+        )
+        if downloads is not None:
+            summary["downloads"] = downloads
     finally:
         ledger.close()
         display.close()
-    return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary)
+    return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary, documents=documents,
+                       report_html=report_html)  # fmt: skip
 
 
 async def acheck_dataframe(
@@ -381,15 +397,60 @@ async def acheck_dataframe(
     concurrency: int = 8,
     max_spend_cents: int | None = None,
     progress: bool | None = None,
+    download: Sequence[str] | str = (),
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url)  # fmt: skip
+                        database_url=database_url, download=download)  # fmt: skip
     return await _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
                           poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
-                          display=progress_display(progress))  # fmt: skip
+                          display=progress_display(progress), out_dir=out_dir)  # fmt: skip
+
+
+async def _instructor_outputs(ledger: Any, run_id: str, prepared: _Prepared, *, kinds: Sequence[str],
+                              out_dir: str | os.PathLike[str] | None,
+                              concurrency: int) -> tuple[pd.DataFrame, Path | None, dict[str, Any] | None]:  # fmt: skip
+    """The wide table; with ``out_dir`` or ``download``, also the run folder (Parquet reports,
+    files, report.html, documents.csv) as ``doccheck run`` writes it."""
+    import re
+    from datetime import UTC, datetime
+
+    import pandas as pd
+
+    from doccheck.client import AsyncDocCheckClient
+    from doccheck.instructor import build_documents, documents_table, names_from_ledger
+    from doccheck.instructor.outputs import write_run_outputs
+    from doccheck.pipeline import report_tables
+    from doccheck.reports import to_tables, write_reports
+
+    plan = prepared.plan
+    tables = report_tables(ledger, run_id)
+    metadata = plan.metadata_by_document() or None
+    if not kinds and out_dir is None:
+        rows = {name: t.to_pylist() for name, t in to_tables(tables, metadata).items()}
+        wide = documents_table(build_documents(rows, names=names_from_ledger(ledger, run_id)))
+        return wide.to_pandas(types_mapper=pd.ArrowDtype), None, None
+    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-reports-"))
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", plan.campaign).strip("-.") or "run"
+    label = f"{safe[:60]}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{run_id[:8]}"
+    paths = write_reports(folder, label, tables, metadata=metadata)
+    if kinds:
+        assert prepared.api_key is not None
+        async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
+            outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
+                                              ledger=ledger, client=client, download=kinds,
+                                              download_concurrency=min(concurrency, 8))  # fmt: skip
+    else:
+        outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
+                                          ledger=ledger)  # fmt: skip
+    import pyarrow.parquet as pq
+
+    wide_frame = pq.read_table(outputs.paths.documents_parquet).to_pandas(types_mapper=pd.ArrowDtype)
+    downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None
+    return wide_frame, outputs.paths.report_html, downloads
 
 
 def _run_sync(coro_factory: Any) -> Any:
@@ -429,6 +490,7 @@ def check_dataframe(
     use_prefect: bool = False,
     api_key_block: str | None = None,
     out_dir: str | os.PathLike[str] | None = None,
+    download: Sequence[str] | str = (),
 ) -> CheckResult:
     """Check every row of ``df`` and return the report tables as DataFrames.
 
@@ -449,6 +511,11 @@ def check_dataframe(
     - ``use_prefect=True`` runs the ``bulk_check`` flow (visible in the Prefect UI; reports
       also written under ``out_dir``); the key then comes from ``api_key_block`` or the
       environment (``api_key`` is set in this process's environment for the flow only).
+    - ``download``: ``("similarity_pdf", "pdf", "original")`` or a subset fetches those
+      files of finished checks into ``<out_dir>/<run>/files/`` (a temporary folder when no
+      ``out_dir``); with ``out_dir`` or ``download`` the run folder also gets the Parquet
+      reports, ``report.html`` and ``documents.csv`` (``result.report_html``).
+      ``result.documents`` is always the per-student wide table.
 
     Bad arguments raise ``ValueError`` and a missing service address or key raises
     ``ConfigurationError``, both before anything runs and naming the fix; bad ROWS never
@@ -462,16 +529,17 @@ def check_dataframe(
             base_dir=base_dir, base_url=base_url, api_key=api_key, api_key_block=api_key_block, campaign=campaign,
             database_url=database_url, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
             poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents, out_dir=out_dir,
+            download=download,
         )  # fmt: skip
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url)  # fmt: skip
+                        database_url=database_url, download=download)  # fmt: skip
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
     return _run_sync(
         lambda: _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
                          poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
-                         display=display)  # fmt: skip
+                         display=display, out_dir=out_dir)  # fmt: skip
     )
 
 
@@ -548,7 +616,8 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                         base_url: str | None, api_key: str | SecretStr | None, api_key_block: str | None,
                         campaign: str, database_url: str | None, wait: bool, timeout: float, grace_seconds: float,
                         poll_interval: float, concurrency: int, max_spend_cents: int | None,
-                        out_dir: str | os.PathLike[str] | None) -> CheckResult:  # fmt: skip
+                        out_dir: str | os.PathLike[str] | None,
+                        download: Sequence[str] | str = ()) -> CheckResult:  # fmt: skip
     """Run the ``bulk_check`` flow on a temporary manifest and read its reports back."""
     import pyarrow.parquet as pq
 
@@ -578,6 +647,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                 wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(columns.metadata),
                 base_url=base_url, database_url=database_url, grace_seconds=grace_seconds,
                 poll_interval=poll_interval, api_key_block=api_key_block,
+                download=download if isinstance(download, str) else list(download),
             )  # fmt: skip
         )
 
@@ -603,4 +673,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
         name: pq.read_table(run_dir / REPORT_FILES[name]).to_pandas(types_mapper=pd.ArrowDtype)
         for name in SCHEMAS
     }
-    return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"))
+    documents_path = run_dir / "documents.parquet"
+    documents = pq.read_table(documents_path).to_pandas(types_mapper=pd.ArrowDtype) if documents_path.is_file() else None
+    return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
+                       documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip

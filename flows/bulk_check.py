@@ -23,6 +23,7 @@ from typing import Any
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import acreate_markdown_artifact
 
+from doccheck.downloads import parse_kinds
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
 from flows.summary import RunSummary
@@ -38,6 +39,7 @@ from tasks.pipeline import (
 )
 from tasks import progress
 from tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
+from tasks.instructor import instructor_report, publish_report_link
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2
@@ -145,6 +147,7 @@ async def bulk_check(
     poll_interval: float = 2,
     parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
     api_key_block: str | None = None,
+    download: list[str] | str = [],  # noqa: B006
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -152,10 +155,13 @@ async def bulk_check(
     ``max_spend_cents`` stops submitting before the budget would be exceeded; what is
     left is reported as ``skipped_budget``. With ``wait=False`` the flow returns once
     everything is submitted; ``collect_results`` finishes the job later.
+    ``download`` (``similarity_pdf``, ``pdf``, ``original``) fetches those files of the
+    finished checks into ``<run folder>/files/``; ``report.html`` links them.
     """
     started = time.monotonic()
     logger = get_run_logger()
     product_list = _as_list(products) or ["ai"]
+    parse_kinds(_as_list(download))  # a typo in the file kinds fails before anything is sent
     plan: Plan = plan_manifest(manifest, campaign, product_list, _as_list(metadata_columns))
     _log_plan(logger, plan)
     if dry_run:
@@ -266,8 +272,14 @@ async def bulk_check(
             latest_dir=str(paths.latest_dir),
             elapsed=time.monotonic() - started,
         )
+        outputs = await instructor_report(
+            summary.report_dir, summary.latest_dir, campaign=plan.campaign, run_id=run_id, database_url=db_url,
+            base_url=base, api_key_block=api_key_block, download=_as_list(download), status=summary.status,
+        )  # fmt: skip
+        summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
         await publish_run_artifacts(summary.model_dump(mode="json"))
+        await publish_report_link(outputs["report_html"], plan.campaign)
         return summary
 
 

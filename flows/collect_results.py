@@ -12,10 +12,12 @@ import time
 from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
-from flows.bulk_check import products_from_summary, run_label
+from doccheck.downloads import parse_kinds
+from flows.bulk_check import _as_list, products_from_summary, run_label
 from flows.summary import RunSummary
 from tasks.artifacts import publish_run_artifacts
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from tasks.instructor import instructor_report, publish_report_link
 from tasks.pipeline import ledger_for, poll_results, write_run_reports
 
 
@@ -35,13 +37,16 @@ async def collect_results(
     base_url: str | None = None,
     database_url: str | None = None,
     api_key_block: str | None = None,
+    download: list[str] | str = [],  # noqa: B006
 ) -> RunSummary:
     """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
-    and rewrite that run's reports (a new run folder and ``latest/``)."""
+    and rewrite that run's reports (a new run folder and ``latest/``). ``download`` as in
+    ``bulk_check`` (files already fetched by an earlier run are reused, not fetched again)."""
     started = time.monotonic()
     logger = get_run_logger()
     if not campaign and not run_id:
         raise ConfigurationError("give a campaign or a run id")
+    parse_kinds(_as_list(download))
     base = resolve_base_url(base_url)
     resolve_api_key(api_key_block)
     db_url = resolve_database_url(database_url)
@@ -79,6 +84,12 @@ async def collect_results(
             latest_dir=str(paths.latest_dir),
             elapsed_seconds=round(time.monotonic() - started, 3),
         )
+        outputs = await instructor_report(
+            summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
+            base_url=base, api_key_block=api_key_block, download=_as_list(download), status=summary.status,
+        )  # fmt: skip
+        summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json())
         await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
+        await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
         return summary

@@ -6,6 +6,8 @@ as the flow's result and as a markdown artifact; one shape serves all of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 
@@ -38,6 +40,9 @@ class RunSummary(BaseModel):
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0
     rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
+    #: The instructor's page (``report.html`` in the run folder) and what ``download`` fetched.
+    report_html: str | None = None
+    downloads: dict[str, Any] | None = None
 
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""

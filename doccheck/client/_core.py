@@ -397,12 +397,17 @@ def op_list_checks(limit: int | None = None, starting_after: str | None = None) 
     return CheckList.model_validate(_json_body(response))
 
 
-def op_get_file(check_id: str, kind: str) -> Operation[bytes]:
+def file_spec(check_id: str, kind: str) -> RequestSpec:
+    """The GET of a report file (validated kind and id); shared by ``get_file`` and the
+    streamed ``download_file``."""
     if kind not in A.FILE_KINDS:
         raise LocalValidationError(f"unknown file kind {kind!r}: one of {sorted(A.FILE_KINDS)}", code="invalid_kind")
     # Report files are PDFs or the original document, not JSON: accept any type.
-    spec = RequestSpec("GET", A.check_file_path(_path_segment(check_id, "check_id"), kind), headers={"Accept": "*/*"})
-    response = yield spec
+    return RequestSpec("GET", A.check_file_path(_path_segment(check_id, "check_id"), kind), headers={"Accept": "*/*"})
+
+
+def op_get_file(check_id: str, kind: str) -> Operation[bytes]:
+    response = yield file_spec(check_id, kind)
     return response.content
 
 

@@ -3,6 +3,7 @@ over ``httpx.AsyncClient`` (for the pipeline's bounded-concurrency submission)."
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -14,7 +15,7 @@ from pydantic import SecretStr
 from tenacity import AsyncRetrying
 
 from doccheck.client import _core
-from doccheck.client.errors import DocCheckError
+from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
@@ -157,6 +158,52 @@ class AsyncDocCheckClient:
     async def get_file(self, check_id: str, kind: str) -> bytes:
         """Bytes of a report file: ``similarity_pdf``, ``pdf`` or ``original``."""
         return await self._run(_core.op_get_file(check_id, kind))
+
+    async def download_file(self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None) -> str | None:
+        """Stream a report file to ``dest``: written to a temporary file beside it and renamed
+        into place, so ``dest`` is either absent or complete. Retried like every read (a retry
+        starts the file over). Returns the response's Content-Type (None when absent).
+
+        ``max_bytes`` bounds what is accepted from the service: an oversize body raises
+        ``LocalValidationError`` (code ``file_too_large``) and leaves nothing behind.
+        """
+        spec = _core.file_spec(check_id, kind)
+        target = Path(dest)
+        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+            with attempt:
+                content_type = await self._stream_once(spec, target, max_bytes)
+        return content_type
+
+    async def _stream_once(self, spec: _core.RequestSpec, target: Path, max_bytes: int | None) -> str | None:
+        tmp = target.with_name(f".{target.name}.part-{os.getpid()}-{id(spec):x}")
+        with ExitStack() as stack:
+            request = _core.build_request(self._http, spec, stack)
+            try:
+                response = await self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                raise _core.network_error(exc, spec.what) from None
+            try:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _core.error_from_response(response, self._api_key)
+                written = 0
+                try:
+                    with open(tmp, "wb") as out:
+                        async for chunk in response.aiter_bytes(_core.CHUNK_SIZE):
+                            written += len(chunk)
+                            if max_bytes is not None and written > max_bytes:
+                                raise LocalValidationError(
+                                    f"{spec.what}: file larger than {max_bytes} bytes", code="file_too_large"
+                                )
+                            out.write(chunk)
+                    os.replace(tmp, target)
+                except httpx.TransportError as exc:
+                    raise _core.network_error(exc, spec.what) from None
+                finally:
+                    tmp.unlink(missing_ok=True)
+            finally:
+                await response.aclose()
+        return response.headers.get("content-type")
 
     async def get_webhook(self) -> Webhook:
         """``GET /webhook`` (never carries the secret)."""

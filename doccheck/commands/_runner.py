@@ -183,6 +183,17 @@ def summary_table(summary: Any) -> Table:
         table.add_row("charged", _cents(s.get("spent_cents", 0)))
         if s.get("report_dir"):
             table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")
+        if s.get("report_html"):
+            table.add_row("report page", str(s["report_html"]))
+        downloads = s.get("downloads")
+        if downloads:
+            table.add_row(
+                "files",
+                f"{downloads['downloaded']} downloaded, {downloads['reused']} already there, "
+                f"{downloads['unavailable']} not offered, {downloads['failed']} failed",
+            )
+            for failure in downloads.get("failures", [])[:20]:
+                table.add_row("  not downloaded", f"{failure['document_id']} {failure['kind']}: {failure['reason']}")
     return table
 
 

@@ -20,6 +20,7 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
+from doccheck.downloads import parse_kinds
 
 
 def collect(
@@ -30,10 +31,18 @@ def collect(
         str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
+    download: Annotated[
+        str,
+        typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
+    ] = "",
 ) -> None:
     """Poll every pending product of a run and rewrite its reports (runs the collect_results flow)."""
     console = Console()
     err = Console(stderr=True)
+    try:
+        parse_kinds(download)
+    except ValueError as exc:
+        raise fail(err, str(exc)) from None
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
     require_service_settings(err, base_url)
@@ -45,7 +54,8 @@ def collect(
         from flows.collect_results import collect_results
 
         return collect_results(
-            campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url, database_url=database_url
+            campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url, database_url=database_url,
+            download=download,
         )
 
     summary = run_flow(console, err, start, show_progress=False)

@@ -26,6 +26,7 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
+from doccheck.downloads import parse_kinds
 
 
 def run(
@@ -60,10 +61,18 @@ def run(
     grace_seconds: Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")] = 30,
     poll_interval: Annotated[float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")] = 2,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    download: Annotated[
+        str,
+        typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
+    ] = "",
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
     err = Console(stderr=True)
+    try:
+        parse_kinds(download)
+    except ValueError as exc:
+        raise fail(err, str(exc)) from None
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
     if not dry_run:
@@ -92,6 +101,7 @@ def run(
             batch_size=batch_size,
             grace_seconds=grace_seconds,
             poll_interval=poll_interval,
+            download=download,
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)

@@ -6,7 +6,11 @@ a Prefect server WITH its UI (temporary PREFECT_HOME), the service emulator — 
 ``bulk_check`` flow on ``sample_data/manifest.csv`` (ai + similarity), then points
 headless Chromium at the flow run's page and its Artifacts tab, and stops everything.
 
-    python docs/tools/screenshot.py            # writes docs/images/prefect-run*.png
+    python docs/tools/screenshot.py            # writes docs/images/prefect-run*.png (+ report.png)
+    python docs/tools/screenshot.py report     # only docs/images/report.png (no Prefect server)
+
+``report`` runs the library pipeline (no Prefect) on the same manifest against the emulator,
+downloads the service's files, and shoots the run's ``report.html`` (a file:// page).
 
 Needs ``chromium`` (Debian: ``apt-get install chromium``); nothing in the test suite or CI
 does. Only 127.0.0.1 is contacted; Chromium runs with networking features off.
@@ -63,6 +67,68 @@ def shoot(url: str, target: Path, *, width: int = 1440, height: int = 1500) -> N
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     print(f"wrote {target.relative_to(ROOT)}")
+
+
+def make_report(work: Path, base_url: str) -> Path:
+    """Check ``sample_data/manifest.csv`` with the library pipeline; the run's report.html."""
+    import asyncio
+
+    from doccheck.client import AsyncDocCheckClient
+    from doccheck.instructor.outputs import write_run_outputs
+    from doccheck.ledger import Ledger
+    from doccheck.pipeline import report_tables, submit_batch, wait_for_results
+    from doccheck.planning import load_plan
+    from doccheck.reports import write_reports
+
+    data = work / "sample_data"
+    if not data.exists():
+        shutil.copytree(ROOT / "sample_data", data)
+    plan = load_plan(data / "manifest.csv", campaign=CAMPAIGN, products=["ai", "similarity"],
+                     metadata_columns=["section"])  # fmt: skip
+    ledger = Ledger(f"sqlite:///{work / 'report-ledger.db'}")
+
+    async def run() -> Path:
+        run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=["ai", "similarity"])
+        ledger.record_documents(run_id, plan.documents)
+        ledger.record_rejections(run_id, plan.rejections)
+        async with AsyncDocCheckClient(base_url, API_KEY) as client:
+            await submit_batch(client, ledger, run_id, plan.documents, concurrency=4)
+            await wait_for_results(client, ledger, run_id, timeout=120, grace_seconds=0, poll_interval=0.3)
+            paths = write_reports(work / "reports", "week-12", report_tables(ledger, run_id),
+                                  metadata=plan.metadata_by_document() or None)  # fmt: skip
+            outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
+                                              ledger=ledger, client=client, download="similarity_pdf,pdf",
+                                              status="finished")  # fmt: skip
+        return outputs.paths.report_html
+
+    try:
+        return asyncio.run(run())
+    finally:
+        ledger.close()
+
+
+def start_emulator(work: Path):  # type: ignore[no-untyped-def]
+    eport, sport = free_port(), free_port()
+    return start_service(
+        "emulator",
+        doccheck_command("emulator", "--host", "127.0.0.1", "--port", str(eport), "--storage-port", str(sport),
+                         "--api-key", API_KEY, "--offline"),  # fmt: skip
+        health_url=f"http://127.0.0.1:{eport}/_emulator/health", url=f"http://127.0.0.1:{eport}/api/v1",
+        log_path=work / "emulator.log",
+    )  # fmt: skip
+
+
+def report_only() -> None:
+    """Only ``docs/images/report.png``: emulator + library pipeline + report.html."""
+    work = Path(tempfile.mkdtemp(prefix="doccheck-screenshot-"))
+    emulator = start_emulator(work)
+    try:
+        page = make_report(work, emulator.url)
+        OUT_DIR.mkdir(parents=True, exist_ok=True)
+        shoot(page.as_uri(), OUT_DIR / "report.png", width=1400, height=1700)
+    finally:
+        emulator.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -122,6 +188,7 @@ def main() -> None:
         shoot(f"{ui}/artifacts/artifact/{by_type['markdown']}", OUT_DIR / "prefect-summary.png", height=1900)
         shoot(f"{ui}/artifacts/artifact/{by_type['image']}", OUT_DIR / "prefect-scores.png", height=800)
         shoot(f"{ui}/artifacts/artifact/{by_type['table']}", OUT_DIR / "prefect-outcomes.png", height=700)
+        shoot(make_report(work, emulator.url).as_uri(), OUT_DIR / "report.png", width=1400, height=1700)
         summary = OUT_DIR / "prefect-run.json"
         summary.write_text(json.dumps({"campaign": CAMPAIGN, "flow_run_name": runs[0]["name"]}, indent=2) + "\n")
     finally:
@@ -131,4 +198,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_only() if sys.argv[1:] == ["report"] else main()

@@ -1,0 +1,62 @@
+"""One call after a run's Parquet reports: fetch the requested files, then write the
+instructor's files. Shared by the Prefect task (``tasks.instructor``) and the notebook, so
+both produce the same folder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from doccheck.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.instructor.writer import InstructorPaths, names_from_ledger, read_run_tables, write_instructor_files
+
+__all__ = ["RunOutputs", "write_run_outputs"]
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """Where the instructor's files are, and what the downloads did (None: none asked)."""
+
+    paths: InstructorPaths
+    downloads: DownloadResult | None
+
+
+async def write_run_outputs(
+    run_dir: str | Path,
+    latest_dir: str | Path | None,
+    *,
+    campaign: str,
+    run_id: str | None = None,
+    ledger: Any = None,
+    client: FileClient | None = None,
+    download: str | Sequence[str] | None = (),
+    download_concurrency: int = 4,
+    status: str | None = None,
+    spent_cents: int | None = None,
+) -> RunOutputs:
+    """Download ``download`` kinds of every finished check of the run (needs ``client``),
+    then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest)."""
+    kinds = parse_kinds(download)
+    tables = read_run_tables(run_dir)
+    result: DownloadResult | None = None
+    if kinds:
+        if client is None:
+            raise ValueError("downloading files needs a client")
+        result = await download_files(
+            client, targets_from_rows(tables), kinds, run_dir, concurrency=download_concurrency
+        )
+    names = names_from_ledger(ledger, run_id) if ledger is not None and run_id else None
+    paths = write_instructor_files(
+        run_dir,
+        latest_dir,
+        campaign=campaign,
+        run_id=run_id,
+        status=status,
+        names=names,
+        tables=tables,
+        download_failures=[f.__dict__ for f in result.failures] if result else (),
+        spent_cents=spent_cents,
+    )
+    return RunOutputs(paths, result)

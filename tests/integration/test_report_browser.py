@@ -1,0 +1,128 @@
+"""``report.html`` in a REAL headless browser (Debian's chromium + chromedriver, driven by
+selenium): sorting by a column header, the "flagged only" filter, a manifest value holding
+``<script>`` shown as text and never run, and not one network request made by the page.
+
+Skipped cleanly when chromium or its driver is absent (``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from doccheck.instructor import write_instructor_files
+from doccheck.manifest import Rejection
+from doccheck.reports import ReportTables, rejection_rows, write_reports
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+EVIL = "<script>window.__pwned = true</script><img src=x onerror=\"window.__pwned=true\">"
+
+
+def _tables() -> ReportTables:
+    subs, ai, sim, sources = [], [], [], []
+    scores = {"d1": (0.10, "human", 3.0), "d2": (0.95, "ai", 12.0), "d3": (0.40, "mixed", 70.0), "d4": (0.05, "human", 1.0)}
+    for i, (doc, (ai_score, label, sim_score)) in enumerate(scores.items(), start=1):
+        check = f"chk_{doc}"
+        subs.append({"document_id": doc, "row_number": i, "mode": "text", "check_id": check,
+                     "products": ["ai", "similarity"], "status": "submitted", "words": 200, "cost_cents": 6})
+        ai.append({"document_id": doc, "check_id": check, "status": "completed", "score": ai_score, "label": label})
+        sim.append({"document_id": doc, "check_id": check, "status": "completed", "score": sim_score})
+    sources.append({"document_id": "d3", "check_id": "chk_d3", "source_id": "chk_d1", "title": "submission",
+                    "kind": "submission", "matched_words": 140, "percent": 70.0})  # fmt: skip
+    subs += rejection_rows([Rejection(5, "d5", "path", "file_not_found", "row 5, field 'path': no such file")])
+    return ReportTables(subs, ai, sim, sources)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("chromium and chromium-driver are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--no-first-run", "--window-size=1400,1000"):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Path:
+    metadata = {"d1": {"student": EVIL}, "d2": {"student": "Bea"}, "d3": {"student": "Cai"}, "d4": {"student": "Dee"}}
+    paths = write_reports(tmp_path, "run-1", _tables(), metadata=metadata)
+    written = write_instructor_files(paths.run_dir, paths.latest_dir, campaign="course", run_id="r1",
+                                     names={"d1": f"essay {EVIL}.docx"})  # fmt: skip
+    return written.report_html
+
+
+def _column(driver: Any, key: str) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    headers = driver.find_elements(By.CSS_SELECTOR, "#documents thead th")
+    index = [h.get_attribute("data-column") for h in headers].index(key)
+    rows = driver.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
+    return [r.find_elements(By.TAG_NAME, "td")[index].text for r in rows if r.is_displayed()]
+
+
+def _network_requests(driver: Any) -> list[str]:
+    """URLs of every request the page made (Chrome DevTools performance log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def test_sort_filter_escape_and_no_network(browser: Any, report: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get_log("performance")  # drop what came before
+    browser.get(report.as_uri())
+    assert browser.title.startswith("doccheck report")
+
+    # Sorting: one click ascending, a second descending (numbers as numbers).
+    header = browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="ai_score"] button')
+    header.click()
+    assert _column(browser, "ai_score") == ["0.05", "0.10", "0.40", "0.95"]
+    header.click()
+    assert _column(browser, "ai_score") == ["0.95", "0.40", "0.10", "0.05"]
+    browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="document_id"] button').click()
+    assert _column(browser, "document_id") == ["d1", "d2", "d3", "d4"]
+
+    # Filter: flagged only (AI label ai/mixed, or similarity >= 25) keeps d2 and d3.
+    browser.find_element(By.ID, "flagged-only").click()
+    assert _column(browser, "document_id") == ["d2", "d3"]
+    assert browser.find_element(By.ID, "shown").text == "showing 2 of 4"
+    browser.find_element(By.ID, "flagged-only").click()
+    assert len(_column(browser, "document_id")) == 4
+
+    # The manifest's <script> is text on the page, and nothing of it ran.
+    assert EVIL in _column(browser, "meta_student")[0]
+    assert f"essay {EVIL}.docx" in _column(browser, "name")[0]
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert browser.find_elements(By.CSS_SELECTOR, "#documents img") == []
+    # The top source of d3 is the cohort member d1; the rejected row is listed with its reason.
+    assert "cohort: d1" in browser.find_element(By.CSS_SELECTOR, 'tr[data-document-id="d3"]').text
+    assert "no such file" in browser.find_element(By.ID, "rejected").text
+
+    # No request but the page itself; no CSP violation (our own style and script are allowed).
+    requests = _network_requests(browser)
+    assert requests and all(url == report.as_uri() for url in requests), requests
+    console = [e["message"] for e in browser.get_log("browser")]
+    assert not [m for m in console if "Content Security Policy" in m], console
