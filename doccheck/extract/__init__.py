@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, UnsupportedFileType
+from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ExtractionStopped, UnsupportedFileType
 from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits, mib
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "ExtractionError",
     "ExtractionLimitExceeded",
     "ExtractionLimits",
+    "ExtractionStopped",
     "UnsupportedFileType",
     "content_type_for",
     "count_words",

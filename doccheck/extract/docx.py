@@ -152,7 +152,7 @@ def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Extract
     name = posixpath.basename(info.filename)
     parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False, no_network=True,
                                  load_dtd=False, huge_tree=False)  # fmt: skip
-    collector = _Collector(name, limits.max_xml_depth)
+    collector = _Collector(name, limits.max_xml_depth, limits.max_text_chars)
     inflated = 0
     try:
         with archive.open(info) as handle:
@@ -168,8 +168,12 @@ def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Extract
             parser.close()
             collector.consume(parser.read_events())
     except etree.XMLSyntaxError as exc:
-        reason = "nested too deeply" if "depth" in str(exc).lower() else "not well-formed XML"
-        raise ExtractionError(f"not a readable .docx file ({name} is {reason})") from None
+        message = str(exc).lower()
+        if "depth" in message:
+            raise ExtractionLimitExceeded(f"{name} is nested over {limits.max_xml_depth} levels deep") from None
+        if "huge" in message:  # libxml2 refuses single text nodes over 10 MB without huge_tree
+            raise ExtractionLimitExceeded(f"{name} has a single text run over 10 MB") from None
+        raise ExtractionError(f"not a readable .docx file ({name} is not well-formed XML)") from None
     except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         # RuntimeError: encrypted member; NotImplementedError: unsupported compression.
         raise ExtractionError(f"not a readable .docx file ({name}: {type(exc).__name__})") from None
@@ -179,9 +183,11 @@ def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Extract
 class _Collector:
     """Turns parse events into text (see module docstring for what is kept)."""
 
-    def __init__(self, part: str, max_depth: int) -> None:
+    def __init__(self, part: str, max_depth: int, max_chars: int) -> None:
         self.part = part
         self.max_depth = max_depth
+        self.max_chars = max_chars
+        self.chars = 0
         self.parts: list[str] = []
         self.depth = 0
         self.skip = 0  # > 0 inside an element whose content is not text
@@ -202,6 +208,9 @@ class _Collector:
             elif not self.skip and ns in _W_NAMESPACES:
                 if local == "t":
                     self.parts.append(elem.text or "")
+                    self.chars += len(self.parts[-1])
+                    if self.chars > self.max_chars:
+                        raise ExtractionLimitExceeded(f"{self.part} holds over {self.max_chars} characters of text")
                 elif local in _TEXT_CHARS:
                     self.parts.append(_TEXT_CHARS[local])
                 elif local in _BREAK_AFTER:

@@ -23,3 +23,10 @@ class ExtractionLimitExceeded(ExtractionError):
     worker process was stopped for its wall time, CPU time or memory. The document may be
     well-formed; it is refused because reading it would cost more than any submission should.
     """
+
+
+class ExtractionStopped(ExtractionError):
+    """The extraction was cut short because its process is shutting down (not the document's fault).
+
+    A server answers this with a retryable 503, never a rejection of the document.
+    """

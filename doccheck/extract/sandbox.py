@@ -9,7 +9,7 @@ after a kill. ``subprocess`` rather than ``multiprocessing``: the child never re
 caller's ``__main__`` (a notebook, a Prefect flow file, the CLI), and only JSON crosses back.
 
 :func:`shutdown` kills every worker at once (the emulator calls it on SIGTERM, and it runs
-at interpreter exit): waiting callers get an :class:`ExtractionError` straight away.
+at interpreter exit): waiting callers get an :class:`ExtractionStopped` straight away.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, UnsupportedFileType
+from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ExtractionStopped, UnsupportedFileType
 from doccheck.extract.limits import WORKERS, ExtractionLimits
 from doccheck.extract.worker import _LEN, READY
 
@@ -121,7 +121,7 @@ class _Worker:
         except subprocess.TimeoutExpired:
             code = None
         if self.stopped:
-            return ExtractionError("extraction stopped: shutting down")
+            return ExtractionStopped("extraction stopped: shutting down")
         if code is not None and -code == signal.SIGXCPU:
             return ExtractionLimitExceeded(f"extraction used over {limits.cpu_seconds} s of CPU")
         if code is not None and -code == signal.SIGKILL:  # the kernel's OOM killer, most likely
