@@ -72,5 +72,5 @@ DEFAULT_LIMITS = ExtractionLimits()
 
 
 def mib(n: int) -> str:
-    """``52428800`` → ``"50 MiB"`` (limits read better in messages in MiB)."""
-    return f"{n / MiB:g} MiB"
+    """``52428800`` → ``"50 MiB"`` (limits read better in MiB); ``1000`` → ``"1000 bytes"``."""
+    return f"{n // MiB} MiB" if n % MiB == 0 else f"{n} bytes"
