@@ -33,6 +33,10 @@ from doccheck.extract.worker import _LEN, READY
 START_SECONDS = 60.0
 
 
+class _Vanished(Exception):
+    """A reused worker had exited before this job reached it."""
+
+
 class _Worker:
     """One child process and its pipes."""
 
@@ -49,6 +53,7 @@ class _Worker:
         self.fd = self.proc.stdout.fileno()
         self.ready = False
         self.stopped = False  # killed by shutdown(), not by a limit
+        self.jobs = 0  # answered so far (a reused worker that vanished is retried once)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -97,6 +102,8 @@ class _Worker:
             {"filename": filename, "size": len(data), "limits": dataclasses.asdict(limits)}, ensure_ascii=True
         ).encode()
         deadline = time.monotonic() + limits.wall_seconds
+        if self.jobs and not self.alive() and not self.stopped:
+            raise _Vanished  # it died while idle: not this document's doing
         try:
             self.stdin.write(_LEN.pack(len(header)) + header)
             self.stdin.write(data)
@@ -104,12 +111,17 @@ class _Worker:
             raw = self._read(_LEN.size, deadline)
             body = self._read(_LEN.unpack(raw)[0], deadline) if raw is not None else None
         except TimeoutError:
+            self.kill()
             raise ExtractionLimitExceeded(f"extraction took over {limits.wall_seconds:g} s") from None
         except (BrokenPipeError, OSError, ValueError):
             body = None
         if body is None:
+            self.kill()
             raise self._died(limits)
+        self.jobs += 1
         answer = json.loads(body)
+        if answer.get("retire"):  # it ran out of memory and exits; the next job needs a new one
+            self.kill()
         if answer.get("ok"):
             return str(answer["text"])
         kind = {"unsupported": UnsupportedFileType, "limit": ExtractionLimitExceeded}.get(answer.get("kind"))
@@ -151,21 +163,25 @@ class _Pool:
             self.__init__(self.size)  # type: ignore[misc]
         self.slots.acquire()
         try:
-            worker = self._take()
-            try:
-                worker.start()
-                text = worker.run(data, filename, limits)
-            except ExtractionLimitExceeded:
-                self._discard(worker, kill=True)
-                raise
-            except ExtractionError:
+            for attempt in (1, 2):
+                worker = self._take()
+                try:
+                    worker.start()
+                    text = worker.run(data, filename, limits)
+                except _Vanished:
+                    self._discard(worker, kill=True)
+                    if attempt == 2:
+                        raise ExtractionError("extraction failed (worker exited)") from None
+                    continue
+                except ExtractionError:
+                    self._give_back(worker)  # kept only if alive: limits that tripped the OS killed it
+                    raise
+                except BaseException:
+                    self._discard(worker, kill=True)
+                    raise
                 self._give_back(worker)
-                raise
-            except BaseException:
-                self._discard(worker, kill=True)
-                raise
-            self._give_back(worker)
-            return text
+                return text
+            raise AssertionError("unreachable")
         finally:
             self.slots.release()
 

@@ -95,7 +95,7 @@ def main() -> None:
             text = _parse(data, header["filename"], limits)
         except MemoryError:
             data = b""
-            _answer(out, {"ok": False, "kind": "limit",
+            _answer(out, {"ok": False, "kind": "limit", "retire": True,
                           "message": f"extraction needed over {mib(limits.memory_bytes)} of memory"})  # fmt: skip
             return  # a fresh worker for the next job
         except UnsupportedFileType as exc:

@@ -184,3 +184,24 @@ def test_concurrent_documents_share_the_pool() -> None:
         t.join(timeout=60)
     assert results == [3] * 8
     assert len(sandbox.worker_pids()) <= 2
+
+
+def test_a_structural_refusal_keeps_the_worker() -> None:
+    """Only the OS-level limits cost a new process; a refused bomb does not."""
+    _warm()
+    before = sandbox.worker_pids()
+    with pytest.raises(ExtractionLimitExceeded):
+        extract_text(docx_package(nested_tables(200)), "deep.docx")
+    _warm()
+    assert sandbox.worker_pids() == before
+
+
+def test_a_worker_that_died_while_idle_is_replaced_without_failing_the_document() -> None:
+    import os
+    import signal
+
+    _warm()
+    for pid in sandbox.worker_pids():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)  # let the kernel reap them; a real process, no emulator clock applies
+    assert count_words(extract_text(docx_package(para("still served")), "s.docx")) == 2
