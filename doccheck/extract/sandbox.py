@@ -109,7 +109,9 @@ class _Worker:
             self.stdin.write(data)
             self.stdin.flush()
             raw = self._read(_LEN.size, deadline)
-            body = self._read(_LEN.unpack(raw)[0], deadline) if raw is not None else None
+            size = _LEN.unpack(raw)[0] if raw is not None else 0
+            # JSON of at most max_text_chars characters: 6 bytes each at worst (\uXXXX), plus the envelope.
+            body = self._read(size, deadline) if raw is not None and size <= 6 * limits.max_text_chars + 4096 else None
         except TimeoutError:
             self.kill()
             raise ExtractionLimitExceeded(f"extraction took over {limits.wall_seconds:g} s") from None
@@ -119,7 +121,12 @@ class _Worker:
             self.kill()
             raise self._died(limits)
         self.jobs += 1
-        answer = json.loads(body)
+        try:
+            answer = json.loads(body)
+            assert isinstance(answer, dict)
+        except (ValueError, AssertionError):
+            self.kill()
+            raise ExtractionError("extraction failed (the worker's answer was malformed)") from None
         if answer.get("retire"):  # it ran out of memory and exits; the next job needs a new one
             self.kill()
         if answer.get("ok"):
