@@ -42,6 +42,8 @@ _STORY_ORDER = ("/footnotes", "/endnotes", "/header", "/footer")
 #: Elements whose whole content is not part of the text (see module docstring).
 _SKIP = {"delText", "instrText", "moveFrom", "del", "comments"}
 _TEXT_CHARS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "ptab": "\t"}
+#: Starts of these elements separate words (a text box can begin in the middle of a word's run).
+_BREAK_BEFORE = {"txbxContent", "p"}
 #: Ends of these elements separate words (paragraphs, cells, rows).
 _BREAK_AFTER = {"p": "\n", "tc": "\t", "tr": "\n", "tbl": "\n"}
 
@@ -201,6 +203,8 @@ class _Collector:
                     raise ExtractionLimitExceeded(f"{self.part} is nested over {self.max_depth} levels deep")
                 if _skipped(ns, local):
                     self.skip += 1
+                elif local in _BREAK_BEFORE and ns in _W_NAMESPACES and not self.skip:
+                    self.parts.append("\n")  # a text box's paragraphs sit inside a run of another
                 continue
             self.depth -= 1
             if _skipped(ns, local):

@@ -80,6 +80,8 @@ def test_text_box_counted_once_not_its_fallback() -> None:
            f'<v:textbox><w:txbxContent>{para("boxed words")}</w:txbxContent></v:textbox></w:pict></mc:Fallback>'
            f'</mc:AlternateContent></w:r></w:p>')  # fmt: skip
     assert _words(docx_package(para("Body") + box)) == 3
+    glued = box.replace("<w:p><w:r><mc:", "<w:p><w:r><w:t>Before</w:t></w:r><w:r><mc:", 1)
+    assert extract_text(docx_package(glued), "g.docx").split() == ["Before", "boxed", "words"]
 
 
 def test_revisions_and_field_codes() -> None:
