@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import posixpath
 import zipfile
+import zlib
 from collections.abc import Iterator
 from io import BytesIO
 
@@ -50,6 +51,17 @@ _BREAK_AFTER = {"p": "\n", "tc": "\t", "tr": "\n", "tbl": "\n"}
 
 def docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
     """Text of a .docx (see module docstring), or :class:`ExtractionError` naming the part."""
+    try:
+        return _docx_to_text(data, limits)
+    except ExtractionError:
+        raise
+    except MemoryError:
+        raise  # the worker reports it and retires
+    except Exception as exc:  # zlib.error, struct.error...: a damaged zip is this row's problem only
+        raise ExtractionError(f"not a readable .docx file ({type(exc).__name__})") from None
+
+
+def _docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
     try:
         archive = zipfile.ZipFile(BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
@@ -176,7 +188,7 @@ def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Extract
         if "huge" in message:  # libxml2 refuses single text nodes over 10 MB without huge_tree
             raise ExtractionLimitExceeded(f"{name} has a single text run over 10 MB") from None
         raise ExtractionError(f"not a readable .docx file ({name} is not well-formed XML)") from None
-    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         # RuntimeError: encrypted member; NotImplementedError: unsupported compression.
         raise ExtractionError(f"not a readable .docx file ({name}: {type(exc).__name__})") from None
     return "".join(collector.parts)
