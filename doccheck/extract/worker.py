@@ -59,7 +59,7 @@ def _cpu_used() -> float:
 
 
 def _answer(out: BinaryIO, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    body = json.dumps(payload, ensure_ascii=True).encode("ascii")  # a lone surrogate travels as an escape
     out.write(_LEN.pack(len(body)) + body)
     out.flush()
 
