@@ -107,3 +107,22 @@ def test_sigterm_is_not_held_up_by_a_running_extraction() -> None:
     assert code == 0, handle.log()
     assert elapsed < 5, elapsed
     assert answer == [503], answer  # the in-flight request is told to retry, not that the file is bad
+
+
+def test_slow_document_hits_the_wall_limit_and_stops_burning_cpu(emulator: EmulatorHandle, emulator_account: str) -> None:
+    """The issue's emulator case: a file under every size limit but slow to read. It is answered
+    422 at the 20 s wall limit, charges nothing, and no process keeps working on it afterwards."""
+    import psutil
+
+    slow = pdf_shared_stream(pages=1, stream_bytes=30 * 1024 * 1024)
+    started = time.monotonic()
+    with emulator.client(emulator_account) as c:
+        response = c.post("/checks", files={"file": ("slow.pdf", slow, "application/pdf")})
+    assert 19 < time.monotonic() - started < 40
+    _assert_refused(response, "extraction took over 20 s")
+    state = emulator.account_state(emulator_account)
+    assert state["checks"] == 0 and state["charged_cents"] == 0
+    workers = [p for p in psutil.Process(emulator.process.pid).children(recursive=True)
+               if "doccheck.extract.worker" in " ".join(p.cmdline())]  # fmt: skip
+    busy = sum(p.cpu_percent(interval=0.5) for p in workers)
+    assert busy < 50, busy  # the worker that read slow.pdf was killed, the others idle
