@@ -103,21 +103,28 @@ def nested_tables(depth: int, text: str = "deep") -> str:
     return xml
 
 
-def pdf_shared_stream(pages: int = 40, stream_bytes: int = 8 * 1024 * 1024) -> bytes:
-    """A small PDF whose ``pages`` pages all draw one Flate content stream of ``stream_bytes``."""
+def pdf_shared_stream(pages: int = 40, stream_bytes: int = 8 * 1024 * 1024, *, via_form: bool = False) -> bytes:
+    """A small PDF whose ``pages`` pages all draw one Flate content stream of ``stream_bytes``.
+
+    With ``via_form`` the big stream is a form XObject that each page's tiny content invokes.
+    """
     line = b"BT /F1 12 Tf 72 712 Td (lorem ipsum dolor) Tj ET\n"
     content = line * (stream_bytes // len(line))
     packed = zlib.compress(content, 9)
-    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    kids = " ".join(f"{6 + i} 0 R" for i in range(pages))
+    form = b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream",
+        b"<< " + (form if via_form else b"") + b"/Length %d /Filter /FlateDecode >>\nstream\n" % len(packed)
+        + packed + b"\nendstream",
+        b"<< /Length 8 >>\nstream\n/X1 Do\n\nendstream",
     ]
+    contents = b"5 0 R" if via_form else b"4 0 R"
     for _ in range(pages):
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>")  # fmt: skip
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
+                       b"/XObject << /X1 4 0 R >> >> /Contents " + contents + b" >>")  # fmt: skip
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []

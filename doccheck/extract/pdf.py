@@ -55,7 +55,8 @@ def pdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
 
 
 def _check_content_bytes(reader: Any, limits: ExtractionLimits) -> None:
-    """Sum the decoded content bytes each page interprets; refuse past the limit, naming the page."""
+    """Sum the decoded content bytes each page interprets (its content streams and the form
+    XObjects its resources name); refuse past the limit, naming the page."""
     from pypdf.generic import ArrayObject, IndirectObject
 
     sizes: dict[tuple[int, int], int] = {}
@@ -63,6 +64,7 @@ def _check_content_bytes(reader: Any, limits: ExtractionLimits) -> None:
     for number, page in enumerate(reader.pages, start=1):
         raw = page.get("/Contents")
         refs = list(raw) if isinstance(raw, ArrayObject) else ([raw] if raw is not None else [])
+        refs += _form_xobjects(page)
         for ref in refs:
             if isinstance(ref, IndirectObject):
                 key = (ref.idnum, ref.generation)
@@ -76,6 +78,17 @@ def _check_content_bytes(reader: Any, limits: ExtractionLimits) -> None:
                     f"the PDF's page content passes {mib(limits.max_pdf_content_bytes)} at page {number} "
                     f"(a stream shared by pages counts for each)"
                 )
+
+
+def _form_xobjects(page: Any) -> list[Any]:
+    """The form XObjects a page's resources name: pypdf interprets their content for text too."""
+    resources = page.get("/Resources")
+    resources = resources.get_object() if resources is not None else None
+    xobjects = resources.get("/XObject") if resources is not None else None
+    xobjects = xobjects.get_object() if xobjects is not None else None
+    if not hasattr(xobjects, "values"):
+        return []
+    return [ref for ref in xobjects.values() if ref.get_object().get("/Subtype") == "/Form"]
 
 
 def _decoded_size(stream: Any) -> int:

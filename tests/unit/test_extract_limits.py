@@ -97,6 +97,13 @@ def test_pdf_sharing_one_stream_is_refused_fast(shared_pdf: bytes) -> None:
     assert elapsed < 10
 
 
+def test_pdf_pages_invoking_one_big_form_xobject_are_refused_fast() -> None:
+    data = pdf_shared_stream(pages=40, stream_bytes=8 * 1024 * 1024, via_form=True)
+    message, elapsed = _timed_rejection(data, "form.pdf")
+    assert message.startswith("the PDF's page content passes 32 MiB at page 4")
+    assert elapsed < 10
+
+
 def test_pdf_stopped_by_cpu_limit(shared_pdf: bytes) -> None:
     message, elapsed = _timed_rejection(shared_pdf, "s.pdf", ExtractionLimits(**_LIFTED, cpu_seconds=1, wall_seconds=60))
     assert message == "extraction used over 1 s of CPU"
