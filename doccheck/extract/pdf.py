@@ -3,9 +3,10 @@
 pypdf's text extraction re-interprets a page's content stream for each page that draws it,
 so a 31 KB file whose 40 pages share one 8 MB stream costs 40 x 8 MB of interpretation.
 Before extracting anything we count pages, cross-reference objects and the content bytes
-every page would interpret (a shared stream counts once per page, decoded once), and refuse
-past :mod:`doccheck.extract.limits`. Whatever is left (a slow but small file) is stopped by
-the worker's time and memory limits.
+every page would interpret, its content streams and the form XObjects its resources name (a
+shared stream counts once per page, decoded once), and refuse past
+:mod:`doccheck.extract.limits`. Whatever is left (forms nested in forms, one form drawn many
+times, a slow but small file) is stopped by the worker's time and memory limits.
 """
 
 from __future__ import annotations
