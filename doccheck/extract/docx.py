@@ -61,7 +61,27 @@ def docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
         raise ExtractionError(f"not a readable .docx file ({type(exc).__name__})") from None
 
 
+def _declared_members(data: bytes) -> int:
+    """Entry count from the end-of-central-directory record (zip64 too), 0 when not found.
+
+    Read before ``zipfile`` builds a ZipInfo for every entry: 50 MB of central directory is
+    a million entries, which would cost seconds and hundreds of MB before any check.
+    """
+    at = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
+    if at < 0 or at + 22 > len(data):
+        return 0
+    count = int.from_bytes(data[at + 10 : at + 12], "little")
+    if count == 0xFFFF:
+        at64 = data.rfind(b"PK\x06\x06", max(0, at - 65_536), at)
+        if at64 >= 0 and at64 + 40 <= len(data):
+            count = int.from_bytes(data[at64 + 32 : at64 + 40], "little")
+    return count
+
+
 def _docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
+    declared = _declared_members(data)
+    if declared > limits.max_zip_members:
+        raise ExtractionLimitExceeded(f"the .docx lists {declared} parts, over the limit of {limits.max_zip_members}")
     try:
         archive = zipfile.ZipFile(BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):

@@ -151,6 +151,27 @@ def test_too_many_zip_members() -> None:
         extract_text(buf.getvalue(), "many.docx", limits=ExtractionLimits(max_zip_members=20))
 
 
+def test_a_million_zip_entries_are_refused_before_zipfile_reads_them() -> None:
+    """The entry count comes from the end record; zipfile would build a ZipInfo for each first."""
+    buf = bytearray()
+    central = b"PK\x01\x02" + bytes(42) + b"a"  # a minimal central entry, repeated
+    count = 1_000_000
+    start = len(buf)
+    buf += central * count
+    buf += b"PK\x05\x06" + bytes(4) + (0xFFFF).to_bytes(2, "little") * 2
+    buf += (len(central) * count).to_bytes(4, "little") + start.to_bytes(4, "little") + bytes(2)
+    zip64_at = len(buf) - 22
+    end = bytes(buf[zip64_at:])
+    record = (b"PK\x06\x06" + (44).to_bytes(8, "little") + bytes(4) + bytes(8)
+              + count.to_bytes(8, "little") * 2 + (len(central) * count).to_bytes(8, "little")
+              + start.to_bytes(8, "little"))  # fmt: skip
+    data = bytes(buf[:zip64_at]) + record + end
+    started = time.monotonic()
+    with pytest.raises(ExtractionLimitExceeded, match="lists 1000000 parts, over the limit of 2000"):
+        extract_text(data, "million.docx")
+    assert time.monotonic() - started < 5
+
+
 def test_input_size_limit_checked_before_any_work() -> None:
     with pytest.raises(ExtractionLimitExceeded, match="the file is 2000 bytes, over the 1048 bytes limit"):
         extract_text(b"x" * 2000, "big.txt", limits=ExtractionLimits(max_input_bytes=1048))
