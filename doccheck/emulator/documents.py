@@ -17,6 +17,7 @@ from doccheck.emulator.errors import ApiError, invalid_input
 from doccheck.emulator.store import Account, Upload
 from doccheck.extract import (
     ExtractionError,
+    ExtractionStopped,
     UnsupportedFileType,
     content_type_for,
     count_words,
@@ -64,6 +65,8 @@ def _extract(data: bytes, filename: str) -> str:
         return extract_text(data, filename)
     except UnsupportedFileType as exc:
         raise ApiError(415, "unsupported_file_type", str(exc)) from None
+    except ExtractionStopped:  # SIGTERM killed the worker: not the document's fault, retryable
+        raise ApiError(503, "service_unavailable", "the service is shutting down; retry later") from None
     except ExtractionError as exc:
         raise invalid_input(f"the file could not be read: {exc}") from None
 

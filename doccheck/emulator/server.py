@@ -19,6 +19,7 @@ import uvicorn
 from doccheck.emulator.app import create_app
 from doccheck.emulator.runtime import Emulator, EmulatorConfig
 from doccheck.emulator.storage import StorageOrigin
+from doccheck.extract import sandbox as extraction
 
 
 class _Server(uvicorn.Server):
@@ -67,6 +68,7 @@ async def serve(config: EmulatorConfig, sockets: tuple[socket.socket, socket.soc
     def stop() -> None:
         api.should_exit = True
         storage.should_exit = True
+        extraction.shutdown()  # in-flight extractions end now (503), not at their time limit
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -1,0 +1,32 @@
+"""The three ways an extraction can fail, under one root so callers map them to one row error.
+
+Every failure of :func:`doccheck.extract.extract_text` is an :class:`ExtractionError` with
+a message fit for a report (it names the part and the reason, never a library's internal
+exception text), so manifest validation rejects one row and the emulator answers one 4xx.
+"""
+
+from __future__ import annotations
+
+
+class ExtractionError(ValueError):
+    """The file claims a supported type but its bytes cannot be read as that type."""
+
+
+class UnsupportedFileType(ExtractionError):
+    """The file's extension is not one of :data:`doccheck.extract.SUPPORTED_TYPES`."""
+
+
+class ExtractionLimitExceeded(ExtractionError):
+    """The document would take more than a limit of :mod:`doccheck.extract.limits` to read.
+
+    Raised for an inflated size, a part count, a PDF page/object/content size, or when the
+    worker process was stopped for its wall time, CPU time or memory. The document may be
+    well-formed; it is refused because reading it would cost more than any submission should.
+    """
+
+
+class ExtractionStopped(ExtractionError):
+    """The extraction was cut short because its process is shutting down (not the document's fault).
+
+    A server answers this with a retryable 503, never a rejection of the document.
+    """
