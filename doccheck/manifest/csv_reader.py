@@ -60,9 +60,9 @@ class _Lines:
             raise StopIteration
         self.line += 1
         self._chars += len(line)
+        self.current.append(line)
         if self._chars > MAX_ROW_CHARS:
             raise _RowTooLarge
-        self.current.append(line)
         return line
 
 
