@@ -33,6 +33,7 @@ def hostile_lines() -> list[tuple[str | None, str, str, bytes]]:
 
 
 def hostile_jsonl(good_ids: tuple[str, ...] = ("good-1", "good-2")) -> bytes:
-    """Good rows first and last, every hostile line between them, one per line."""
-    lines = [good_line(good_ids[0]), *(line for *_, line in hostile_lines()), *(good_line(i) for i in good_ids[1:])]
+    """Good rows first and last (different texts: one check each), every hostile line between them."""
+    first, *rest = (good_line(i, f"{ESSAY} ({i})") for i in good_ids)
+    lines = [first, *(line for *_, line in hostile_lines()), *rest]
     return b"\n".join(lines) + b"\n"
