@@ -77,12 +77,13 @@ def validate_row(
         return _document(row_number, row, document_id, base_dir, defaults, allowlist)
     except CellProblem as rej:
         who = f"row {row_number}" + (f" (document_id {show(shown_id)})" if shown_id else "")
+        field = _storable_field(rej.field)
         return Rejection(
             row_number=row_number,
             document_id=document_id,
-            field=rej.field,
+            field=field,
             code=rej.code,
-            reason=f"{who}: {rej.field}: {rej.why}",
+            reason=f"{who}: {field}: {rej.why}",
         )
 
 
@@ -180,6 +181,13 @@ def _check_name(name: str) -> None:
 def _id_key(document_id: str) -> str:
     """Ids that differ only in Unicode normalisation look the same to people: one key for both."""
     return unicodedata.normalize("NFC", document_id)
+
+
+def _storable_field(column: str) -> str:
+    """A column name as a rejection keeps it: as written when safe, else escaped (JSONL keys are free text)."""
+    if unsafe_text(column) is None and len(column) <= 100 and column.isprintable():
+        return column
+    return show(column)
 
 
 def _storable_id(value: str | None) -> str | None:
