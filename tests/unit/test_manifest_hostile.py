@@ -377,3 +377,16 @@ def test_parquet_is_read_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     pq.write_table(pa.table({"document_id": ids, "text": ["w w"] * 10}), tmp_path / "m.parquet", row_group_size=4)
     result = read_manifest(tmp_path / "m.parquet")
     assert [(d.document_id, d.row_number) for d in result.documents] == [(i, n) for n, i in enumerate(ids, start=1)]
+
+
+def test_notebook_rows_with_surrogates_are_rejected_not_raised(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from doccheck.notebook import _load_plan, _manifest_rows
+
+    df = pd.DataFrame({"document_id": ["a", "b\ud800", "c"], "text": ["w w", "x x", "y\x00"]}, dtype=object)
+    rows = _manifest_rows(df, text_column="text", path_column=None, id_column="document_id", products_column=None,
+                          name_column=None, metadata_columns=(), base_dir=tmp_path)  # fmt: skip
+    plan = _load_plan(rows, base_dir=tmp_path, needs_base=False, campaign="nb", products=["ai"], metadata_columns=())
+    assert [d.document_id for d in plan.documents] == ["a"]
+    assert [(r.row_number, r.code) for r in plan.rejections] == [(2, RejectCode.INVALID_VALUE), (3, RejectCode.INVALID_TEXT)]
