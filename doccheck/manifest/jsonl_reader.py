@@ -106,7 +106,7 @@ def _parse_line(text: str) -> Row | RowProblem:
 
 def _row(value: dict[str, Any]) -> Row | RowProblem:
     row: Row = {}
-    raw_id = value.get("document_id") if "document_id" in value else None
+    raw_id = next((v for k, v in value.items() if canonical_column(k) == "document_id"), None)
     for key, cell in value.items():
         column = canonical_column(key)
         if column in row:
