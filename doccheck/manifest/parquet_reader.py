@@ -1,5 +1,8 @@
 """Parquet manifests, read in record batches, every cell as the text it was written as.
 
+Batches hold up to 1,024 rows, fewer when the rows are wide (about 64 MiB of uncompressed data
+per batch, from the row groups' metadata), so a manifest of long texts is not decoded at once.
+
 Ids are identifiers, not quantities: a ``document_id`` column stored as floating point
 cannot tell ``1.50`` from ``1.5`` or ``12`` from ``12.0`` any more (pandas turns an integer
 column with gaps into floats this way), so such a file is refused with the fix instead of
@@ -19,6 +22,8 @@ from doccheck.manifest.values import CellProblem, cell_text
 __all__ = ["read_parquet"]
 
 _BATCH_ROWS = 1024
+#: Aim for record batches of about this many uncompressed bytes (long texts → fewer rows per batch).
+_BATCH_BYTES = 64 * 1024 * 1024
 
 
 def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
@@ -44,7 +49,7 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
     def rows() -> Iterator[tuple[int, Row | RowProblem]]:
         index = 0
         try:
-            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS):
+            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet)):
                 for record in batch.to_pylist():
                     index += 1
                     yield index, _row(list(record.values()), columns)
@@ -56,6 +61,19 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
             ) from None
 
     return columns, rows()
+
+
+def _batch_rows(parquet: object) -> int:
+    """Rows per batch so that a batch of the widest row group stays near ``_BATCH_BYTES``."""
+    meta = parquet.metadata  # type: ignore[attr-defined]
+    widest = 0.0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        if group.num_rows:
+            widest = max(widest, group.total_byte_size / group.num_rows)
+    if widest <= 0:
+        return _BATCH_ROWS
+    return max(1, min(_BATCH_ROWS, int(_BATCH_BYTES // widest)))
 
 
 def _row(values: list[object], columns: list[str]) -> Row | RowProblem:

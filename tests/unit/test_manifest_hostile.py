@@ -377,6 +377,11 @@ def test_parquet_is_read_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     pq.write_table(pa.table({"document_id": ids, "text": ["w w"] * 10}), tmp_path / "m.parquet", row_group_size=4)
     result = read_manifest(tmp_path / "m.parquet")
     assert [(d.document_id, d.row_number) for d in result.documents] == [(i, n) for n, i in enumerate(ids, start=1)]
+    # Wide rows: fewer rows per batch, same rows out.
+    assert parquet_reader._batch_rows(pq.ParquetFile(tmp_path / "m.parquet")) == 3
+    monkeypatch.setattr(parquet_reader, "_BATCH_BYTES", 10)
+    assert parquet_reader._batch_rows(pq.ParquetFile(tmp_path / "m.parquet")) == 1
+    assert read_manifest(tmp_path / "m.parquet").documents == result.documents
 
 
 def test_notebook_rows_with_surrogates_are_rejected_not_raised(tmp_path: Path) -> None:
