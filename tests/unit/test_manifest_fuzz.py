@@ -193,3 +193,43 @@ def test_hostile_csv_rows_each_become_a_document_or_a_rejection(rows: list[list[
         _storable(result)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+PARQUET_TEXT = st.lists(st.one_of(st.sampled_from(["\x00", "\u0301", "é", " ", "ai", "a.txt"]), st.text(max_size=4)), max_size=6).map("".join)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), PARQUET_TEXT),
+            st.one_of(st.none(), PARQUET_TEXT),
+            st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+            st.one_of(st.none(), st.binary(max_size=6)),
+        ),
+        max_size=8,
+    )
+)
+def test_parquet_rows_each_become_a_document_or_a_rejection(rows: list[tuple]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = _folder()
+    try:
+        ids, texts, scores, blobs = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
+        table = pa.table(
+            {
+                "document_id": pa.array(ids, pa.string()),
+                "text": pa.array(texts, pa.string()),
+                "score": pa.array(scores, pa.float64()),
+                "blob": pa.array(blobs, pa.binary()),
+            }
+        )
+        path = folder / "m.parquet"
+        pq.write_table(table, path)
+        result = read_manifest(path, metadata_columns=["score", "blob"])
+        numbers = sorted([d.row_number for d in result.documents] + [r.row_number for r in result.rejections])
+        assert numbers == list(range(1, len(rows) + 1))
+        _storable(result)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
