@@ -20,7 +20,7 @@ from doccheck.extract import (
 )
 from doccheck.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.manifest.types import RejectCode
-from doccheck.manifest.values import CellProblem
+from doccheck.manifest.values import CellProblem, show
 
 __all__ = ["check_file"]
 
@@ -35,46 +35,46 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
     given = Path(raw_path)
     if given.is_absolute() or given.drive or raw_path.startswith(("/", "\\")):
         raise CellProblem(
-            "path", RejectCode.PATH_ESCAPES_MANIFEST_DIR, f"{raw_path!r} is an absolute path; {_ESCAPE_HINT}"
+            "path", RejectCode.PATH_ESCAPES_MANIFEST_DIR, f"{show(raw_path, 200)} is an absolute path; {_ESCAPE_HINT}"
         )
     try:
         resolved = (base_dir / given).resolve()  # follows symlinks
     except (OSError, RuntimeError) as exc:  # symlink loops
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{raw_path!r} cannot be resolved ({_short(exc)})") from None
+        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be resolved ({_short(exc)})") from None
     if not resolved.is_relative_to(base_dir):
         via = "resolves (through '..' or a symbolic link)"
         raise CellProblem(
             "path",
             RejectCode.PATH_ESCAPES_MANIFEST_DIR,
-            f"{raw_path!r} {via} outside the manifest's folder; {_ESCAPE_HINT}",
+            f"{show(raw_path, 200)} {via} outside the manifest's folder; {_ESCAPE_HINT}",
         )
     try:
         exists, regular = resolved.exists(), resolved.is_file()
     except OSError as exc:  # e.g. a name too long for the file system
-        raise CellProblem("path", RejectCode.INVALID_PATH, f"{raw_path[:200]!r} cannot be used ({_os_reason(exc)})") from None
+        raise CellProblem("path", RejectCode.INVALID_PATH, f"{show(raw_path, 200)} cannot be used ({_os_reason(exc)})") from None
     if not exists:
-        raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {raw_path!r} does not exist")
+        raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {show(raw_path, 200)} does not exist")
     if not regular:
-        raise CellProblem("path", RejectCode.NOT_A_FILE, f"{raw_path!r} is not a regular file")
+        raise CellProblem("path", RejectCode.NOT_A_FILE, f"{show(raw_path, 200)} is not a regular file")
     ext = extension_of(resolved.name)
     if ext not in SUPPORTED_TYPES:
         raise CellProblem(
             "path",
             RejectCode.UNSUPPORTED_TYPE,
-            f"file type {ext or '(no extension)'!r} of {raw_path!r} is not supported; "
+            f"file type {ext or '(no extension)'!r} of {show(raw_path, 200)} is not supported; "
             f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
         )
     try:
         size = resolved.stat().st_size
     except OSError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{raw_path!r} cannot be read ({_os_reason(exc)})") from None
+        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})") from None
     if size == 0:
-        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {raw_path!r} is empty (0 bytes)")
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} is empty (0 bytes)")
     if size > MAX_FILE_BYTES:
         raise CellProblem(
             "path",
             RejectCode.FILE_TOO_LARGE,
-            f"file {raw_path!r} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
+            f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
     try:
         if size <= MULTIPART_MAX_BYTES:
@@ -82,11 +82,11 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
         else:
             digest, words = _hash_streamed(resolved, count=ext in (".txt", ".md"))
     except OSError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{raw_path!r} cannot be read ({_os_reason(exc)})") from None
+        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})") from None
     except ExtractionError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{raw_path!r}: {exc}") from None
+        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
     if words == 0:
-        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {raw_path!r} has no extractable words")
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
     return resolved, size, digest, words
 
 
