@@ -196,6 +196,8 @@ def _check_values(row: Row, allowlist: list[str]) -> None:
             continue
         problem = unsafe_text(value)
         if problem is not None:
+            if column == "path" and "surrogate" in problem:
+                problem += "; a file name that is not valid UTF-8 cannot be sent: rename the file"
             raise CellProblem(column, _CODE_FOR_UNSAFE.get(column, RejectCode.INVALID_VALUE), problem)
 
 

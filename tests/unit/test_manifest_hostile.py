@@ -61,6 +61,7 @@ def test_jsonl_rejection_reasons_say_why(tmp_path: Path) -> None:
     assert "deeper than 32 levels" in reasons[2]
     assert "a number of 5000 characters" in reasons[3]
     assert "lone surrogate (U+D800" in reasons[4] and "'s\\ud800'" in reasons[4]  # the id, escaped
+    assert "rename the file" in reasons[5]
     assert "NUL character at character 2" in reasons[8]
     assert "NaN is not a finite number" in reasons[9]
     assert "'1e400' is not a finite number" in reasons[10]
