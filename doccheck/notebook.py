@@ -215,7 +215,7 @@ def _load_plan(rows: list[dict[str, Any]], *, base_dir: Path, needs_base: bool, 
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(json.dumps(row) + "\n")  # ASCII escapes: a lone surrogate reaches validation
         return load_plan(name, campaign=campaign, products=list(products), metadata_columns=list(metadata_columns))
     finally:
         os.unlink(name)
@@ -632,7 +632,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
     handle, manifest = tempfile.mkstemp(prefix=".doccheck-notebook-", suffix=".jsonl", dir=folder)
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(json.dumps(row) + "\n")  # ASCII escapes: a lone surrogate reaches validation
     reports = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="doccheck-notebook-reports-"))
     key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     previous = os.environ.get("DOCCHECK_API_KEY")

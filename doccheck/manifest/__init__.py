@@ -1,0 +1,153 @@
+"""Read and validate a manifest of documents (CSV, Parquet or JSONL) before anything is sent.
+
+Every row is validated locally, and one bad row never sinks the batch: a row that would
+fail at the service, in the ledger or in the reports (or cost money for nothing) becomes a
+:class:`Rejection` with a stable machine code and a sentence naming the row, the field and
+the reason. Rejected rows cost nothing and are always reported. Only problems with the
+manifest as a whole (unreadable file, not UTF-8 CSV, no ``document_id`` column, an
+allowlisted metadata column that does not exist) raise :class:`ManifestError`, because they
+are configuration errors, not data.
+
+The package has one module per job: a reader per format (``csv_reader``, ``jsonl_reader``,
+``parquet_reader``) turns the file into ``(row number, row or RowProblem)`` pairs within the
+bounds of ``limits``; ``validate`` judges each row, ``files`` each ``path``. See
+``docs/manifest.md`` for the format, the rules and the reject codes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from doccheck.manifest.columns import RESERVED_COLUMNS, canonical_column, header_hint
+from doccheck.manifest.csv_reader import read_csv
+from doccheck.manifest.jsonl_reader import iter_jsonl
+from doccheck.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
+from doccheck.manifest.parquet_reader import read_parquet
+from doccheck.manifest.products import KNOWN_PRODUCTS, parse_products
+from doccheck.manifest.types import (
+    ManifestDocument,
+    ManifestError,
+    ManifestResult,
+    RejectCode,
+    Rejection,
+    Row,
+    RowProblem,
+)
+from doccheck.manifest.validate import validate_row
+
+__all__ = [
+    "KNOWN_PRODUCTS",
+    "MAX_FILE_BYTES",
+    "MULTIPART_MAX_BYTES",
+    "RESERVED_COLUMNS",
+    "ManifestDocument",
+    "ManifestError",
+    "ManifestResult",
+    "Rejection",
+    "RejectCode",
+    "parse_products",
+    "read_manifest",
+]
+
+
+def read_manifest(
+    path: str | os.PathLike[str],
+    *,
+    default_products: Sequence[str] = ("ai",),
+    metadata_columns: Sequence[str] = (),
+) -> ManifestResult:
+    """Read ``path`` (by extension: .csv, .parquet/.pq, .jsonl/.ndjson) and validate every row.
+
+    ``default_products`` apply to rows whose ``products`` cell is empty. ``metadata_columns``
+    is the allowlist of columns sent to the service as metadata (``document_id`` always is).
+    Raises :class:`ManifestError` for problems of the whole manifest or configuration.
+    """
+    source = Path(path)
+    try:
+        defaults = parse_products(list(default_products), default=())
+    except ValueError as exc:
+        raise ManifestError(f"invalid default products: {exc}") from None
+    allowlist = _clean_allowlist(metadata_columns)
+    columns, rows = _read_rows(source)
+    if "document_id" not in columns:
+        raise ManifestError(
+            f"manifest {source}: required column 'document_id' is missing "
+            f"(columns found: {', '.join(repr(c) for c in columns[:20]) or 'none'})" + header_hint(columns)
+        )
+    unknown = [c for c in allowlist if c not in columns]
+    if unknown:
+        raise ManifestError(
+            f"manifest {source}: metadata column(s) {', '.join(repr(c) for c in unknown)} "
+            f"not found (columns found: {', '.join(repr(c) for c in columns[:20])})"
+        )
+
+    base_dir = source.resolve().parent
+    documents: list[ManifestDocument] = []
+    rejections: list[Rejection] = []
+    seen_ids: dict[str, tuple[int, str]] = {}
+    for row_number, row in rows:
+        outcome = validate_row(row_number, row, base_dir, defaults, allowlist, seen_ids)
+        if isinstance(outcome, Rejection):
+            rejections.append(outcome)
+        else:
+            documents.append(outcome)
+    return ManifestResult(documents=documents, rejections=rejections, source=source)
+
+
+def _clean_allowlist(metadata_columns: Sequence[str] | str) -> list[str]:
+    """Normalise the allowlist (a comma-separated string is accepted for CLI convenience)."""
+    if isinstance(metadata_columns, str):
+        metadata_columns = metadata_columns.split(",")
+    allowlist: list[str] = []
+    for raw in metadata_columns:
+        name = str(raw).strip()
+        if not name or canonical_column(name) == "document_id" or name in allowlist:
+            continue
+        if canonical_column(name) in RESERVED_COLUMNS:
+            raise ManifestError(
+                f"column {name!r} cannot be sent as metadata (reserved: "
+                f"{', '.join(sorted(RESERVED_COLUMNS - {'document_id'}))})"
+            )
+        allowlist.append(name)
+    return allowlist
+
+
+def _read_rows(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """Columns and an iterator of (row number, row or the reader's problem with it)."""
+    if not source.exists():
+        raise ManifestError(f"manifest {source} does not exist")
+    if not source.is_file():
+        raise ManifestError(f"manifest {source} is not a file")
+    ext = source.suffix.lower()
+    if ext == ".csv":
+        return read_csv(source)
+    if ext in (".parquet", ".pq"):
+        return read_parquet(source)
+    if ext in (".jsonl", ".ndjson"):
+        return _jsonl_with_columns(source)
+    raise ManifestError(
+        f"manifest {source}: unsupported extension {ext or '(none)'!r}; use .csv, .parquet or .jsonl"
+    )
+
+
+def _jsonl_with_columns(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """JSONL has no header: its columns are the keys of all lines, so the rows are read first.
+
+    (Streaming JSONL in batches, issue 10, needs the allowlist check to move per row.)
+    """
+    parsed = list(iter_jsonl(source))
+    columns: list[str] = []
+    seen: set[str] = set()
+    for _, row in parsed:
+        if isinstance(row, dict):
+            for key in row:
+                if key not in seen:
+                    seen.add(key)
+                    columns.append(key)
+        elif "document_id" not in seen:
+            # A line the reader refused is judged as a row of its own, not as a missing column.
+            seen.add("document_id")
+            columns.insert(0, "document_id")
+    return columns, iter(parsed)

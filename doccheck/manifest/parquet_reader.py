@@ -1,0 +1,92 @@
+"""Parquet manifests, read in record batches, every cell as the text it was written as.
+
+Batches hold up to 1,024 rows, fewer when the rows are wide (about 64 MiB of uncompressed data
+per batch, from the row groups' metadata), so a manifest of long texts is not decoded at once.
+
+Ids are identifiers, not quantities: a ``document_id`` column stored as floating point
+cannot tell ``1.50`` from ``1.5`` or ``12`` from ``12.0`` any more (pandas turns an integer
+column with gaps into floats this way), so such a file is refused with the fix instead of
+sending ids that differ from the spreadsheet. Integers, strings and decimals keep their
+written form; ±inf in any cell rejects that row; NaN means "not given", as in pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from doccheck.manifest.columns import canonical_columns
+from doccheck.manifest.types import ManifestError, Row, RowProblem
+from doccheck.manifest.values import CellProblem, cell_text
+
+__all__ = ["read_parquet"]
+
+_BATCH_ROWS = 1024
+#: Aim for record batches of about this many uncompressed bytes (long texts → fewer rows per batch).
+_BATCH_BYTES = 64 * 1024 * 1024
+
+
+def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """Columns and a row iterator over the file's record batches."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(source)
+        schema = parquet.schema_arrow
+    except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
+        raise ManifestError(f"manifest {source} is not a readable Parquet file: {_short(exc)}") from None
+    written = [str(name) for name in schema.names]
+    columns = canonical_columns(source, written)
+    for name, column in zip(written, columns, strict=True):
+        if column == "document_id" and pa.types.is_floating(schema.field(name).type):
+            raise ManifestError(
+                f"manifest {source}: column {name!r} is stored as floating point ({schema.field(name).type}), "
+                "which cannot keep ids as written ('1.50' vs '1.5', '0012', '12' vs '12.0'); "
+                "store it as text (pandas: df['document_id'] = df['document_id'].astype('string') before to_parquet)"
+            )
+
+    def rows() -> Iterator[tuple[int, Row | RowProblem]]:
+        index = 0
+        try:
+            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet)):
+                for record in batch.to_pylist():
+                    index += 1
+                    yield index, _row(list(record.values()), columns)
+        except ManifestError:
+            raise
+        except Exception as exc:  # a corrupt page further on
+            raise ManifestError(
+                f"manifest {source} is not a readable Parquet file after row {index}: {_short(exc)}"
+            ) from None
+
+    return columns, rows()
+
+
+def _batch_rows(parquet: object) -> int:
+    """Rows per batch so that a batch of the widest row group stays near ``_BATCH_BYTES``."""
+    meta = parquet.metadata  # type: ignore[attr-defined]
+    widest = 0.0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        if group.num_rows:
+            widest = max(widest, group.total_byte_size / group.num_rows)
+    if widest <= 0:
+        return _BATCH_ROWS
+    return max(1, min(_BATCH_ROWS, int(_BATCH_BYTES // widest)))
+
+
+def _row(values: list[object], columns: list[str]) -> Row | RowProblem:
+    row: Row = {}
+    for column, value in zip(columns, values, strict=False):
+        try:
+            row[column] = cell_text(column, value)
+        except CellProblem as exc:
+            raw_id = row.get("document_id")
+            return RowProblem(exc.field, exc.code, exc.why, document_id=raw_id)
+    return row
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
