@@ -63,6 +63,10 @@ def receiver(
         str | None,
         typer.Option(help="Prefect API for --prefect-events / --webhook-secret-block (default: PREFECT_API_URL)."),
     ] = None,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a client has to send its request line and headers.")
+    ] = 10.0,
+    body_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a client has to send a whole body.")] = 30.0,
 ) -> None:
     """Receive signed webhook deliveries at POST /webhook and store them in the ledger.
 
@@ -122,7 +126,11 @@ def receiver(
         f"receiver listening on http://{host}:{port}/webhook "
         f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    from doccheck.slow_clients import BodyDeadline, deadline_protocol
+
+    bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
+    config = uvicorn.Config(bounded, host=host, port=port, http=deadline_protocol(header_timeout),
+                            log_level="warning", access_log=False, lifespan="off")  # fmt: skip
     server = _quiet_server(config)
     try:
         server.run()  # type: ignore[attr-defined]
