@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-COMMANDS = ["emulator", "receiver", "run", "collect", "demo"]
+COMMANDS = ["emulator", "receiver", "run", "collect", "demo", "purge"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
