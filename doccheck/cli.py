@@ -11,6 +11,7 @@ import typer
 
 from doccheck.commands.collect import collect
 from doccheck.commands.demo import demo
+from doccheck.commands.purge import purge
 from doccheck.commands.run import run
 from doccheck.emulator.command import emulator
 from doccheck.receiver.command import receiver
@@ -27,6 +28,7 @@ app.command("receiver")(receiver)
 app.command("run")(run)
 app.command("collect")(collect)
 app.command("demo")(demo)
+app.command("purge")(purge)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

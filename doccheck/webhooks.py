@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -28,12 +27,15 @@ from collections.abc import Sequence
 from pydantic import SecretStr
 from pydantic import ValidationError as PydanticValidationError
 
-from doccheck import signing
+from doccheck import bounded_json, signing
 from doccheck.client.models import Event
 
 SIGNATURE_HEADER = signing.SIGNATURE_HEADER
 DEFAULT_TOLERANCE = 300
 MAX_HEADER_LENGTH = 2048
+#: Bounds of the event JSON parse (an event is a few hundred bytes, nested 4 levels at most).
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_EVENT_DEPTH = 32
 _T_RE = re.compile(r"[0-9]{1,15}")
 _V1_RE = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -146,10 +148,10 @@ def sign(raw_body: bytes, secret: str | SecretStr, timestamp: int | None = None)
 
 def parse_event(raw_body: bytes) -> Event:
     """The typed event of a (verified) body; :class:`EventParseError` without echoing it."""
-    try:
-        data = json.loads(raw_body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EventParseError(f"event body is not valid JSON ({type(exc).__name__})") from None
+    try:  # bounded: a correctly signed body is still untrusted input (depth, NaN, huge numbers)
+        data = bounded_json.loads(raw_body, max_bytes=MAX_EVENT_BYTES, max_depth=MAX_EVENT_DEPTH)
+    except bounded_json.JsonRejected as exc:
+        raise EventParseError(f"event body is not acceptable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise EventParseError("event body is not a JSON object")
     try:

@@ -27,6 +27,7 @@ from uuid import UUID
 import pyarrow.parquet as pq
 
 from doccheck.client.assumptions import estimate_cost_cents
+from doccheck.markdown import escape_markdown
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import REPORT_FILES
 
@@ -111,8 +112,10 @@ def top_scores(
 
 
 def _md(value: Any) -> str:
-    """A table cell: pipes and newlines would break the markdown table."""
-    return str("-" if value is None else value).replace("|", "\\|").replace("\n", " ")
+    """An untrusted value as literal markdown text (doccheck.markdown); numbers as written."""
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, (int, float)) else escape_markdown(value)
 
 
 def _md_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -133,7 +136,7 @@ def summary_markdown(
     """The run's summary for a person: documents, rejects with reasons, spend, highest
     scores, and where the Parquet reports are. ``summary`` is a ``RunSummary`` dump."""
     campaign = summary.get("campaign") or "?"
-    lines = [f"# doccheck run: {campaign}", ""]
+    lines = [f"# doccheck run: {_md(campaign)}", ""]
     facts = [
         ("status", summary.get("status")),
         ("run id", summary.get("run_id")),
@@ -172,13 +175,13 @@ def summary_markdown(
     if report_files or summary.get("report_dir"):
         lines += ["## Reports", ""]
         if summary.get("report_dir"):
-            lines.append(f"- run folder: `{summary['report_dir']}`")
+            lines.append(f"- run folder: {_md(summary['report_dir'])}")
         if summary.get("latest_dir"):
-            lines.append(f"- latest: `{summary['latest_dir']}`")
+            lines.append(f"- latest: {_md(summary['latest_dir'])}")
         for name, path in (report_files or {}).items():
-            lines.append(f"- {name}: `{path}`")
+            lines.append(f"- {_md(name)}: {_md(path)}")
         if image_path:
-            lines.append(f"- score histogram: `{image_path}`")
+            lines.append(f"- score histogram: {_md(image_path)}")
         lines.append("")
     return "\n".join(lines)
 

@@ -9,8 +9,8 @@ What it does, in order:
    logs under ``./.doccheck-demo/``), with a fresh demo ledger (``.doccheck-demo/ledger.db``)
    because every demo talks to a brand-new emulator.
 3. Configures the account webhook to point at the receiver and hands the receiver the
-   signing secret through the ledger (the way a real deployment configured by doccheck
-   works; the secret is never printed).
+   signing secret through ``.doccheck-demo/webhook-secrets.json`` (mode 0600, never the
+   ledger; the secret is never printed).
 4. Runs the ``bulk_check`` flow on ``sample_data/manifest.csv`` (products ai+similarity),
    writes reports to ``./reports``, prints the summary.
 5. Stops the emulator and the receiver (SIGTERM, wait), whatever happened.
@@ -75,20 +75,16 @@ def _start_prefect(console: Console, err: Console) -> str:
     return api_url
 
 
-def _configure_webhook(base_url: str, receiver_url: str, database_url: str) -> None:
-    """PUT the account webhook and store its secret in the demo ledger for the receiver."""
+def _configure_webhook(base_url: str, receiver_url: str, secret_path: Path) -> None:
+    """PUT the account webhook and store its secret in an owner-only file for the receiver."""
     from doccheck.client import DocCheckClient
-    from doccheck.ledger import Ledger
+    from doccheck.secret_file import SecretFile
 
     with DocCheckClient(base_url, DEMO_API_KEY) as client:
         webhook = client.put_webhook(receiver_url)
     if webhook.secret is None:
         raise ServiceError("the emulator returned no webhook secret")
-    ledger = Ledger(database_url)
-    try:
-        ledger.store_webhook_secret(webhook.secret)
-    finally:
-        ledger.close()
+    SecretFile(secret_path).store(webhook.secret)
 
 
 def demo(
@@ -135,13 +131,15 @@ def demo(
         services.append(emulator)
         console.print(f"  emulator        {emulator.url}")
         receiver_url = f"http://127.0.0.1:{receiver_port}"
-        _configure_webhook(emulator.url, f"{receiver_url}/webhook", database_url)
+        secret_path = (DEMO_DIR / "webhook-secrets.json").resolve()
+        _configure_webhook(emulator.url, f"{receiver_url}/webhook", secret_path)
         receiver_env = {"PYTHONUNBUFFERED": "1", "DOCCHECK_WEBHOOK_SECRET": ""}
         receiver = start_service(
             "receiver",
             doccheck_command(
-                "receiver", "--host", "127.0.0.1", "--port", str(receiver_port), "--database-url", database_url
-            ),
+                "receiver", "--host", "127.0.0.1", "--port", str(receiver_port), "--database-url", database_url,
+                "--webhook-secret-file", str(secret_path),
+            ),  # fmt: skip
             health_url=f"{receiver_url}/healthz",
             url=f"{receiver_url}/webhook",
             log_path=DEMO_DIR / "receiver.log",

@@ -30,6 +30,13 @@ def emulator(
     product_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of products that fail.")] = 0.0,
     processing_seconds: Annotated[float, typer.Option(min=0.0, help="Service time until a product finishes.")] = 1.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a client has to send its request line and headers.")
+    ] = 10.0,
+    body_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a client has to send a whole body.")] = 120.0,
+    idle_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a client may pause between two pieces of a body.")
+    ] = 15.0,
 ) -> None:
     """Run a local, real-HTTP emulator of the document-check service (a sandbox: no money, no network)."""
     from doccheck.emulator.faults import FaultSettings
@@ -54,5 +61,8 @@ def emulator(
         offline=offline,
         seed=seed,
         faults=faults,
+        header_timeout_s=header_timeout,
+        body_timeout_s=body_timeout,
+        idle_timeout_s=idle_timeout,
     )
     run(config)

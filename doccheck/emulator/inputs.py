@@ -16,12 +16,14 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from doccheck import bounded_json
 from doccheck.emulator.errors import ApiError, invalid_input, too_large
 from doccheck.emulator.limits import (
     DRAIN_LIMIT,
     JSON_BODY_LIMIT,
     MULTIPART_FILE_LIMIT,
     MULTIPART_OVERHEAD,
+    BodyIncomplete,
     BodyTooLarge,
     ascii_int,
     body_chunks,
@@ -32,6 +34,9 @@ from doccheck.emulator.store import PRODUCTS
 MAX_NAME_LENGTH = 256
 MAX_METADATA_BYTES = 16 * 1024
 MAX_ID_LENGTH = 256
+#: How deep any JSON body or metadata may nest (objects and lists); deeper answers 422.
+MAX_JSON_DEPTH = 32
+INCOMPLETE_BODY = "the request body ended before its end (the client went away or was too slow)"
 
 
 @dataclass
@@ -84,18 +89,16 @@ async def read_json_object(request: Request, limit: int = JSON_BODY_LIMIT) -> di
     except BodyTooLarge:
         await drain(body_chunks(request.receive))
         raise too_large(message) from None
+    except BodyIncomplete:
+        raise invalid_input(INCOMPLETE_BODY) from None
     if not body.strip():
         raise invalid_input("request body is empty; expected a JSON object")
-    try:
-        value = json.loads(bytes(body))
-    except (ValueError, RecursionError) as exc:
-        raise invalid_input(f"request body is not valid JSON ({type(exc).__name__})") from None
+    try:  # strict and bounded: no NaN/Infinity, huge numbers, deep nesting or lone surrogates
+        value = bounded_json.loads(bytes(body), max_bytes=limit, max_depth=MAX_JSON_DEPTH)
+    except bounded_json.JsonRejected as exc:
+        raise invalid_input(f"request body is not acceptable JSON: {exc}") from None
     if not isinstance(value, dict):
         raise invalid_input("request body must be a JSON object")
-    try:  # a JSON escape like "\ud800" decodes to a lone surrogate that cannot be echoed back
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (UnicodeEncodeError, RecursionError, ValueError):
-        raise invalid_input("request body contains invalid Unicode (a lone surrogate escape)") from None
     return value
 
 
@@ -130,6 +133,8 @@ async def _read_multipart(request: Request) -> CheckInput:
     except BodyTooLarge:
         await drain(body_chunks(request.receive))
         raise too_large(message) from None
+    except BodyIncomplete:
+        raise invalid_input(INCOMPLETE_BODY) from None
     except MultiPartException as exc:
         raise invalid_input(f"malformed multipart body: {exc.message}") from None
     except (ValueError, UnicodeError) as exc:
@@ -152,9 +157,9 @@ async def _read_multipart(request: Request) -> CheckInput:
                 result.products = [*(result.products or []), value]
             elif key == "metadata":
                 try:
-                    result.metadata = json.loads(value)
-                except ValueError:
-                    raise invalid_input("field 'metadata' must be a JSON object") from None
+                    result.metadata = bounded_json.loads(value, max_bytes=MAX_METADATA_BYTES, max_depth=MAX_JSON_DEPTH)
+                except bounded_json.JsonRejected as exc:
+                    raise invalid_input(f"field 'metadata' is not acceptable JSON: {exc}") from None
             elif key in ("text", "upload_id", "name", "webhook_url"):
                 if key in result.fields:
                     raise invalid_input(f"field {key!r} was given more than once")
@@ -200,7 +205,12 @@ def metadata_of(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise invalid_input("field 'metadata' must be a JSON object")
-    if len(json.dumps(value)) > MAX_METADATA_BYTES:
+    try:  # the checks' listing must always be able to write it back as strict JSON
+        bounded_json.check_value(value, max_depth=MAX_JSON_DEPTH)
+        encoded = json.dumps(value, allow_nan=False)
+    except (ValueError, RecursionError) as exc:
+        raise invalid_input(f"field 'metadata' is not acceptable JSON: {exc}") from None
+    if len(encoded) > MAX_METADATA_BYTES:
         raise invalid_input(f"field 'metadata' is larger than {MAX_METADATA_BYTES} bytes")
     return value
 

@@ -18,6 +18,11 @@ class BodyTooLarge(Exception):
     """The body went over its limit while streaming."""
 
 
+class BodyIncomplete(Exception):
+    """The client went away (or was cut off by a read deadline) before the body ended:
+    what arrived is a fragment and must not be used as if it were the whole body."""
+
+
 async def drain(chunks: AsyncIterator[bytes], already: int = 0) -> None:
     """Read and DISCARD the rest of an oversize body (bounded), so that the client, which is
     still sending, gets to read our 413 instead of a connection reset."""
@@ -32,7 +37,8 @@ async def drain(chunks: AsyncIterator[bytes], already: int = 0) -> None:
 
 
 async def body_chunks(receive: Any) -> AsyncIterator[bytes]:
-    """Raw ASGI body chunks from ``receive`` until the body ends or the client leaves.
+    """Raw ASGI body chunks from ``receive`` until the body ends; :class:`BodyIncomplete`
+    when the client leaves (or a read deadline cuts it off) first.
 
     Used instead of ``Request.stream()`` so that the remainder of an oversize body can be
     drained from the same channel after we stopped storing it.
@@ -40,7 +46,7 @@ async def body_chunks(receive: Any) -> AsyncIterator[bytes]:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return
+            raise BodyIncomplete
         chunk = message.get("body", b"")
         if chunk:
             yield chunk

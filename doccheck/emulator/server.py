@@ -20,6 +20,7 @@ from doccheck.emulator.app import create_app
 from doccheck.emulator.runtime import Emulator, EmulatorConfig
 from doccheck.emulator.storage import StorageOrigin
 from doccheck.extract import sandbox as extraction
+from doccheck.slow_clients import BodyDeadline, deadline_protocol
 
 
 class _Server(uvicorn.Server):
@@ -59,10 +60,15 @@ async def serve(config: EmulatorConfig, sockets: tuple[socket.socket, socket.soc
     """Serve until SIGINT/SIGTERM (on ``sockets`` if given, else binding host:port and storage port)."""
     api_sock, storage_sock = sockets or (bind(config.host, config.port), bind(config.host, config.storage_port))
     emu = Emulator(config)
-    api = _Server(uvicorn.Config(create_app(emu), host=config.host, port=config.port,
+    protocol = deadline_protocol(config.header_timeout_s)  # slow clients are cut off, see slow_clients
+
+    def bounded(app: object) -> BodyDeadline:
+        return BodyDeadline(app, body_timeout=config.body_timeout_s, idle_timeout=config.idle_timeout_s)
+
+    api = _Server(uvicorn.Config(bounded(create_app(emu)), host=config.host, port=config.port, http=protocol,
                                  log_level="warning", lifespan="off", access_log=False))  # fmt: skip
-    storage = _Server(uvicorn.Config(StorageOrigin(emu), host=config.host, port=config.storage_port,
-                                     log_level="warning", lifespan="off", access_log=False))  # fmt: skip
+    storage = _Server(uvicorn.Config(bounded(StorageOrigin(emu)), host=config.host, port=config.storage_port,
+                                     http=protocol, log_level="warning", lifespan="off", access_log=False))  # fmt: skip
     loop = asyncio.get_running_loop()
 
     def stop() -> None:

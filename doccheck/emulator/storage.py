@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 from doccheck.emulator.clock import iso
 from doccheck.emulator.errors import error_body
-from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, ascii_int, body_chunks, drain
+from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, BodyIncomplete, ascii_int, body_chunks, drain
 from doccheck.emulator.store import Upload
 
 if TYPE_CHECKING:
@@ -108,11 +108,14 @@ class StorageOrigin:
                 await drain(chunks)
             return 413, "file_too_large", f"the upload is larger than its limit of {limit} bytes", {}
         data = bytearray()
-        async for chunk in chunks:
-            if len(data) + len(chunk) > limit:
-                await drain(chunks, len(data) + len(chunk))
-                return 413, "file_too_large", f"the upload is larger than its limit of {limit} bytes", {}
-            data.extend(chunk)
+        try:
+            async for chunk in chunks:
+                if len(data) + len(chunk) > limit:
+                    await drain(chunks, len(data) + len(chunk))
+                    return 413, "file_too_large", f"the upload is larger than its limit of {limit} bytes", {}
+                data.extend(chunk)
+        except BodyIncomplete:  # a fragment is never stored as the upload's bytes
+            return 400, "body_incomplete", "the upload body ended before its end; nothing was stored", {}
         # The upload may have been consumed or deleted while the body streamed in.
         if upload.status != "waiting":
             return 409, "upload_consumed", "the upload is no longer waiting for bytes", {}

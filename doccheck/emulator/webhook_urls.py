@@ -24,12 +24,48 @@ class WebhookUrlError(ValueError):
     """The URL may not be registered or called; the message says why."""
 
 
+#: IPv6 ranges whose low 32 bits are an IPv4 address the packet is translated to (NAT64).
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+#: The IPv4-compatible range (deprecated ``::a.b.c.d``); ``::`` and ``::1`` are in it too.
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address carries and may be routed to: IPv4-mapped
+    (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``), NAT64 (``64:ff9b::/96`` and the
+    local-use ``64:ff9b:1::/48``), 6to4 (``2002:AABB:CCDD::``), Teredo (server and client)
+    and ISATAP interface ids (``...:0:5efe:a.b.c.d`` / ``...:200:5efe:a.b.c.d``)."""
+    found: list[ipaddress.IPv4Address] = []
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if ip in _V4_COMPATIBLE or any(ip in net for net in _NAT64):
+        found.append(low32)
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    if (int(ip) >> 32) & 0xFDFFFFFF == 0x00005EFE:  # ISATAP: interface id 0[2]00:5efe + IPv4
+        found.append(low32)
+    return found
+
+
 def is_public_address(address: str) -> bool:
-    """True for a globally routable unicast address (IPv4-mapped IPv6 unwrapped)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    """True for a globally routable unicast address that embeds no private IPv4 address.
+
+    ``ipaddress`` calls ``::127.0.0.1``, ``64:ff9b::7f00:1`` and ``2002:7f00:1::`` global,
+    yet each reaches 127.0.0.1 on a host or network that translates it; every embedded
+    IPv4 address must be public too (:func:`embedded_ipv4`).
+    """
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        return all(v4.is_global and not v4.is_multicast for v4 in embedded_ipv4(ip))
+    return True
 
 
 async def resolve(host: str, port: int, *, offline: bool = False) -> list[str]:

@@ -654,6 +654,7 @@ class Ledger:
                 for ev in events:
                     self._apply_event(s, ev)
                     ev.applied = True
+                    ev.payload = {}  # the raw body (document metadata) is not kept once applied (docs/data.md)
                     s.add(ev)
             applied += len(events)
             if len(events) < size:

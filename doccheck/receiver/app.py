@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from doccheck.client.models import Event
 from doccheck.ledger import Ledger
+from doccheck.secret_file import SecretFileError
 from doccheck.webhooks import (
     SIGNATURE_HEADER,
     EventParseError,
@@ -67,16 +68,6 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def ledger_secrets_provider(ledger: Ledger) -> SecretsProvider:
-    """Secrets read from the ledger at each delivery, so a rotation stored by ``doccheck``
-    takes effect without restarting the receiver (the read is one tiny indexed query)."""
-
-    def provider() -> list[SecretStr]:
-        return ledger.webhook_secrets()
-
-    return provider
-
-
 def create_app(
     ledger: Ledger,
     secrets_provider: SecretsProvider,
@@ -104,7 +95,10 @@ def create_app(
         header = request.headers.get(SIGNATURE_HEADER)
         try:
             secrets = list(await run_in_threadpool(secrets_provider))
-        except Exception:  # noqa: BLE001 - ledger down: ask the service to retry
+        except SecretFileError as exc:  # e.g. chmod'ed open: refuse until fixed, say why in the log
+            log.error("cannot use the webhook secrets: %s", exc)
+            return _error(503, "unavailable", "the receiver cannot read its signing secrets")
+        except Exception:  # noqa: BLE001 - source down: ask the service to retry
             log.exception("cannot read the webhook secrets")
             return _error(503, "unavailable", "the receiver cannot read its signing secrets")
         if not any((s.get_secret_value() if isinstance(s, SecretStr) else s) for s in secrets):

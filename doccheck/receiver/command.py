@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -56,6 +57,14 @@ def receiver(
             "re-read every --secret-block-refresh seconds) instead of DOCCHECK_WEBHOOK_SECRET or the ledger.",
         ),
     ] = None,
+    webhook_secret_file: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="DOCCHECK_WEBHOOK_SECRET_FILE",
+            help="Read the signing secret(s) from this JSON file, mode 0600 and owned by you (refused otherwise; "
+            "re-read on every delivery, see docs/data.md), when DOCCHECK_WEBHOOK_SECRET is not set.",
+        ),
+    ] = None,
     secret_block_refresh: Annotated[
         float, typer.Option(help="Seconds between re-reads of --webhook-secret-block.", min=0)
     ] = 30.0,
@@ -63,13 +72,18 @@ def receiver(
         str | None,
         typer.Option(help="Prefect API for --prefect-events / --webhook-secret-block (default: PREFECT_API_URL)."),
     ] = None,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a client has to send its request line and headers.")
+    ] = 10.0,
+    body_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a client has to send a whole body.")] = 30.0,
 ) -> None:
     """Receive signed webhook deliveries at POST /webhook and store them in the ledger.
 
     Secrets come from a Prefect Secret block (--webhook-secret-block, re-read every 30 s), or
-    from DOCCHECK_WEBHOOK_SECRET (comma-separated during a rotation), or else
-    from the secret that `doccheck demo` stored in the ledger when it configured the webhook
-    (re-read on every delivery, so a rotation needs no restart).
+    from DOCCHECK_WEBHOOK_SECRET (comma-separated during a rotation), or else from a secret
+    file only you can read (--webhook-secret-file / DOCCHECK_WEBHOOK_SECRET_FILE, written by
+    `doccheck demo`; re-read on every delivery, so a rotation needs no restart, and the
+    previous secret verifies only for a bounded window). Never from the ledger.
     """
     import uvicorn
     from rich.console import Console
@@ -77,7 +91,8 @@ def receiver(
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
     from doccheck.ledger.engine import redact_url
-    from doccheck.receiver.app import create_app, ledger_secrets_provider
+    from doccheck.receiver.app import create_app
+    from doccheck.secret_file import SecretFileError, file_secrets_provider
 
     console = Console(stderr=True, soft_wrap=True)
     settings = load_settings(database_url=database_url)
@@ -101,9 +116,22 @@ def receiver(
     elif env_secrets:
         provider = lambda: env_secrets  # noqa: E731
         source = "DOCCHECK_WEBHOOK_SECRET"
+    elif webhook_secret_file is not None:
+        provider = file_secrets_provider(webhook_secret_file)
+        try:
+            provider()  # refuse an insecure or unreadable file now, with one clear line
+        except SecretFileError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            ledger.close()
+            raise typer.Exit(2) from None
+        source = f"the secret file {webhook_secret_file}"
     else:
-        provider = ledger_secrets_provider(ledger)
-        source = "the ledger"
+        console.print(
+            "[red]error:[/] no signing secret: set DOCCHECK_WEBHOOK_SECRET, --webhook-secret-file "
+            "(DOCCHECK_WEBHOOK_SECRET_FILE) or --webhook-secret-block (secrets are no longer read from the ledger)"
+        )
+        ledger.close()
+        raise typer.Exit(2)
     on_stored = None
     events_note = ""
     if prefect_events:
@@ -122,7 +150,11 @@ def receiver(
         f"receiver listening on http://{host}:{port}/webhook "
         f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    from doccheck.slow_clients import BodyDeadline, deadline_protocol
+
+    bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
+    config = uvicorn.Config(bounded, host=host, port=port, http=deadline_protocol(header_timeout),
+                            log_level="warning", access_log=False, lifespan="off")  # fmt: skip
     server = _quiet_server(config)
     try:
         server.run()  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,10 @@ def test_demo_output_is_clean_and_reports_are_complete(prefect_server: Any, tmp_
         assert (tmp_path / ".doccheck-demo" / log).exists()
     receiver_log = (tmp_path / ".doccheck-demo" / "receiver.log").read_text()
     assert "stored" in receiver_log  # the results came through signed webhooks
+    secret_file = tmp_path / ".doccheck-demo" / "webhook-secrets.json"
+    assert secret_file.stat().st_mode & 0o777 == 0o600  # the secret: an owner-only file...
+    with sqlite3.connect(tmp_path / ".doccheck-demo" / "ledger.db") as db:  # ...never the ledger
+        assert db.execute("SELECT count(*) FROM webhook_secrets").fetchone() == (0,)
 
     # Its flow run is in the Prefect server.
     runs = httpx.post(

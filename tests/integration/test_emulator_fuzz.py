@@ -112,3 +112,87 @@ def test_raw_requests_find_no_5xx(emulator: EmulatorHandle, emulator_account: st
         run()
     print(f"\nraw hypothesis: {sum(cases.values())} requests")
     assert sum(cases.values()) >= RAW_EXAMPLES // 2
+
+
+# ---- hostile JSON and multipart (issue 13): non-finite, huge, deep, odd ---------------------
+
+SCALAR_TEXTS = st.one_of(
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1e-400", "-0.0", "null", "true",
+                     '"\\ud800"', '"\\udfff x"', '"\\u0000"']),
+    st.integers(min_value=-(10**80), max_value=10**80).map(str),
+    st.integers(min_value=60, max_value=6000).map(lambda n: "9" * n),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.text(max_size=8).map(json.dumps),
+)  # fmt: skip
+JSON_TEXTS = st.recursive(
+    SCALAR_TEXTS,
+    lambda inner: st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
+    | st.lists(st.tuples(st.text(max_size=6).map(json.dumps), inner), max_size=3).map(
+        lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}"
+    ),
+    max_leaves=10,
+)
+DEEP_TEXTS = st.one_of(
+    st.integers(min_value=25, max_value=120_000).map(lambda n: "[" * n + "]" * n),
+    st.integers(min_value=25, max_value=3_000).map(lambda n: '{"a":' * n + "1" + "}" * n),
+    st.integers(min_value=25, max_value=3_000).map(lambda n: "[" * n),  # unterminated
+)
+ANY_JSON_TEXT = st.one_of(JSON_TEXTS, DEEP_TEXTS)
+HOSTILE_CHECK_BODIES = st.one_of(
+    ANY_JSON_TEXT.map(lambda m: '{"text": "one two three four", "metadata": ' + m + "}"),
+    st.tuples(FIELDS, ANY_JSON_TEXT).map(lambda fv: '{"text": "one two three", "' + fv[0] + '": ' + fv[1] + "}"),
+    ANY_JSON_TEXT,
+).map(lambda s: s.encode("utf-8", "surrogatepass"))
+
+
+def _multipart(boundary: str, parts: list[tuple[str, str | None, bytes]], close: bool) -> bytes:
+    out = b""
+    for name, filename, data in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
+        out += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode("utf-8", "surrogatepass")
+        out += data + b"\r\n"
+    return out + (f"--{boundary}--\r\n".encode() if close else b"")
+
+
+PART_NAMES = st.sampled_from(["metadata", "products", "file", "text", "name", "upload_id", "webhook_url", "x"])
+MULTIPART_CASES = st.tuples(
+    st.sampled_from(["b", "----x", "a" * 70, "ünï"]),
+    st.lists(st.tuples(PART_NAMES, st.none() | st.sampled_from(["a.txt", "a.pdf", "", "../../x.docx", "a\x00.txt"]),
+                       st.one_of(ANY_JSON_TEXT.map(lambda s: s.encode("utf-8", "surrogatepass")),
+                                 st.binary(max_size=60))),
+             max_size=5),
+    st.booleans(),
+)  # fmt: skip
+HOSTILE_EXAMPLES = 120
+
+
+def test_hostile_json_and_multipart_find_no_5xx(emulator: EmulatorHandle, emulator_account: str) -> None:
+    seen = Counter()
+    with httpx.Client(base_url=emulator.base_url, trust_env=False, timeout=30) as client:
+        auth = {"Authorization": f"Bearer {emulator_account}"}
+
+        @settings(max_examples=HOSTILE_EXAMPLES, **FUZZ_SETTINGS)
+        @given(body=HOSTILE_CHECK_BODIES, target=st.sampled_from(["/checks", "/uploads", "/webhook"]))
+        def json_case(body: bytes, target: str) -> None:
+            method = "PUT" if target == "/webhook" else "POST"
+            response = client.request(method, target, content=body, headers={**auth, "Content-Type": "application/json"})
+            seen[f"json {response.status_code}"] += 1
+            _assert_service_shape(response.status_code, response.content, f"{method} {target} {body[:120]!r}")
+
+        @settings(max_examples=HOSTILE_EXAMPLES, **FUZZ_SETTINGS)
+        @given(case=MULTIPART_CASES)
+        def multipart_case(case: tuple[str, list[tuple[str, str | None, bytes]], bool]) -> None:
+            boundary, parts, close = case
+            body = _multipart(boundary, parts, close)
+            ctype = f"multipart/form-data; boundary={boundary}".encode("utf-8")  # raw bytes, as a client may send
+            response = client.post("/checks", content=body, headers={**auth, "Content-Type": ctype})
+            seen[f"multipart {response.status_code}"] += 1
+            _assert_service_shape(response.status_code, response.content, f"multipart {body[:160]!r}")
+
+        json_case()
+        multipart_case()
+        listing = client.get("/checks", headers=auth, params={"limit": 100})  # never poisoned
+        assert listing.status_code == 200, listing.text
+        json.loads(listing.content, parse_constant=lambda c: pytest.fail(f"listing holds {c}"))
+    print(f"\nhostile json/multipart: {dict(seen)}")
+    assert sum(seen.values()) >= HOSTILE_EXAMPLES

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 import pyarrow.parquet as pq
+import pytest
+from markdown_it import MarkdownIt
 
+from doccheck.markdown import escape_markdown
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import ReportTables, write_reports
 from tasks.artifacts import (
@@ -74,12 +77,13 @@ def test_summary_markdown_has_rejects_spend_scores_and_paths() -> None:
     summary = {"campaign": "hist-101", "status": "finished", "run_id": "r1", "documents": 2, "rejected": 1,
                "spent_cents": 10, "report_dir": "/tmp/reports/hist-101-x", "latest_dir": "/tmp/reports/latest"}  # fmt: skip
     md = summary_markdown(summary, TABLES, {"ai_results": "/tmp/reports/hist-101-x/ai_results.parquet"}, "/x/scores.png")
-    assert md.startswith("# doccheck run: hist-101")
+    text = rendered_text(md)
+    assert text.startswith("doccheck run: hist-101")
     assert "| charged this run (cents) | 10 |" in md
-    assert "## Rejected rows (1)" in md and "row 3: field text: the text is empty" in md
+    assert "## Rejected rows (1)" in md and "row 3: field text: the text is empty" in text
     assert "## Not submitted (1)" in md and "over \\| budget" in md  # a pipe cannot break the table
-    assert "| d1 | chk_1 | 0.91 | ai |" in md
-    assert "/tmp/reports/hist-101-x/ai_results.parquet" in md and "/x/scores.png" in md
+    assert "| d1 | chk\\_1 | 0.91 | ai |" in md
+    assert "/tmp/reports/hist-101-x/ai_results.parquet" in text and "/x/scores.png" in text
     assert "## Highest similarity scores (top 5)" in md and "_none_" in md
 
 
@@ -88,7 +92,7 @@ def test_summary_markdown_falls_back_to_summary_rejections() -> None:
         {"campaign": "c", "rejections": [{"row": 7, "document_id": "z", "code": "bad", "reason": "row 7: no text"}]},
         {},
     )
-    assert "## Rejected rows (1)" in md and "row 7: no text" in md
+    assert "## Rejected rows (1)" in md and "row 7: no text" in rendered_text(md)
 
 
 def test_histogram_is_a_png_even_without_scores() -> None:
@@ -125,3 +129,50 @@ def test_run_progress_combines_submission_and_results() -> None:
     no_wait.listener(Progress(done=1, total=4, phase="submit"))
     assert no_wait.percent() == 25.0 and "results" not in no_wait.description()
     assert RunProgress("k", 0, 0, wait=True).percent() == 100.0
+
+
+def rendered_text(md: str) -> str:
+    """The text a reader sees: markdown rendered (CommonMark + tables, HTML passed through,
+    as Prefect's UI does), tags stripped, entities decoded."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+HOSTILE_IDS = [
+    "![x](http://host/)",
+    "<img src=x onerror=alert(1)>",
+    "[a](javascript:alert(1))",
+    "<a href='http://e'>x</a>",
+    "**bold** _it_ `code` ~~s~~",
+    "# heading",
+    "a|b\nc",
+    "&lt;img&gt; &amp;",
+    "http://evil.example/x www.evil.example",
+    "[ref]: http://e",
+    "\\![x](y)",
+]
+
+
+def test_hostile_ids_render_as_their_own_text() -> None:
+    rows = [{"document_id": v, "check_id": "c", "score": 0.5, "label": "ai"} for v in HOSTILE_IDS]
+    md = summary_markdown({"campaign": "![c](http://host/c.png)", "report_dir": "/tmp/`x`<b>"}, {"ai_results": rows})
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+    assert "<img" not in rendered and "<a " not in rendered and "<b>" not in rendered
+    assert rendered.count("<em>") == rendered.count("<em>none</em>")  # only our own "_none_"
+    assert "<strong>" not in rendered and "<code>" not in rendered
+    text = rendered_text(md)
+    for value in HOSTILE_IDS[:5]:
+        assert value in text, value
+    assert "doccheck run: ![c](http://host/c.png)" in text and "/tmp/`x`<b>" in text
+
+
+@pytest.mark.parametrize("value", HOSTILE_IDS)
+def test_escape_markdown_round_trips_through_a_renderer(value: str) -> None:
+    rendered = MarkdownIt("commonmark", {"html": True}).render(escape_markdown(value))
+    assert "<img" not in rendered and "<a " not in rendered
+    assert rendered_text(escape_markdown(value)).strip() == value.replace("\n", " ")

@@ -16,7 +16,8 @@ with warnings.catch_warnings():  # starlette 1.x nags about httpx; the in-proces
     from starlette.testclient import TestClient
 
 from doccheck.ledger import Ledger
-from doccheck.receiver.app import create_app, ledger_secrets_provider
+from doccheck.receiver.app import create_app
+from doccheck.secret_file import SecretFile, file_secrets_provider
 from doccheck.webhooks import sign
 from tests.fixtures.events import event_body
 
@@ -31,9 +32,14 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
 
 
 @pytest.fixture
-def client(ledger: Ledger) -> Iterator[TestClient]:
-    ledger.store_webhook_secret(SECRET)
-    app = create_app(ledger, ledger_secrets_provider(ledger), max_body_bytes=4096)
+def secret_file(tmp_path: Path) -> SecretFile:
+    return SecretFile(tmp_path / "secrets" / "webhook.json")
+
+
+@pytest.fixture
+def client(ledger: Ledger, secret_file: SecretFile) -> Iterator[TestClient]:
+    secret_file.store(SECRET)
+    app = create_app(ledger, file_secrets_provider(secret_file.path), max_body_bytes=4096)
     with TestClient(app) as c:
         yield c
 
@@ -110,16 +116,16 @@ def test_signed_but_invalid_event_400(client: TestClient) -> None:
         assert "not json" not in r.text
 
 
-def test_no_secret_configured_503(ledger: Ledger) -> None:
-    app = create_app(ledger, ledger_secrets_provider(ledger))
+def test_no_secret_configured_503(ledger: Ledger, secret_file: SecretFile) -> None:
+    app = create_app(ledger, file_secrets_provider(secret_file.path))
     with TestClient(app) as c:
         body = event_body()
         r = post(c, body, sign(body, SECRET))
     assert r.status_code == 503
 
 
-def test_rotation_without_restart(client: TestClient, ledger: Ledger) -> None:
-    ledger.store_webhook_secret("whsec_rotated")
+def test_rotation_without_restart(client: TestClient, ledger: Ledger, secret_file: SecretFile) -> None:
+    secret_file.store("whsec_rotated")
     old, new = event_body("evt_old"), event_body("evt_new")
     assert post(client, old, sign(old, SECRET)).status_code == 200  # previous secret still accepted
     assert post(client, new, sign(new, SecretStr("whsec_rotated"))).status_code == 200
@@ -135,3 +141,14 @@ def test_env_secrets_provider(ledger: Ledger) -> None:
 
 def test_get_on_webhook_is_405(client: TestClient) -> None:
     assert client.get("/webhook").status_code == 405
+
+
+def test_secret_file_opened_to_others_is_503_without_traceback(
+    client: TestClient, secret_file: SecretFile, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret_file.path.chmod(0o644)
+    body = event_body("evt_open")
+    r = post(client, body, sign(body, SECRET))
+    assert r.status_code == 503 and SECRET not in r.text
+    assert "chmod 600" in caplog.text and "Traceback" not in caplog.text and SECRET not in caplog.text
+

@@ -1,0 +1,113 @@
+"""``doccheck purge``: delete a campaign's or a run's student data (dry run unless --yes).
+
+``doccheck purge --campaign hist-101`` prints what would go (ledger rows per table,
+report folders); add ``--yes`` to delete it. ``--retention`` purges every run older than
+``DOCCHECK_RETENTION_DAYS`` (or ``--older-than``), drops raw webhook bodies already
+applied, deletes events older than that, and clears plain-text secrets an older doccheck
+kept in the ledger: run ``doccheck purge --retention --yes`` from cron or a Prefect
+schedule. The logic is ``doccheck.ledger.purge``; see docs/data.md.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+_AGE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([dh]?)")
+
+
+def parse_age(text: str) -> timedelta:
+    """``30``/``30d`` days or ``12h`` hours; ValueError otherwise."""
+    match = _AGE.fullmatch(text.strip().lower())
+    if not match:
+        raise ValueError(f"--older-than {text!r}: use days (30 or 30d) or hours (12h)")
+    amount = float(match.group(1))
+    return timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
+
+
+def purge(
+    campaign: Annotated[list[str] | None, typer.Option("--campaign", help="Campaign to purge (repeatable).")] = None,
+    run_id: Annotated[list[str] | None, typer.Option("--run-id", help="Run to purge (repeatable).")] = None,
+    older_than: Annotated[
+        str | None, typer.Option(help="Only runs started before this age: days (30, 30d) or hours (12h).")
+    ] = None,
+    retention: Annotated[
+        bool,
+        typer.Option(
+            "--retention",
+            help="Apply the retention policy: runs older than DOCCHECK_RETENTION_DAYS (or --older-than), "
+            "applied event bodies, old events, legacy secrets. For schedules.",
+        ),
+    ] = False,
+    retention_days: Annotated[
+        float | None,
+        typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (without it: a dry run that only prints).")] = False,
+    database_url: Annotated[
+        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+    ] = None,
+) -> None:
+    """Delete a campaign's or run's ledger rows, webhook bodies and report folders (dry run unless --yes)."""
+    from doccheck.config import load_settings
+    from doccheck.ledger.engine import create_ledger_engine, redact_url
+    from doccheck.ledger.purge import (
+        PurgeError,
+        drop_event_bodies,
+        execute_purge,
+        legacy_secret_rows,
+        plan_purge,
+    )
+
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        age = parse_age(older_than) if older_than else None
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if retention and age is None:
+        if retention_days is None:
+            err.print("[red]error:[/] --retention needs DOCCHECK_RETENTION_DAYS (or --retention-days / --older-than)")
+            raise typer.Exit(2)
+        age = timedelta(days=retention_days)
+    settings = load_settings(database_url=database_url)
+    engine = create_ledger_engine(settings.database_url)
+    verb = "removed" if yes else "would remove"
+    try:
+        try:
+            plan = plan_purge(engine, campaigns=campaign or (), run_ids=run_id or (), older_than=age)
+        except PurgeError as exc:
+            if not retention:
+                err.print(f"[red]error:[/] {exc}")
+                raise typer.Exit(2) from None
+            plan = None
+        console.print(f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]"))
+        if plan is not None:
+            rows = execute_purge(engine, plan).rows if yes else plan.rows
+            folders = plan.folders
+            console.print(
+                f"runs: {len(plan.run_ids)}; campaigns whole: {', '.join(plan.whole_campaigns) or '-'}; "
+                f"partly (other runs kept): {', '.join(plan.partial_campaigns) or '-'}"
+            )
+            table = Table("table", f"rows {verb}")
+            for name, count in sorted(rows.items()):
+                table.add_row(name, str(count))
+            console.print(table)
+            for folder in folders:
+                console.print(f"report folder {verb}: {folder}")
+            for folder, why in plan.skipped_folders.items():
+                console.print(f"[yellow]report folder kept[/] {folder}: {why}")
+        if retention:
+            bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes)
+            secrets = legacy_secret_rows(engine, apply=yes)
+            console.print(f"webhook event bodies (applied) {verb}: {bodies}")
+            console.print(f"webhook events older than {age} {verb}: {old_events}")
+            console.print(f"legacy plain-text secrets in the ledger {verb}: {secrets}")
+    finally:
+        engine.dispose()

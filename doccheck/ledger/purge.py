@@ -1,0 +1,314 @@
+"""Deleting student data: a campaign's or a run's ledger rows, event bodies and report folders.
+
+Student submissions have a lifecycle; the ledger and the report folders must not keep
+them for ever. :func:`plan_purge` works out what a purge would remove and
+:func:`execute_purge` removes exactly that, so the command can show a dry run first.
+
+Which rows: the tables are REFLECTED from the database, not taken from our models, so a
+table another module adds later (stored matching signatures, say) is covered as long as
+it has one of the linking columns:
+
+- ``campaign`` in a campaign purged whole (every run of it selected, or named alone);
+- ``run_id`` of a selected run (and ``runs.id`` itself);
+- ``idempotency_key`` used ONLY by selected runs' documents (a run purged alone keeps the
+  submissions other runs of its campaign still rely on; a rerun of those rows must find
+  them, or it would pay again);
+- ``check_id`` of a check of those submissions (outcomes, webhook events, signatures).
+
+Report folders: each selected run's ``report_dir`` (from its summary), and the ``latest``
+copy when the newest run writing to it is selected. A folder is removed only if it looks
+like a report folder (files only, report extensions), never a user's other files.
+
+:func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
+the document's metadata and is needed only until applied) and deletes events older than
+the retention; :func:`retention` combines both with a purge of runs older than N days.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import MetaData, Table, and_, delete, false, func, or_, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
+
+CHUNK = 500
+REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv"}
+RUNS_TABLE = "runs"
+EVENTS_TABLE = "webhook_events"
+LEGACY_SECRETS_TABLE = "webhook_secrets"
+
+
+class PurgeError(ValueError):
+    """The purge was asked for nothing, or for something that cannot be found."""
+
+
+@dataclass
+class PurgePlan:
+    """What a purge removes (a dry run prints this; :func:`execute_purge` deletes it)."""
+
+    run_ids: list[str] = field(default_factory=list)
+    whole_campaigns: list[str] = field(default_factory=list)
+    partial_campaigns: list[str] = field(default_factory=list)
+    idempotency_keys: list[str] = field(default_factory=list)
+    check_ids: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    folders: list[Path] = field(default_factory=list)
+    skipped_folders: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.rows.values()) and not self.folders
+
+
+@dataclass
+class PurgeResult:
+    """What was removed."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    folders: list[Path] = field(default_factory=list)
+    event_bodies_dropped: int = 0
+    events_deleted: int = 0
+    legacy_secrets_deleted: int = 0
+
+
+def _aware(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _chunks(values: Sequence[str]) -> Iterable[list[str]]:
+    for start in range(0, len(values), CHUNK):
+        yield list(values[start : start + CHUNK])
+
+
+def _in(column: Any, values: Sequence[str]) -> ColumnElement[bool]:
+    """``column IN values`` for any length (OR of chunks; an empty list matches nothing)."""
+    if not values:
+        return false()
+    return or_(*(column.in_(chunk) for chunk in _chunks(values)))
+
+
+def reflect(engine: Engine) -> MetaData:
+    """Every table in the database as it is now (including tables our models do not know)."""
+    metadata = MetaData()
+    metadata.reflect(bind=engine)
+    return metadata
+
+
+def _condition(table: Table, plan: PurgePlan) -> ColumnElement[bool] | None:
+    cols = table.c
+    parts: list[ColumnElement[bool]] = []
+    if "campaign" in cols and plan.whole_campaigns:
+        parts.append(_in(cols["campaign"], plan.whole_campaigns))
+    if "run_id" in cols and plan.run_ids:
+        parts.append(_in(cols["run_id"], plan.run_ids))
+    if table.name == RUNS_TABLE and "id" in cols and plan.run_ids:
+        parts.append(_in(cols["id"], plan.run_ids))
+    if "idempotency_key" in cols and plan.idempotency_keys:
+        parts.append(_in(cols["idempotency_key"], plan.idempotency_keys))
+    if "check_id" in cols and plan.check_ids:
+        parts.append(_in(cols["check_id"], plan.check_ids))
+    return or_(*parts) if parts else None
+
+
+def plan_purge(
+    engine: Engine,
+    *,
+    campaigns: Sequence[str] = (),
+    run_ids: Sequence[str] = (),
+    older_than: timedelta | None = None,
+    now: datetime | None = None,
+) -> PurgePlan:
+    """What purging the selected runs removes. Runs are selected by campaign AND run id AND
+    age (each filter optional, at least one required); a campaign named without a run or
+    age filter is purged whole, even rows no run refers to any more."""
+    if not campaigns and not run_ids and older_than is None:
+        raise PurgeError("name a campaign, a run or an age (--older-than): refusing to purge everything")
+    metadata = reflect(engine)
+    if RUNS_TABLE not in metadata.tables:
+        raise PurgeError("this database has no doccheck ledger (no 'runs' table)")
+    runs = metadata.tables[RUNS_TABLE]
+    cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
+    plan = PurgePlan()
+    with engine.connect() as conn:
+        all_runs = conn.execute(select(runs.c.id, runs.c.campaign, runs.c.started_at, runs.c.summary)).all()
+        selected = []
+        for run in all_runs:
+            if campaigns and run.campaign not in campaigns:
+                continue
+            if run_ids and run.id not in run_ids:
+                continue
+            started = _aware(run.started_at)
+            if cutoff is not None and (started is None or started >= cutoff):
+                continue
+            selected.append(run)
+        if run_ids:
+            missing = sorted(set(run_ids) - {r.id for r in all_runs})
+            if missing:
+                raise PurgeError(f"no such run in the ledger: {', '.join(missing)}")
+        plan.run_ids = sorted(r.id for r in selected)
+        selected_ids = set(plan.run_ids)
+        by_campaign: dict[str, list[str]] = {}
+        for run in all_runs:
+            by_campaign.setdefault(run.campaign, []).append(run.id)
+        touched = {r.campaign for r in selected}
+        whole = {c for c in touched if set(by_campaign[c]) <= selected_ids}
+        if campaigns and not run_ids and older_than is None:
+            whole |= set(campaigns)  # named alone: the whole campaign, orphans included
+        plan.whole_campaigns = sorted(whole)
+        plan.partial_campaigns = sorted(touched - whole)
+        plan.idempotency_keys = _exclusive_keys(conn, metadata, plan.run_ids, selected_ids)
+        plan.check_ids = _check_ids(conn, metadata, plan)
+        for table in metadata.sorted_tables:
+            condition = _condition(table, plan)
+            if condition is not None:
+                plan.rows[table.name] = conn.execute(select(func.count()).select_from(table).where(condition)).scalar_one()
+    _plan_folders(plan, all_runs, selected_ids)
+    return plan
+
+
+def _exclusive_keys(conn: Any, metadata: MetaData, run_ids: list[str], selected: set[str]) -> list[str]:
+    """Idempotency keys used by selected runs' documents and by no other run's."""
+    documents = metadata.tables.get("documents")
+    if documents is None or not run_ids or not {"run_id", "idempotency_key"} <= set(documents.c.keys()):
+        return []
+    rows = conn.execute(
+        select(documents.c.idempotency_key, documents.c.run_id).where(
+            documents.c.idempotency_key.in_(
+                select(documents.c.idempotency_key).where(_in(documents.c.run_id, run_ids)).scalar_subquery()
+            )
+        )
+    ).all()
+    kept = {r.idempotency_key for r in rows if r.run_id not in selected}
+    return sorted({r.idempotency_key for r in rows} - kept)
+
+
+def _check_ids(conn: Any, metadata: MetaData, plan: PurgePlan) -> list[str]:
+    """Check ids of the submissions and outcomes that go (they link events and signatures)."""
+    found: set[str] = set()
+    for name in ("submissions", "outcomes"):
+        table = metadata.tables.get(name)
+        if table is None or "check_id" not in table.c:
+            continue
+        parts = []
+        if "campaign" in table.c and plan.whole_campaigns:
+            parts.append(_in(table.c["campaign"], plan.whole_campaigns))
+        if "idempotency_key" in table.c and plan.idempotency_keys:
+            parts.append(_in(table.c["idempotency_key"], plan.idempotency_keys))
+        if parts:
+            query = select(table.c.check_id).where(and_(or_(*parts), table.c.check_id.is_not(None)))
+            found.update(row.check_id for row in conn.execute(query))
+    return sorted(found)
+
+
+def _report_folder_problem(path: Path) -> str | None:
+    """Why ``path`` must not be removed as a report folder, or None if it may."""
+    if path.is_symlink() or not path.is_dir():
+        return "not a folder"
+    for child in path.iterdir():
+        if child.is_dir() or child.is_symlink():
+            return f"holds {child.name!r}, which is not a report file"
+        if child.suffix.lower() not in REPORT_SUFFIXES and not child.name.startswith("."):
+            return f"holds {child.name!r}, which is not a report file"
+    return None
+
+
+def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) -> None:
+    newest_for_latest: dict[str, tuple[datetime, str]] = {}
+    candidates: list[Path] = []
+    for run in all_runs:
+        summary = run.summary if isinstance(run.summary, dict) else {}
+        started = _aware(run.started_at) or datetime.min.replace(tzinfo=UTC)
+        latest = summary.get("latest_dir")
+        if isinstance(latest, str) and latest:
+            if latest not in newest_for_latest or newest_for_latest[latest][0] < started:
+                newest_for_latest[latest] = (started, run.id)
+        report_dir = summary.get("report_dir")
+        if run.id in selected and isinstance(report_dir, str) and report_dir:
+            candidates.append(Path(report_dir))
+    candidates += [Path(latest) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
+    for path in dict.fromkeys(candidates):
+        if not path.exists():
+            continue
+        problem = _report_folder_problem(path)
+        if problem:
+            plan.skipped_folders[str(path)] = problem
+        else:
+            plan.folders.append(path)
+
+
+def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
+    """Delete what ``plan`` lists, database rows in one transaction, then the folders."""
+    result = PurgeResult()
+    metadata = reflect(engine)
+    with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):  # children before parents, if keyed
+            condition = _condition(table, plan)
+            if condition is not None:
+                result.rows[table.name] = conn.execute(delete(table).where(condition)).rowcount or 0
+    for folder in plan.folders:
+        if folder.exists() and _report_folder_problem(folder) is None:
+            shutil.rmtree(folder)
+            result.folders.append(folder)
+    return result
+
+
+def drop_event_bodies(
+    engine: Engine, *, older_than: timedelta | None = None, now: datetime | None = None, apply: bool = True
+) -> tuple[int, int]:
+    """Empty the payload of applied events and delete events received before
+    ``now - older_than``: ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
+    metadata = reflect(engine)
+    events = metadata.tables.get(EVENTS_TABLE)
+    if events is None or "payload" not in events.c:
+        return 0, 0
+    applied = events.c.applied == True  # noqa: E712
+    cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
+    with engine.begin() as conn:
+        bodies = [row.id for row in conn.execute(select(events.c.id, events.c.payload).where(applied)) if row.payload]
+        old = (
+            conn.execute(select(func.count()).select_from(events).where(events.c.received_at < cutoff)).scalar_one()
+            if cutoff is not None
+            else 0
+        )
+        if apply:
+            for chunk in _chunks(bodies):
+                conn.execute(update(events).where(events.c.id.in_(chunk)).values(payload={}))
+            if cutoff is not None:
+                conn.execute(delete(events).where(events.c.received_at < cutoff))
+    return len(bodies), old
+
+
+def legacy_secret_rows(engine: Engine, *, apply: bool) -> int:
+    """Plain-text signing secrets an older doccheck kept in the ledger (the receiver no
+    longer reads them): how many, deleted when ``apply``."""
+    metadata = reflect(engine)
+    table = metadata.tables.get(LEGACY_SECRETS_TABLE)
+    if table is None:
+        return 0
+    with engine.begin() as conn:
+        count = int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+        if apply and count:
+            conn.execute(delete(table))
+    return count
+
+
+__all__ = [
+    "PurgeError",
+    "PurgePlan",
+    "PurgeResult",
+    "drop_event_bodies",
+    "execute_purge",
+    "legacy_secret_rows",
+    "plan_purge",
+    "reflect",
+]

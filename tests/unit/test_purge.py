@@ -1,0 +1,51 @@
+"""doccheck.ledger.purge without a service: selection by age, folder safety, age parsing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from doccheck.commands.purge import parse_age
+from doccheck.ledger import Ledger
+from doccheck.ledger.purge import PurgeError, execute_purge, plan_purge
+
+
+@pytest.mark.parametrize(("given", "age"), [("30", timedelta(days=30)), ("30d", timedelta(days=30)),
+                                            ("12h", timedelta(hours=12)), ("0.5d", timedelta(hours=12))])  # fmt: skip
+def test_parse_age(given: str, age: timedelta) -> None:
+    assert parse_age(given) == age
+
+
+@pytest.mark.parametrize("bad", ["", "soon", "-3", "3w", "1e3"])
+def test_parse_age_refuses(bad: str) -> None:
+    with pytest.raises(ValueError, match="--older-than"):
+        parse_age(bad)
+
+
+def test_age_selection_and_folder_safety(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        old = ledger.start_run(campaign="c")
+        new = ledger.start_run(campaign="c")
+        with ledger.engine.begin() as conn:
+            conn.execute(text("UPDATE runs SET started_at = :t WHERE id = :i"),
+                         {"t": datetime.now(UTC) - timedelta(days=40), "i": old})  # fmt: skip
+        precious = tmp_path / "reports-old"
+        precious.mkdir()
+        (precious / "submissions.parquet").write_bytes(b"x")
+        (precious / "thesis.docx").write_bytes(b"not ours")
+        ledger.finish_run(old, summary={"report_dir": str(precious)})
+
+        plan = plan_purge(ledger.engine, older_than=timedelta(days=30))
+        assert plan.run_ids == [old] and plan.partial_campaigns == ["c"] and plan.whole_campaigns == []
+        assert plan.folders == [] and "thesis.docx" in plan.skipped_folders[str(precious)]
+        result = execute_purge(ledger.engine, plan)
+        assert result.rows["runs"] == 1 and ledger.get_run(old) is None and ledger.get_run(new) is not None
+        assert (precious / "thesis.docx").exists()
+        with pytest.raises(PurgeError, match="refusing"):
+            plan_purge(ledger.engine)
+    finally:
+        ledger.close()
