@@ -107,8 +107,8 @@ def build_deployments(
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
-    from flows.bulk_check import bulk_check
-    from flows.collect_results import collect_results
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.collect_results import collect_results
 
     bulk = bulk_check.to_deployment(
         name=f"weekly-course-check{name_suffix}",

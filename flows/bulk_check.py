@@ -25,9 +25,9 @@ from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
-from flows.summary import RunSummary
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.pipeline import (
+from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     check_service,
     plan_manifest,
@@ -36,8 +36,8 @@ from tasks.pipeline import (
     wait_results,
     write_run_reports,
 )
-from tasks import progress
-from tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2
@@ -284,7 +284,7 @@ def _finish(
     elapsed: float,
 ) -> RunSummary:
     """Close the run in the ledger and build the summary from the ledger's own counts."""
-    from tasks.pipeline import ledger_for
+    from prefect_doccheck.tasks.pipeline import ledger_for
 
     ledger = ledger_for(database_url)
     counts = ledger.run_summary(run_id)

@@ -12,11 +12,11 @@ import time
 from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
-from flows.bulk_check import products_from_summary, run_label
-from flows.summary import RunSummary
-from tasks.artifacts import publish_run_artifacts
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.pipeline import ledger_for, poll_results, write_run_reports
+from prefect_doccheck.flows.bulk_check import products_from_summary, run_label
+from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.tasks.artifacts import publish_run_artifacts
+from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
 
 
 def _flow_run_name() -> str:

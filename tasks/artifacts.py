@@ -316,7 +316,7 @@ class track_progress:  # noqa: N801 - used as ``async with track_progress(...)``
         self._listening: Any = None
 
     async def __aenter__(self) -> RunProgress:
-        from tasks import progress as run_progress
+        from prefect_doccheck.tasks import progress as run_progress
 
         await self.progress.start()
         self._listening = run_progress.listening(self.progress.listener)

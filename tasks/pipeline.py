@@ -41,9 +41,9 @@ from doccheck.pipeline import (
 )
 from doccheck.planning import Plan, load_plan
 from doccheck.reports import ReportPaths, write_reports
-from tasks import progress
-from tasks.credentials import resolve_api_key
-from tasks.retry import RETRY_DELAYS, retry_on_transient
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.credentials import resolve_api_key
+from prefect_doccheck.tasks.retry import RETRY_DELAYS, retry_on_transient
 
 _ledgers: dict[str, Ledger] = {}
 _ledgers_lock = threading.Lock()

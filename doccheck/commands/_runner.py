@@ -97,7 +97,7 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from tasks import progress as hub
+    from prefect_doccheck.tasks import progress as hub
 
     bars: dict[str, TaskID] = {}
     with Progress(
@@ -147,7 +147,7 @@ def run_flow(
 
 def _drain() -> None:
     try:
-        from flows.runtime import drain_prefect
+        from prefect_doccheck.flows.runtime import drain_prefect
 
         drain_prefect()
     except Exception:  # noqa: BLE001 - shutdown best effort

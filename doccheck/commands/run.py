@@ -73,7 +73,7 @@ def run(
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from flows.bulk_check import bulk_check
+        from prefect_doccheck.flows.bulk_check import bulk_check
 
         return bulk_check(
             manifest=str(manifest),

@@ -67,8 +67,8 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
         LogFilterFlowRunId,
     )
 
-    from flows.bulk_check import bulk_check
-    from flows.runtime import drain_prefect
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.runtime import drain_prefect
 
     # a distinctive key, created through the emulator's control surface
     api_key = f"sk_test_LEAKCANARY_{secrets.token_hex(8)}"

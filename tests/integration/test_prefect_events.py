@@ -60,7 +60,7 @@ def test_verified_deliveries_become_prefect_events_that_trigger_collect_results(
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
-    from flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.bulk_check import bulk_check
 
     key = webhook_emulator.new_account()
     with DocCheckClient(webhook_emulator.base_url, key) as client:

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import ReportTables, write_reports
-from tasks.artifacts import (
+from prefect_doccheck.tasks.artifacts import (
     RunProgress,
     artifact_key,
     outcome_rows,

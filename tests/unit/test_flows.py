@@ -7,9 +7,9 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from flows.bulk_check import _as_list, batches, bulk_check, campaign_name, products_from_summary, run_label
-from flows.collect_results import collect_results
-from flows.summary import RunSummary
+from prefect_doccheck.flows.bulk_check import _as_list, batches, bulk_check, campaign_name, products_from_summary, run_label
+from prefect_doccheck.flows.collect_results import collect_results
+from prefect_doccheck.flows.summary import RunSummary
 
 
 def test_batches_cover_every_document_once() -> None:

@@ -18,9 +18,9 @@ from doccheck.client import (
 )
 from doccheck.manifest import ManifestError
 from doccheck.pipeline import Progress
-from tasks import progress
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.retry import is_transient, retry_on_transient
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks.retry import is_transient, retry_on_transient
 
 
 class _State:
