@@ -1,11 +1,15 @@
 """The ``bulk_check`` flow: manifest → plan → ledger → batched submission → results → Parquet.
 
-Orchestration only; every step is a task over ``doccheck`` (see ``tasks.pipeline``).
+Orchestration only: every step that talks to the service or writes the Parquet reports is
+a task over ``doccheck`` (see ``prefect_doccheck.tasks.pipeline``); closing the run in the
+ledger and building the summary (``_finish``) run in the flow itself, outside a task.
 Documents go in batches (``batch_size``, default 100) so 10,000 documents are ~100 task
 runs, and a few batches (``parallel_batches``) run at a time so the UI shows steady
 progress while the client's own concurrency and the 50 waiting-upload slots stay bounded.
 
-The API key is never a parameter: the tasks read it (``tasks.credentials``), so it never
+The API key is never a parameter: ``credentials`` is a ``DocCheckCredentials`` block (or
+its name), ``api_key_block`` the name of a Secret block, and without either the key comes
+from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks.credentials``). The key itself never
 reaches the Prefect API, a log, an artifact or a report.
 """
 
@@ -26,7 +30,14 @@ from prefect.artifacts import acreate_markdown_artifact
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
 from prefect_doccheck.flows.summary import RunSummary
-from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.tasks.credentials import (
+    base_url_of,
+    resolve_api_key,
+    resolve_base_url,
+    resolve_credentials,
+    resolve_database_url,
+)
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     check_service,
@@ -145,6 +156,7 @@ async def bulk_check(
     poll_interval: float = 2,
     parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
     api_key_block: str | None = None,
+    credentials: DocCheckCredentials | str | None = None,
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -164,10 +176,11 @@ async def bulk_check(
         return summary
 
     # Fail fast on configuration before anything is recorded or sent.
-    base = resolve_base_url(base_url)
-    resolve_api_key(api_key_block)
+    key_source = await resolve_credentials(credentials, api_key_block)
+    base = resolve_base_url(base_url or base_url_of(key_source))
+    resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
-    await check_service(base, api_key_block)
+    await check_service(base, key_source)
 
     async with AsyncExitStack() as stack:
         stack.enter_context(tags(f"campaign:{plan.campaign}"))
@@ -205,7 +218,7 @@ async def bulk_check(
                         batch_count=len(groups),
                         base_url=base,
                         database_url=db_url,
-                        api_key_block=api_key_block,
+                        api_key_block=key_source,
                         concurrency=per_batch,
                         webhook_url=webhook_url,
                         budget=budget,
@@ -237,7 +250,7 @@ async def bulk_check(
                 run_id,
                 base_url=base,
                 database_url=db_url,
-                api_key_block=api_key_block,
+                api_key_block=key_source,
                 timeout=wait_timeout,
                 grace_seconds=grace_seconds,
                 poll_interval=poll_interval,

@@ -15,7 +15,14 @@ from doccheck.client import ConfigurationError
 from prefect_doccheck.flows.bulk_check import products_from_summary, run_label
 from prefect_doccheck.flows.summary import RunSummary
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.tasks.credentials import (
+    base_url_of,
+    resolve_api_key,
+    resolve_base_url,
+    resolve_credentials,
+    resolve_database_url,
+)
 from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
 
 
@@ -35,6 +42,7 @@ async def collect_results(
     base_url: str | None = None,
     database_url: str | None = None,
     api_key_block: str | None = None,
+    credentials: DocCheckCredentials | str | None = None,
 ) -> RunSummary:
     """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
     and rewrite that run's reports (a new run folder and ``latest/``)."""
@@ -42,8 +50,9 @@ async def collect_results(
     logger = get_run_logger()
     if not campaign and not run_id:
         raise ConfigurationError("give a campaign or a run id")
-    base = resolve_base_url(base_url)
-    resolve_api_key(api_key_block)
+    key_source = await resolve_credentials(credentials, api_key_block)
+    base = resolve_base_url(base_url or base_url_of(key_source))
+    resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
     ledger = ledger_for(db_url)
     if run_id:
@@ -55,7 +64,7 @@ async def collect_results(
         if run is None:
             raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
     with tags(f"campaign:{run.campaign}"):
-        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=api_key_block)
+        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=key_source)
         logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
         counts = ledger.run_summary(run.id)
