@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from doccheck import domain
+from doccheck.errors import DocCheckBaseError
 from doccheck.extract import (
     SUPPORTED_TYPES,
     ExtractionError,
@@ -49,11 +51,11 @@ __all__ = [
 ]
 
 #: Files up to this size are sent as multipart and read whole once (to extract their words).
-MULTIPART_MAX_BYTES = 4 * 1024 * 1024
+MULTIPART_MAX_BYTES = domain.MULTIPART_MAX_BYTES
 #: Files above this size cannot be sent at all (the upload limit of the interface).
-MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_FILE_BYTES = domain.UPLOAD_MAX_BYTES
 
-KNOWN_PRODUCTS: frozenset[str] = frozenset({"ai", "similarity"})
+KNOWN_PRODUCTS: frozenset[str] = frozenset(domain.PRODUCTS)
 #: Columns with a meaning of their own; every other column is candidate metadata.
 RESERVED_COLUMNS: frozenset[str] = frozenset({"document_id", "path", "text", "name", "products"})
 
@@ -83,7 +85,7 @@ class RejectCode:
     INVALID_PATH = "invalid_path"
 
 
-class ManifestError(ValueError):
+class ManifestError(DocCheckBaseError, ValueError):
     """The manifest as a whole cannot be used (unreadable, no ``document_id`` column, bad config).
 
     The message names the file and the reason; it never carries document contents.
@@ -299,7 +301,7 @@ def _read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, _Row | s
 
     try:
         table = pq.read_table(source)
-    except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated types for corrupt files
         raise ManifestError(f"manifest {source} is not a readable Parquet file: {_short(exc)}") from None
     columns = [str(c).strip() for c in table.column_names]
     _check_columns(source, columns)

@@ -26,7 +26,8 @@ from uuid import UUID
 
 import pyarrow.parquet as pq
 
-from doccheck.client.assumptions import estimate_cost_cents
+from doccheck import domain
+from doccheck.domain import estimate_cost_cents
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import REPORT_FILES
 
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 SCORES_PNG = "scores.png"
 #: How many of the highest scores the summary lists per product.
 TOP_N = 5
-PRODUCTS = ("ai", "similarity")
+PRODUCTS = domain.PRODUCTS
 
 
 # --------------------------------------------------------------------------- keys

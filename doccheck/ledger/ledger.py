@@ -23,6 +23,7 @@ from sqlalchemy import func, insert, or_, update
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, col, select
 
+from doccheck import domain
 from doccheck.ledger.engine import create_ledger_engine, redact_url
 from doccheck.ledger.tables import (
     LEDGER_TABLES,
@@ -38,8 +39,8 @@ from doccheck.ledger.tables import (
 
 log = logging.getLogger(__name__)
 
-PRODUCTS = ("ai", "similarity")
-TERMINAL = ("completed", "failed")
+PRODUCTS = domain.PRODUCTS
+TERMINAL = domain.TERMINAL_PRODUCT_STATES
 #: Submission states after which a rerun must not send the document again.
 DONE_STATES = ("submitted",)
 
