@@ -13,6 +13,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import PurePath
 
+from doccheck.errors import DocCheckBaseError
+
 __all__ = [
     "SUPPORTED_TYPES",
     "ExtractionError",
@@ -40,7 +42,7 @@ SUPPORTED_TYPES: dict[str, str] = {
 _WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
 
 
-class ExtractionError(ValueError):
+class ExtractionError(DocCheckBaseError, ValueError):
     """The file claims a supported type but its bytes cannot be read as that type."""
 
 
@@ -150,7 +152,7 @@ def _html_to_text(html: str) -> str:
     try:
         parser.feed(html)
         parser.close()
-    except Exception as exc:  # html.parser is lenient; this is a last resort
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; this is a last resort
         raise ExtractionError(f"unreadable HTML: {type(exc).__name__}") from None
     text = "".join(parser.parts)
     return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n\n", text)).strip()
@@ -165,7 +167,7 @@ def _docx_to_text(data: bytes) -> str:
         for table in document.tables:
             for row in table.rows:
                 paragraphs.extend(cell.text for cell in row.cells)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - python-docx raises many unrelated types for a corrupt file
         raise ExtractionError(f"not a readable .docx file ({type(exc).__name__})") from None
     return "\n".join(paragraphs).strip()
 
@@ -185,6 +187,6 @@ def _pdf_to_text(data: bytes) -> str:
         pages = [page.extract_text() or "" for page in reader.pages]
     except ExtractionError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many unrelated types for a corrupt file
         raise ExtractionError(f"not a readable PDF file ({type(exc).__name__})") from None
     return "\n".join(pages).strip()
