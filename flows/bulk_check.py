@@ -29,8 +29,10 @@ from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
-from prefect_doccheck.flows.summary import RunSummary
 from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
 from prefect_doccheck.tasks.credentials import (
     base_url_of,
     resolve_api_key,
@@ -47,8 +49,6 @@ from prefect_doccheck.tasks.pipeline import (
     wait_results,
     write_run_reports,
 )
-from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2

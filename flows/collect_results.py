@@ -12,10 +12,10 @@ import time
 from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
+from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.flows.bulk_check import products_from_summary, run_label
 from prefect_doccheck.flows.summary import RunSummary
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.credentials import (
     base_url_of,
     resolve_api_key,

@@ -19,9 +19,9 @@ from rich.console import Console
 
 from doccheck.commands._runner import (
     fail,
-    require_service_settings,
     quiet_prefect,
     rejections_table,
+    require_service_settings,
     run_flow,
     summary_table,
     use_local_prefect_server_if_running,

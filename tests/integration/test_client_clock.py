@@ -113,7 +113,7 @@ def capture() -> Iterator[Capture]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            received.append((body, {k: v for k, v in self.headers.items()}))
+            received.append((body, dict(self.headers.items())))
             self.send_response(204)
             self.end_headers()
 

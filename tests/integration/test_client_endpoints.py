@@ -149,9 +149,11 @@ def test_check_with_webhook_url_after_account_webhook(client: DocCheckClient) ->
 
 
 def test_unauthorized(emulator) -> None:
-    with DocCheckClient(emulator.base_url, "sk_test_not_a_key", retry=NO_RETRY) as c:
-        with pytest.raises(AuthenticationError) as exc:
-            c.list_checks()
+    with (
+        DocCheckClient(emulator.base_url, "sk_test_not_a_key", retry=NO_RETRY) as c,
+        pytest.raises(AuthenticationError) as exc,
+    ):
+        c.list_checks()
     assert_error(exc, 401, "unauthorized")
     assert "sk_test_not_a_key" not in str(exc.value)
 
@@ -254,9 +256,8 @@ def test_idempotency_conflict_and_replay(emulator, emulator_account: str, client
 
 def test_insufficient_balance(emulator) -> None:
     key = emulator.new_account(balance_cents=0)
-    with DocCheckClient(emulator.base_url, key, retry=NO_RETRY) as c:
-        with pytest.raises(PaymentRequiredError) as exc:
-            c.create_check(text=TEXT)
+    with DocCheckClient(emulator.base_url, key, retry=NO_RETRY) as c, pytest.raises(PaymentRequiredError) as exc:
+        c.create_check(text=TEXT)
     assert_error(exc, 402, "insufficient_balance")
     assert emulator.account_state(key)["checks"] == 0
 

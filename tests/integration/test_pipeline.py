@@ -56,7 +56,7 @@ def write_corpus(folder: Path, *, big: bool = True) -> Path:
         {"document_id": "gone", "text": "", "path": "missing.txt", "group": "B"},
     ]  # fmt: skip
     if big:
-        words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu ".split()
+        words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
         line = " ".join(words[(i * 7) % len(words)] for i in range(60)) + "\n"
         with (folder / "big.txt").open("w") as fh:
             while fh.tell() < 4 * 1024 * 1024 + 200_000:

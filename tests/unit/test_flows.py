@@ -7,7 +7,14 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from prefect_doccheck.flows.bulk_check import _as_list, batches, bulk_check, campaign_name, products_from_summary, run_label
+from prefect_doccheck.flows.bulk_check import (
+    _as_list,
+    batches,
+    bulk_check,
+    campaign_name,
+    products_from_summary,
+    run_label,
+)
 from prefect_doccheck.flows.collect_results import collect_results
 from prefect_doccheck.flows.summary import RunSummary
 

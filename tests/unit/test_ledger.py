@@ -212,7 +212,7 @@ def test_poll_result_wins_and_late_event_does_not_regress(ledger: Ledger) -> Non
         {"document_id": "d1", "check_id": "chk-1", "source_id": "s1", "title": "T", "url": None,
          "kind": "submission", "matched_words": 17, "percent": 42.5}
     ]  # fmt: skip
-    [o] = [o for o in ledger.pending_outcomes(run_id=run_id)] or [None]
+    [o] = list(ledger.pending_outcomes(run_id=run_id)) or [None]
     assert o is None
 
 

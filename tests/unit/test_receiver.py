@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-
-import warnings
 
 import pytest
 from pydantic import SecretStr
