@@ -76,13 +76,14 @@ def collect_trigger(
     """The trigger of ``collect-results``: any ``doccheck.check.completed|failed`` event,
     one bucket per campaign (``for_each``), the campaign passed as the flow's parameter."""
     from prefect.events import DeploymentEventTrigger
+    from prefect.events.schemas.automations import Posture
 
     return DeploymentEventTrigger(
         name="doccheck: collect results when checks finish",
         expect=set(CHECK_EVENTS),
         match={"prefect.resource.id": "doccheck.check.*"},
         for_each={"doccheck.campaign"},
-        posture="Reactive",
+        posture=Posture.Reactive,
         threshold=1,
         within=within,
         schedule_after=delay,
@@ -104,7 +105,7 @@ def build_deployments(
     Tests pass their own parameters, a short trigger window and a ``name_suffix`` so that
     their deployments never collide with a user's.
     """
-    from prefect.deployments.runner import EntrypointType
+    from prefect.deployments.runner import EntrypointType  # type: ignore[attr-defined]  # not re-exported
     from prefect.schedules import Cron
 
     from prefect_doccheck.flows.bulk_check import bulk_check

@@ -8,7 +8,7 @@ flow-run parameter, a log line, an artifact or a report.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias, cast
 
 from pydantic import SecretStr
 
@@ -71,7 +71,8 @@ def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
     from prefect.blocks.system import Secret
 
     try:
-        block = Secret.load(block_name, _sync=True)  # type: ignore[call-arg]
+        # `_sync=True`: Prefect's sync/async dispatch; typed as "block or coroutine".
+        block = cast("Secret[Any]", Secret.load(block_name, _sync=True))  # type: ignore[call-arg]
     except ValueError:
         raise ConfigurationError(f"no Prefect Secret block named {block_name!r} (for the {what})") from None
     value = block.get()
@@ -88,7 +89,8 @@ def resolve_webhook_secrets(block_name: str | None = None) -> list[SecretStr]:
         from prefect_doccheck.credentials import DocCheckWebhookSecret
 
         try:
-            return DocCheckWebhookSecret.load(block_name, _sync=True).accepted_secrets()  # type: ignore[call-arg]
+            block = cast(DocCheckWebhookSecret, DocCheckWebhookSecret.load(block_name, _sync=True))  # type: ignore[call-arg]
+            return block.accepted_secrets()
         except ValueError:
             pass  # not a DocCheckWebhookSecret: a Secret block of that name (below)
         raw = load_secret_block(block_name, what="webhook secret").get_secret_value()
