@@ -205,7 +205,6 @@ async def bulk_check(
             track_progress(artifact_key(plan.campaign, "progress"), len(plan.documents), product_count, wait=wait)
         )
         total = BatchResult()
-        done_docs = 0
         window = max(1, parallel_batches)
         for start in range(0, len(groups), window):
             chunk = groups[start : start + window]
@@ -231,7 +230,6 @@ async def bulk_check(
                 if isinstance(result, BaseException):
                     raise result
                 total = total.merge(result)
-            done_docs += sum(len(b) for b in chunk)
             await watch.push()
         watch.mark_submitted()
         logger.info(

@@ -347,8 +347,10 @@ async def publish_run_artifacts(
 ) -> dict[str, UUID]:
     """Create the end-of-run artifacts from the run's Parquet reports: the outcome table,
     the summary markdown and the score histogram (also saved as ``scores.png`` in the
-    run folder). Returns kind → artifact id. A failure to build one artifact is logged
-    and does not fail the run (the reports are already written)."""
+    run folder). Returns kind → artifact id. Only the PNG file is best effort (a write
+    error is logged); an artifact the Prefect API refuses raises and so fails the flow
+    run, after the Parquet reports are already written (``collect_results`` rebuilds the
+    artifacts from them)."""
     from prefect.artifacts import acreate_image_artifact, acreate_markdown_artifact, acreate_table_artifact
 
     campaign = str(summary.get("campaign") or "run")
