@@ -134,3 +134,17 @@ def test_env_secrets_provider(ledger: Ledger) -> None:
 
 def test_get_on_webhook_is_405(client: TestClient) -> None:
     assert client.get("/webhook").status_code == 405
+
+
+def test_default_ports_of_receiver_and_emulator_do_not_collide() -> None:
+    import inspect
+
+    from doccheck.emulator.command import emulator
+    from doccheck.emulator.runtime import EmulatorConfig
+    from doccheck.receiver.command import receiver
+
+    emulator_default = inspect.signature(emulator).parameters["port"].default
+    receiver_default = inspect.signature(receiver).parameters["port"].default
+    # the emulator's storage origin listens on its port + 1 unless told otherwise
+    taken = {emulator_default, emulator_default + 1, EmulatorConfig().port, EmulatorConfig().storage_port}
+    assert receiver_default not in taken, (receiver_default, taken)
