@@ -3,14 +3,14 @@
 Why thin: the logic lives in ``doccheck.pipeline`` (usable from a notebook without
 Prefect). A task only adds what orchestration needs:
 
-- **retries for transient failures only** (``tasks.retry``): repeating a batch is safe
+- **retries for transient failures only** (``prefect_doccheck.tasks.retry``): repeating a batch is safe
   because every submission has a deterministic Idempotency-Key and the ledger skips what
   is already submitted; a 401 or a bad manifest is never retried;
 - **meaningful names** in the UI (``submit batch 3/20``, ``wait for results``);
 - **no caching** (``cache_policy=NONE``): inputs are documents and URLs whose hash means
   nothing, and a cached "success" would hide new work;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
-  key lives; the key itself is resolved inside the task (``tasks.credentials``).
+  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.credentials``).
 
 Each task opens its own client (an HTTP connection pool cannot travel between tasks);
 the ledger is shared per database URL within the process.

@@ -93,7 +93,7 @@ def describe_error(exc: BaseException) -> str:
 
 @contextmanager
 def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
-    """Show one rich progress bar per phase while a flow runs (fed by ``tasks.progress``)."""
+    """Show one rich progress bar per phase while a flow runs (fed by ``prefect_doccheck.tasks.progress``)."""
     if not enabled:
         yield
         return
