@@ -25,7 +25,8 @@ from doccheck.client import (
     estimate_cost_cents,
 )
 from doccheck.webhooks import InvalidSignature, StaleSignature, parse_event, verify
-from tests.integration.test_client_endpoints import NO_RETRY, TEXT, assert_error
+from tests.factories import NO_RETRY, TEXT
+from tests.factories import assert_client_error as assert_error
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.processes import stop_process
+from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -45,51 +44,6 @@ class Served:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def start_serve(prefect_api_url: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start ``python deployments/serve.py`` with a 1 s runner poll; its output goes to a file."""
-    log_path = Path(tempfile.mkstemp(prefix="doccheck-serve-", suffix=".log")[1])
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
-    child_env.update(
-        {
-            "PREFECT_API_URL": prefect_api_url,
-            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PYTHONUNBUFFERED": "1",
-            **env,
-        }
-    )
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "deployments" / "serve.py")],
-        cwd=tempfile.gettempdir(),  # serve.py must work from anywhere
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=child_env,
-    )
-    log.close()
-    return process, log_path
-
-
-def stop_serve(process: subprocess.Popen[bytes]) -> None:
-    stop_process(process, timeout=20)
-
-
-def wait_for_deployment(name: str, process: subprocess.Popen[bytes], log_path: Path, timeout: float = 60) -> Any:
-    """The deployment ``flow/name`` once the serve process has registered it."""
-    from prefect.client.orchestration import get_client
-
-    deadline = time.monotonic() + timeout
-    with get_client(sync_client=True) as client:
-        while True:
-            try:
-                return client.read_deployment_by_name(name)
-            except Exception:  # noqa: BLE001 - not registered yet
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"deployment {name} never appeared:\n{log_path.read_text(errors='replace')}")
-            time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")

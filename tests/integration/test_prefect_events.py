@@ -20,7 +20,7 @@ import pytest
 from doccheck.client import DocCheckClient
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for, start_receiver, stop_receiver
-from tests.integration.test_deployments import start_serve, stop_serve, wait_for_deployment
+from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
