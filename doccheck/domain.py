@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from enum import StrEnum
 
 
@@ -112,3 +113,20 @@ def estimate_cost_cents(words: int, products: Iterable[str]) -> int:
     if unknown:
         raise KeyError(f"unknown product(s) {sorted(unknown)}")
     return sum(product_prices(words, wanted).values())
+
+
+# --- Webhook secret rotation ------------------------------------------------------------
+def secrets_accepted_at(
+    current: str, previous: str | None, previous_valid_until: datetime | None, now: datetime | None = None
+) -> list[str]:
+    """The signing secrets a delivery may carry at ``now`` (default: the current time),
+    newest first: ``current``, then ``previous`` while ``now < previous_valid_until``.
+
+    A previous secret without an end is not accepted (it would be accepted for ever);
+    blank values are dropped.
+    """
+    moment = now or datetime.now(UTC)
+    accepted = [current.strip()] if current.strip() else []
+    if previous and previous.strip() and previous_valid_until is not None and moment < previous_valid_until:
+        accepted.append(previous.strip())
+    return accepted

@@ -13,12 +13,14 @@ inside ``get_client``.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal, overload
 
 from prefect.blocks.abstract import CredentialsBlock
 from prefect.blocks.core import Block
 from pydantic import Field, SecretStr, field_validator, model_validator
+
+from doccheck.domain import secrets_accepted_at
 
 if TYPE_CHECKING:
     import httpx
@@ -180,8 +182,6 @@ class DocCheckWebhookSecret(Block):
     def accepted_secrets(self, now: datetime | None = None) -> list[SecretStr]:
         """The secrets a delivery may be signed with at ``now`` (default: the current time),
         newest first: ``current``, then ``previous`` while it is still valid."""
-        moment = now or datetime.now(UTC)
-        secrets = [self.current]
-        if self.previous is not None and self.previous_valid_until is not None and moment < self.previous_valid_until:
-            secrets.append(SecretStr(self.previous.get_secret_value().strip()))
-        return secrets
+        previous = self.previous.get_secret_value() if self.previous is not None else None
+        accepted = secrets_accepted_at(self.current.get_secret_value(), previous, self.previous_valid_until, now)
+        return [SecretStr(s) for s in accepted]

@@ -66,3 +66,15 @@ def test_former_copies_read_the_domain_module() -> None:
     assert billing.price(101, ["ai", "similarity"]) == {
         "ai_cents": 2, "similarity_cents": 4, "total_cents": 6, "billed_words": 101,
     }  # fmt: skip
+
+
+def test_secrets_accepted_during_and_after_a_rotation() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from doccheck.domain import secrets_accepted_at
+
+    end = datetime(2026, 12, 1, tzinfo=UTC)
+    assert secrets_accepted_at("new", "old", end, end - timedelta(microseconds=1)) == ["new", "old"]
+    assert secrets_accepted_at("new", "old", end, end) == ["new"]
+    assert secrets_accepted_at("new", "old", None, end) == ["new"]  # no end: never accepted
+    assert secrets_accepted_at(" new ", "  ", end, end - timedelta(days=1)) == ["new"]
