@@ -1,9 +1,10 @@
 """Where the flows get the service's API key (and the webhook signing secret).
 
-Why a seam: the key comes from ``DOCCHECK_API_KEY`` or from a Prefect ``Secret`` block
-(a deployment's natural home for credentials). Flows and tasks only ever pass the *name*
-of where the key lives (``block_name``), never the key itself, so it cannot end up in a
-flow-run parameter, a log line, an artifact or a report.
+Why a seam: the key comes from a ``DocCheckCredentials`` block, a Prefect ``Secret`` block
+(a deployment's natural home for credentials) or ``DOCCHECK_API_KEY``. Flow parameters
+only ever hold a block's *name*; tasks get that name or the loaded block (whose key is a
+``SecretStr``, shown masked and never serialised), never the key as text, so it cannot end
+up in a flow-run parameter, a log line, an artifact or a report.
 """
 
 from __future__ import annotations
