@@ -108,3 +108,15 @@ def test_webhook_secret_without_rotation_is_just_current() -> None:
 def test_webhook_secret_rejects_an_incomplete_rotation(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         DocCheckWebhookSecret(**fields)  # type: ignore[arg-type]
+
+
+def test_a_block_passed_as_a_flow_parameter_is_sent_masked() -> None:
+    # What Prefect sends to its API when a flow is called with an (unsaved) block object.
+    import json
+    import uuid
+
+    from prefect.client.schemas.actions import FlowRunCreate
+
+    block = DocCheckCredentials(base_url="http://127.0.0.1:9/api/v1", api_key=KEY)
+    sent = json.dumps(FlowRunCreate(flow_id=uuid.uuid4(), parameters={"credentials": block}).model_dump(mode="json"))
+    assert KEY not in sent and '"api_key": "**********"' in sent
