@@ -25,8 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from doccheck.extract import ExtractionError, _parse, count_words, extract_text  # noqa: E402
-from doccheck.extract import sandbox  # noqa: E402
+from doccheck.extract import (  # noqa: E402
+    ExtractionError,
+    _parse,
+    count_words,
+    extract_text,
+    sandbox,  # noqa: E402
+)
 from doccheck.extract.limits import DEFAULT_LIMITS  # noqa: E402
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream  # noqa: E402
 

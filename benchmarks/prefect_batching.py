@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/prefect_batching.py [--n 1000] [--batch-size 100] [--parallel 2]
 
-Why: the flows submit documents in batches (``flows.bulk_check``: ``batch_size`` 100, a
+Why: the flows submit documents in batches (``prefect_doccheck.flows.bulk_check``: ``batch_size`` 100, a
 few batch tasks at a time) instead of one task run per document. Every task run costs
 API calls and state-change events, and the server's in-memory event pipeline drops
 messages when thousands arrive at once. This measures both shapes on a REAL local Prefect
@@ -12,7 +12,7 @@ trivial work per item (one SHA-256), so the figures are orchestration overhead:
 
 - baseline "mapped": a sync flow, ``hash_item.map(range(N))`` (N task runs, Prefect's
   default thread-pool task runner), then every future's result;
-- "batched" (the project's shape): an async flow, items cut by ``flows.bulk_check.batches``
+- "batched" (the project's shape): an async flow, items cut by ``prefect_doccheck.flows.bulk_check.batches``
   into lists of ``--batch-size``, one async task per batch, ``--parallel`` at a time with
   ``asyncio.gather`` (N / 100 task runs).
 
@@ -60,8 +60,8 @@ def child(mode: str, n: int, batch_size: int, parallel: int, settle_timeout: flo
     from prefect.cache_policies import NONE
     from prefect.runtime import flow_run
 
-    from flows.bulk_check import batches
-    from flows.runtime import drain_prefect
+    from prefect_doccheck.flows.bulk_check import batches
+    from prefect_doccheck.flows.runtime import drain_prefect
 
     @task(name="hash item", cache_policy=NONE)
     def hash_item(i: int) -> str:

@@ -27,12 +27,14 @@ ARGS: dict[str, list[str]] = {
     "upload_memory": ["--sizes", "5,15,30"],
     "pipeline_throughput": ["--n", "500"],
     "prefect_batching": ["--n", "1000"],
+    "block_import": ["--runs", "5"],
 }
 QUICK: dict[str, list[str]] = {
     "download_memory": ["--sizes", "5"],
     "upload_memory": ["--sizes", "5,15"],
     "pipeline_throughput": ["--n", "200"],
     "prefect_batching": ["--n", "300"],
+    "block_import": ["--runs", "3"],
 }
 
 

@@ -10,8 +10,9 @@ and then runs their flow runs right here, until Ctrl-C:
 - ``collect-results/on-check-events``: triggered by the receiver's ``doccheck.check.*``
   events (``doccheck receiver --prefect-events``), debounced per campaign.
 
-Credentials never go into parameters: the key comes from ``DOCCHECK_API_KEY`` in this
-process's environment or from the Prefect Secret block named by ``DOCCHECK_API_KEY_BLOCK``.
+Credentials never go into parameters: the key comes from the ``DocCheckCredentials`` block
+named by ``DOCCHECK_CREDENTIALS_BLOCK``, the Prefect Secret block named by
+``DOCCHECK_API_KEY_BLOCK``, or ``DOCCHECK_API_KEY`` in this process's environment.
 ``deployments/prefect.yaml`` describes the same two deployments for a process work pool.
 """
 
@@ -48,7 +49,8 @@ def _env(name: str) -> str | None:
 def bulk_check_parameters() -> dict[str, Any]:
     """Default parameters of the scheduled bulk check, from ``DOCCHECK_*`` variables.
 
-    Only names and places: never a key or a secret (``api_key_block`` is a block's name).
+    Only names and places: never a key or a secret (``api_key_block`` and ``credentials``
+    are blocks' names).
     """
     params: dict[str, Any] = {
         "manifest": _env("DOCCHECK_MANIFEST") or str(ROOT / "sample_data" / "manifest.csv"),
@@ -56,7 +58,7 @@ def bulk_check_parameters() -> dict[str, Any]:
         "out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports",
     }
     for name, env in (("campaign", "DOCCHECK_CAMPAIGN"), ("api_key_block", "DOCCHECK_API_KEY_BLOCK"),
-                      ("webhook_url", "DOCCHECK_WEBHOOK_URL")):  # fmt: skip
+                      ("credentials", "DOCCHECK_CREDENTIALS_BLOCK"), ("webhook_url", "DOCCHECK_WEBHOOK_URL")):  # fmt: skip
         if _env(env):
             params[name] = _env(env)
     return params
@@ -67,6 +69,8 @@ def default_collect_parameters() -> dict[str, Any]:
     params: dict[str, Any] = {"out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports"}
     if _env("DOCCHECK_API_KEY_BLOCK"):
         params["api_key_block"] = _env("DOCCHECK_API_KEY_BLOCK")
+    if _env("DOCCHECK_CREDENTIALS_BLOCK"):
+        params["credentials"] = _env("DOCCHECK_CREDENTIALS_BLOCK")
     return params
 
 
@@ -76,13 +80,14 @@ def collect_trigger(
     """The trigger of ``collect-results``: any ``doccheck.check.completed|failed`` event,
     one bucket per campaign (``for_each``), the campaign passed as the flow's parameter."""
     from prefect.events import DeploymentEventTrigger
+    from prefect.events.schemas.automations import Posture
 
     return DeploymentEventTrigger(
         name="doccheck: collect results when checks finish",
         expect=set(CHECK_EVENTS),
         match={"prefect.resource.id": "doccheck.check.*"},
         for_each={"doccheck.campaign"},
-        posture="Reactive",
+        posture=Posture.Reactive,
         threshold=1,
         within=within,
         schedule_after=delay,
@@ -104,11 +109,11 @@ def build_deployments(
     Tests pass their own parameters, a short trigger window and a ``name_suffix`` so that
     their deployments never collide with a user's.
     """
-    from prefect.deployments.runner import EntrypointType
+    from prefect.deployments.runner import EntrypointType  # type: ignore[attr-defined]  # not re-exported
     from prefect.schedules import Cron
 
-    from flows.bulk_check import bulk_check
-    from flows.collect_results import collect_results
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.collect_results import collect_results
 
     bulk = bulk_check.to_deployment(
         name=f"weekly-course-check{name_suffix}",

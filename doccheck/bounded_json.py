@@ -16,12 +16,14 @@ import json
 import math
 from typing import Any
 
+from doccheck.errors import DocCheckBaseError
+
 DEFAULT_MAX_BYTES = 1024 * 1024
 DEFAULT_MAX_DEPTH = 32
 DEFAULT_MAX_NUMBER_CHARS = 64
 
 
-class JsonRejected(ValueError):
+class JsonRejected(DocCheckBaseError, ValueError):
     """The text is not acceptable JSON; the message says why, without echoing it."""
 
 

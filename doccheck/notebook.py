@@ -638,7 +638,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
     previous = os.environ.get("DOCCHECK_API_KEY")
 
     def run() -> Any:
-        from flows.bulk_check import bulk_check  # lazy: the library never imports prefect
+        from prefect_doccheck.flows.bulk_check import bulk_check  # lazy: the library never imports prefect
 
         return asyncio.run(
             bulk_check(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal, get_args
 
+from doccheck.domain import CENTS_PER_100_WORDS, MIN_BILLED_WORDS, estimate_cost_cents
 from doccheck.manifest import (
     MAX_FILE_BYTES,
     MULTIPART_MAX_BYTES,
@@ -59,8 +60,6 @@ MODES: tuple[str, ...] = get_args(Mode)
 UPLOAD_MAX_BYTES = MAX_FILE_BYTES
 #: Version prefix of the key formula: change it (dc2-) if the formula ever changes.
 KEY_PREFIX = "dc1-"
-MIN_BILLED_WORDS = 100
-CENTS_PER_100_WORDS: dict[str, int] = {"ai": 1, "similarity": 2}
 #: When a large .docx/.pdf's words are unknown, assume one word per 6 bytes. Binary formats
 #: carry far more bytes per word, so this over-estimates — the safe side for a budget.
 BYTES_PER_WORD_ESTIMATE = 6
@@ -86,7 +85,7 @@ class Plan:
 
     def counts_by_mode(self) -> dict[str, int]:
         """Documents per mode, every mode present (0 when none), plus ``rejected``."""
-        counts = {mode: 0 for mode in MODES}
+        counts = dict.fromkeys(MODES, 0)
         for doc in self.documents:
             counts[doc.mode] += 1
         counts["rejected"] = len(self.rejections)
@@ -143,12 +142,6 @@ def estimated_words(doc: ManifestDocument) -> int:
     if doc.words is not None:
         return doc.words
     return math.ceil(doc.size_bytes / BYTES_PER_WORD_ESTIMATE)
-
-
-def estimate_cost_cents(words: int, products: Iterable[str]) -> int:
-    """Price rule: billed = max(words, 100); ai 1¢, similarity 2¢ per started 100 billed words."""
-    blocks = math.ceil(max(int(words), MIN_BILLED_WORDS) / 100)
-    return sum(CENTS_PER_100_WORDS[p] * blocks for p in set(products))
 
 
 def plan_documents(result: ManifestResult, campaign: str | None = None) -> Plan:

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from doccheck.errors import DocCheckBaseError
 from doccheck.manifest import Rejection
 
 __all__ = [
@@ -114,7 +115,7 @@ REPORT_FILES: dict[str, str] = {name: f"{name}.parquet" for name in SCHEMAS}
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,199}$")
 
 
-class ReportError(ValueError):
+class ReportError(DocCheckBaseError, ValueError):
     """A report cannot be built: the message names the table, the row and the column."""
 
 
@@ -336,7 +337,7 @@ def _as_utc(value: Any) -> datetime:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         value = datetime.fromtimestamp(value, tz=UTC)  # unix seconds
     elif isinstance(value, date) and not isinstance(value, datetime):
-        value = datetime(value.year, value.month, value.day)
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
     if not isinstance(value, datetime):
         raise TypeError(f"{type(value).__name__} is not a timestamp")
     # The interface's timestamps are UTC; a naive one can only mean UTC.

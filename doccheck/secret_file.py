@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from doccheck import bounded_json
+from doccheck.errors import DocCheckBaseError
 
 #: How long the previous secret still verifies after a rotation, unless told otherwise.
 DEFAULT_PREVIOUS_WINDOW_S = 3600.0
@@ -39,7 +40,7 @@ MAX_FILE_BYTES = 1024 * 1024
 ENV_VAR = "DOCCHECK_WEBHOOK_SECRET_FILE"
 
 
-class SecretFileError(Exception):
+class SecretFileError(DocCheckBaseError):
     """The secret file cannot be used; the message names the file and the reason, never a secret."""
 
 

@@ -26,6 +26,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from doccheck.errors import DocCheckBaseError
+
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 60.0
 DEFAULT_IDLE_TIMEOUT_S = 10.0
@@ -75,7 +77,7 @@ def deadline_protocol(header_timeout: float = DEFAULT_HEADER_TIMEOUT_S) -> type[
     return HeaderDeadlineProtocol
 
 
-class BodyReadTimeout(Exception):
+class BodyReadTimeout(DocCheckBaseError):
     """The client took longer than the deadline to send the request body."""
 
 

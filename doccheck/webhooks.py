@@ -29,6 +29,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from doccheck import bounded_json, signing
 from doccheck.client.models import Event
+from doccheck.errors import DocCheckBaseError
 
 SIGNATURE_HEADER = signing.SIGNATURE_HEADER
 DEFAULT_TOLERANCE = 300
@@ -40,7 +41,7 @@ _T_RE = re.compile(r"[0-9]{1,15}")
 _V1_RE = re.compile(r"[0-9a-fA-F]{64}")
 
 
-class SignatureError(Exception):
+class SignatureError(DocCheckBaseError):
     """A delivery that must not be acted on. ``http_status`` is what a receiver answers."""
 
     http_status = 401
@@ -70,7 +71,7 @@ class StaleSignature(SignatureError):
     http_status = 401
 
 
-class EventParseError(ValueError):
+class EventParseError(DocCheckBaseError, ValueError):
     """A verified body that is not a valid event payload."""
 
 

@@ -1,11 +1,15 @@
 """The ``bulk_check`` flow: manifest → plan → ledger → batched submission → results → Parquet.
 
-Orchestration only; every step is a task over ``doccheck`` (see ``tasks.pipeline``).
+Orchestration only: every step that talks to the service or writes the Parquet reports is
+a task over ``doccheck`` (see ``prefect_doccheck.tasks.pipeline``); closing the run in the
+ledger and building the summary (``_finish``) run in the flow itself, outside a task.
 Documents go in batches (``batch_size``, default 100) so 10,000 documents are ~100 task
 runs, and a few batches (``parallel_batches``) run at a time so the UI shows steady
 progress while the client's own concurrency and the 50 waiting-upload slots stay bounded.
 
-The API key is never a parameter: the tasks read it (``tasks.credentials``), so it never
+The API key is never a parameter: ``credentials`` is a ``DocCheckCredentials`` block (or
+its name), ``api_key_block`` the name of a Secret block, and without either the key comes
+from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks.credentials``). The key itself never
 reaches the Prefect API, a log, an artifact or a report.
 """
 
@@ -26,9 +30,19 @@ from prefect.artifacts import acreate_markdown_artifact
 from doccheck.downloads import parse_kinds
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
-from flows.summary import RunSummary
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.pipeline import (
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
+from prefect_doccheck.tasks.credentials import (
+    base_url_of,
+    resolve_api_key,
+    resolve_base_url,
+    resolve_credentials,
+    resolve_database_url,
+)
+from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
+from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     check_service,
     plan_manifest,
@@ -37,9 +51,6 @@ from tasks.pipeline import (
     wait_results,
     write_run_reports,
 )
-from tasks import progress
-from tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
-from tasks.instructor import instructor_report, publish_report_link
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2
@@ -148,6 +159,7 @@ async def bulk_check(
     parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
     api_key_block: str | None = None,
     download: list[str] | str = [],  # noqa: B006
+    credentials: DocCheckCredentials | str | None = None,
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -170,10 +182,11 @@ async def bulk_check(
         return summary
 
     # Fail fast on configuration before anything is recorded or sent.
-    base = resolve_base_url(base_url)
-    resolve_api_key(api_key_block)
+    key_source = await resolve_credentials(credentials, api_key_block)
+    base = resolve_base_url(base_url or base_url_of(key_source))
+    resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
-    await check_service(base, api_key_block)
+    await check_service(base, key_source)
 
     async with AsyncExitStack() as stack:
         stack.enter_context(tags(f"campaign:{plan.campaign}"))
@@ -198,7 +211,6 @@ async def bulk_check(
             track_progress(artifact_key(plan.campaign, "progress"), len(plan.documents), product_count, wait=wait)
         )
         total = BatchResult()
-        done_docs = 0
         window = max(1, parallel_batches)
         for start in range(0, len(groups), window):
             chunk = groups[start : start + window]
@@ -211,7 +223,7 @@ async def bulk_check(
                         batch_count=len(groups),
                         base_url=base,
                         database_url=db_url,
-                        api_key_block=api_key_block,
+                        api_key_block=key_source,
                         concurrency=per_batch,
                         webhook_url=webhook_url,
                         budget=budget,
@@ -224,7 +236,6 @@ async def bulk_check(
                 if isinstance(result, BaseException):
                     raise result
                 total = total.merge(result)
-            done_docs += sum(len(b) for b in chunk)
             await watch.push()
         watch.mark_submitted()
         logger.info(
@@ -243,7 +254,7 @@ async def bulk_check(
                 run_id,
                 base_url=base,
                 database_url=db_url,
-                api_key_block=api_key_block,
+                api_key_block=key_source,
                 timeout=wait_timeout,
                 grace_seconds=grace_seconds,
                 poll_interval=poll_interval,
@@ -274,7 +285,7 @@ async def bulk_check(
         )
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=plan.campaign, run_id=run_id, database_url=db_url,
-            base_url=base, api_key_block=api_key_block, download=_as_list(download), status=summary.status,
+            base_url=base, api_key_block=key_source, download=_as_list(download), status=summary.status,
         )  # fmt: skip
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
@@ -296,7 +307,7 @@ def _finish(
     elapsed: float,
 ) -> RunSummary:
     """Close the run in the ledger and build the summary from the ledger's own counts."""
-    from tasks.pipeline import ledger_for
+    from prefect_doccheck.tasks.pipeline import ledger_for
 
     ledger = ledger_for(database_url)
     counts = ledger.run_summary(run_id)

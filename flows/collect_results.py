@@ -13,12 +13,19 @@ from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
 from doccheck.downloads import parse_kinds
-from flows.bulk_check import _as_list, products_from_summary, run_label
-from flows.summary import RunSummary
-from tasks.artifacts import publish_run_artifacts
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.instructor import instructor_report, publish_report_link
-from tasks.pipeline import ledger_for, poll_results, write_run_reports
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.flows.bulk_check import _as_list, products_from_summary, run_label
+from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.tasks.artifacts import publish_run_artifacts
+from prefect_doccheck.tasks.credentials import (
+    base_url_of,
+    resolve_api_key,
+    resolve_base_url,
+    resolve_credentials,
+    resolve_database_url,
+)
+from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
+from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
 
 
 def _flow_run_name() -> str:
@@ -38,6 +45,7 @@ async def collect_results(
     database_url: str | None = None,
     api_key_block: str | None = None,
     download: list[str] | str = [],  # noqa: B006
+    credentials: DocCheckCredentials | str | None = None,
 ) -> RunSummary:
     """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
     and rewrite that run's reports (a new run folder and ``latest/``). ``download`` as in
@@ -47,8 +55,9 @@ async def collect_results(
     if not campaign and not run_id:
         raise ConfigurationError("give a campaign or a run id")
     parse_kinds(_as_list(download))
-    base = resolve_base_url(base_url)
-    resolve_api_key(api_key_block)
+    key_source = await resolve_credentials(credentials, api_key_block)
+    base = resolve_base_url(base_url or base_url_of(key_source))
+    resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
     ledger = ledger_for(db_url)
     if run_id:
@@ -60,7 +69,7 @@ async def collect_results(
         if run is None:
             raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
     with tags(f"campaign:{run.campaign}"):
-        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=api_key_block)
+        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=key_source)
         logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
         counts = ledger.run_summary(run.id)
@@ -86,7 +95,7 @@ async def collect_results(
         )
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
-            base_url=base, api_key_block=api_key_block, download=_as_list(download), status=summary.status,
+            base_url=base, api_key_block=key_source, download=_as_list(download), status=summary.status,
         )  # fmt: skip
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json())

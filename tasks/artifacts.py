@@ -26,7 +26,8 @@ from uuid import UUID
 
 import pyarrow.parquet as pq
 
-from doccheck.client.assumptions import estimate_cost_cents
+from doccheck import domain
+from doccheck.domain import estimate_cost_cents
 from doccheck.markdown import escape_markdown
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import REPORT_FILES
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 SCORES_PNG = "scores.png"
 #: How many of the highest scores the summary lists per product.
 TOP_N = 5
-PRODUCTS = ("ai", "similarity")
+PRODUCTS = domain.PRODUCTS
 
 
 # --------------------------------------------------------------------------- keys
@@ -227,7 +228,7 @@ def png_data_url(png: bytes) -> str:
 class RunProgress:
     """A progress artifact that follows a run: submission, then (when waiting) results.
 
-    The library reports progress through ``tasks.progress`` listeners, synchronously and
+    The library reports progress through ``prefect_doccheck.tasks.progress`` listeners, synchronously and
     possibly from worker threads; :meth:`listener` only records numbers under a lock. A
     small coroutine (:meth:`run`) pushes the latest figure to the Prefect API at most
     once per ``interval`` seconds, so 10,000 documents do not mean 10,000 API calls.
@@ -246,7 +247,7 @@ class RunProgress:
         self._sent: tuple[float, str] | None = None
 
     def listener(self, event: Progress) -> None:
-        """``tasks.progress`` listener: remember the run-wide counts of each phase."""
+        """``prefect_doccheck.tasks.progress`` listener: remember the run-wide counts of each phase."""
         with self._lock:
             if event.phase == "submit":
                 self.submitted = min(event.done, self.documents) if self.documents else event.done
@@ -310,7 +311,7 @@ class RunProgress:
 
 class track_progress:  # noqa: N801 - used as ``async with track_progress(...)``
     """``async with track_progress(key, documents, products, wait=...) as p:`` creates the
-    progress artifact, listens to ``tasks.progress`` and keeps the artifact current; on
+    progress artifact, listens to ``prefect_doccheck.tasks.progress`` and keeps the artifact current; on
     exit it sends the final figure."""
 
     def __init__(self, key: str, documents: int, products: int, *, wait: bool, interval: float = 1.0) -> None:
@@ -319,7 +320,7 @@ class track_progress:  # noqa: N801 - used as ``async with track_progress(...)``
         self._listening: Any = None
 
     async def __aenter__(self) -> RunProgress:
-        from tasks import progress as run_progress
+        from prefect_doccheck.tasks import progress as run_progress
 
         await self.progress.start()
         self._listening = run_progress.listening(self.progress.listener)
@@ -349,8 +350,10 @@ async def publish_run_artifacts(
 ) -> dict[str, UUID]:
     """Create the end-of-run artifacts from the run's Parquet reports: the outcome table,
     the summary markdown and the score histogram (also saved as ``scores.png`` in the
-    run folder). Returns kind → artifact id. A failure to build one artifact is logged
-    and does not fail the run (the reports are already written)."""
+    run folder). Returns kind → artifact id. Only the PNG file is best effort (a write
+    error is logged); an artifact the Prefect API refuses raises and so fails the flow
+    run, after the Parquet reports are already written (``collect_results`` rebuilds the
+    artifacts from them)."""
     from prefect.artifacts import acreate_image_artifact, acreate_markdown_artifact, acreate_table_artifact
 
     campaign = str(summary.get("campaign") or "run")

@@ -1,26 +1,60 @@
 """Where the flows get the service's API key (and the webhook signing secret).
 
-Why a seam: the key comes from ``DOCCHECK_API_KEY`` or from a Prefect ``Secret`` block
-(a deployment's natural home for credentials). Flows and tasks only ever pass the *name*
-of where the key lives (``block_name``), never the key itself, so it cannot end up in a
-flow-run parameter, a log line, an artifact or a report.
+Why a seam: the key comes from a ``DocCheckCredentials`` block, a Prefect ``Secret`` block
+(a deployment's natural home for credentials) or ``DOCCHECK_API_KEY``. Flow parameters
+only ever hold a block's *name*; tasks get that name or the loaded block (whose key is a
+``SecretStr``, shown masked and never serialised), never the key as text, so it cannot end
+up in a flow-run parameter, a log line, an artifact or a report.
 """
 
 from __future__ import annotations
+
+from typing import Any, TypeAlias, cast
 
 from pydantic import SecretStr
 
 from doccheck.client import ConfigurationError
 from doccheck.config import load_settings
+from prefect_doccheck.credentials import DocCheckCredentials
+
+#: Where a task finds the key: a ``DocCheckCredentials`` block, the name of a Prefect
+#: ``Secret`` block holding the key, or None for ``DOCCHECK_API_KEY``.
+KeySource: TypeAlias = DocCheckCredentials | str | None
 
 
-def resolve_api_key(block_name: str | None = None) -> SecretStr:
+async def resolve_credentials(
+    credentials: DocCheckCredentials | str | None, api_key_block: str | None = None
+) -> KeySource:
+    """What the flows hand their tasks: the ``credentials`` block (loaded when given by
+    name), else the ``api_key_block`` Secret name, else None (the environment).
+
+    The error for a missing block names it, never a value.
+    """
+    if isinstance(credentials, DocCheckCredentials):
+        return credentials
+    if credentials:
+        try:
+            return await DocCheckCredentials.aload(credentials)
+        except ValueError:
+            raise ConfigurationError(f"no DocCheckCredentials block named {credentials!r}") from None
+    return api_key_block or None
+
+
+def base_url_of(source: KeySource) -> str | None:
+    """The service address a ``DocCheckCredentials`` block carries (None for the others)."""
+    return source.base_url if isinstance(source, DocCheckCredentials) else None
+
+
+def resolve_api_key(block_name: KeySource = None) -> SecretStr:
     """The API key as a ``SecretStr``.
 
-    With ``block_name`` the key is the value of that Prefect ``Secret`` block; with None
-    it is read from ``DOCCHECK_API_KEY``. Raises
-    :class:`~doccheck.client.ConfigurationError` when no key is configured.
+    With a ``DocCheckCredentials`` block the key is its ``api_key``; with a name the key is
+    the value of that Prefect ``Secret`` block; with None it is read from
+    ``DOCCHECK_API_KEY``. Raises :class:`~doccheck.client.ConfigurationError` when no key
+    is configured.
     """
+    if isinstance(block_name, DocCheckCredentials):
+        return block_name.api_key
     if block_name:
         return load_secret_block(block_name, what="API key")
     key = load_settings().api_key
@@ -38,7 +72,8 @@ def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
     from prefect.blocks.system import Secret
 
     try:
-        block = Secret.load(block_name, _sync=True)  # type: ignore[call-arg]
+        # `_sync=True`: Prefect's sync/async dispatch; typed as "block or coroutine".
+        block = cast("Secret[Any]", Secret.load(block_name, _sync=True))  # type: ignore[call-arg]
     except ValueError:
         raise ConfigurationError(f"no Prefect Secret block named {block_name!r} (for the {what})") from None
     value = block.get()
@@ -48,9 +83,17 @@ def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
 
 
 def resolve_webhook_secrets(block_name: str | None = None) -> list[SecretStr]:
-    """The webhook signing secret(s): the Secret block ``block_name`` (comma-separated during a
-    rotation) or ``DOCCHECK_WEBHOOK_SECRET``; empty when neither is configured."""
+    """The webhook signing secret(s) accepted now: the block ``block_name`` (a
+    ``DocCheckWebhookSecret``, or a Secret block, comma-separated during a rotation) or
+    ``DOCCHECK_WEBHOOK_SECRET``; empty when neither is configured."""
     if block_name:
+        from prefect_doccheck.credentials import DocCheckWebhookSecret
+
+        try:
+            block = cast(DocCheckWebhookSecret, DocCheckWebhookSecret.load(block_name, _sync=True))  # type: ignore[call-arg]
+            return block.accepted_secrets()
+        except ValueError:
+            pass  # not a DocCheckWebhookSecret: a Secret block of that name (below)
         raw = load_secret_block(block_name, what="webhook secret").get_secret_value()
         return [SecretStr(s.strip()) for s in raw.split(",") if s.strip()]
     return load_settings().webhook_secrets()

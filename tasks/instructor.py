@@ -18,8 +18,9 @@ from prefect import task
 
 from doccheck.downloads import parse_kinds
 from doccheck.instructor.outputs import write_run_outputs
-from tasks.artifacts import artifact_key
-from tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
+from prefect_doccheck.tasks.artifacts import artifact_key
+from prefect_doccheck.tasks.credentials import KeySource
+from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
 
 log = logging.getLogger("doccheck.tasks")
 
@@ -35,7 +36,7 @@ async def instructor_report(
     run_id: str,
     database_url: str,
     base_url: str | None = None,
-    api_key_block: str | None = None,
+    api_key_block: KeySource = None,
     download: Sequence[str] = (),
     status: str | None = None,
     spent_cents: int | None = None,

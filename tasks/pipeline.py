@@ -3,14 +3,14 @@
 Why thin: the logic lives in ``doccheck.pipeline`` (usable from a notebook without
 Prefect). A task only adds what orchestration needs:
 
-- **retries for transient failures only** (``tasks.retry``): repeating a batch is safe
+- **retries for transient failures only** (``prefect_doccheck.tasks.retry``): repeating a batch is safe
   because every submission has a deterministic Idempotency-Key and the ledger skips what
   is already submitted; a 401 or a bad manifest is never retried;
 - **meaningful names** in the UI (``submit batch 3/20``, ``wait for results``);
 - **no caching** (``cache_policy=NONE``): inputs are documents and URLs whose hash means
   nothing, and a cached "success" would hide new work;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
-  key lives; the key itself is resolved inside the task (``tasks.credentials``).
+  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.credentials``).
 
 Each task opens its own client (an HTTP connection pool cannot travel between tasks);
 the ledger is shared per database URL within the process.
@@ -41,9 +41,10 @@ from doccheck.pipeline import (
 )
 from doccheck.planning import Plan, load_plan
 from doccheck.reports import ReportPaths, write_reports
-from tasks import progress
-from tasks.credentials import resolve_api_key
-from tasks.retry import RETRY_DELAYS, retry_on_transient
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
+from prefect_doccheck.tasks.retry import RETRY_DELAYS, retry_on_transient
 
 _ledgers: dict[str, Ledger] = {}
 _ledgers_lock = threading.Lock()
@@ -66,8 +67,11 @@ def close_ledgers() -> None:
         _ledgers.clear()
 
 
-def open_client(base_url: str, api_key_block: str | None = None) -> AsyncDocCheckClient:
-    """An async client for ``base_url`` with the key from ``resolve_api_key``."""
+def open_client(base_url: str, api_key_block: KeySource = None) -> AsyncDocCheckClient:
+    """An async client for ``base_url`` with the key from ``resolve_api_key`` (and the
+    timeouts of a ``DocCheckCredentials`` block when that is where the key lives)."""
+    if isinstance(api_key_block, DocCheckCredentials):
+        return AsyncDocCheckClient(base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout())
     return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block))
 
 
@@ -83,7 +87,7 @@ TRANSIENT_RETRIES: dict[str, Any] = {
 
 
 @task(name="check service", task_run_name="check service", cache_policy=NONE)
-async def check_service(base_url: str, api_key_block: str | None = None) -> None:
+async def check_service(base_url: str, api_key_block: KeySource = None) -> None:
     """One cheap authenticated request (``GET /checks?limit=1``) before anything is recorded.
 
     Why: an unreachable service or a wrong key would otherwise fail every document one by
@@ -137,7 +141,7 @@ async def submit_documents(
     batch_count: int,
     base_url: str,
     database_url: str,
-    api_key_block: str | None = None,
+    api_key_block: KeySource = None,
     concurrency: int = 8,
     webhook_url: str | None = None,
     budget: Budget | None = None,
@@ -167,7 +171,7 @@ async def wait_results(
     *,
     base_url: str,
     database_url: str,
-    api_key_block: str | None = None,
+    api_key_block: KeySource = None,
     timeout: float = 600,
     grace_seconds: float = 30,
     poll_interval: float = 2,
@@ -196,7 +200,7 @@ async def poll_results(
     *,
     base_url: str,
     database_url: str,
-    api_key_block: str | None = None,
+    api_key_block: KeySource = None,
 ) -> PollResult:
     """Apply stored webhook events, then GET every check of the run that is not final."""
     ledger = ledger_for(database_url)

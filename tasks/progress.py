@@ -10,7 +10,7 @@ batch reports its own ``done``) and notifies every listener with a run-wide
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from threading import Lock
 
@@ -80,5 +80,3 @@ def _notify(phase: str) -> None:
         except Exception:  # noqa: BLE001 - a broken display never sinks a run
             pass
 
-
-ProgressListener = Callable[[Progress], None]

@@ -10,8 +10,8 @@ sensible depth. The exact-text builders make DOCX parts python-docx cannot write
 from __future__ import annotations
 
 import io
-import zlib
 import zipfile
+import zlib
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

@@ -4,14 +4,26 @@ The interface (``shared/interface/document-check-service.md``) leaves error code
 values, result shapes, paths and prices unspecified. DESIGN.md and docs/architecture.md fix
 them for the emulator; this module is the client's single copy, so that when the real
 service is known only this file (and the models' defaults) has to change. Nothing here is
-imported by the emulator: the two sides implement the assumptions independently, so a test
-that passes proves they agree rather than that they share a bug.
+imported by the emulator: the two sides implement the protocol's assumptions (paths,
+headers, error shapes) independently, so a test that passes proves they agree rather than
+that they share a bug. The domain's rules (products, states, size limits, the price rule)
+live in :mod:`doccheck.domain`, which both sides import; they are re-exported here under
+their usual names.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from doccheck import domain
+from doccheck.domain import CENTS_PER_100_WORDS as CENTS_PER_100_WORDS
+from doccheck.domain import MAX_WAITING_UPLOADS as MAX_WAITING_UPLOADS
+from doccheck.domain import MEGABYTE as MEGABYTE
+from doccheck.domain import MIN_BILLED_WORDS as MIN_BILLED_WORDS
+from doccheck.domain import MULTIPART_MAX_BYTES as MULTIPART_MAX_BYTES
+from doccheck.domain import UPLOAD_MAX_BYTES as UPLOAD_MAX_BYTES
+from doccheck.domain import UPLOAD_URL_LIFETIME_SECONDS as UPLOAD_URL_LIFETIME_SECONDS
+from doccheck.domain import billed_words as billed_words
+from doccheck.domain import estimate_cost_cents as estimate_cost_cents
+from doccheck.extract import SUPPORTED_TYPES as _EXTRACT_TYPES
 
 # --- Versioning and paths -------------------------------------------------------------
 #: The base URL must end with this segment (interface, "Versioning").
@@ -40,41 +52,20 @@ REQUEST_ID_HEADER = "X-Request-Id"
 RETRY_AFTER_HEADER = "Retry-After"
 
 # --- Products, statuses, files ----------------------------------------------------------
-PRODUCTS: frozenset[str] = frozenset({"ai", "similarity"})
-DEFAULT_PRODUCTS: tuple[str, ...] = ("ai",)
+PRODUCTS: frozenset[str] = frozenset(domain.PRODUCTS)
+DEFAULT_PRODUCTS: tuple[str, ...] = domain.DEFAULT_PRODUCTS
 #: Only ``processing`` is shown; the rest come from DESIGN.md.
-CHECK_STATUSES: frozenset[str] = frozenset({"processing", "completed", "failed"})
-TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
+CHECK_STATUSES: frozenset[str] = frozenset(s.value for s in domain.ProductState)
+TERMINAL_STATUSES: frozenset[str] = frozenset(domain.TERMINAL_PRODUCT_STATES)
 PRODUCT_STATUSES: frozenset[str] = CHECK_STATUSES
 AI_LABELS: frozenset[str] = frozenset({"human", "mixed", "ai"})
 SOURCE_KINDS: frozenset[str] = frozenset({"submission", "reference"})
 FILE_KINDS: frozenset[str] = frozenset({"similarity_pdf", "pdf", "original"})
 EVENT_TYPES: frozenset[str] = frozenset({"check.completed", "check.failed"})
 
-# --- Limits -----------------------------------------------------------------------------
-#: "4 MB" and "50 MB" are read as binary megabytes (MiB); the emulator uses the same.
-MEGABYTE = 1024 * 1024
-MULTIPART_MAX_BYTES = 4 * MEGABYTE
-UPLOAD_MAX_BYTES = 50 * MEGABYTE
-UPLOAD_URL_LIFETIME_SECONDS = 600
-MAX_WAITING_UPLOADS = 50
-
 # --- Supported file types ---------------------------------------------------------------
-#: Fallback while ``doccheck.extract`` is not importable; extract is the source of truth.
-_LOCAL_SUPPORTED_TYPES: dict[str, str] = {
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".pdf": "application/pdf",
-}
-try:  # pragma: no cover - depends on which engineer landed first
-    from doccheck.extract import SUPPORTED_TYPES as _EXTRACT_TYPES
-
-    SUPPORTED_TYPES: dict[str, str] = dict(_EXTRACT_TYPES)
-except ImportError:  # pragma: no cover
-    SUPPORTED_TYPES = dict(_LOCAL_SUPPORTED_TYPES)
+#: The file types the service reads; ``doccheck.extract`` is the source of truth.
+SUPPORTED_TYPES: dict[str, str] = dict(_EXTRACT_TYPES)
 
 
 def content_type_for(filename: str) -> str | None:
@@ -95,21 +86,3 @@ ERROR_ENVELOPE_KEY = "error"
 #: work right now" (overload / maintenance) by convention, answered before the handler.
 #: A 500/502/504 may come after the handler created something, so it is NOT in this set.
 NOT_REACHED_STATUSES: frozenset[int] = frozenset({429, 503})
-
-# --- Price rule (architecture.md, "Assumptions shared by the emulator and the client") ---
-MIN_BILLED_WORDS = 100
-CENTS_PER_100_WORDS: dict[str, int] = {"ai": 1, "similarity": 2}
-
-
-def billed_words(words: int) -> int:
-    """Words billed for a document of ``words`` words (minimum charge of 100 words)."""
-    return max(int(words), MIN_BILLED_WORDS)
-
-
-def estimate_cost_cents(words: int, products: Iterable[str]) -> int:
-    """Total cents a check of ``words`` words with ``products`` is expected to cost.
-
-    Used to budget a batch before spending money; the service's ``cost`` is authoritative.
-    """
-    blocks = math.ceil(billed_words(words) / 100)
-    return sum(CENTS_PER_100_WORDS[p] * blocks for p in set(products))

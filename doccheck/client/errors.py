@@ -8,12 +8,14 @@ into a log line through an exception.
 
 from __future__ import annotations
 
+from doccheck.errors import DocCheckBaseError
 
-class ConfigurationError(ValueError):
+
+class ConfigurationError(DocCheckBaseError, ValueError):
     """The client was set up wrongly (base URL without ``/api/v1``, no API key...)."""
 
 
-class DocCheckError(Exception):
+class DocCheckError(DocCheckBaseError):
     """An error answered by (or on the way to) the service.
 
     ``status_code`` is None for errors that never got an HTTP answer (network).

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -14,7 +15,7 @@ from pydantic import SecretStr
 from tenacity import Retrying
 
 from doccheck.client import _core
-from doccheck.client.errors import DocCheckError
+from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
@@ -156,6 +157,50 @@ class DocCheckClient:
     def get_file(self, check_id: str, kind: str) -> bytes:
         """Bytes of a report file: ``similarity_pdf``, ``pdf`` or ``original``."""
         return self._run(_core.op_get_file(check_id, kind))
+
+    def download_file(self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None) -> str | None:
+        """Stream a report file to ``dest`` (sync twin of ``AsyncDocCheckClient.download_file``):
+        a temporary file beside it renamed into place, so ``dest`` is either absent or complete.
+        Retried like every read. Returns the response's Content-Type (None when absent);
+        over ``max_bytes`` raises ``LocalValidationError`` (``file_too_large``), leaving nothing.
+        """
+        spec = _core.file_spec(check_id, kind)
+        target = Path(dest)
+        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+            with attempt:
+                content_type = self._stream_once(spec, target, max_bytes)
+        return content_type
+
+    def _stream_once(self, spec: _core.RequestSpec, target: Path, max_bytes: int | None) -> str | None:
+        tmp = target.with_name(f".{target.name}.part-{os.getpid()}-{id(spec):x}")
+        with ExitStack() as stack:
+            request = _core.build_request(self._http, spec, stack)
+            try:
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                raise _core.network_error(exc, spec.what) from None
+            try:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _core.error_from_response(response, self._api_key)
+                written = 0
+                try:
+                    with open(tmp, "wb") as out:
+                        for chunk in response.iter_bytes(_core.CHUNK_SIZE):
+                            written += len(chunk)
+                            if max_bytes is not None and written > max_bytes:
+                                raise LocalValidationError(
+                                    f"{spec.what}: file larger than {max_bytes} bytes", code="file_too_large"
+                                )
+                            out.write(chunk)
+                    os.replace(tmp, target)
+                except httpx.TransportError as exc:
+                    raise _core.network_error(exc, spec.what) from None
+                finally:
+                    tmp.unlink(missing_ok=True)
+            finally:
+                response.close()
+        return response.headers.get("content-type")
 
     def get_webhook(self) -> Webhook:
         """``GET /webhook`` (never carries the secret)."""

@@ -93,11 +93,11 @@ def describe_error(exc: BaseException) -> str:
 
 @contextmanager
 def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
-    """Show one rich progress bar per phase while a flow runs (fed by ``tasks.progress``)."""
+    """Show one rich progress bar per phase while a flow runs (fed by ``prefect_doccheck.tasks.progress``)."""
     if not enabled:
         yield
         return
-    from tasks import progress as hub
+    from prefect_doccheck.tasks import progress as hub
 
     bars: dict[str, TaskID] = {}
     with Progress(
@@ -147,7 +147,7 @@ def run_flow(
 
 def _drain() -> None:
     try:
-        from flows.runtime import drain_prefect
+        from prefect_doccheck.flows.runtime import drain_prefect
 
         drain_prefect()
     except Exception:  # noqa: BLE001 - shutdown best effort

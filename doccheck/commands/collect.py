@@ -51,7 +51,7 @@ def collect(
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from flows.collect_results import collect_results
+        from prefect_doccheck.flows.collect_results import collect_results
 
         return collect_results(
             campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url, database_url=database_url,

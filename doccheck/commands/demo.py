@@ -152,7 +152,7 @@ def demo(
         os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
 
         def start():  # type: ignore[no-untyped-def]
-            from flows.bulk_check import bulk_check
+            from prefect_doccheck.flows.bulk_check import bulk_check
 
             return bulk_check(
                 manifest=str(manifest),
@@ -188,10 +188,10 @@ def demo(
 
 
 def _close_ledgers() -> None:
-    if "tasks.pipeline" not in sys.modules:
+    if "prefect_doccheck.tasks.pipeline" not in sys.modules:
         return
     try:
-        from tasks.pipeline import close_ledgers
+        from prefect_doccheck.tasks.pipeline import close_ledgers
 
         close_ledgers()
     except Exception:  # noqa: BLE001 - shutdown best effort

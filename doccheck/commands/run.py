@@ -19,9 +19,9 @@ from rich.console import Console
 
 from doccheck.commands._runner import (
     fail,
-    require_service_settings,
     quiet_prefect,
     rejections_table,
+    require_service_settings,
     run_flow,
     summary_table,
     use_local_prefect_server_if_running,
@@ -82,7 +82,7 @@ def run(
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from flows.bulk_check import bulk_check
+        from prefect_doccheck.flows.bulk_check import bulk_check
 
         return bulk_check(
             manifest=str(manifest),

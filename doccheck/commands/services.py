@@ -23,8 +23,10 @@ from typing import IO
 
 import httpx
 
+from doccheck.errors import DocCheckBaseError
 
-class ServiceError(RuntimeError):
+
+class ServiceError(DocCheckBaseError, RuntimeError):
     """A helper process did not start or answer in time (message names it and its log)."""
 
 

@@ -68,7 +68,7 @@ class ApiEdge:
                 return
         try:
             await self.app(scope, receive, send_with_id)
-        except Exception as exc:  # a bug: answer in the service's shape, no traceback
+        except Exception as exc:  # noqa: BLE001 - a bug: answer in the service's shape, no traceback
             print(f"emulator: unexpected {type(exc).__name__} on {scope.get('method')} {path} [{request_id}]", flush=True)
             if not started:
                 await error_response(500, "internal_error", "unexpected emulator error", request_id)(scope, receive, send)

@@ -10,8 +10,8 @@ as if the network lost it; it counts as a failed attempt and is retried like any
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ class Dispatcher:
         """One attempt; an unexpected error is reported in one line and ends the delivery."""
         try:
             await self._attempt(delivery)
-        except Exception as exc:  # pragma: no cover - a bug must not kill the loop silently
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug must not kill the loop silently
             delivery.status, delivery.last_error = "failed", f"emulator error: {type(exc).__name__}"
             print(f"emulator: delivery {delivery.delivery_id} crashed: {type(exc).__name__}", flush=True)
 

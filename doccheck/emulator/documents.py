@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from doccheck.emulator import ai_heuristic
-from doccheck.emulator.similarity import ShingleIndex, compare_hashes, shingle_hashes
-
 from doccheck.emulator.errors import ApiError, invalid_input
+from doccheck.emulator.similarity import ShingleIndex, compare_hashes, shingle_hashes
 from doccheck.emulator.store import Account, Upload
 from doccheck.extract import (
     ExtractionError,

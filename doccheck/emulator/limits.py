@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from doccheck import domain
+
 MB = 1024 * 1024
-MULTIPART_FILE_LIMIT = 4 * MB
+MULTIPART_FILE_LIMIT = domain.MULTIPART_MAX_BYTES
 MULTIPART_OVERHEAD = 256 * 1024  # boundaries, headers and small fields around the file
-UPLOAD_LIMIT = 50 * MB
+UPLOAD_LIMIT = domain.UPLOAD_MAX_BYTES
 JSON_BODY_LIMIT = 8 * MB
 DRAIN_LIMIT = 64 * MB  # read-and-discard at most this much before answering 413
-MAX_WAITING_UPLOADS = 50
+MAX_WAITING_UPLOADS = domain.MAX_WAITING_UPLOADS
 
 
 class BodyTooLarge(Exception):
@@ -32,7 +34,7 @@ async def drain(chunks: AsyncIterator[bytes], already: int = 0) -> None:
             seen += len(chunk)
             if seen > DRAIN_LIMIT:
                 return
-    except Exception:  # the client may hang up first; the 413 is still the answer
+    except Exception:  # noqa: BLE001 - the client may hang up first; the 413 is still the answer
         return
 
 

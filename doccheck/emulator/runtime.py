@@ -105,7 +105,7 @@ class Emulator:
         while True:
             try:
                 await self.run_due()
-            except Exception as exc:  # pragma: no cover - keep serving, report the bug
+            except Exception as exc:  # noqa: BLE001  # pragma: no cover - keep serving, report the bug
                 print(f"emulator: background job failed: {type(exc).__name__}: {exc}", flush=True)
             await asyncio.sleep(self.config.tick_s)
 

@@ -12,8 +12,8 @@ once, and a shingle credits at most :data:`MAX_POSTINGS` (the earliest) sources.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import islice
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 SHINGLE = 5

@@ -12,10 +12,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from doccheck import domain
 from doccheck.emulator.clock import iso
 from doccheck.emulator.similarity import ShingleIndex
 
-PRODUCTS = ("ai", "similarity")
+PRODUCTS = domain.PRODUCTS
 FILE_KINDS = ("similarity_pdf", "pdf", "original")
 
 

@@ -57,7 +57,7 @@ def docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
         raise
     except MemoryError:
         raise  # the worker reports it and retires
-    except Exception as exc:  # zlib.error, struct.error...: a damaged zip is this row's problem only
+    except Exception as exc:  # noqa: BLE001 - zlib.error, struct.error...: a damaged zip is this row's problem only
         raise ExtractionError(f"not a readable .docx file ({type(exc).__name__})") from None
 
 

@@ -7,8 +7,10 @@ exception text), so manifest validation rejects one row and the emulator answers
 
 from __future__ import annotations
 
+from doccheck.errors import DocCheckBaseError
 
-class ExtractionError(ValueError):
+
+class ExtractionError(DocCheckBaseError, ValueError):
     """The file claims a supported type but its bytes cannot be read as that type."""
 
 

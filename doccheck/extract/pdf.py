@@ -50,7 +50,7 @@ def pdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
         raise
     except MemoryError:
         raise  # the worker reports it and retires (its heap may be in any state)
-    except (PdfReadError, Exception) as exc:  # pypdf raises many kinds on broken files
+    except (PdfReadError, Exception) as exc:  # noqa: BLE001 - pypdf raises many kinds on broken files
         raise ExtractionError(f"not a readable PDF file ({type(exc).__name__})") from None
     return "\n".join(texts).strip()
 

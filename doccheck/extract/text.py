@@ -65,7 +65,7 @@ def html_to_text(html: str) -> str:
     try:
         parser.feed(html)
         parser.close()
-    except Exception as exc:  # html.parser is lenient; this is a last resort
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; this is a last resort
         raise ExtractionError(f"unreadable HTML: {type(exc).__name__}") from None
     text = "".join(parser.parts)
     return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n\n", text)).strip()

@@ -104,7 +104,7 @@ def main() -> None:
             _answer(out, {"ok": False, "kind": "limit", "message": str(exc)})
         except ExtractionError as exc:
             _answer(out, {"ok": False, "kind": "error", "message": str(exc)})
-        except Exception as exc:  # a parser bug: still one row's error, never the batch's
+        except Exception as exc:  # noqa: BLE001 - a parser bug: still one row's error, never the batch's
             _answer(out, {"ok": False, "kind": "error", "message": f"extraction failed ({type(exc).__name__})"})
         else:
             _answer(out, {"ok": True, "text": text})

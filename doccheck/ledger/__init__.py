@@ -6,7 +6,7 @@ creates its schema on first use. See docs/ledger.md.
 
 from __future__ import annotations
 
-from doccheck.ledger.ledger import DONE_STATES, Ledger, PendingCheck
+from doccheck.ledger.ledger import Ledger, PendingCheck
 from doccheck.ledger.tables import (
     DocumentRow,
     OutcomeRow,
@@ -18,7 +18,6 @@ from doccheck.ledger.tables import (
 )
 
 __all__ = [
-    "DONE_STATES",
     "DocumentRow",
     "Ledger",
     "OutcomeRow",

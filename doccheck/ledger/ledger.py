@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import SecretStr
@@ -23,6 +23,7 @@ from sqlalchemy import func, insert, or_, update
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, col, select
 
+from doccheck import domain
 from doccheck.ledger.engine import create_ledger_engine, redact_url
 from doccheck.ledger.tables import (
     LEDGER_TABLES,
@@ -38,10 +39,8 @@ from doccheck.ledger.tables import (
 
 log = logging.getLogger(__name__)
 
-PRODUCTS = ("ai", "similarity")
-TERMINAL = ("completed", "failed")
-#: Submission states after which a rerun must not send the document again.
-DONE_STATES = ("submitted",)
+PRODUCTS = domain.PRODUCTS
+TERMINAL = domain.TERMINAL_PRODUCT_STATES
 
 
 @dataclass(frozen=True)
@@ -853,12 +852,3 @@ class Ledger:
         """Counts of a run: documents, rejected, per submission state, per product status, cost."""
         with self.session() as s:
             return self._summary(s, run_id)
-
-    def stale_submitting(self, older_than: timedelta) -> list[SubmissionRow]:
-        """Submissions left in ``submitting``/``uploading`` (a crash); the resume replays them."""
-        cutoff = utcnow() - older_than
-        with self.session() as s:
-            stmt = select(SubmissionRow).where(
-                col(SubmissionRow.state).in_(("submitting", "uploading")), SubmissionRow.updated_at <= cutoff
-            )
-            return list(s.exec(stmt).all())

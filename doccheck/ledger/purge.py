@@ -37,6 +37,8 @@ from sqlalchemy import MetaData, Table, and_, delete, false, func, or_, select, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from doccheck.errors import DocCheckBaseError
+
 CHUNK = 500
 REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv"}
 RUNS_TABLE = "runs"
@@ -44,7 +46,7 @@ EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
 
 
-class PurgeError(ValueError):
+class PurgeError(DocCheckBaseError, ValueError):
     """The purge was asked for nothing, or for something that cannot be found."""
 
 
@@ -229,9 +231,10 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
         summary = run.summary if isinstance(run.summary, dict) else {}
         started = _aware(run.started_at) or datetime.min.replace(tzinfo=UTC)
         latest = summary.get("latest_dir")
-        if isinstance(latest, str) and latest:
-            if latest not in newest_for_latest or newest_for_latest[latest][0] < started:
-                newest_for_latest[latest] = (started, run.id)
+        if isinstance(latest, str) and latest and (
+            latest not in newest_for_latest or newest_for_latest[latest][0] < started
+        ):
+            newest_for_latest[latest] = (started, run.id)
         report_dir = summary.get("report_dir")
         if run.id in selected and isinstance(report_dir, str) and report_dir:
             candidates.append(Path(report_dir))

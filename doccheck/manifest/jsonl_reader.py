@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import accumulate
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 

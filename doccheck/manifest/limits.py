@@ -10,13 +10,15 @@ two copies ever disagree.
 
 from __future__ import annotations
 
-MEGABYTE = 1024 * 1024
+from doccheck import domain
+
+MEGABYTE = domain.MEGABYTE
 
 # --- What the service accepts -------------------------------------------------------------
 #: Files up to this size are sent as multipart and read whole once (to extract their words).
-MULTIPART_MAX_BYTES = 4 * MEGABYTE
+MULTIPART_MAX_BYTES = domain.MULTIPART_MAX_BYTES
 #: Files above this size cannot be sent at all (the upload limit of the interface).
-MAX_FILE_BYTES = 50 * MEGABYTE
+MAX_FILE_BYTES = domain.UPLOAD_MAX_BYTES
 #: A JSON request body (a text row: text, products, name, metadata) must fit in this.
 JSON_BODY_MAX_BYTES = 8 * MEGABYTE
 #: Room kept in the JSON body for what the run adds (webhook_url, key order, braces).

@@ -34,7 +34,7 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
     try:
         parquet = pq.ParquetFile(source)
         schema = parquet.schema_arrow
-    except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated types for corrupt files
         raise ManifestError(f"manifest {source} is not a readable Parquet file: {_short(exc)}") from None
     written = [str(name) for name in schema.names]
     columns = canonical_columns(source, written)
@@ -55,7 +55,7 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
                     yield index, _row(list(record.values()), columns)
         except ManifestError:
             raise
-        except Exception as exc:  # a corrupt page further on
+        except Exception as exc:  # noqa: BLE001 - a corrupt page further on
             raise ManifestError(
                 f"manifest {source} is not a readable Parquet file after row {index}: {_short(exc)}"
             ) from None

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from doccheck import domain
+
 __all__ = ["KNOWN_PRODUCTS", "parse_products"]
 
-KNOWN_PRODUCTS: frozenset[str] = frozenset({"ai", "similarity"})
+KNOWN_PRODUCTS: frozenset[str] = frozenset(domain.PRODUCTS)
 
 _PRODUCT_SEPARATORS = re.compile(r"[;|,]")
 

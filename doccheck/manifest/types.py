@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from doccheck.errors import DocCheckBaseError
+
 __all__ = [
     "ManifestDocument",
     "ManifestError",
@@ -44,7 +46,7 @@ class RejectCode:
     INVALID_PATH = "invalid_path"
 
 
-class ManifestError(ValueError):
+class ManifestError(DocCheckBaseError, ValueError):
     """The manifest as a whole cannot be used (unreadable, no ``document_id`` column, bad config).
 
     The message names the file and the reason; it never carries document contents.

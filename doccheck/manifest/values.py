@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any
 
+from doccheck.errors import DocCheckBaseError
 from doccheck.manifest.limits import MAX_NUMBER_CHARS
 from doccheck.manifest.types import RejectCode
 
@@ -27,7 +28,7 @@ __all__ = ["CellProblem", "JsonNumber", "NonFinite", "cell_text", "show", "unsaf
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
-class CellProblem(Exception):
+class CellProblem(DocCheckBaseError):
     """One cell cannot be used; the row is rejected naming ``field``."""
 
     def __init__(self, field: str, code: str, why: str) -> None:

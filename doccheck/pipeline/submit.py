@@ -27,6 +27,7 @@ from doccheck.client import (
     plan_document,
 )
 from doccheck.client.models import Check
+from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.progress import ProgressCallback, report
@@ -42,7 +43,7 @@ DEFAULT_UPLOAD_CONCURRENCY = 4
 _STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed"}
 
 
-class FatalSubmitError(RuntimeError):
+class FatalSubmitError(DocCheckBaseError, RuntimeError):
     """A configuration problem that would fail every document (401): the batch stops."""
 
 

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from doccheck.client.models import Event
+from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
 from doccheck.secret_file import SecretFileError
 from doccheck.webhooks import (
@@ -45,7 +46,7 @@ SecretsProvider = Callable[[], Sequence[str | SecretStr]]
 OnStored = Callable[[Event], Awaitable[object]]
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(DocCheckBaseError):
     """The body is over the limit (raised while streaming, before it is all read)."""
 
 

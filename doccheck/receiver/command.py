@@ -33,7 +33,7 @@ def _quiet_server(config: object) -> object:
 
 def receiver(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8791,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8792,  # 8790 and 8791 are the emulator's API and storage origin
     database_url: Annotated[
         str | None,
         typer.Option(help="Ledger URL (default: DOCCHECK_DATABASE_URL or sqlite:///doccheck.db)."),

@@ -39,6 +39,7 @@ import httpx
 from pydantic import SecretStr
 
 from doccheck.client.models import Event
+from doccheck.domain import secrets_accepted_at
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,9 @@ def read_secret_block(api_url: str, name: str, api_key: SecretStr | None = None,
                       transport: httpx.BaseTransport | None = None) -> list[SecretStr]:  # fmt: skip
     """The value of the Prefect ``Secret`` block ``name`` (comma-separated → several secrets,
     for a rotation), read over the REST API:
-    ``GET {api}/block_types/slug/secret/block_documents/name/{name}?include_secrets=true``.
+    ``GET {api}/block_types/slug/secret/block_documents/name/{name}?include_secrets=true``;
+    when there is no such Secret, the ``DocCheckWebhookSecret`` block of that name
+    (``current``, and ``previous`` until its ``previous_valid_until``).
 
     Raises ``LookupError`` (no such block) or ``RuntimeError`` (API unreachable or refusing);
     messages name the block, never its value.
@@ -201,13 +204,39 @@ def read_secret_block(api_url: str, name: str, api_key: SecretStr | None = None,
     except httpx.HTTPError as exc:
         raise RuntimeError(f"cannot reach the Prefect API to read Secret block {name!r}: {type(exc).__name__}") from None
     if answer.status_code == 404:
-        raise LookupError(f"no Prefect Secret block named {name!r}")
+        return _read_webhook_secret_block(api_url, name, api_key, timeout=timeout, transport=transport)
     if answer.status_code >= 300:
         raise RuntimeError(f"the Prefect API refused to read Secret block {name!r}: HTTP {answer.status_code}")
     value = (answer.json().get("data") or {}).get("value")
     if not isinstance(value, str):
         raise LookupError(f"the Prefect Secret block {name!r} holds no text value")
     return [SecretStr(v.strip()) for v in value.split(",") if v.strip()]
+
+
+def _read_webhook_secret_block(api_url: str, name: str, api_key: SecretStr | None, *, timeout: float,
+                               transport: httpx.BaseTransport | None) -> list[SecretStr]:  # fmt: skip
+    """The secrets a ``DocCheckWebhookSecret`` block named ``name`` accepts now (same REST
+    read, its type's slug); the rotation rule is :func:`doccheck.domain.secrets_accepted_at`."""
+    url = f"{api_url.rstrip('/')}/block_types/slug/doccheck-webhook-secret/block_documents/name/{name}"
+    try:
+        with httpx.Client(timeout=timeout, headers=_auth_headers(api_key), transport=transport) as http:
+            answer = http.get(url, params={"include_secrets": "true"})
+    except httpx.HTTPError as exc:
+        raise RuntimeError(f"cannot reach the Prefect API to read block {name!r}: {type(exc).__name__}") from None
+    if answer.status_code == 404:
+        raise LookupError(f"no Prefect Secret or DocCheckWebhookSecret block named {name!r}")
+    if answer.status_code >= 300:
+        raise RuntimeError(f"the Prefect API refused to read block {name!r}: HTTP {answer.status_code}")
+    data = answer.json().get("data") or {}
+    current, previous, until = data.get("current"), data.get("previous"), data.get("previous_valid_until")
+    if not isinstance(current, str) or not current.strip():
+        raise LookupError(f"the DocCheckWebhookSecret block {name!r} holds no current secret")
+    try:
+        end = datetime.fromisoformat(until) if isinstance(until, str) else None
+    except ValueError:
+        raise LookupError(f"the DocCheckWebhookSecret block {name!r} has an unreadable previous_valid_until") from None
+    accepted = secrets_accepted_at(current, previous if isinstance(previous, str) else None, end)
+    return [SecretStr(s) for s in accepted]
 
 
 def secret_block_provider(api_url: str, name: str, api_key: SecretStr | None = None, *,

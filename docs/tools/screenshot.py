@@ -164,7 +164,7 @@ def main() -> None:
         script = textwrap.dedent(
             f"""
             import asyncio
-            from flows.bulk_check import bulk_check
+            from prefect_doccheck.flows.bulk_check import bulk_check
             asyncio.run(bulk_check(manifest={str(data / 'manifest.csv')!r}, products=["ai", "similarity"],
                 out_dir={str(work / 'reports')!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},
                 database_url={'sqlite:///' + str(work / 'ledger.db')!r}, grace_seconds=0, poll_interval=0.3,

@@ -23,9 +23,9 @@ import pytest
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.planning import load_plan
-from flows.bulk_check import bulk_check
-from flows.collect_results import collect_results
-from flows.summary import RunSummary
+from prefect_doccheck.flows.bulk_check import bulk_check
+from prefect_doccheck.flows.collect_results import collect_results
+from prefect_doccheck.flows.summary import RunSummary
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
@@ -303,7 +303,7 @@ def test_flow_runs_are_visible_in_prefect(prefect_server: Any, emulator: Emulato
         wait=False,
         batch_size=2,
     )
-    from flows.runtime import drain_prefect
+    from prefect_doccheck.flows.runtime import drain_prefect
 
     drain_prefect()
     api = prefect_server.api_url

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.bulk_check import bulk_check
+from prefect_doccheck.flows.bulk_check import bulk_check
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -39,7 +39,7 @@ CRASHING_RUN = textwrap.dedent(
         return original(self, *args, **kwargs)
 
     Ledger.mark_submitted = crashing
-    from flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, out_dir, base_url, db_url = sys.argv[1:5]
     asyncio.run(bulk_check(manifest=manifest, out_dir=out_dir, campaign="resume", base_url=base_url,

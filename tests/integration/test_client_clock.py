@@ -25,7 +25,8 @@ from doccheck.client import (
     estimate_cost_cents,
 )
 from doccheck.webhooks import InvalidSignature, StaleSignature, parse_event, verify
-from tests.integration.test_client_endpoints import NO_RETRY, TEXT, assert_error
+from tests.factories import NO_RETRY, TEXT
+from tests.factories import assert_client_error as assert_error
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +114,7 @@ def capture() -> Iterator[Capture]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            received.append((body, {k: v for k, v in self.headers.items()}))
+            received.append((body, dict(self.headers.items())))
             self.send_response(204)
             self.end_headers()
 

@@ -18,18 +18,14 @@ from doccheck.client import (
     NotFoundError,
     PaymentRequiredError,
     RateLimitError,
-    RetryPolicy,
     TextDocument,
     ValidationError,
 )
+from tests.factories import NO_RETRY, TEXT
+from tests.factories import assert_client_error as assert_error
 
 pytestmark = pytest.mark.integration
 
-NO_RETRY = RetryPolicy(max_attempts=1)
-TEXT = (
-    "The committee met on Tuesday to review the proposal for a new library wing. "
-    "Several members raised concerns about the budget, while others praised the design."
-)
 HOOK = "http://127.0.0.1:9/hook"  # loopback: accepted with --allow-private-webhooks; nobody listens
 
 
@@ -48,13 +44,6 @@ def write_over_4mb(path: Path) -> Path:
         while fh.tell() <= 4 * 1024 * 1024 + 1000:
             fh.write(token_line)
     return path
-
-
-def assert_error(exc: pytest.ExceptionInfo, status: int, code: str, *, storage: bool = False) -> None:
-    e = exc.value
-    assert (e.status_code, e.code) == (status, code), repr(e)
-    if not storage:  # the storage origin is not the service API: no request id promised
-        assert e.request_id, "every service error quotes the request id"
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -149,9 +138,11 @@ def test_check_with_webhook_url_after_account_webhook(client: DocCheckClient) ->
 
 
 def test_unauthorized(emulator) -> None:
-    with DocCheckClient(emulator.base_url, "sk_test_not_a_key", retry=NO_RETRY) as c:
-        with pytest.raises(AuthenticationError) as exc:
-            c.list_checks()
+    with (
+        DocCheckClient(emulator.base_url, "sk_test_not_a_key", retry=NO_RETRY) as c,
+        pytest.raises(AuthenticationError) as exc,
+    ):
+        c.list_checks()
     assert_error(exc, 401, "unauthorized")
     assert "sk_test_not_a_key" not in str(exc.value)
 
@@ -254,9 +245,8 @@ def test_idempotency_conflict_and_replay(emulator, emulator_account: str, client
 
 def test_insufficient_balance(emulator) -> None:
     key = emulator.new_account(balance_cents=0)
-    with DocCheckClient(emulator.base_url, key, retry=NO_RETRY) as c:
-        with pytest.raises(PaymentRequiredError) as exc:
-            c.create_check(text=TEXT)
+    with DocCheckClient(emulator.base_url, key, retry=NO_RETRY) as c, pytest.raises(PaymentRequiredError) as exc:
+        c.create_check(text=TEXT)
     assert_error(exc, 402, "insufficient_balance")
     assert emulator.account_state(key)["checks"] == 0
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from doccheck.client import DocCheckClient, RateLimitError, RetryPolicy, ServerError, TextDocument
+from doccheck.client import DocCheckClient, NetworkError, RateLimitError, RetryPolicy, ServerError, TextDocument
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +41,13 @@ def test_lost_response_retry_replays(emulator_faults, emulator_account: str) -> 
     """A timeout after the request reached the service is the case the key exists for."""
     emulator_faults.set_faults(latency_ms=800)
     policy = RetryPolicy(max_attempts=3, initial=0.01, max_backoff=0.01, deadline_seconds=20)
-    with DocCheckClient(emulator_faults.base_url, emulator_account, retry=policy, timeout=0.3) as c:
-        with pytest.raises(Exception):
-            c.create_check(text=TEXT, idempotency_key="lost-1")  # every attempt times out
+    with (
+        DocCheckClient(emulator_faults.base_url, emulator_account, retry=policy, timeout=0.3) as c,
+        pytest.raises(NetworkError) as lost,
+    ):
+        c.create_check(text=TEXT, idempotency_key="lost-1")  # every attempt times out
+    # a read timeout: the request reached the service, so it is not a connect-phase failure
+    assert "Timeout" in str(lost.value) and lost.value.connect is False and lost.value.status_code is None
     emulator_faults.reset_faults()
     with DocCheckClient(emulator_faults.base_url, emulator_account, retry=policy) as c:
         check = c.create_check(text=TEXT, idempotency_key="lost-1")
@@ -69,9 +73,11 @@ def test_final_typed_error_after_deadline(emulator_faults, emulator_account: str
     emulator_faults.set_faults(error_rate=1.0)
     policy = RetryPolicy(max_attempts=1000, initial=0.05, max_backoff=0.1, deadline_seconds=0.8)
     started = time.monotonic()
-    with DocCheckClient(emulator_faults.base_url, emulator_account, retry=policy) as c:
-        with pytest.raises(ServerError) as exc:
-            c.get_check("00000000-0000-4000-8000-000000000000")
+    with (
+        DocCheckClient(emulator_faults.base_url, emulator_account, retry=policy) as c,
+        pytest.raises(ServerError) as exc,
+    ):
+        c.get_check("00000000-0000-4000-8000-000000000000")
     assert time.monotonic() - started < 3.0
     assert exc.value.status_code in (500, 503) and exc.value.request_id
 
@@ -113,10 +119,12 @@ def test_connect_errors_retried_then_typed(caplog: pytest.LogCaptureFixture) -> 
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
     policy = RetryPolicy(max_attempts=3, initial=0.01, max_backoff=0.01, deadline_seconds=5)
-    with DocCheckClient(f"http://127.0.0.1:{port}/api/v1", "sk_test_x", retry=policy) as c:
-        with caplog.at_level(logging.DEBUG, logger="doccheck.client"):
-            with pytest.raises(NetworkError) as exc:
-                c.create_upload("a.txt")
+    with (
+        DocCheckClient(f"http://127.0.0.1:{port}/api/v1", "sk_test_x", retry=policy) as c,
+        caplog.at_level(logging.DEBUG, logger="doccheck.client"),
+        pytest.raises(NetworkError) as exc,
+    ):
+        c.create_upload("a.txt")
     assert exc.value.connect and exc.value.status_code is None
     assert "sk_test_x" not in str(exc.value)
     retries = [r for r in caplog.records if "retrying POST /uploads" in r.getMessage()]

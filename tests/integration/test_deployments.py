@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,8 +20,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from doccheck.markdown import escape_markdown
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.processes import stop_process
+from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -45,51 +45,6 @@ class Served:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def start_serve(prefect_api_url: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start ``python deployments/serve.py`` with a 1 s runner poll; its output goes to a file."""
-    log_path = Path(tempfile.mkstemp(prefix="doccheck-serve-", suffix=".log")[1])
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
-    child_env.update(
-        {
-            "PREFECT_API_URL": prefect_api_url,
-            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PYTHONUNBUFFERED": "1",
-            **env,
-        }
-    )
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "deployments" / "serve.py")],
-        cwd=tempfile.gettempdir(),  # serve.py must work from anywhere
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=child_env,
-    )
-    log.close()
-    return process, log_path
-
-
-def stop_serve(process: subprocess.Popen[bytes]) -> None:
-    stop_process(process, timeout=20)
-
-
-def wait_for_deployment(name: str, process: subprocess.Popen[bytes], log_path: Path, timeout: float = 60) -> Any:
-    """The deployment ``flow/name`` once the serve process has registered it."""
-    from prefect.client.orchestration import get_client
-
-    deadline = time.monotonic() + timeout
-    with get_client(sync_client=True) as client:
-        while True:
-            try:
-                return client.read_deployment_by_name(name)
-            except Exception:  # noqa: BLE001 - not registered yet
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"deployment {name} never appeared:\n{log_path.read_text(errors='replace')}")
-            time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
@@ -196,14 +151,15 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert {f"bulk-check-{slug}", f"bulk-check-{slug}-outcomes", f"bulk-check-{slug}-scores",
             f"bulk-check-{slug}-progress"} <= keys  # fmt: skip
     assert float(by_type["progress"].data) == 100.0
-    assert "r-4" in by_type["markdown"].data and "Highest AI scores" in by_type["markdown"].data
-    assert str(run_dir) in by_type["markdown"].data
+    markdown = by_type["markdown"].data  # ids and paths are markdown-escaped (doccheck.markdown)
+    assert escape_markdown("r-4") in markdown and "Highest AI scores" in markdown
+    assert escape_markdown(run_dir) in markdown
     assert by_type["image"].data.startswith("data:image/png;base64,")
     table = {row["product"]: row for row in __import__("json").loads(by_type["table"].data)}
     assert table["ai"]["completed"] == 3 and table["similarity"]["completed"] == 2
     messages = [log.message for log in logs]
     assert any(m.startswith("plan for") for m in messages), messages
-    assert any("submit batch 1/1" == t.name for t in task_runs if t.flow_run_id == flow_run.id)
+    assert any(t.name == "submit batch 1/1" for t in task_runs if t.flow_run_id == flow_run.id)
     assert all(f"campaign:{campaign}" in t.tags for t in task_runs if t.flow_run_id == flow_run.id and "submit" in t.name)
     assert served.api_key not in served.log()
     print(f"served bulk_check run: {elapsed:.1f} s")

@@ -108,7 +108,7 @@ def test_failed_downloads_are_reported_per_file_and_fetched_on_the_next_try(
     assert all(f.code and f.reason and ("500" in f.reason or "503" in f.reason) for f in failed.failures)
     assert key not in " ".join(f.reason for f in failed.failures)
     assert failed.unavailable == []
-    assert not [p for p in (run_dir / "files").iterdir()]  # nothing half-written
+    assert not list((run_dir / "files").iterdir())  # nothing half-written
 
     recovered, sent = asyncio.run(fetch(0.0))
     assert recovered.downloaded == 6 and recovered.failures == [] and sent == 8

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import io
-import re
 import uuid
 
 import httpx
 import pytest
 
+from tests.factories import ESSAY, TS
+from tests.factories import assert_service_error as assert_error
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
-
-TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-ESSAY = (
-    "I walked down to the harbour before dawn. The boats were still tied up, and the gulls "
-    "argued over scraps on the pier. Nobody else was awake, or so I thought! Then an old man "
-    "waved from a doorway and asked whether I had seen his cat."
-)
-
 
 def _docx(text: str) -> bytes:
     import docx
@@ -39,16 +32,6 @@ def _pdf(text: str) -> bytes:
     pdf.set_font("Helvetica", size=12)
     pdf.multi_cell(0, 8, text)
     return bytes(pdf.output())
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
-    assert response.headers.get("x-request-id")
-    return body["error"]
 
 
 def test_create_text_check_has_every_field_in_documented_types(emulator: EmulatorHandle, emulator_account: str) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.factories import assert_service_error as assert_error
 from tests.fixtures.emulator import EmulatorHandle
-from tests.integration.test_emulator_checks import assert_error
 
 pytestmark = pytest.mark.integration
 

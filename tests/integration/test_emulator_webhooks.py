@@ -16,8 +16,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.factories import ESSAY, TS
+from tests.factories import assert_service_error as assert_error
 from tests.fixtures.emulator import EmulatorHandle, ReceivedRequest, WebhookSink, start_emulator, stop_emulator
-from tests.integration.test_emulator_checks import ESSAY, TS, assert_error
 
 pytestmark = pytest.mark.integration
 

@@ -35,7 +35,10 @@ def test_pipeline_run_on_postgres(emulator: object, postgres_database: str, tmp_
     """A whole submit → poll → report cycle with the ledger on PostgreSQL, and a free rerun."""
     import asyncio
 
-    from tests.integration.test_pipeline import assert_complete, plan_for, start, submit, wait, write_corpus
+    from tests.factories import assert_complete, plan_for, write_corpus
+    from tests.factories import start_pipeline_run as start
+    from tests.factories import submit_plan as submit
+    from tests.factories import wait_for_run as wait
 
     led = Ledger(postgres_database)
     api_key = emulator.new_account()  # type: ignore[attr-defined]

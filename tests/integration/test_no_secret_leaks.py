@@ -67,8 +67,8 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
         LogFilterFlowRunId,
     )
 
-    from flows.bulk_check import bulk_check
-    from flows.runtime import drain_prefect
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.runtime import drain_prefect
 
     # a distinctive key, created through the emulator's control surface
     api_key = f"sk_test_LEAKCANARY_{secrets.token_hex(8)}"
@@ -152,3 +152,80 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
             assert value.encode("utf-16-le") not in blob, f"the {label} leaked into {name} (utf-16)"
     # the check itself is sound: the events really are there and name the checks
     assert f"doccheck.campaign.{campaign}" in searched["events"].decode()
+
+
+def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
+    prefect_server: Any,
+    emulator: EmulatorHandle,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The flow gets only the NAME of a ``DocCheckCredentials`` block (address and key from
+    the block, nothing from the environment); the key is then searched for everywhere the
+    run wrote, as above."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+
+    from prefect_doccheck import DocCheckCredentials
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.runtime import drain_prefect
+
+    api_key = f"sk_test_BLOCKCANARY_{secrets.token_hex(8)}"
+    emulator._control("POST", "/accounts", {"api_key": api_key, "balance_cents": 100_000})
+    tag = uuid.uuid4().hex[:8]
+    block_name = f"leak-credentials-{tag}"
+    DocCheckCredentials(base_url=emulator.base_url, api_key=api_key, timeout=20).save(block_name)
+    for name in ("DOCCHECK_API_KEY", "DOCCHECK_BASE_URL", "DOCCHECK_WEBHOOK_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+
+    manifest = tmp_path / "manifest.csv"
+    pd.DataFrame(
+        [{"document_id": f"b-{i}", "text": f"{TEXT} Block part {i}.", "products": "ai"} for i in range(3)]
+    ).to_csv(manifest, index=False)
+    out = tmp_path / "reports"
+    database_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    campaign = f"block-leaks-{tag}"
+    summary = asyncio.run(
+        bulk_check(
+            manifest=str(manifest), products=["ai"], out_dir=str(out), campaign=campaign,
+            database_url=database_url, credentials=block_name,
+            grace_seconds=30, poll_interval=0.2, wait_timeout=60,
+        )  # fmt: skip
+    )
+    assert summary.status == "finished" and summary.submitted == 3, summary
+    drain_prefect()
+
+    with get_client(sync_client=True) as client:
+        (flow_run,) = [r for r in client.read_flow_runs() if r.name == f"bulk-check {campaign}"]
+        flow_run = client.read_flow_run(flow_run.id)
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+        )
+    # the block's name is the only trace of the credentials in the run's parameters
+    assert flow_run.parameters["credentials"] == block_name
+    assert flow_run.parameters.get("base_url") is None and logs and task_runs and artifacts
+
+    searched: dict[str, bytes] = {
+        "flow run": flow_run.model_dump_json().encode(),
+        "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
+        "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
+        "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
+        "events": _all_events(prefect_server.api_url).encode(),
+        "summary": summary.model_dump_json().encode(),
+    }
+    for path in [p for p in out.rglob("*") if p.is_file()] + list(tmp_path.glob("ledger.db*")):
+        searched[str(path)] = path.read_bytes()
+    for name, blob in searched.items():
+        assert api_key.encode() not in blob, f"the API key leaked into {name}"
+        assert api_key.encode("utf-16-le") not in blob, f"the API key leaked into {name} (utf-16)"
+    # the search is sound: the key's account really did the work the reports describe
+    assert any(name.endswith("ai_results.parquet") for name in searched)

@@ -10,12 +10,10 @@ row-level refusals that do not sink the batch; a budget cap; a fatal 401.
 from __future__ import annotations
 
 import asyncio
-import csv
 import os
 import subprocess
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,57 +22,14 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient, DocCheckClient, RetryPolicy
 from doccheck.ledger import Ledger
-from doccheck.pipeline import Budget, FatalSubmitError, submit_batch, wait_for_results
-from doccheck.planning import Plan, load_plan
+from doccheck.pipeline import Budget, FatalSubmitError, submit_batch
+from tests.factories import assert_complete, plan_for, write_corpus
+from tests.factories import start_pipeline_run as start
+from tests.factories import submit_plan as submit
+from tests.factories import wait_for_run as wait
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
 pytestmark = pytest.mark.integration
-
-ESSAYS = {
-    "t1": "The printing press changed how ideas travelled across Europe. Pamphlets, once rare, "
-    "became cheap enough for artisans to buy, and arguments that had stayed inside monasteries "
-    "spread to market squares within weeks.",
-    "t2": "Bees communicate the direction of flowers through a waggle dance. The angle of the "
-    "dance relative to gravity encodes the angle between the sun and the food source.",
-}
-SMALL_FILE = (
-    "Coastal erosion threatens villages that have stood for centuries. Engineers debate "
-    "whether sea walls merely move the problem further along the shore. " * 8
-)
-
-
-def write_corpus(folder: Path, *, big: bool = True) -> Path:
-    """A manifest with two text rows, one small file (multipart), optionally one file over
-    4 MB (upload flow), and one row that must be rejected (missing file)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "small.txt").write_text(SMALL_FILE)
-    rows = [
-        {"document_id": "t1", "text": ESSAYS["t1"], "path": "", "group": "A"},
-        {"document_id": "big" if big else "t2", "text": "" if big else ESSAYS["t2"],
-         "path": "big.txt" if big else "", "group": "B"},
-        {"document_id": "f1", "text": "", "path": "small.txt", "group": "A"},
-        {"document_id": "gone", "text": "", "path": "missing.txt", "group": "B"},
-    ]  # fmt: skip
-    if big:
-        words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu ".split()
-        line = " ".join(words[(i * 7) % len(words)] for i in range(60)) + "\n"
-        with (folder / "big.txt").open("w") as fh:
-            while fh.tell() < 4 * 1024 * 1024 + 200_000:
-                fh.write(line)
-    manifest = folder / "manifest.csv"
-    with manifest.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["document_id", "text", "path", "group"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return manifest
-
-
-def plan_for(manifest: Path, campaign: str | None = None) -> Plan:
-    plan = load_plan(manifest, campaign=campaign or f"it-{uuid.uuid4().hex[:8]}",
-                     products="ai,similarity", metadata_columns=["group"])  # fmt: skip
-    assert len(plan.rejections) == 1 and plan.rejections[0].document_id == "gone"
-    return plan
-
 
 def account_with_webhook(emulator: Any, receiver: ReceiverHandle) -> str:
     """A fresh account whose webhook points at the receiver, secret handed to the receiver."""
@@ -83,24 +38,6 @@ def account_with_webhook(emulator: Any, receiver: ReceiverHandle) -> str:
         hook = client.put_webhook(receiver.webhook_url)
     receiver.store_secret(hook.secret, scope=scope_for(api_key))
     return api_key
-
-
-def start(ledger: Ledger, plan: Plan) -> str:
-    run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=["ai", "similarity"])
-    ledger.record_rejections(run_id, plan.rejections)
-    return run_id
-
-
-async def submit(base_url: str, api_key: str, ledger: Ledger, run_id: str, plan: Plan, **kw: Any) -> Any:
-    async with AsyncDocCheckClient(base_url, api_key) as client:
-        return await submit_batch(client, ledger, run_id, plan.documents, **kw)
-
-
-async def wait(base_url: str, api_key: str, ledger: Ledger, run_id: str, **kw: Any) -> Any:
-    kw.setdefault("timeout", 20)
-    kw.setdefault("poll_interval", 0.1)
-    async with AsyncDocCheckClient(base_url, api_key) as client:
-        return await wait_for_results(client, ledger, run_id, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -115,19 +52,6 @@ def drop_all_deliveries(webhook_emulator: Any) -> Iterator[Any]:
         yield webhook_emulator
     finally:
         webhook_emulator.reset_faults()
-
-
-def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
-    subs = {r["document_id"]: r for r in rows["submissions"]}
-    assert subs["gone"]["status"] == "rejected" and subs["gone"]["error_code"]
-    sent = [r for r in rows["submissions"] if r["status"] != "rejected"]
-    assert len(sent) == n_docs and all(r["status"] == "submitted" and r["check_id"] for r in sent), sent
-    assert len(rows["ai_results"]) == n_docs and len(rows["similarity_results"]) == n_docs
-    for r in rows["ai_results"]:
-        assert r["status"] == "completed" and 0 <= r["score"] <= 1 and r["label"] in {"human", "mixed", "ai"}, r
-        assert r["completed_at"] is not None
-    for r in rows["similarity_results"]:
-        assert r["status"] == "completed" and 0 <= r["score"] <= 100 and r["source_count"] is not None, r
 
 
 def test_webhooks_complete_the_run_and_rerun_is_free(webhook_emulator: Any, receiver: ReceiverHandle, corpus: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from doccheck.client import DocCheckClient
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for, start_receiver, stop_receiver
-from tests.integration.test_deployments import start_serve, stop_serve, wait_for_deployment
+from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -60,7 +60,7 @@ def test_verified_deliveries_become_prefect_events_that_trigger_collect_results(
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
-    from flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.bulk_check import bulk_check
 
     key = webhook_emulator.new_account()
     with DocCheckClient(webhook_emulator.base_url, key) as client:

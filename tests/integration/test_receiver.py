@@ -121,7 +121,7 @@ def test_emulator_deliveries_land_exactly_once_despite_redelivery(
     webhook_emulator.advance(11)  # first retry is due after 10 s of service time
     mine = [d for d in webhook_emulator.state()["deliveries"] if d["check_id"] == check.id]
     assert all(d["status"] == "succeeded" and d["attempts"] == 2 for d in mine), mine
-    events = wait_until(lambda: [e for e in receiver.ledger.events(check_id=check.id)] if len(
+    events = wait_until(lambda: list(receiver.ledger.events(check_id=check.id)) if len(
         receiver.ledger.events(check_id=check.id)) == 2 else None)  # fmt: skip
     assert sorted(e.product for e in events) == ["ai", "similarity"]
     assert {e.type for e in events} == {"check.completed"}

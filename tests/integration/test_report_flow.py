@@ -14,8 +14,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from flows.bulk_check import bulk_check
-from flows.collect_results import collect_results
+from prefect_doccheck.flows.bulk_check import bulk_check
+from prefect_doccheck.flows.collect_results import collect_results
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -60,7 +60,7 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
     csv_text = (run_dir / "documents.csv").read_text(encoding="utf-8-sig")
     assert "'=cmd|" in csv_text and "'@Ann" in csv_text  # formulas neutralised for spreadsheets
 
-    from flows.runtime import drain_prefect
+    from prefect_doccheck.flows.runtime import drain_prefect
 
     drain_prefect()
     api = prefect_server.api_url

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from doccheck.markdown import escape_markdown
 from doccheck.pipeline.progress import Progress
 from doccheck.reports import ReportTables, write_reports
-from tasks.artifacts import (
+from prefect_doccheck.tasks.artifacts import (
     RunProgress,
     artifact_key,
     outcome_rows,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -28,54 +27,13 @@ from doccheck.client import (
     ValidationError,
 )
 from doccheck.client._core import USER_AGENT
+from tests.factories import BASE, CHECK, KEY, Recorder, created, err
 
-BASE = "http://svc.test/api/v1"
-KEY = "sk_test_SUPERSECRET"
 NO_RETRY = RetryPolicy(max_attempts=1)
-
-CHECK = {
-    "id": "8d0c6a5e-0000-4000-8000-000000000001",
-    "object": "check",
-    "status": "processing",
-    "name": "t",
-    "products": ["ai"],
-    "words": 3,
-    "created_at": "2026-01-01T00:00:00.000Z",
-    "completed_at": None,
-    "metadata": {},
-    "cost": {"ai_cents": 1, "similarity_cents": 0, "total_cents": 1, "billed_words": 100},
-    "error": None,
-    "ai": {"status": "processing"},
-    "similarity": None,
-    "files": {"similarity_pdf": False, "pdf": False, "original": False},
-}
-
-
-class Recorder:
-    """A MockTransport handler that records requests (with their bodies) and answers from a script."""
-
-    def __init__(self, *answers: httpx.Response | Callable[[httpx.Request], httpx.Response]) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
-        self.bodies: list[bytes] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.bodies.append(request.read())
-        self.requests.append(request)
-        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        return answer(request) if callable(answer) else answer
 
 
 def client_for(rec: Recorder, retry: RetryPolicy = NO_RETRY) -> DocCheckClient:
     return DocCheckClient(BASE, KEY, retry=retry, transport=httpx.MockTransport(rec))
-
-
-def created(body: dict | None = None, **headers: str) -> httpx.Response:
-    return httpx.Response(201, json=body or CHECK, headers=headers)
-
-
-def err(status: int, code: str, message: str = "nope", **headers: str) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"code": code, "message": message}}, headers=headers)
 
 
 # --- configuration ------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from doccheck.client import Check, CheckList, Event, Upload, Webhook, estimate_cost_cents
-from tests.unit.test_client_core import CHECK
+from tests.factories import CHECK
 
 COMPLETED = dict(
     CHECK,

@@ -20,7 +20,7 @@ from doccheck.client import (
     ValidationError,
 )
 from doccheck.client.retry import is_retryable
-from tests.unit.test_client_core import BASE, CHECK, KEY, Recorder, created, err
+from tests.factories import BASE, CHECK, KEY, Recorder, created, err
 
 FAST = RetryPolicy(max_attempts=4, initial=0.001, max_backoff=0.01, deadline_seconds=5)
 UPLOAD = {"object": "upload", "upload_id": "u1", "upload_url": "http://st/u1?sig=x", "expires_in": 600, "content_type": "text/plain"}

@@ -22,7 +22,7 @@ from doccheck.client import (
     plan_document,
 )
 from doccheck.client.assumptions import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES
-from tests.unit.test_client_core import BASE, CHECK, KEY, Recorder, created
+from tests.factories import BASE, CHECK, KEY, Recorder, created
 
 UPLOAD = {
     "object": "upload",

@@ -72,13 +72,13 @@ def test_serve_builds_the_same_deployments(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("DOCCHECK_API_KEY", "sk_never_a_parameter")
     serve = _serve_module()
     bulk, collect = serve.build_deployments()
-    assert bulk.name == "weekly-course-check" and bulk.entrypoint == "flows.bulk_check.bulk_check"
+    assert bulk.name == "weekly-course-check" and bulk.entrypoint == "prefect_doccheck.flows.bulk_check.bulk_check"
     assert bulk.parameters["manifest"] == "/data/course.csv"
     assert bulk.parameters["api_key_block"] == "my-key-block"
     assert "sk_never_a_parameter" not in repr(bulk.parameters)
     (schedule,) = bulk.schedules
     assert schedule.schedule.cron == "0 6 * * 1" and schedule.schedule.timezone == "Europe/London"
-    assert collect.entrypoint == "flows.collect_results.collect_results"
+    assert collect.entrypoint == "prefect_doccheck.flows.collect_results.collect_results"
     (trigger,) = collect.triggers
     assert trigger.expect == {"doccheck.check.completed", "doccheck.check.failed"}
     assert trigger.match.root == {"prefect.resource.id": "doccheck.check.*"}

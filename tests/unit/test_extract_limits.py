@@ -14,8 +14,14 @@ import time
 
 import pytest
 
-from doccheck.extract import ExtractionError, ExtractionLimitExceeded, ExtractionLimits, count_words, extract_text
-from doccheck.extract import sandbox
+from doccheck.extract import (
+    ExtractionError,
+    ExtractionLimitExceeded,
+    ExtractionLimits,
+    count_words,
+    extract_text,
+    sandbox,
+)
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream
 
 #: Structural limits out of the way, so that only the OS-level ones can stop the work.

@@ -7,9 +7,18 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from flows.bulk_check import _as_list, batches, bulk_check, campaign_name, products_from_summary, run_label
-from flows.collect_results import collect_results
-from flows.summary import RunSummary
+import pytest
+
+from prefect_doccheck.flows.bulk_check import (
+    _as_list,
+    batches,
+    bulk_check,
+    campaign_name,
+    products_from_summary,
+    run_label,
+)
+from prefect_doccheck.flows.collect_results import collect_results
+from prefect_doccheck.flows.summary import RunSummary
 
 
 def test_batches_cover_every_document_once() -> None:
@@ -52,7 +61,7 @@ def test_flows_never_take_the_api_key_as_a_parameter() -> None:
     for fl in (bulk_check, collect_results):
         params = inspect.signature(fl.fn).parameters
         assert not [p for p in params if "key" in p and p != "api_key_block"], params
-        assert "api_key_block" in params
+        assert "api_key_block" in params and "credentials" in params
 
 
 def test_bulk_check_parameters_match_the_issue() -> None:
@@ -66,7 +75,14 @@ def test_bulk_check_parameters_match_the_issue() -> None:
     assert params["batch_size"].default == 100
 
 
-def test_summary_markdown_has_no_secrets_and_the_counts() -> None:
+def test_summary_markdown_has_no_secrets_and_the_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The summary is a flow's return value and an artifact: it must have no field a key or a
+    # signing secret could go into, and building it must not pick one up from the environment.
+    key, whsec = "sk_test_SUMMARYCANARY_1", "whsec_SUMMARYCANARY_2"
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    monkeypatch.setenv("DOCCHECK_WEBHOOK_SECRET", whsec)
+    secret_words = ("key", "secret", "token", "password", "auth")
+    assert [f for f in RunSummary.model_fields if any(w in f for w in secret_words)] == []
     summary = RunSummary(
         status="finished",
         campaign="c1",
@@ -82,6 +98,8 @@ def test_summary_markdown_has_no_secrets_and_the_counts() -> None:
     assert "| rows rejected | 1 |" in md
     assert "| ai | completed 3 |" in md
     assert "reports/x" in md
+    for text in (md, summary.model_dump_json()):
+        assert key not in text and whsec not in text
 
 
 def test_cli_error_lines_are_single_and_safe() -> None:

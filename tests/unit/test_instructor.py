@@ -23,8 +23,8 @@ from doccheck.instructor import (
 )
 from doccheck.instructor.page import script_json
 from doccheck.instructor.spreadsheet import csv_text
-from doccheck.reports import ReportTables, rejection_rows, write_reports
 from doccheck.manifest import Rejection
+from doccheck.reports import ReportTables, rejection_rows, write_reports
 
 EVIL = '<script>window.__pwned = 1</script>'
 

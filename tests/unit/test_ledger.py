@@ -7,7 +7,6 @@ import concurrent.futures
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -16,6 +15,7 @@ from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
 from doccheck.manifest import Rejection
 from doccheck.planning import PlannedDocument
+from tests.factories import check_json, planned, record
 from tests.fixtures.events import event_body
 
 
@@ -24,52 +24,6 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
     led = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     yield led
     led.close()
-
-
-def planned(doc_id: str, products: tuple[str, ...] = ("ai",), row: int = 1, **kw: Any) -> PlannedDocument:
-    fields: dict[str, Any] = dict(
-        row_number=row,
-        document_id=doc_id,
-        name=f"{doc_id}.txt",
-        products=products,
-        text="some text " * 20,
-        path=None,
-        size_bytes=200,
-        content_hash="h" * 64,
-        words=40,
-        metadata={"document_id": doc_id, "group": "A"},
-        mode="text",
-        idempotency_key=f"key-{doc_id}-{'-'.join(products)}",
-        estimated_cost_cents=3,
-    )
-    fields.update(kw)
-    return PlannedDocument(**fields)
-
-
-def check_json(check_id: str, products: tuple[str, ...] = ("ai",), **over: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": check_id,
-        "object": "check",
-        "status": "processing",
-        "name": "x",
-        "products": list(products),
-        "words": 40,
-        "created_at": "2026-01-01T00:00:00.000Z",
-        "completed_at": None,
-        "metadata": {"document_id": "d1"},
-        "cost": {"ai_cents": 1, "similarity_cents": 2 if "similarity" in products else 0,
-                 "total_cents": 1 + (2 if "similarity" in products else 0), "billed_words": 100},
-        "error": None,
-        "ai": {"status": "processing"} if "ai" in products else None,
-        "similarity": {"status": "processing"} if "similarity" in products else None,
-        "files": {"similarity_pdf": False, "pdf": False, "original": False},
-    }  # fmt: skip
-    data.update(over)
-    return data
-
-
-def record(ledger: Ledger, body: bytes) -> bool:
-    return ledger.record_event(Event.model_validate_json(body), body)
 
 
 def submit(ledger: Ledger, run_id: str, doc: PlannedDocument, check_id: str) -> None:
@@ -212,7 +166,7 @@ def test_poll_result_wins_and_late_event_does_not_regress(ledger: Ledger) -> Non
         {"document_id": "d1", "check_id": "chk-1", "source_id": "s1", "title": "T", "url": None,
          "kind": "submission", "matched_words": 17, "percent": 42.5}
     ]  # fmt: skip
-    [o] = [o for o in ledger.pending_outcomes(run_id=run_id)] or [None]
+    [o] = list(ledger.pending_outcomes(run_id=run_id)) or [None]
     assert o is None
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 import tempfile
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings

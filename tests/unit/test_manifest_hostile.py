@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.manifest import ManifestError, RejectCode, Rejection, read_manifest
-from doccheck.manifest import csv_reader, jsonl_reader, limits
+from doccheck.manifest import ManifestError, RejectCode, Rejection, csv_reader, jsonl_reader, limits, read_manifest
 from tests.unit.hostile_manifests import ESSAY, good_line, hostile_jsonl, hostile_lines
 
 

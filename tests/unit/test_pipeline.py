@@ -24,7 +24,8 @@ from doccheck.pipeline import (
     submit_batch,
     wait_for_results,
 )
-from tests.unit.test_ledger import check_json, event_body, planned, record
+from tests.factories import check_json, planned, record
+from tests.fixtures.events import event_body
 
 
 class FakeClient:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from doccheck.manifest import MAX_FILE_BYTES, ManifestError
+from doccheck.manifest import ManifestError
 from doccheck.planning import (
     MULTIPART_MAX_BYTES,
     UPLOAD_MAX_BYTES,
@@ -56,18 +55,6 @@ def test_cost_rule() -> None:
     assert estimate_cost_cents(101, ["ai"]) == 2
     assert estimate_cost_cents(250, ["ai", "similarity"]) == 3 + 6
     assert estimate_cost_cents(99, ["similarity"]) == 2
-
-
-def test_constants_agree_with_client_assumptions() -> None:
-    if importlib.util.find_spec("doccheck.client.assumptions") is None:
-        pytest.skip("client assumptions not present")
-    from doccheck.client import assumptions
-
-    assert MULTIPART_MAX_BYTES == assumptions.MULTIPART_MAX_BYTES
-    assert UPLOAD_MAX_BYTES == assumptions.UPLOAD_MAX_BYTES == MAX_FILE_BYTES
-    for words in (0, 1, 100, 101, 999, 12345):
-        for products in (["ai"], ["similarity"], ["ai", "similarity"]):
-            assert estimate_cost_cents(words, products) == assumptions.estimate_cost_cents(words, products)
 
 
 def _sparse(path: Path, size: int) -> None:

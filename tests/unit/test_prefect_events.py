@@ -132,3 +132,37 @@ def test_secret_block_read_over_rest_and_cached() -> None:
         assert len(calls) == before + 1  # cached within the ttl
     finally:
         pe.read_secret_block = original  # type: ignore[assignment]
+
+
+def test_webhook_secret_block_read_over_rest_when_no_secret_block() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    import pytest
+
+    from doccheck.receiver.prefect_events import read_secret_block
+
+    until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    blocks = {
+        "rotating": {"current": "whsec_new", "previous": "whsec_old", "previous_valid_until": until},
+        "rotated": {"current": "whsec_new", "previous": "whsec_old", "previous_valid_until": "2020-01-01T00:00:00+00:00"},
+    }
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        slug, name = request.url.path.split("/")[-4], request.url.path.rsplit("/", 1)[-1]
+        if slug == "doccheck-webhook-secret" and name in blocks:
+            return httpx.Response(200, json={"name": name, "data": blocks[name]})
+        return httpx.Response(404, json={"detail": "Block document not found"})
+
+    transport = httpx.MockTransport(handler)
+    got = read_secret_block("http://p/api", "rotating", transport=transport)
+    assert [s.get_secret_value() for s in got] == ["whsec_new", "whsec_old"]
+    assert paths == ["/api/block_types/slug/secret/block_documents/name/rotating",
+                     "/api/block_types/slug/doccheck-webhook-secret/block_documents/name/rotating"]  # fmt: skip
+    assert [s.get_secret_value() for s in read_secret_block("http://p/api", "rotated", transport=transport)] == [
+        "whsec_new"
+    ]
+    with pytest.raises(LookupError, match="no Prefect Secret or DocCheckWebhookSecret block named 'nope'") as info:
+        read_secret_block("http://p/api", "nope", transport=transport)
+    assert "whsec" not in str(info.value)

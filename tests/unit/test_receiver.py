@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-
-import warnings
 
 import pytest
 from pydantic import SecretStr
@@ -152,3 +151,16 @@ def test_secret_file_opened_to_others_is_503_without_traceback(
     assert r.status_code == 503 and SECRET not in r.text
     assert "chmod 600" in caplog.text and "Traceback" not in caplog.text and SECRET not in caplog.text
 
+
+def test_default_ports_of_receiver_and_emulator_do_not_collide() -> None:
+    import inspect
+
+    from doccheck.emulator.command import emulator
+    from doccheck.emulator.runtime import EmulatorConfig
+    from doccheck.receiver.command import receiver
+
+    emulator_default = inspect.signature(emulator).parameters["port"].default
+    receiver_default = inspect.signature(receiver).parameters["port"].default
+    # the emulator's storage origin listens on its port + 1 unless told otherwise
+    taken = {emulator_default, emulator_default + 1, EmulatorConfig().port, EmulatorConfig().storage_port}
+    assert receiver_default not in taken, (receiver_default, taken)

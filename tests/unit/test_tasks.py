@@ -18,9 +18,9 @@ from doccheck.client import (
 )
 from doccheck.manifest import ManifestError
 from doccheck.pipeline import Progress
-from tasks import progress
-from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from tasks.retry import is_transient, retry_on_transient
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks.retry import is_transient, retry_on_transient
 
 
 class _State:
@@ -149,3 +149,17 @@ def test_progress_without_reset_uses_the_parts_totals() -> None:
         progress._totals.pop("poll-test", None)
         progress.callback_for("poll-test", "run")(Progress(done=3, total=24, phase="poll-test"))
     assert seen[-1] == Progress(done=3, total=24, phase="poll-test")
+
+
+def test_resolve_credentials_prefers_the_block_then_the_secret_name() -> None:
+    import asyncio
+
+    from prefect_doccheck import DocCheckCredentials
+    from prefect_doccheck.tasks.credentials import base_url_of, resolve_credentials
+
+    block = DocCheckCredentials(base_url="http://127.0.0.1:9/api/v1", api_key="sk_test_unit_block")
+    assert asyncio.run(resolve_credentials(block, "a-secret-block")) is block
+    assert asyncio.run(resolve_credentials(None, "a-secret-block")) == "a-secret-block"
+    assert asyncio.run(resolve_credentials(None, None)) is None
+    assert resolve_api_key(block).get_secret_value() == "sk_test_unit_block"
+    assert base_url_of(block) == "http://127.0.0.1:9/api/v1" and base_url_of("a-secret-block") is None

@@ -17,16 +17,16 @@ from doccheck.emulator.documents import Document, analyse, from_file, from_text,
 from doccheck.emulator.errors import ApiError, invalid_input, not_found
 from doccheck.emulator.inputs import (
     MAX_ID_LENGTH,
-    CheckInput,
     MAX_NAME_LENGTH,
+    CheckInput,
     metadata_of,
     optional_str,
     products_fingerprint,
     products_of,
     read_check_input,
 )
-from doccheck.emulator.openapi_docs import CREATE_CHECK_BODY, CHECK_RESPONSES, LIST_PARAMS
 from doccheck.emulator.limits import ascii_int
+from doccheck.emulator.openapi_docs import CHECK_RESPONSES, CREATE_CHECK_BODY, LIST_PARAMS
 from doccheck.emulator.processing import schedule_products
 from doccheck.emulator.reference import reference_index
 from doccheck.emulator.similarity import SourceInfo

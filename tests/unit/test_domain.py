@@ -1,0 +1,80 @@
+"""The domain's rules (``doccheck.domain``): the one price rule, the states' values, and
+that every module that used to carry its own copy now reads this one."""
+
+from __future__ import annotations
+
+import pytest
+
+from doccheck import domain
+from doccheck.domain import (
+    PRODUCTS,
+    Product,
+    ProductState,
+    RunState,
+    SubmissionState,
+    estimate_cost_cents,
+    product_prices,
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "products", "cents"),
+    [
+        (0, ["ai"], 1),  # the 100-word minimum
+        (100, ["ai"], 1),
+        (101, ["ai"], 2),  # per STARTED 100 words
+        (250, ["ai", "similarity"], 3 + 6),
+        (99, ["similarity"], 2),
+        (1000, ["similarity", "similarity"], 20),  # a product counts once
+    ],
+)
+def test_price_rule(words: int, products: list[str], cents: int) -> None:
+    assert estimate_cost_cents(words, products) == cents
+
+
+def test_product_prices_name_every_product() -> None:
+    assert product_prices(101, ["similarity"]) == {"ai": 0, "similarity": 4}
+
+
+def test_unknown_product_is_named() -> None:
+    with pytest.raises(KeyError, match="plagiarism"):
+        estimate_cost_cents(10, ["ai", "plagiarism"])
+
+
+def test_state_values_are_the_stored_strings() -> None:
+    # The ledger and the reports store these strings: the enums must not change them.
+    assert [s.value for s in SubmissionState] == [
+        "planned", "submitting", "uploading", "submitted", "failed", "rejected", "skipped_budget",
+    ]  # fmt: skip
+    assert [s.value for s in ProductState] == ["processing", "completed", "failed"]
+    assert [s.value for s in RunState] == ["running", "finished", "failed"]
+    assert SubmissionState.SUBMITTED == "submitted" and f"{ProductState.FAILED}" == "failed"
+    assert PRODUCTS == ("ai", "similarity") == tuple(Product)
+
+
+def test_former_copies_read_the_domain_module() -> None:
+    from doccheck import manifest, planning
+    from doccheck.client import assumptions
+    from doccheck.emulator import billing, limits, store
+    from doccheck.ledger import ledger
+
+    assert assumptions.estimate_cost_cents is planning.estimate_cost_cents is domain.estimate_cost_cents
+    assert billing.CENTS_PER_100_WORDS is assumptions.CENTS_PER_100_WORDS is domain.CENTS_PER_100_WORDS
+    assert set(manifest.KNOWN_PRODUCTS) == set(assumptions.PRODUCTS) == set(store.PRODUCTS) == set(ledger.PRODUCTS)
+    assert limits.UPLOAD_LIMIT == manifest.MAX_FILE_BYTES == assumptions.UPLOAD_MAX_BYTES == domain.UPLOAD_MAX_BYTES
+    assert limits.MULTIPART_FILE_LIMIT == planning.MULTIPART_MAX_BYTES == domain.MULTIPART_MAX_BYTES
+    assert billing.price(101, ["ai", "similarity"]) == {
+        "ai_cents": 2, "similarity_cents": 4, "total_cents": 6, "billed_words": 101,
+    }  # fmt: skip
+
+
+def test_secrets_accepted_during_and_after_a_rotation() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from doccheck.domain import secrets_accepted_at
+
+    end = datetime(2026, 12, 1, tzinfo=UTC)
+    assert secrets_accepted_at("new", "old", end, end - timedelta(microseconds=1)) == ["new", "old"]
+    assert secrets_accepted_at("new", "old", end, end) == ["new"]
+    assert secrets_accepted_at("new", "old", None, end) == ["new"]  # no end: never accepted
+    assert secrets_accepted_at(" new ", "  ", end, end - timedelta(days=1)) == ["new"]

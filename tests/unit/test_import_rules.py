@@ -1,0 +1,23 @@
+"""The import rules (pyproject ``[tool.importlinter]``) hold: the library never imports
+Prefect, the emulator never imports the client, ledger or pipeline. Checked statically
+by import-linter (also run by ``.ci/run`` as ``lint-imports``), which replaces the former
+tests that imported every module in a subprocess and looked at ``sys.modules``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_import_contracts_are_kept() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout and "3 kept" in out.stdout, out.stdout
