@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from doccheck.client import AuthenticationError, ConflictError, NotFoundError, PaymentRequiredError, Submission
-from doccheck.client.models import Check, Upload
+from doccheck.client.models import Check, CheckList, Upload
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
     Budget,
@@ -24,6 +24,7 @@ from doccheck.pipeline import (
     submit_batch,
     wait_for_results,
 )
+from doccheck.pipeline.reconcile import with_reference
 from tests.unit.test_ledger import check_json, event_body, planned, record
 
 
@@ -72,6 +73,14 @@ class FakeClient:
     async def get_check(self, check_id: str) -> Check:
         self.calls.append(f"get:{check_id}")
         return Check.model_validate(self.checks[check_id])
+
+    async def list_checks(self, limit: int | None = None, starting_after: str | None = None) -> CheckList:
+        self.calls.append("list")
+        ids = list(self.checks)[::-1]
+        if starting_after:
+            ids = ids[ids.index(starting_after) + 1 :]
+        page = ids[: limit or 10]
+        return CheckList(data=[Check.model_validate(self.checks[i]) for i in page], has_more=len(ids) > len(page))
 
     def finish(self, check_id: str) -> None:
         data = self.checks[check_id]
@@ -123,12 +132,12 @@ def test_same_key_twice_in_a_batch_is_sent_once(ledger: Ledger) -> None:
 def test_resume_after_crash_replays_without_charge(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     [doc] = docs(1)
-    run(submit_batch(client, ledger, run_id, [doc]))
-    # simulate a crash: the service has the check, the ledger only says "submitting"
+    # a crash: the service has the check, the ledger only says "submitting"
     ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    client._create(doc.idempotency_key, doc.products, with_reference({"document_id": "d1"}, doc.idempotency_key))
     result = run(submit_batch(client, ledger, run_id, [doc]))
-    assert (result.replayed, result.submitted, result.cost_cents) == (1, 0, 0)
-    assert len(client.checks) == 1
+    assert (result.replayed, result.reconciled, result.submitted, result.cost_cents) == (1, 1, 0, 0)
+    assert len(client.checks) == 1 and "submit" not in client.calls  # found in the list, not resent
     assert ledger.submission_for_key(doc.idempotency_key).state == "submitted"
 
 
@@ -142,7 +151,7 @@ def test_upload_resume_uses_the_recorded_upload(ledger: Ledger, tmp_path: Path) 
     ledger.mark_upload_created(doc.idempotency_key, "up-old")
     client.uploads.add("up-old")
     result = run(submit_batch(client, ledger, run_id, [doc]))
-    assert result.submitted == 1 and client.calls == ["create_check:up-old"]
+    assert result.submitted == 1 and client.calls == ["list", "create_check:up-old"]  # reconciled first
     # an upload the service no longer has: start a fresh one
     doc2 = planned("u2", mode="upload", path=big, text=None, size_bytes=big.stat().st_size, idempotency_key="k2")
     ledger.mark_submitting("k2", campaign="c1", document_id="u2", products=doc2.products, mode="upload")
@@ -150,7 +159,8 @@ def test_upload_resume_uses_the_recorded_upload(ledger: Ledger, tmp_path: Path) 
     client.calls.clear()
     result = run(submit_batch(client, ledger, run_id, [doc2]))
     assert result.submitted == 1
-    assert client.calls[0] == "create_check:up-deleted" and client.calls[1:3] == ["create_upload", "put_upload"]
+    assert client.calls[:2] == ["list", "create_check:up-deleted"]
+    assert client.calls[2:4] == ["create_upload", "put_upload"]
     assert ledger.submission_for_key("k2").upload_id != "up-deleted"
 
 
