@@ -24,6 +24,7 @@ from prefect import flow, get_run_logger, tags
 from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.planning import Plan
 from flows.summary import RunSummary
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
@@ -145,6 +146,7 @@ async def bulk_check(
     poll_interval: float = 2,
     parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
     api_key_block: str | None = None,
+    submit_deadline: float = DEFAULT_SUBMIT_DEADLINE_SECONDS,
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -152,6 +154,8 @@ async def bulk_check(
     ``max_spend_cents`` stops submitting before the budget would be exceeded; what is
     left is reported as ``skipped_budget``. With ``wait=False`` the flow returns once
     everything is submitted; ``collect_results`` finishes the job later.
+    ``submit_deadline``: seconds during which documents that met 429/5xx/network errors
+    are requeued; what is still unsent then is ``retry_later`` and the run ``incomplete``.
     """
     started = time.monotonic()
     logger = get_run_logger()
@@ -184,6 +188,7 @@ async def bulk_check(
         logger.info("run %s recorded in the ledger", run_id)
 
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
+        deadline_at = time.time() + submit_deadline
         groups = batches(plan.documents, batch_size)
         per_batch = max(1, concurrency // max(1, min(parallel_batches, len(groups) or 1)))
         progress.reset("submit", len(plan.documents))
@@ -209,6 +214,7 @@ async def bulk_check(
                         concurrency=per_batch,
                         webhook_url=webhook_url,
                         budget=budget,
+                        deadline_at=deadline_at,
                     )
                     for i, batch in enumerate(chunk)
                 ),
@@ -229,6 +235,14 @@ async def bulk_check(
             total.failed,
             total.skipped_budget,
         )
+        if total.incomplete:
+            logger.warning(
+                "%d documents not sent before the submit deadline (%d after transient errors, %d in flight "
+                "in another run); run the same command again to continue",
+                total.incomplete,
+                total.retry_later,
+                total.in_flight_elsewhere,
+            )
 
         waited: WaitResult | None = None
         if wait:
@@ -291,6 +305,8 @@ def _finish(
     products = products_from_summary(counts.get("products", {}))
     pending = sum(c.get("pending", 0) for c in products.values())
     status = "finished" if pending == 0 else ("pending" if wait else "submitted")
+    if batch.incomplete:
+        status = "incomplete"  # documents left unsent: the exit status says so
     summary = RunSummary(
         status=status,
         campaign=plan.campaign,
@@ -305,6 +321,8 @@ def _finish(
         reused=batch.replayed + batch.already_done,
         submit_failed=batch.failed,
         unsent_budget=batch.skipped_budget,
+        unsent_retry_later=batch.retry_later,
+        in_flight_elsewhere=batch.in_flight_elsewhere,
         products=products,
         pending=pending,
         spent_cents=batch.cost_cents,
