@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime, timedelta
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pandas as pd
 import pytest
 
 from doccheck.ledger import Ledger
+from doccheck.ledger.tables import ClaimRow
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -181,7 +183,7 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert "STALLED" in line, proc.stderr.read() if proc.poll() is not None else line
+        assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read())
         time.sleep(0.6)  # the requests in flight reach the service (latency 200 ms)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -197,7 +199,11 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     at_crash = emulator.account_state(key)["checks"]
     assert left >= 2 and at_crash > 3, (left, at_crash)  # answered at the service, unknown to the ledger
 
-    emulator.advance(2 * 86400)  # the service forgot the keys
+    # Two days pass: the service forgets the keys, and the dead run's claims (a 120 s
+    # lease on this side's clock, which the emulator's clock cannot move) have expired.
+    emulator.advance(2 * 86400)
+    with ledger.engine.begin() as conn:
+        conn.execute(ClaimRow.__table__.update().values(expires_at=datetime.now(UTC) - timedelta(days=2)))
     code, out, err = finish(start_run(manifest, database_url, env))
     assert code == 0, (out, err)
     assert_one_check_per_document(ledger, emulator, key, n_docs)
