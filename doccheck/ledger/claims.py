@@ -105,14 +105,14 @@ class Claims:
                 ).rowcount
         return held
 
-    def release(self, key: str, owner: str) -> None:
-        """Give ``key`` back (only if ``owner`` still holds it)."""
+    def release(self, key: str, owner: str, *, settled: bool = False) -> None:
+        """Give ``key`` back (only if ``owner`` still holds it); ``settled`` also clears
+        ``in_doubt`` in the same statement (the hot path: one transaction, not two)."""
+        values: dict[str, object] = {"owner": None, "expires_at": None, "updated_at": utcnow()}
+        if settled:
+            values["in_doubt"] = False
         with self.engine.begin() as conn:
-            conn.execute(
-                update(_T)
-                .where(_T.c.idempotency_key == key, _T.c.owner == owner)
-                .values(owner=None, expires_at=None, updated_at=utcnow())
-            )
+            conn.execute(update(_T).where(_T.c.idempotency_key == key, _T.c.owner == owner).values(**values))
 
     def mark_sending(self, key: str, owner: str) -> bool:
         """Write, BEFORE a create-check request, that it may reach the service.

@@ -166,6 +166,7 @@ class _BatchSubmitter:
         self.lease_seconds = lease_seconds
         self.owner = new_owner_id()
         self.held: set[str] = set()
+        self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
         self.reconciler = Reconciler(client)
 
     def _tick(self) -> None:
@@ -232,7 +233,8 @@ class _BatchSubmitter:
             return await self._submit(doc, current, attempt)
         finally:
             self.held.discard(key)
-            self.ledger.claims.release(key, self.owner)
+            self.ledger.claims.release(key, self.owner, settled=key in self.settled)
+            self.settled.discard(key)
 
     async def _reconcile(self, doc: Any) -> bool:
         """Adopt the service's check for a key whose earlier request is in doubt (see
@@ -332,7 +334,7 @@ class _BatchSubmitter:
             self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
         self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
-        self.ledger.claims.settle(doc.idempotency_key)
+        self.settled.add(doc.idempotency_key)  # released with the doubt cleared, one statement
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
             self.budget.settle(reserved, charge)

@@ -52,16 +52,17 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def write_manifest(folder: Path, n_text: int, *, n_large: int = 0, name: str = "course") -> Path:
-    """``n_text`` distinct essays plus ``n_large`` files over 4 MB (sent through uploads)."""
-    rows: list[dict[str, Any]] = [
-        {"document_id": f"t-{i:03d}", "text": f"Essay {i} on rivers, heat and shade in growing cities. " * (8 + i % 5)}
-        for i in range(n_text)
-    ]
+    """``n_large`` files over 4 MB (sent through uploads, first) and ``n_text`` distinct essays."""
+    rows: list[dict[str, Any]] = []
     for i in range(n_large):
         path = folder / f"large-{i}.txt"
         line = f"Large report {i}: measured flows of the river basin, season by season. "
         path.write_text(line * (4_400_000 // len(line)))
         rows.append({"document_id": f"l-{i}", "path": path.name})
+    rows += [
+        {"document_id": f"t-{i:03d}", "text": f"Essay {i} on rivers, heat and shade in growing cities. " * (8 + i % 5)}
+        for i in range(n_text)
+    ]
     manifest = folder / f"{name}.csv"
     pd.DataFrame(rows).to_csv(manifest, index=False)
     return manifest
@@ -111,12 +112,14 @@ def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
     n_text, n_large = 40, 2
     manifest = write_manifest(tmp_path, n_text, n_large=n_large)
     env = cli_env(emulator, key)
-    emulator.set_faults(latency_ms=100)
+    # Every request first waits 3 s at the service's edge (before any work), so neither run
+    # has created a check when the other reads the ledger: both plan to send every document.
+    emulator.set_faults(latency_ms=3000)
     ledger = Ledger(database_url)
     runs = [start_run(manifest, database_url, env, "--concurrency", "6") for _ in range(2)]
     try:
-        # Faults start once both runs passed their start-up check (a run that cannot reach
-        # the service at all fails fast by design); then both submit at once.
+        # 5xx start once both runs passed their start-up check (a run that cannot reach the
+        # service at all fails fast by design) and hold their first requests in flight.
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             with ledger.engine.connect() as conn:
@@ -124,7 +127,7 @@ def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
                     break
             assert all(p.poll() is None for p in runs), [finish(p) for p in runs]
             time.sleep(0.05)
-        emulator.set_faults(error_rate=0.6)
+        emulator.set_faults(latency_ms=50, error_rate=0.6)
         results = [finish(p) for p in runs]
     finally:
         for p in runs:
