@@ -355,8 +355,12 @@ class _BatchSubmitter:
         """Keep this submitter's claims alive while it works (every quarter lease)."""
         while True:
             await asyncio.sleep(self.lease_seconds / 4)
-            if self.held:
+            if not self.held:
+                continue
+            try:
                 self.ledger.claims.renew(list(self.held), self.owner, self.lease_seconds)
+            except Exception:  # noqa: BLE001 - a database blip: the next round renews (3 more before expiry)
+                log.warning("could not renew the claims of this batch; retrying", exc_info=True)
 
     def _common(self, doc: Any) -> dict[str, Any]:
         return {
