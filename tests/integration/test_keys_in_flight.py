@@ -57,7 +57,7 @@ def write_manifest(folder: Path, n_text: int, *, n_large: int = 0, name: str = "
     for i in range(n_large):
         path = folder / f"large-{i}.txt"
         line = f"Large report {i}: measured flows of the river basin, season by season. "
-        path.write_text(line * (4_400_000 // len(line)))
+        path.write_text(line * (4_250_000 // len(line)))  # just over 4 MiB
         rows.append({"document_id": f"l-{i}", "path": path.name})
     rows += [
         {"document_id": f"t-{i:03d}", "text": f"Essay {i} on rivers, heat and shade in growing cities. " * (8 + i % 5)}
@@ -109,7 +109,7 @@ def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
     `failed` (a billed check reported refused), rows ended `failed service_unavailable`,
     and both runs uploaded the large files (a leaked waiting-upload slot)."""
     key = emulator.new_account()
-    n_text, n_large = 40, 2
+    n_text, n_large = 30, 1
     manifest = write_manifest(tmp_path, n_text, n_large=n_large)
     env = cli_env(emulator, key)
     # Every request first waits 3 s at the service's edge (before any work), so neither run
