@@ -10,7 +10,9 @@ won (an ``INSERT`` for a key never claimed; the primary key makes a concurrent i
 fail). No read-then-write, so it is atomic on SQLite (``BEGIN IMMEDIATE``) and on
 PostgreSQL (read committed: a second ``UPDATE`` of the row waits for the first and
 re-evaluates its ``WHERE``). The lease expires, so a SIGKILLed owner's keys become free
-after ``lease_seconds``; a live owner renews its claims well before that.
+after ``lease_seconds``; a live owner renews its claims well before that. A holder that
+ran on this same host and whose process is gone is recognised at once (owner ids are
+``host:pid:random``) and its claim taken over by a compare-and-set on its id.
 
 The same row remembers whether an earlier request may have reached the service without
 its answer being recorded (``in_doubt``): the submitter reconciles such a key with the
@@ -46,6 +48,29 @@ _T = ClaimRow.__table__
 def new_owner_id() -> str:
     """A claim owner id unique to this submitter: host, pid and a random part."""
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def owner_is_dead_here(owner: str) -> bool:
+    """True when ``owner`` ran on this host and its process no longer exists.
+
+    Lets a rerun on the same machine take over a crashed run's keys at once instead of
+    waiting out the lease. Any doubt (another host, a pid that exists, no permission to
+    ask) answers False: then only the lease decides.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname()[:60] or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists but not ours (EPERM), or anything unexpected
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -87,7 +112,24 @@ class Claims:
                 )
             return True
         except IntegrityError:  # the row exists: another owner holds it (or won the insert race)
+            pass
+        return self._take_over_dead(key, owner, expires)
+
+    def _take_over_dead(self, key: str, owner: str, expires: datetime) -> bool:
+        """Take ``key`` from a holder that died on this host (compare-and-set on its id)."""
+        with self.engine.connect() as conn:
+            holder = conn.execute(select(_T.c.owner).where(_T.c.idempotency_key == key)).scalar()
+            conn.rollback()
+        if not holder or holder == owner or not owner_is_dead_here(holder):
             return False
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(_T)
+                    .where(_T.c.idempotency_key == key, _T.c.owner == holder)
+                    .values(owner=owner, expires_at=expires, updated_at=utcnow())
+                ).rowcount
+            )
 
     def renew(self, keys: Iterable[str], owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> int:
         """Extend ``owner``'s claims on ``keys``; returns how many it still holds."""

@@ -118,3 +118,22 @@ def test_claims_race_between_processes_has_one_winner_per_key(ledger: Ledger) ->
     assert sorted(winners) == sorted(KEYS)
     assert all(len(owners) == 1 for owners in winners.values()), winners
     assert ledger.claims.holders(KEYS) == {k: owners[0] for k, owners in winners.items()}
+
+
+def test_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(ledger: Ledger) -> None:
+    import subprocess
+    import sys
+
+    from doccheck.ledger.claims import new_owner_id
+
+    child = subprocess.run(
+        [sys.executable, "-c", "from doccheck.ledger.claims import new_owner_id; print(new_owner_id())"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    dead = child.stdout.strip()  # that process has exited
+    assert ledger.claims.claim("k1", dead, lease_seconds=3600)
+    assert ledger.claims.claim("k1", new_owner_id())  # no need to wait an hour
+    live = new_owner_id()  # this very process: alive
+    assert ledger.claims.claim("k2", live, lease_seconds=3600)
+    assert not ledger.claims.claim("k2", "elsewhere:1:abc")
+    assert not ledger.claims.claim("k2", new_owner_id())
