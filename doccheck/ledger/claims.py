@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -164,11 +164,6 @@ class Claims:
         """
         now = utcnow()
         with self.engine.begin() as conn:
-            row = conn.execute(
-                select(_T.c.owner, _T.c.first_sent_at).where(_T.c.idempotency_key == key)
-            ).first()
-            if row is None or row.owner != owner:
-                return False
             return bool(
                 conn.execute(
                     update(_T)
@@ -176,7 +171,7 @@ class Claims:
                     .values(
                         in_doubt=True,
                         sent_by=owner,
-                        first_sent_at=row.first_sent_at or now,
+                        first_sent_at=func.coalesce(_T.c.first_sent_at, now),
                         updated_at=now,
                     )
                 ).rowcount

@@ -236,9 +236,11 @@ class _BatchSubmitter:
             self.ledger.claims.release(key, self.owner, settled=key in self.settled)
             self.settled.discard(key)
 
-    async def _reconcile(self, doc: Any) -> bool:
+    async def _reconcile(self, doc: Any, current: SubmissionRow | None) -> bool:
         """Adopt the service's check for a key whose earlier request is in doubt (see
         :mod:`doccheck.pipeline.reconcile`). True when a check was found and recorded."""
+        if current is None:  # never marked submitting, so never sent: nothing to look up
+            return False
         doubt = self.ledger.claims.doubt(doc.idempotency_key)
         if doubt is None or not needs_reconciliation(doubt, self.owner):
             return False
@@ -275,7 +277,7 @@ class _BatchSubmitter:
 
     async def _submit(self, doc: Any, previous: SubmissionRow | None, attempt: int = 1) -> float | None:
         try:
-            if await self._reconcile(doc):
+            if await self._reconcile(doc, previous):
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return self._requeue(doc, exc, attempt)
