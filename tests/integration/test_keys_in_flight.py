@@ -187,7 +187,11 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read())
-        time.sleep(0.6)  # the requests in flight reach the service (latency 200 ms)
+        # The 4th answer stalls the run's event loop; the requests already sent still reach
+        # the service and create their checks, which the run never records.
+        until = time.monotonic() + 20
+        while emulator.account_state(key)["checks"] < 6 and time.monotonic() < until:
+            time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
