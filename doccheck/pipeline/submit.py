@@ -4,6 +4,12 @@ The order of writes is what makes crashes harmless: the ledger says ``submitting
 BEFORE the request and ``submitted`` after it, and the key is deterministic. Whatever
 point a run dies at, the resume either finds ``submitted`` (nothing to do) or sends the
 same key again, which the service answers with the original check and no charge.
+
+Three more rules make that hold under concurrency, long gaps and a flaky service (see
+docs/ledger.md): a key is sent only under its claim in the ledger (one process at a time);
+a key whose earlier request may have reached the service is looked up in ``GET /checks``
+(``doccheck.pipeline.reconcile``) before it is sent again; and 429/5xx/network errors are
+requeued until the run's submit deadline instead of becoming final failures.
 """
 
 from __future__ import annotations
