@@ -35,8 +35,10 @@ from doccheck.client import (
     RetryPolicy,
     ServerError,
     TextDocument,
+    UploadExpiredError,
     plan_document,
 )
+from doccheck.client.models import Upload
 from doccheck.client.models import Check
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
@@ -174,6 +176,9 @@ class _BatchSubmitter:
         self.held: set[str] = set()
         self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
         self.reconciler = Reconciler(client)
+        #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
+        #: to the same upload (while its address is valid) instead of taking another slot.
+        self.uploads: dict[str, Upload] = {}
 
     def _tick(self) -> None:
         self.done += 1
@@ -407,16 +412,40 @@ class _BatchSubmitter:
             except (NotFoundError, ConflictError) as exc:
                 if exc.code not in _STALE_UPLOAD_CODES:
                     raise
+                resumed = await self._finish_own_upload(doc, previous_upload_id, exc.code)
+                if resumed is not None:
+                    return resumed, previous_upload_id
                 log.debug("stored upload of %s is unusable (%s); uploading again", doc.document_id, exc.code)
         path = Path(doc.path)
         plan = plan_document(FileDocument(path))  # local refusal before taking a slot
         async with self.upload_sem:
             upload = await self.client.create_upload(path.name, content_type=plan.content_type, size_bytes=plan.size)
             self.ledger.mark_upload_created(doc.idempotency_key, upload.upload_id)
+            self.uploads[doc.idempotency_key] = upload
             await self.client.put_upload(upload, path)
             self._sending(doc)
             check = await self.client.create_check(upload_id=upload.upload_id, **common)
+        self.uploads.pop(doc.idempotency_key, None)
         return check, upload.upload_id
+
+    async def _finish_own_upload(self, doc: Any, upload_id: str, code: str | None) -> Check | None:
+        """After ``upload_incomplete`` for an upload this batch created (its PUT failed
+        and the document was requeued): PUT the bytes again to the same signed address
+        and create the check, so the upload's waiting slot is used, not leaked. None when
+        that is not possible (not ours, or the address expired): upload afresh."""
+        upload = self.uploads.get(doc.idempotency_key)
+        if code != "upload_incomplete" or upload is None or upload.upload_id != upload_id:
+            return None
+        try:
+            async with self.upload_sem:
+                await self.client.put_upload(upload, Path(doc.path))
+                self._sending(doc)
+                check = await self.client.create_check(upload_id=upload_id, **self._common(doc))
+        except UploadExpiredError:
+            self.uploads.pop(doc.idempotency_key, None)
+            return None
+        self.uploads.pop(doc.idempotency_key, None)
+        return check
 
 
 async def submit_batch(

@@ -4,14 +4,16 @@ elsewhere, against the scripted client of tests/unit/test_pipeline.py (real ledg
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from doccheck.client import RateLimitError, RetryPolicy, ServerError, ValidationError
+from doccheck.client import ConflictError, NetworkError, RateLimitError, RetryPolicy, ServerError, ValidationError
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit as submit_module
 from doccheck.pipeline import submit_batch
+from tests.unit.test_ledger import planned
 from tests.unit.test_pipeline import FakeClient, docs, ledger, run  # noqa: F401 - fixture
 
 FAST = RetryPolicy(initial=0.01, max_backoff=0.05, max_retry_after=0.05)
@@ -88,3 +90,36 @@ def test_key_finished_elsewhere_while_waiting_counts_as_done(ledger: Ledger) -> 
     ledger.mark_submitted(d1.idempotency_key, client._create(d1.idempotency_key, d1.products, {"document_id": "d1"}))
     result = run(submit_batch(client, ledger, run_id, [d1], deadline_at=time.time() + 5))
     assert (result.already_done, result.submitted, result.in_flight_elsewhere) == (1, 0, 0)
+
+
+class FlakyStorage(FakeClient):
+    """The first PUT of each upload drops the connection; create-check needs the bytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.put_done: set[str] = set()
+        self.put_failures = 1
+
+    async def put_upload(self, upload: Any, path: Any) -> None:
+        self.calls.append("put_upload")
+        if self.put_failures:
+            self.put_failures -= 1
+            raise NetworkError("connection reset during PUT")
+        self.put_done.add(upload.upload_id)
+
+    async def create_check(self, *, upload_id: str, idempotency_key: str, **kw: Any) -> Any:
+        if idempotency_key not in self.by_key and upload_id in self.uploads and upload_id not in self.put_done:
+            self.calls.append(f"create_check:{upload_id}")
+            raise ConflictError("bytes never arrived", status_code=409, code="upload_incomplete")
+        return await super().create_check(upload_id=upload_id, idempotency_key=idempotency_key, **kw)
+
+
+def test_failed_put_is_retried_on_the_same_upload_not_a_new_slot(ledger: Ledger, tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text("word " * 1000)
+    doc = planned("u1", mode="upload", path=big, text=None, size_bytes=big.stat().st_size)
+    client, run_id = FlakyStorage(), ledger.start_run(campaign="c1")
+    result = run(submit_batch(client, ledger, run_id, [doc]))
+    assert (result.submitted, result.failed, result.requeued) == (1, 0, 1)
+    assert client.calls.count("create_upload") == 1  # one waiting slot, used
+    assert len(client.uploads) == 1 and client.put_done == client.uploads
