@@ -358,8 +358,11 @@ async def _execute(
             "failed_products": counts["failed"],
             "pending": pending,
             "timed_out": bool(waited and waited.timed_out),
+            "unsent_retry_later": batch.retry_later,
+            "in_flight_elsewhere": batch.in_flight_elsewhere,
         }
-        ledger.finish_run(run_id, status="finished" if pending == 0 else "pending", summary=summary)
+        status = "incomplete" if batch.incomplete else ("finished" if pending == 0 else "pending")
+        ledger.finish_run(run_id, status=status, summary=summary)
         frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
         # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
         frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)

@@ -29,6 +29,7 @@ from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.downloads import parse_kinds
 from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.planning import Plan
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.flows.summary import RunSummary
@@ -160,6 +161,7 @@ async def bulk_check(
     api_key_block: str | None = None,
     download: list[str] | str = [],  # noqa: B006
     credentials: DocCheckCredentials | str | None = None,
+    submit_deadline: float = DEFAULT_SUBMIT_DEADLINE_SECONDS,
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -169,6 +171,8 @@ async def bulk_check(
     everything is submitted; ``collect_results`` finishes the job later.
     ``download`` (``similarity_pdf``, ``pdf``, ``original``) fetches those files of the
     finished checks into ``<run folder>/files/``; ``report.html`` links them.
+    ``submit_deadline``: seconds during which documents that met 429/5xx/network errors
+    are requeued; what is still unsent then is ``retry_later`` and the run ``incomplete``.
     """
     started = time.monotonic()
     logger = get_run_logger()
@@ -203,6 +207,7 @@ async def bulk_check(
         logger.info("run %s recorded in the ledger", run_id)
 
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
+        deadline_at = time.time() + submit_deadline
         groups = batches(plan.documents, batch_size)
         per_batch = max(1, concurrency // max(1, min(parallel_batches, len(groups) or 1)))
         progress.reset("submit", len(plan.documents))
@@ -227,6 +232,7 @@ async def bulk_check(
                         concurrency=per_batch,
                         webhook_url=webhook_url,
                         budget=budget,
+                        deadline_at=deadline_at,
                     )
                     for i, batch in enumerate(chunk)
                 ),
@@ -246,6 +252,14 @@ async def bulk_check(
             total.failed,
             total.skipped_budget,
         )
+        if total.incomplete:
+            logger.warning(
+                "%d documents not sent before the submit deadline (%d after transient errors, %d in flight "
+                "in another run); run the same command again to continue",
+                total.incomplete,
+                total.retry_later,
+                total.in_flight_elsewhere,
+            )
 
         waited: WaitResult | None = None
         if wait:
@@ -314,6 +328,8 @@ def _finish(
     products = products_from_summary(counts.get("products", {}))
     pending = sum(c.get("pending", 0) for c in products.values())
     status = "finished" if pending == 0 else ("pending" if wait else "submitted")
+    if batch.incomplete:
+        status = "incomplete"  # documents left unsent: the exit status says so
     summary = RunSummary(
         status=status,
         campaign=plan.campaign,
@@ -328,6 +344,8 @@ def _finish(
         reused=batch.replayed + batch.already_done,
         submit_failed=batch.failed,
         unsent_budget=batch.skipped_budget,
+        unsent_retry_later=batch.retry_later,
+        in_flight_elsewhere=batch.in_flight_elsewhere,
         products=products,
         pending=pending,
         spent_cents=batch.cost_cents,

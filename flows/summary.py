@@ -16,7 +16,9 @@ class RunSummary(BaseModel):
 
     ``status``: ``planned`` (dry run, nothing sent), ``finished`` (every accepted product
     has a terminal outcome), ``pending`` (some are still processing: run
-    ``doccheck collect`` later), ``submitted`` (``wait=False``).
+    ``doccheck collect`` later), ``submitted`` (``wait=False``), ``incomplete`` (documents
+    left unsent at the submit deadline: ``unsent_retry_later`` after transient errors,
+    ``in_flight_elsewhere`` held by another run; run the same command again).
     """
 
     status: str
@@ -33,6 +35,8 @@ class RunSummary(BaseModel):
     reused: int = 0
     submit_failed: int = 0
     unsent_budget: int = 0
+    unsent_retry_later: int = 0
+    in_flight_elsewhere: int = 0
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
     spent_cents: int = 0
@@ -62,6 +66,7 @@ class RunSummary(BaseModel):
                 ("already submitted", self.reused),
                 ("submission errors", self.submit_failed),
                 ("left unsent (budget)", self.unsent_budget),
+                ("left unsent (retry later)", self.unsent_retry_later + self.in_flight_elsewhere),
                 ("products pending", self.pending),
                 ("charged (cents)", self.spent_cents),
             ]

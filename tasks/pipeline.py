@@ -145,8 +145,11 @@ async def submit_documents(
     concurrency: int = 8,
     webhook_url: str | None = None,
     budget: Budget | None = None,
+    deadline_at: float | None = None,
 ) -> BatchResult:
-    """Submit one batch (``submit_batch``); row-level refusals are data, not failures."""
+    """Submit one batch (``submit_batch``); row-level refusals are data, not failures.
+
+    ``deadline_at`` (epoch seconds) is the run's submit deadline shared by all batches."""
     ledger = ledger_for(database_url)
     async with open_client(base_url, api_key_block) as client:
         return await submit_batch(
@@ -158,6 +161,7 @@ async def submit_documents(
             webhook_url=webhook_url,
             budget=budget,
             on_progress=progress.callback_for("submit", f"batch-{batch_number}"),
+            deadline_at=deadline_at,
         )
 
 

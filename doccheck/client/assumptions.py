@@ -86,3 +86,16 @@ ERROR_ENVELOPE_KEY = "error"
 #: work right now" (overload / maintenance) by convention, answered before the handler.
 #: A 500/502/504 may come after the handler created something, so it is NOT in this set.
 NOT_REACHED_STATUSES: frozenset[int] = frozenset({429, 503})
+
+# --- Idempotency-Key retention ---------------------------------------------------------
+#: How long the service remembers a key (interface: "retention period: not shown"; the
+#: emulator keeps keys 24 h). Within it, resending a key replays the original check for
+#: free; after it, a resend would create and bill a second check, so a request that may
+#: have reached the service is first looked for in ``GET /checks`` (``doccheck_ref``).
+IDEMPOTENCY_KEY_RETENTION_SECONDS = 24 * 3600
+#: Clock difference tolerated between this machine and the service when paging
+#: ``GET /checks`` back to a first attempt's time (and taken off the retention).
+SERVICE_CLOCK_MARGIN_SECONDS = 600
+#: The metadata key that carries a hash of the Idempotency-Key on every check, so that a
+#: check whose answer was lost can be found again in the service's list.
+REFERENCE_METADATA_KEY = "doccheck_ref"

@@ -177,6 +177,8 @@ def summary_table(summary: Any) -> Table:
             table.add_row("submission errors", str(s["submit_failed"]))
         if s.get("unsent_budget"):
             table.add_row("left unsent (budget)", str(s["unsent_budget"]))
+        if s.get("unsent_retry_later") or s.get("in_flight_elsewhere"):
+            table.add_row("left unsent (retry later)", str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)))
         for product, counts in sorted((s.get("products") or {}).items()):
             table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         table.add_row("still pending", str(s.get("pending", 0)))

@@ -3,7 +3,10 @@
 Against ``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY`` (or ``--base-url``). A progress bar
 while it runs, a summary table at the end. Exit 0 when the run finished (rows refused by
 the service or rejected by validation are data in the reports); exit 1 with a one-line
-error for configuration or fatal errors (no base URL or key, 401, unreadable manifest).
+error for configuration or fatal errors (no base URL or key, 401, unreadable manifest);
+exit 3 when the run is incomplete: documents still unsent at the submit deadline (429,
+5xx or network errors that outlasted it, or keys another run was sending), with a
+one-line hint to run the same command again (nothing is charged twice).
 
 The flow is imported inside the function: ``doccheck`` must not import Prefect until a
 command that runs a flow is actually invoked.
@@ -11,6 +14,7 @@ command that runs a flow is actually invoked.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +31,10 @@ from doccheck.commands._runner import (
     use_local_prefect_server_if_running,
 )
 from doccheck.downloads import parse_kinds
+from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
+
+#: Exit status of a run that left documents unsent (documented in README and the docstring).
+EXIT_INCOMPLETE = 3
 
 
 def run(
@@ -65,6 +73,10 @@ def run(
         str,
         typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
     ] = "",
+    submit_deadline: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds to keep retrying documents that met 429/5xx/network errors (then exit 3)."),
+    ] = DEFAULT_SUBMIT_DEADLINE_SECONDS,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -102,6 +114,7 @@ def run(
             grace_seconds=grace_seconds,
             poll_interval=poll_interval,
             download=download,
+            submit_deadline=submit_deadline,
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
@@ -115,3 +128,8 @@ def run(
         console.print(
             f"{summary.pending} products still pending: run `doccheck collect --run-id {summary.run_id}` later."
         )
+    elif summary.status == "incomplete":
+        unsent = summary.unsent_retry_later + summary.in_flight_elsewhere
+        again = f"doccheck run {shlex.quote(str(manifest))} --campaign {shlex.quote(summary.campaign)}"
+        console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
+        raise typer.Exit(EXIT_INCOMPLETE)

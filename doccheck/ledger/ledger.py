@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, col, select
 
 from doccheck import domain
+from doccheck.ledger.claims import Claims
 from doccheck.ledger.engine import create_ledger_engine, redact_url
 from doccheck.ledger.tables import (
     LEDGER_TABLES,
@@ -138,6 +139,8 @@ class Ledger:
         self.database_url = database_url
         self.engine = create_ledger_engine(database_url)
         self._create_schema()
+        #: Ownership of keys in flight and sends in doubt (:mod:`doccheck.ledger.claims`).
+        self.claims = Claims(self.engine)
 
     def __repr__(self) -> str:
         return f"Ledger({redact_url(self.database_url)!r})"
@@ -356,10 +359,12 @@ class Ledger:
                 with self.engine.begin() as conn:
                     done = conn.execute(
                         update(t)
-                        .where(t.c.idempotency_key == idempotency_key)
+                        .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
                         .values(**fields, attempts=t.c.attempts + 1, updated_at=now)
                     ).rowcount
-                    if not done:
+                    if not done and conn.execute(  # a submitted row is never moved back
+                        select(t.c.id).where(t.c.idempotency_key == idempotency_key)
+                    ).first() is None:
                         conn.execute(
                             insert(t).values(
                                 idempotency_key=idempotency_key, **fields, attempts=1, replayed=False,
@@ -374,8 +379,13 @@ class Ledger:
     def mark_upload_created(self, idempotency_key: str, upload_id: str) -> None:
         """Remember the upload id before the bytes are sent, so a resume can create the
         check from it (or replay) instead of taking another of the 50 waiting slots."""
-        with self.session() as s:
-            self._upsert_submission(s, idempotency_key, upload_id=upload_id, state="uploading")
+        t = SubmissionRow.__table__
+        with self.engine.begin() as conn:  # conditional: a submitted row is never moved back
+            conn.execute(
+                update(t)
+                .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
+                .values(upload_id=upload_id, state="uploading", updated_at=utcnow())
+            )
 
     def mark_submitted(
         self,
@@ -483,13 +493,33 @@ class Ledger:
         ):
             if value is not None:
                 fields[name] = value
-        with self.session() as s:
-            current = s.exec(
-                select(SubmissionRow).where(SubmissionRow.idempotency_key == idempotency_key)
-            ).first()
-            if current is not None and current.state == "submitted":
-                return  # never downgrade a check we hold
-            self._upsert_submission(s, idempotency_key, **fields)
+        t = SubmissionRow.__table__
+        for attempt in range(2):
+            now = utcnow()
+            try:
+                with self.engine.begin() as conn:
+                    # One conditional UPDATE, not read-then-write: under PostgreSQL's read
+                    # committed a check recorded meanwhile by another process must win.
+                    done = conn.execute(
+                        update(t)
+                        .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
+                        .values(**fields, updated_at=now)
+                    ).rowcount
+                    if not done and conn.execute(
+                        select(t.c.id).where(t.c.idempotency_key == idempotency_key)
+                    ).first() is None:
+                        conn.execute(
+                            insert(t).values(
+                                idempotency_key=idempotency_key, campaign=fields.get("campaign", ""),
+                                document_id=fields.get("document_id", ""), products=fields.get("products", []),
+                                **{k: v for k, v in fields.items() if k not in ("campaign", "document_id", "products")},
+                                attempts=0, replayed=False, created_at=now, updated_at=now,
+                            )  # fmt: skip
+                        )
+                return
+            except IntegrityError:  # inserted by another process meanwhile: update it
+                if attempt:
+                    raise
 
     def mark_polled(self, check_ids: Iterable[str]) -> None:
         """Remember when checks were last polled (spaces out the polling fallback)."""

@@ -188,6 +188,28 @@ class WebhookSecretRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+class ClaimRow(SQLModel, table=True):
+    """Who may send an idempotency key right now, and whether an earlier send is in doubt.
+
+    A table of its own (not columns of ``submissions``) so that an existing ledger gains it
+    with ``create_all`` and no migration. ``owner``/``expires_at`` are the lease (see
+    :mod:`doccheck.ledger.claims`); ``first_sent_at`` is when a create-check request for the
+    key first left this side; ``in_doubt`` says the last request may have reached the
+    service without its answer being recorded (a crash, a timeout, a 5xx), so the key must
+    be reconciled before it is sent again; ``sent_by`` is the owner that sent it last.
+    """
+
+    __tablename__ = "submission_claims"
+
+    idempotency_key: str = Field(primary_key=True, max_length=200)
+    owner: str | None = Field(default=None, max_length=200)
+    expires_at: datetime | None = None
+    first_sent_at: datetime | None = None
+    sent_by: str | None = Field(default=None, max_length=200)
+    in_doubt: bool = False
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
 LEDGER_TABLES = [
     RunRow.__table__,
     DocumentRow.__table__,
@@ -196,4 +218,5 @@ LEDGER_TABLES = [
     OutcomeRow.__table__,
     WebhookEventRow.__table__,
     WebhookSecretRow.__table__,
+    ClaimRow.__table__,
 ]

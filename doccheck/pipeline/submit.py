@@ -4,12 +4,19 @@ The order of writes is what makes crashes harmless: the ledger says ``submitting
 BEFORE the request and ``submitted`` after it, and the key is deterministic. Whatever
 point a run dies at, the resume either finds ``submitted`` (nothing to do) or sends the
 same key again, which the service answers with the original check and no charge.
+
+Three more rules make that hold under concurrency, long gaps and a flaky service (see
+docs/ledger.md): a key is sent only under its claim in the ledger (one process at a time);
+a key whose earlier request may have reached the service is looked up in ``GET /checks``
+(``doccheck.pipeline.reconcile``) before it is sent again; and 429/5xx/network errors are
+requeued until the run's submit deadline instead of becoming final failures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +29,22 @@ from doccheck.client import (
     ConflictError,
     DocCheckError,
     FileDocument,
+    NetworkError,
     NotFoundError,
+    RateLimitError,
+    RetryPolicy,
+    ServerError,
     TextDocument,
+    UploadExpiredError,
     plan_document,
 )
-from doccheck.client.models import Check
+from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.progress import ProgressCallback, report
+from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +56,26 @@ DEFAULT_UPLOAD_CONCURRENCY = 4
 #: Codes by which a stored upload_id can no longer make a check: start a fresh upload.
 _STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed"}
 
+#: Seconds a run keeps requeueing documents that met a transient error (429, 5xx, network)
+#: before it leaves them ``retry_later`` and says the run is incomplete.
+DEFAULT_SUBMIT_DEADLINE_SECONDS = 900.0
+
+#: Backoff between requeued attempts of one document (after the client's own retries):
+#: 1 s doubling to 30 s, jittered; a 429's Retry-After is honoured up to 60 s.
+REQUEUE_POLICY = RetryPolicy(initial=1.0, max_backoff=30.0, max_retry_after=60.0)
+#: Backoff while another live process holds a key (it will usually finish it).
+ELSEWHERE_POLICY = RetryPolicy(initial=0.5, max_backoff=5.0)
+
+#: Errors after which the request may succeed later: requeued, never a final failure.
+TRANSIENT_ERRORS = (RateLimitError, ServerError, NetworkError)
+
 
 class FatalSubmitError(DocCheckBaseError, RuntimeError):
     """A configuration problem that would fail every document (401): the batch stops."""
+
+
+class ClaimLost(DocCheckBaseError, RuntimeError):
+    """This submitter's lease on a key expired (it stalled): it must not send the key."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +106,19 @@ class BatchResult:
     skipped_budget: int = 0
     cost_cents: int = 0
     failures: list[RowFailure] = field(default_factory=list)
+    #: Not sent before the submit deadline after transient errors (state ``retry_later``).
+    retry_later: int = 0
+    #: Held by another live process until the deadline (that process sends them).
+    in_flight_elsewhere: int = 0
+    #: Checks found with ``GET /checks`` for requests in doubt (also counted in ``replayed``).
+    reconciled: int = 0
+    #: Requeued attempts after a transient error (a measure of the service's weather).
+    requeued: int = 0
+
+    @property
+    def incomplete(self) -> int:
+        """Documents this call left without a check that a later run must send."""
+        return self.retry_later + self.in_flight_elsewhere
 
     def merge(self, other: BatchResult) -> BatchResult:
         """Sum of two results (the flow adds up its batches)."""
@@ -87,6 +131,10 @@ class BatchResult:
             skipped_budget=self.skipped_budget + other.skipped_budget,
             cost_cents=self.cost_cents + other.cost_cents,
             failures=[*self.failures, *other.failures],
+            retry_later=self.retry_later + other.retry_later,
+            in_flight_elsewhere=self.in_flight_elsewhere + other.in_flight_elsewhere,
+            reconciled=self.reconciled + other.reconciled,
+            requeued=self.requeued + other.requeued,
         )
 
 
@@ -109,6 +157,8 @@ class _BatchSubmitter:
         budget: Budget | None,
         on_progress: ProgressCallback | None,
         total: int,
+        deadline_at: float,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.client = client
         self.ledger = ledger
@@ -120,6 +170,15 @@ class _BatchSubmitter:
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
+        self.deadline_at = deadline_at
+        self.lease_seconds = lease_seconds
+        self.owner = new_owner_id()
+        self.held: set[str] = set()
+        self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
+        self.reconciler = Reconciler(client)
+        #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
+        #: to the same upload (while its address is valid) instead of taking another slot.
+        self.uploads: dict[str, Upload] = {}
 
     def _tick(self) -> None:
         self.done += 1
@@ -143,13 +202,96 @@ class _BatchSubmitter:
             self.result.failures.append(RowFailure(doc.document_id, doc.idempotency_key, code, message))
 
     async def run_one(self, doc: Any, previous: SubmissionRow | None) -> None:
+        """Attempt ``doc`` until it is settled or the submit deadline: transient errors
+        (429, 5xx, network) and keys held by another live process are requeued with
+        backoff (outside the concurrency slot); only refusals are final failures."""
         try:
-            async with self.sem:
-                await self._submit(doc, previous)
+            attempt = 0
+            while True:
+                attempt += 1
+                async with self.sem:
+                    delay = await self._attempt(doc, attempt)
+                if delay is None:
+                    return
+                self.result.requeued += 1
+                await asyncio.sleep(delay)
         finally:
             self._tick()
 
-    async def _submit(self, doc: Any, previous: SubmissionRow | None) -> None:
+    def _past_deadline(self, delay: float) -> bool:
+        return time.time() + delay > self.deadline_at
+
+    async def _attempt(self, doc: Any, attempt: int) -> float | None:
+        """One try under the key's claim. Returns None when the document is settled (a
+        check, a final refusal, or left for a later run), else the seconds to wait."""
+        key = doc.idempotency_key
+        if not self.ledger.claims.claim(key, self.owner, self.lease_seconds):
+            current = self.ledger.submission_for_key(key)
+            if current is not None and current.state == "submitted":
+                self.result.already_done += 1  # the other process finished it meanwhile
+                return None
+            delay = ELSEWHERE_POLICY.backoff(attempt)
+            if self._past_deadline(delay):
+                self.result.in_flight_elsewhere += 1
+                return None
+            return delay
+        self.held.add(key)
+        try:
+            current = self.ledger.submission_for_key(key)  # fresh: another run may have sent it
+            if current is not None and current.state == "submitted":
+                self.result.already_done += 1
+                return None
+            return await self._submit(doc, current, attempt)
+        finally:
+            self.held.discard(key)
+            self.ledger.claims.release(key, self.owner, settled=key in self.settled)
+            self.settled.discard(key)
+
+    async def _reconcile(self, doc: Any, current: SubmissionRow | None) -> bool:
+        """Adopt the service's check for a key whose earlier request is in doubt (see
+        :mod:`doccheck.pipeline.reconcile`). True when a check was found and recorded."""
+        if current is None:  # never marked submitting, so never sent: nothing to look up
+            return False
+        doubt = self.ledger.claims.doubt(doc.idempotency_key)
+        if doubt is None or not needs_reconciliation(doubt, self.owner):
+            return False
+        check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
+        if check is None:
+            return False
+        log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
+                 check.id, doc.document_id)  # fmt: skip
+        self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, replayed=True)
+        self.ledger.claims.settle(doc.idempotency_key)
+        self.result.replayed += 1
+        self.result.reconciled += 1
+        return True
+
+    def _requeue(self, doc: Any, exc: DocCheckError, attempt: int) -> float | None:
+        """The wait before the next try after a transient error, or None (and the row left
+        ``retry_later``) when that try would start after the submit deadline."""
+        delay = REQUEUE_POLICY.wait_for(attempt, exc)
+        if not self._past_deadline(delay):
+            log.debug("requeued %s after %s (attempt %d)", doc.document_id, _error_code(exc), attempt)
+            return delay
+        self.ledger.mark_submit_failed(
+            doc.idempotency_key,
+            code=_error_code(exc),
+            message=f"not sent before the submit deadline ({attempt} attempts; last: {exc.message})",
+            state="retry_later",
+            campaign=self.campaign,
+            document_id=doc.document_id,
+            products=list(doc.products),
+            mode=doc.mode,
+        )
+        self.result.retry_later += 1
+        return None
+
+    async def _submit(self, doc: Any, previous: SubmissionRow | None, attempt: int = 1) -> float | None:
+        try:
+            if await self._reconcile(doc, previous):
+                return None
+        except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
+            return self._requeue(doc, exc, attempt)
         reserved = 0
         if self.budget is not None:
             reserved = int(doc.estimated_cost_cents or 0)
@@ -161,7 +303,7 @@ class _BatchSubmitter:
                     f"{self.budget.max_spend_cents} cents",
                     state="skipped_budget",
                 )
-                return
+                return None
         self.ledger.mark_submitting(
             doc.idempotency_key,
             campaign=self.campaign,
@@ -175,23 +317,37 @@ class _BatchSubmitter:
             if self.budget is not None:
                 self.budget.release(reserved)
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
+        except TRANSIENT_ERRORS as exc:  # may have reached the service: stays in doubt
+            if self.budget is not None:
+                self.budget.release(reserved)
+            return self._requeue(doc, exc, attempt)
+        except ClaimLost:
+            if self.budget is not None:
+                self.budget.release(reserved)
+            delay = ELSEWHERE_POLICY.backoff(attempt)
+            if self._past_deadline(delay):
+                self.result.in_flight_elsewhere += 1
+                return None
+            return delay
         except DocCheckError as exc:
             if self.budget is not None:
                 self.budget.release(reserved)
             self._fail(doc, _error_code(exc), exc.message)
-            return
+            self.ledger.claims.settle(doc.idempotency_key)  # a refusal: no check was made
+            return None
         except OSError as exc:  # the file vanished or became unreadable since planning
             if self.budget is not None:
                 self.budget.release(reserved)
             self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
-            return
+            return None
         except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
             if self.budget is not None:
                 self.budget.release(reserved)
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
-            return
+            return None
         self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
+        self.settled.add(doc.idempotency_key)  # released with the doubt cleared, one statement
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
             self.budget.settle(reserved, charge)
@@ -200,12 +356,30 @@ class _BatchSubmitter:
             self.result.replayed += 1
         else:
             self.result.submitted += 1
+        return None
+
+    def _sending(self, doc: Any) -> None:
+        """Record, before a create-check request, that it may reach the service; refuse to
+        send a key whose claim was lost (a stalled process whose lease expired)."""
+        if not self.ledger.claims.mark_sending(doc.idempotency_key, self.owner):
+            raise ClaimLost(doc.idempotency_key)
+
+    async def renew_claims(self) -> None:
+        """Keep this submitter's claims alive while it works (every quarter lease)."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 4)
+            if not self.held:
+                continue
+            try:
+                self.ledger.claims.renew(list(self.held), self.owner, self.lease_seconds)
+            except Exception:  # noqa: BLE001 - a database blip: the next round renews (3 more before expiry)
+                log.warning("could not renew the claims of this batch; retrying", exc_info=True)
 
     def _common(self, doc: Any) -> dict[str, Any]:
         return {
             "products": list(doc.products),
             "name": doc.name,
-            "metadata": dict(doc.metadata or {}),
+            "metadata": with_reference(dict(doc.metadata or {}), doc.idempotency_key),
             "webhook_url": self.webhook_url,
             "idempotency_key": doc.idempotency_key,
         }
@@ -214,11 +388,13 @@ class _BatchSubmitter:
         if doc.mode == "text":
             if doc.text is None:
                 raise DocCheckError("a text-mode document has no text", code="invalid_input")
+            self._sending(doc)
             sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
+            self._sending(doc)
             sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
             return sub.check, sub.upload_id
         return await self._send_upload(doc, previous_upload_id)
@@ -230,20 +406,46 @@ class _BatchSubmitter:
         common = self._common(doc)
         if previous_upload_id:
             try:
+                self._sending(doc)
                 check = await self.client.create_check(upload_id=previous_upload_id, **common)
                 return check, previous_upload_id
             except (NotFoundError, ConflictError) as exc:
                 if exc.code not in _STALE_UPLOAD_CODES:
                     raise
+                resumed = await self._finish_own_upload(doc, previous_upload_id, exc.code)
+                if resumed is not None:
+                    return resumed, previous_upload_id
                 log.debug("stored upload of %s is unusable (%s); uploading again", doc.document_id, exc.code)
         path = Path(doc.path)
         plan = plan_document(FileDocument(path))  # local refusal before taking a slot
         async with self.upload_sem:
             upload = await self.client.create_upload(path.name, content_type=plan.content_type, size_bytes=plan.size)
             self.ledger.mark_upload_created(doc.idempotency_key, upload.upload_id)
+            self.uploads[doc.idempotency_key] = upload
             await self.client.put_upload(upload, path)
+            self._sending(doc)
             check = await self.client.create_check(upload_id=upload.upload_id, **common)
+        self.uploads.pop(doc.idempotency_key, None)
         return check, upload.upload_id
+
+    async def _finish_own_upload(self, doc: Any, upload_id: str, code: str | None) -> Check | None:
+        """After ``upload_incomplete`` for an upload this batch created (its PUT failed
+        and the document was requeued): PUT the bytes again to the same signed address
+        and create the check, so the upload's waiting slot is used, not leaked. None when
+        that is not possible (not ours, or the address expired): upload afresh."""
+        upload = self.uploads.get(doc.idempotency_key)
+        if code != "upload_incomplete" or upload is None or upload.upload_id != upload_id:
+            return None
+        try:
+            async with self.upload_sem:
+                await self.client.put_upload(upload, Path(doc.path))
+                self._sending(doc)
+                check = await self.client.create_check(upload_id=upload_id, **self._common(doc))
+        except UploadExpiredError:
+            self.uploads.pop(doc.idempotency_key, None)
+            return None
+        self.uploads.pop(doc.idempotency_key, None)
+        return check
 
 
 async def submit_batch(
@@ -257,14 +459,20 @@ async def submit_batch(
     webhook_url: str | None = None,
     budget: Budget | None = None,
     on_progress: ProgressCallback | None = None,
+    deadline_at: float | None = None,
 ) -> BatchResult:
     """Submit a batch of ``PlannedDocument`` for the run ``run_id``.
 
     A document whose key already has a check in the ledger is not sent again (a rerun
-    makes zero requests for it). Row-level refusals (402, 409, 413, 415, 422, network
-    errors after the client's retries) are recorded per document and never sink the
-    batch; a 401 raises :class:`FatalSubmitError` because every document would fail.
-    Documents sharing a key (same content, products and campaign) share one check.
+    makes zero requests for it). Each key is sent only under its claim in the ledger, so
+    concurrent runs never send one key at once (a key another live process holds is
+    retried until it is settled there). A key whose earlier request may have reached the
+    service is reconciled with ``GET /checks`` first. Refusals (402, 409, 413, 415, 422)
+    are final row failures and never sink the batch; transient errors (429, 5xx, network,
+    after the client's own retries) are requeued with backoff until ``deadline_at``
+    (epoch seconds; default now + ``DEFAULT_SUBMIT_DEADLINE_SECONDS``), after which the
+    row is ``retry_later``. A 401 raises :class:`FatalSubmitError` because every
+    document would fail. Documents sharing a key share one check.
     """
     campaign = ledger.campaign_of(run_id)
     ledger.record_documents(run_id, documents)
@@ -279,6 +487,7 @@ async def submit_batch(
         budget=budget,
         on_progress=on_progress,
         total=len(documents),
+        deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
     )
     to_send: list[tuple[Any, SubmissionRow | None]] = []
     seen: set[str] = set()
@@ -290,12 +499,15 @@ async def submit_batch(
             continue
         seen.add(doc.idempotency_key)
         to_send.append((doc, prev))
+    renewer = asyncio.create_task(submitter.renew_claims())
     try:
         async with asyncio.TaskGroup() as group:
             for doc, prev in to_send:
                 group.create_task(submitter.run_one(doc, prev))
     except BaseExceptionGroup as eg:
         raise first_error(eg) from None
+    finally:
+        renewer.cancel()
     return submitter.result
 
 

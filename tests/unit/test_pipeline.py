@@ -5,16 +5,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from doccheck.client import AuthenticationError, ConflictError, NotFoundError, PaymentRequiredError, Submission
-from doccheck.client.models import Check, Upload, Webhook
+from doccheck.client import AuthenticationError, ConflictError, PaymentRequiredError
+from doccheck.client.models import Check
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
     Budget,
@@ -24,85 +20,10 @@ from doccheck.pipeline import (
     submit_batch,
     wait_for_results,
 )
-from tests.factories import check_json, planned, record
+from doccheck.pipeline.reconcile import with_reference
+from tests.factories import planned, record
+from tests.fakes import FakeClient, docs, run
 from tests.fixtures.events import event_body
-
-
-class FakeClient:
-    """Answers like the service: one check per key (replays), charges per new check."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.by_key: dict[str, Check] = {}
-        self.checks: dict[str, dict[str, Any]] = {}
-        self.fail: dict[str, Exception] = {}  # document_id -> error to raise
-        self.ids = itertools.count(1)
-        self.uploads: set[str] = set()
-        self.webhook_url: str | None = "https://receiver.example/webhook"  # None: no account webhook
-
-    async def get_webhook(self) -> Webhook:
-        if self.webhook_url is None:
-            raise NotFoundError("no webhook endpoint", status_code=404, code="not_found")
-        return Webhook(url=self.webhook_url)
-
-    def _create(self, key: str, products: Any, metadata: dict[str, Any]) -> Check:
-        if key in self.by_key:
-            return self.by_key[key].model_copy(update={"replayed": True})
-        doc_id = metadata.get("document_id", "")
-        if doc_id in self.fail:
-            raise self.fail[doc_id]
-        cid = f"chk-{next(self.ids)}"
-        self.checks[cid] = check_json(cid, tuple(products), metadata=metadata)
-        check = Check.model_validate(self.checks[cid])
-        self.by_key[key] = check
-        return check
-
-    async def submit(self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Submission:
-        self.calls.append("submit")
-        return Submission(self._create(idempotency_key, products, metadata), "text")
-
-    async def create_upload(self, filename: str, **_: Any) -> Upload:
-        self.calls.append("create_upload")
-        uid = f"up-{next(self.ids)}"
-        self.uploads.add(uid)
-        return Upload(upload_id=uid, upload_url="http://storage/x", content_type="text/plain")
-
-    async def put_upload(self, upload: Upload, path: Any) -> None:
-        self.calls.append("put_upload")
-
-    async def create_check(self, *, upload_id: str, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Check:
-        self.calls.append(f"create_check:{upload_id}")
-        if idempotency_key not in self.by_key and upload_id not in self.uploads:
-            raise NotFoundError("gone", status_code=404, code="upload_not_found")
-        return self._create(idempotency_key, products, metadata)
-
-    async def get_check(self, check_id: str) -> Check:
-        self.calls.append(f"get:{check_id}")
-        return Check.model_validate(self.checks[check_id])
-
-    def finish(self, check_id: str) -> None:
-        data = self.checks[check_id]
-        data["status"] = "completed"
-        data["completed_at"] = "2026-01-01T00:05:00Z"
-        if data.get("ai"):
-            data["ai"] = {"status": "completed", "score": 0.2, "label": "human"}
-        if data.get("similarity"):
-            data["similarity"] = {"status": "completed", "score": 5.0, "matched_words": 3, "sources": []}
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[Ledger]:
-    led = Ledger(f"sqlite:///{tmp_path / 'p.db'}")
-    yield led
-    led.close()
-
-
-def docs(n: int, **kw: Any) -> list[Any]:
-    return [planned(f"d{i}", row=i, **kw) for i in range(1, n + 1)]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def test_submit_then_rerun_sends_nothing(ledger: Ledger) -> None:
@@ -130,12 +51,12 @@ def test_same_key_twice_in_a_batch_is_sent_once(ledger: Ledger) -> None:
 def test_resume_after_crash_replays_without_charge(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     [doc] = docs(1)
-    run(submit_batch(client, ledger, run_id, [doc]))
-    # simulate a crash: the service has the check, the ledger only says "submitting"
+    # a crash: the service has the check, the ledger only says "submitting"
     ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
+    client._create(doc.idempotency_key, doc.products, with_reference({"document_id": "d1"}, doc.idempotency_key))
     result = run(submit_batch(client, ledger, run_id, [doc]))
-    assert (result.replayed, result.submitted, result.cost_cents) == (1, 0, 0)
-    assert len(client.checks) == 1
+    assert (result.replayed, result.reconciled, result.submitted, result.cost_cents) == (1, 1, 0, 0)
+    assert len(client.checks) == 1 and "submit" not in client.calls  # found in the list, not resent
     assert ledger.submission_for_key(doc.idempotency_key).state == "submitted"
 
 
@@ -149,7 +70,7 @@ def test_upload_resume_uses_the_recorded_upload(ledger: Ledger, tmp_path: Path) 
     ledger.mark_upload_created(doc.idempotency_key, "up-old")
     client.uploads.add("up-old")
     result = run(submit_batch(client, ledger, run_id, [doc]))
-    assert result.submitted == 1 and client.calls == ["create_check:up-old"]
+    assert result.submitted == 1 and client.calls == ["list", "create_check:up-old"]  # reconciled first
     # an upload the service no longer has: start a fresh one
     doc2 = planned("u2", mode="upload", path=big, text=None, size_bytes=big.stat().st_size, idempotency_key="k2")
     ledger.mark_submitting("k2", campaign="c1", document_id="u2", products=doc2.products, mode="upload")
@@ -157,7 +78,8 @@ def test_upload_resume_uses_the_recorded_upload(ledger: Ledger, tmp_path: Path) 
     client.calls.clear()
     result = run(submit_batch(client, ledger, run_id, [doc2]))
     assert result.submitted == 1
-    assert client.calls[0] == "create_check:up-deleted" and client.calls[1:3] == ["create_upload", "put_upload"]
+    assert client.calls[:2] == ["list", "create_check:up-deleted"]
+    assert client.calls[2:4] == ["create_upload", "put_upload"]
     assert ledger.submission_for_key("k2").upload_id != "up-deleted"
 
 

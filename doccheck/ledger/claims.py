@@ -1,0 +1,226 @@
+"""Ownership of an idempotency key in flight: a lease in the ledger, taken by compare-and-set.
+
+Why: two runs of one campaign on one ledger (a schedule firing while someone reruns by
+hand) must never send the same key at the same time. Without ownership the loser of a
+race could record ``failed`` over a billed check, or take a second waiting-upload slot.
+
+How: one row per key in ``submission_claims``. Taking a claim is a single conditional
+``UPDATE … WHERE owner IS NULL OR owner = me OR expires_at < now`` whose rowcount says who
+won (an ``INSERT`` for a key never claimed; the primary key makes a concurrent insert
+fail). No read-then-write, so it is atomic on SQLite (``BEGIN IMMEDIATE``) and on
+PostgreSQL (read committed: a second ``UPDATE`` of the row waits for the first and
+re-evaluates its ``WHERE``). The lease expires, so a SIGKILLed owner's keys become free
+after ``lease_seconds``; a live owner renews its claims well before that. A holder that
+ran on this same host and whose process is gone is recognised at once (owner ids are
+``host:pid:random``) and its claim taken over by a compare-and-set on its id.
+
+The same row remembers whether an earlier request may have reached the service without
+its answer being recorded (``in_doubt``): the submitter reconciles such a key with the
+service's list of checks before it sends it again (see ``doccheck.pipeline.reconcile``).
+
+Times are this machine's UTC clock: runs on different machines need clocks within a
+small fraction of the lease (NTP is plenty).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
+
+#: Seconds a claim lasts without renewal. Long against one request (the client gives up on
+#: a request after 60 s) so a live owner never loses a claim; short enough that a dead
+#: owner's keys are picked up by the next run within minutes.
+DEFAULT_LEASE_SECONDS = 120.0
+
+_T = ClaimRow.__table__
+
+
+def new_owner_id() -> str:
+    """A claim owner id unique to this submitter: host, pid and a random part."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def owner_is_dead_here(owner: str) -> bool:
+    """True when ``owner`` ran on this host and its process no longer exists.
+
+    Lets a rerun on the same machine take over a crashed run's keys at once instead of
+    waiting out the lease. Any doubt (another host, a pid that exists, no permission to
+    ask) answers False: then only the lease decides.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname()[:60] or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists but not ours (EPERM), or anything unexpected
+        return False
+    return False
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """A key whose earlier request may have reached the service (no check id recorded)."""
+
+    idempotency_key: str
+    first_sent_at: datetime | None
+    sent_by: str | None
+
+
+class Claims:
+    """Claim, renew and release keys; record sends and whether they are in doubt."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def claim(self, key: str, owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> bool:
+        """Take (or keep) ``key`` for ``owner``; False while another live owner holds it."""
+        now = utcnow()
+        expires = now + timedelta(seconds=lease_seconds)
+        with self.engine.begin() as conn:
+            won = conn.execute(
+                update(_T)
+                .where(
+                    _T.c.idempotency_key == key,
+                    or_(_T.c.owner.is_(None), _T.c.owner == owner, _T.c.expires_at < now),
+                )
+                .values(owner=owner, expires_at=expires, updated_at=now)
+            ).rowcount
+            if won:
+                return True
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(_T).values(
+                        idempotency_key=key, owner=owner, expires_at=expires, in_doubt=False, updated_at=now
+                    )
+                )
+            return True
+        except IntegrityError:  # the row exists: another owner holds it (or won the insert race)
+            pass
+        return self._take_over_dead(key, owner, expires)
+
+    def _take_over_dead(self, key: str, owner: str, expires: datetime) -> bool:
+        """Take ``key`` from a holder that died on this host (compare-and-set on its id)."""
+        with self.engine.connect() as conn:
+            holder = conn.execute(select(_T.c.owner).where(_T.c.idempotency_key == key)).scalar()
+            conn.rollback()
+        if not holder or holder == owner or not owner_is_dead_here(holder):
+            return False
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(_T)
+                    .where(_T.c.idempotency_key == key, _T.c.owner == holder)
+                    .values(owner=owner, expires_at=expires, updated_at=utcnow())
+                ).rowcount
+            )
+
+    def renew(self, keys: Iterable[str], owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> int:
+        """Extend ``owner``'s claims on ``keys``; returns how many it still holds."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        now = utcnow()
+        held = 0
+        with self.engine.begin() as conn:
+            for i in range(0, len(keys), 500):
+                held += conn.execute(
+                    update(_T)
+                    .where(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner == owner)
+                    .values(expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
+                ).rowcount
+        return held
+
+    def release(self, key: str, owner: str, *, settled: bool = False) -> None:
+        """Give ``key`` back (only if ``owner`` still holds it); ``settled`` also clears
+        ``in_doubt`` in the same statement (the hot path: one transaction, not two)."""
+        values: dict[str, object] = {"owner": None, "expires_at": None, "updated_at": utcnow()}
+        if settled:
+            values["in_doubt"] = False
+        with self.engine.begin() as conn:
+            conn.execute(update(_T).where(_T.c.idempotency_key == key, _T.c.owner == owner).values(**values))
+
+    def mark_sending(self, key: str, owner: str) -> bool:
+        """Write, BEFORE a create-check request, that it may reach the service.
+
+        Sets ``first_sent_at`` once (the reconciliation pages back to it) and ``in_doubt``.
+        Returns False when ``owner`` no longer holds the claim: then it must not send.
+        """
+        now = utcnow()
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(_T)
+                    .where(_T.c.idempotency_key == key, _T.c.owner == owner)
+                    .values(
+                        in_doubt=True,
+                        sent_by=owner,
+                        first_sent_at=func.coalesce(_T.c.first_sent_at, now),
+                        updated_at=now,
+                    )
+                ).rowcount
+            )
+
+    def settle(self, key: str) -> None:
+        """The service answered for sure (a check, or a refusal): nothing left in doubt."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(_T).where(_T.c.idempotency_key == key).values(in_doubt=False, updated_at=utcnow())
+            )
+
+    def doubt(self, key: str) -> Doubt | None:
+        """Whether an earlier request for ``key`` may have reached the service unrecorded.
+
+        Also covers a ledger written before claims existed: a ``submitting``/``uploading``
+        row without a check id is in doubt since it was created.
+        """
+        s = SubmissionRow.__table__
+        with self.engine.connect() as conn:
+            sub = conn.execute(
+                select(s.c.state, s.c.check_id, s.c.created_at).where(s.c.idempotency_key == key)
+            ).first()
+            claim = conn.execute(
+                select(_T.c.in_doubt, _T.c.first_sent_at, _T.c.sent_by).where(_T.c.idempotency_key == key)
+            ).first()
+            conn.rollback()
+        if sub is not None and sub.check_id:
+            return None
+        if claim is not None and claim.first_sent_at is not None:
+            if claim.in_doubt:
+                return Doubt(key, claim.first_sent_at, claim.sent_by)
+            return None
+        if sub is not None and sub.state in ("submitting", "uploading"):
+            return Doubt(key, sub.created_at, None)
+        return None
+
+    def holders(self, keys: Iterable[str]) -> dict[str, str]:
+        """``key → owner`` for the keys currently held by a live owner (reports, tests)."""
+        keys = list(keys)
+        now = utcnow()
+        found: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(keys), 500):
+                rows = conn.execute(
+                    select(_T.c.idempotency_key, _T.c.owner).where(
+                        and_(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner.is_not(None), _T.c.expires_at >= now)
+                    )
+                ).all()
+                found.update({r.idempotency_key: r.owner for r in rows})
+            conn.rollback()
+        return found
