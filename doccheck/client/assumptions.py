@@ -113,3 +113,45 @@ def estimate_cost_cents(words: int, products: Iterable[str]) -> int:
     """
     blocks = math.ceil(billed_words(words) / 100)
     return sum(CENTS_PER_100_WORDS[p] * blocks for p in set(products))
+
+
+# --- Billing (DESIGN.md: "charged at creation, refunded when a product fails") ----------
+#: The create answer's ``cost.total_cents`` is what the check was charged, once per check
+#: id: an idempotent replay returns the same check and charges nothing more.
+CHARGE_FIELD = "total_cents"
+#: A failed product refunds what it contributed: ``cost.<product>_cents``.
+PRODUCT_CENTS_FIELD = "{product}_cents"
+#: Not shown by the interface: a service that states the refund on the check's ``cost``
+#: (the emulator does) is believed, but never below what the failed products imply.
+REFUND_FIELD = "refunded_cents"
+
+
+def charged_cents(cost: object) -> int:
+    """What a check was charged at creation (``cost.total_cents``); 0 when unknown."""
+    return _cost_int(cost, CHARGE_FIELD)
+
+
+def product_cents(cost: object, product: str) -> int:
+    """What one product contributed to a check's charge (refunded when it fails)."""
+    return _cost_int(cost, PRODUCT_CENTS_FIELD.format(product=product))
+
+
+def refunded_cents(cost: object, failed_products: Iterable[str], stated: int | None = None) -> int:
+    """The refund of a check whose ``failed_products`` failed.
+
+    ``stated`` is a refund the service itself reported (``cost.refunded_cents``), which may
+    be older than the events we have seen; the larger of the two is the truth so far, and
+    never more than the charge.
+    """
+    implied = sum(product_cents(cost, p) for p in set(failed_products))
+    return min(max(implied, int(stated or 0)), charged_cents(cost))
+
+
+def _cost_int(cost: object, name: str) -> int:
+    if cost is None:
+        return 0
+    value = cost.get(name) if isinstance(cost, dict) else getattr(cost, name, None)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
