@@ -29,6 +29,7 @@ from doccheck.client import (
 from doccheck.client.models import Check
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.pipeline.budget import Budget
+from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.progress import ProgressCallback, report
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ class _BatchSubmitter:
         self.ledger = ledger
         self.campaign = campaign
         self.webhook_url = webhook_url
-        self.budget = budget
+        self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = on_progress
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
@@ -152,7 +153,7 @@ class _BatchSubmitter:
         reserved = 0
         if self.budget is not None:
             reserved = int(doc.estimated_cost_cents or 0)
-            if not self.budget.reserve(reserved):
+            if not self.budget.reserve(reserved, doc.idempotency_key):
                 self._fail(
                     doc,
                     "budget_exceeded",
@@ -172,28 +173,28 @@ class _BatchSubmitter:
             check, upload_id = await self._send(doc, previous.upload_id if previous else None)
         except (AuthenticationError, ConfigurationError) as exc:
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
         except DocCheckError as exc:
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             self._fail(doc, _error_code(exc), exc.message)
             return
         except OSError as exc:  # the file vanished or became unreadable since planning
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
             return
         except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return
         self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
-            self.budget.settle(reserved, charge)
+            self.budget.settle(reserved, charge, doc.idempotency_key)
         self.result.cost_cents += charge
         if check.replayed:
             self.result.replayed += 1
