@@ -230,6 +230,7 @@ async def acheck_dataframe(
             "failed": batch.failed,
             "skipped_budget": batch.skipped_budget,
             "spent_cents": batch.cost_cents,
+            **{k: v for k, v in ledger.run_summary(run_id).items() if k in ("checks", "charged_cents", "refunded_cents", "net_cents")},
             "pending": pending,
             "timed_out": bool(waited and waited.timed_out),
         }

@@ -25,7 +25,7 @@ from prefect.artifacts import acreate_markdown_artifact
 
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.planning import Plan
-from flows.summary import RunSummary
+from flows.summary import RunSummary, money_fields
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
 from tasks.pipeline import (
     apply_webhook_events,
@@ -303,11 +303,12 @@ def _finish(
         estimated_cost_cents=plan.estimated_cost_cents(),
         submitted=batch.submitted,
         reused=batch.replayed + batch.already_done,
-        submit_failed=batch.failed,
+        submit_failed=counts.get("submissions", {}).get("failed", 0),  # the ledger's: errors recovered since don't count
         unsent_budget=batch.skipped_budget,
         products=products,
         pending=pending,
         spent_cents=batch.cost_cents,
+        **money_fields(counts),
         report_dir=report_dir,
         latest_dir=latest_dir,
         elapsed_seconds=round(elapsed, 3),

@@ -13,7 +13,7 @@ from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
 from flows.bulk_check import products_from_summary, run_label
-from flows.summary import RunSummary
+from flows.summary import RunSummary, money_fields
 from tasks.artifacts import publish_run_artifacts
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
 from tasks.pipeline import ledger_for, poll_results, write_run_reports
@@ -74,7 +74,11 @@ async def collect_results(
             unsent_budget=submissions.get("skipped_budget", 0),
             products=products,
             pending=pending,
-            spent_cents=counts.get("cost_cents", 0),
+            spent_cents=0,  # collecting creates no check
+            total_words=counts.get("words", 0),
+            estimated_cost_cents=counts.get("estimated_cost_cents", 0),
+            counts_by_mode=counts.get("modes", {}),
+            **money_fields(counts),
             report_dir=str(paths.run_dir),
             latest_dir=str(paths.latest_dir),
             elapsed_seconds=round(time.monotonic() - started, 3),

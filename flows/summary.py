@@ -6,7 +6,14 @@ as the flow's result and as a markdown artifact; one shape serves all of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
+
+
+def money_fields(counts: dict[str, Any]) -> dict[str, int]:
+    """The money fields of a summary from ``Ledger.run_summary`` counts."""
+    return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
 
 
 class RunSummary(BaseModel):
@@ -34,6 +41,12 @@ class RunSummary(BaseModel):
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
     spent_cents: int = 0
+    #: Money as the service counts it, over the distinct checks of the run's documents
+    #: (rows sharing a check count it once; a check made by an earlier run counts too).
+    checks: int = 0
+    charged_cents: int = 0
+    refunded_cents: int = 0
+    net_cents: int = 0
     report_dir: str | None = None
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0
@@ -54,11 +67,15 @@ class RunSummary(BaseModel):
         if not self.dry_run:
             rows += [
                 ("new checks", self.submitted),
-                ("already submitted", self.reused),
-                ("submission errors", self.submit_failed),
-                ("left unsent (budget)", self.unsent_budget),
+                ("documents already submitted", self.reused),
+                ("documents not submitted (errors)", self.submit_failed),
+                ("documents left unsent (budget)", self.unsent_budget),
                 ("products pending", self.pending),
-                ("charged (cents)", self.spent_cents),
+                ("checks", self.checks),
+                ("charged (cents)", self.charged_cents),
+                ("refunded (cents)", self.refunded_cents),
+                ("net cost (cents)", self.net_cents),
+                ("new charges this run (cents)", self.spent_cents),
             ]
             for product, counts in sorted(self.products.items()):
                 rows.append((f"{product}", ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))

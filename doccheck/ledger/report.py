@@ -232,6 +232,9 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
         "submissions": dict(states),
         "products": dict(products),
         "checks": len(check_ids),
+        "words": sum(d.words or 0 for d in docs),
+        "estimated_cost_cents": sum(d.estimated_cost_cents or 0 for d in docs),
+        "modes": dict(Counter(d.mode for d in docs if d.mode)),
         "cost_cents": charged - refunded,  # net, as the service counts it (each check once)
         "charged_cents": charged,
         "refunded_cents": refunded,
