@@ -55,7 +55,8 @@ def insert_ignore(conn: Connection, table: Any, values: Mapping[str, Any], keys:
     """``INSERT … ON CONFLICT DO NOTHING`` on SQLite and PostgreSQL; returns rows inserted."""
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
-    return conn.execute(stmt).rowcount or 0
+    # RETURNING, not rowcount: psycopg reports -1 for an INSERT … ON CONFLICT here.
+    return 1 if conn.execute(stmt.returning(*(table.c[k] for k in keys))).first() is not None else 0
 
 
 def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: Any) -> None:

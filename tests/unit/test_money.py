@@ -112,3 +112,52 @@ def test_the_campaign_budget_counts_each_check_once(ledger: Ledger) -> None:
     _submit(ledger, run_id, "d2", "chk-1", key="k-same")
     ledger.record_check(check_json("chk-1", BOTH))
     assert budget_state(ledger, "c1").spent_cents == 3
+
+
+def test_reservations_never_exceed_the_cap_under_contention(ledger: Ledger) -> None:
+    """16 threads race for 3-cent reservations under a 20-cent cap: exactly 6 win."""
+    import concurrent.futures
+
+    from doccheck.ledger import campaign_budget as cb
+
+    urls = [ledger.database_url] * 16
+
+    def one(i: int) -> bool:
+        other = Ledger(urls[i])  # its own engine and connection, like another process
+        try:
+            return cb.reserve(other, "c1", f"k{i}", 3, 20)
+        finally:
+            other.close()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        granted = sum(pool.map(one, range(16)))
+    state = cb.budget_state(ledger, "c1")
+    assert granted == 6 and state.reserved_cents == 18 and state.holds == 6
+
+
+def test_holds_are_adopted_released_and_reclaimed(ledger: Ledger) -> None:
+    from datetime import timedelta
+
+    from doccheck.ledger import campaign_budget as cb
+
+    assert cb.reserve(ledger, "c1", "k1", 5, 10)
+    assert cb.reserve(ledger, "c1", "k1", 5, 10)  # a resume of the same key adopts its hold
+    assert cb.budget_state(ledger, "c1").reserved_cents == 5
+    assert cb.reserve(ledger, "c1", "k2", 5, 10)
+    assert not cb.reserve(ledger, "c1", "k3", 1, 10)  # full
+    assert cb.budget_state(ledger, "c1").holds == 2  # the refused one holds nothing
+    assert cb.release(ledger, "c1", "k2") == 5 and cb.release(ledger, "c1", "k2") == 0
+    assert cb.reclaim_expired(ledger, "c1", lease=timedelta(seconds=-1)) == 5  # k1's process "died"
+    assert cb.budget_state(ledger, "c1") == cb.BudgetState("c1", 0, 0, 0)
+
+
+def test_charges_count_against_the_cap_of_later_reservations(ledger: Ledger) -> None:
+    from doccheck.ledger import campaign_budget as cb
+
+    run_id = ledger.start_run(campaign="c1")
+    assert cb.reserve(ledger, "c1", "key-d1-ai-similarity", 3, 5)
+    _submit(ledger, run_id, "d1", "chk-1")  # charged 3: counted in spent
+    assert cb.release(ledger, "c1", "key-d1-ai-similarity") == 3
+    assert cb.budget_state(ledger, "c1").spent_cents == 3
+    assert not cb.reserve(ledger, "c1", "k2", 3, 5)  # 3 spent + 3 > 5
+    assert cb.reserve(ledger, "c1", "k2", 2, 5)
