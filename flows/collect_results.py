@@ -16,6 +16,7 @@ from flows.bulk_check import products_from_summary, run_label
 from flows.summary import RunSummary, money_fields
 from tasks.artifacts import publish_run_artifacts
 from tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
+from doccheck.pipeline.campaign_collect import runs_with_pending
 from tasks.pipeline import ledger_for, poll_results, write_run_reports
 
 
@@ -36,8 +37,9 @@ async def collect_results(
     database_url: str | None = None,
     api_key_block: str | None = None,
 ) -> RunSummary:
-    """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
-    and rewrite that run's reports (a new run folder and ``latest/``)."""
+    """Poll every pending product of a run (``run_id``) or of every run of ``campaign``,
+    and rewrite the reports of the runs concerned (a new run folder each; ``latest/`` is
+    the latest run's). By campaign, ``pending`` counts the whole campaign."""
     started = time.monotonic()
     logger = get_run_logger()
     if not campaign and not run_id:
@@ -55,12 +57,24 @@ async def collect_results(
         if run is None:
             raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
     with tags(f"campaign:{run.campaign}"):
-        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=api_key_block)
+        # By campaign: every run with a product still pending, not only the latest one.
+        earlier = [] if run_id else [r for r in runs_with_pending(ledger, run.campaign) if r != run.id]
+        polled = await poll_results(
+            run.id if run_id else None,
+            campaign=None if run_id else run.campaign,
+            base_url=base,
+            database_url=db_url,
+            api_key_block=api_key_block,
+        )
         logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
+        for other in earlier:  # the latest run last, so that latest/ stays the latest run's
+            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
         counts = ledger.run_summary(run.id)
         products = products_from_summary(counts.get("products", {}))
         pending = sum(c.get("pending", 0) for c in products.values())
+        if not run_id:
+            pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
         submissions = counts.get("submissions", {})
         summary = RunSummary(
             status="finished" if pending == 0 else "pending",
@@ -82,6 +96,7 @@ async def collect_results(
             report_dir=str(paths.run_dir),
             latest_dir=str(paths.latest_dir),
             elapsed_seconds=round(time.monotonic() - started, 3),
+            runs_collected=1 + len(earlier),
         )
         logger.info("summary: %s", summary.model_dump_json())
         await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")

@@ -47,6 +47,9 @@ class RunSummary(BaseModel):
     charged_cents: int = 0
     refunded_cents: int = 0
     net_cents: int = 0
+    #: ``collect_results``: how many runs' reports were rewritten (by campaign: every run
+    #: with a pending product, and the latest).
+    runs_collected: int = 0
     report_dir: str | None = None
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0

@@ -164,6 +164,8 @@ def summary_table(summary: Any) -> Table:
     table.add_row("status", str(s.get("status")))
     if s.get("run_id"):
         table.add_row("run id", str(s["run_id"]))
+    if s.get("runs_collected", 0) > 1:
+        table.add_row("runs collected", str(s["runs_collected"]))
     table.add_row("documents accepted", str(s.get("documents", 0)))
     table.add_row("rows rejected", str(s.get("rejected", 0)))
     if modes:
@@ -187,7 +189,7 @@ def summary_table(summary: Any) -> Table:
         if s.get("refunded_cents"):
             table.add_row("refunded (failed products)", _cents(s["refunded_cents"]))
         table.add_row("net cost", _cents(s.get("net_cents", 0)))
-        if s.get("spent_cents", 0) != s.get("charged_cents", 0):  # checks made by earlier runs, or replays
+        if 0 < s.get("spent_cents", 0) != s.get("charged_cents", 0):  # some checks were made by earlier runs
             table.add_row("new charges this run", _cents(s.get("spent_cents", 0)))
         if s.get("report_dir"):
             table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")

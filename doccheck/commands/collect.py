@@ -23,7 +23,7 @@ from doccheck.commands._runner import (
 
 
 def collect(
-    campaign: Annotated[str | None, typer.Option(help="Collect the latest run of this campaign.")] = None,
+    campaign: Annotated[str | None, typer.Option(help="Collect every run of this campaign with pending products.")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
     database_url: Annotated[
@@ -31,7 +31,7 @@ def collect(
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
 ) -> None:
-    """Poll every pending product of a run and rewrite its reports (runs the collect_results flow)."""
+    """Poll every pending product of a run or of a whole campaign and rewrite the reports (runs the collect_results flow)."""
     console = Console()
     err = Console(stderr=True)
     if bool(campaign) == bool(run_id):
