@@ -29,7 +29,7 @@ class CheckCostRow(SQLModel, table=True):
     __tablename__ = "check_costs"
     __table_args__ = (Index("ix_check_costs_campaign", "campaign"),)
 
-    check_id: str = Field(primary_key=True, max_length=64)
+    check_id: str = Field(primary_key=True)
     campaign: str | None = None
     charged_cents: int = 0
     ai_cents: int = 0
@@ -48,7 +48,7 @@ class CampaignBudgetRow(SQLModel, table=True):
 
     __tablename__ = "campaign_budgets"
 
-    campaign: str = Field(primary_key=True, max_length=200)
+    campaign: str = Field(primary_key=True)
     spent_cents: int = 0
     reserved_cents: int = 0
     cap_cents: int | None = None
@@ -62,8 +62,8 @@ class BudgetHoldRow(SQLModel, table=True):
 
     __tablename__ = "budget_holds"
 
-    campaign: str = Field(primary_key=True, max_length=200)
-    idempotency_key: str = Field(primary_key=True, max_length=200)
+    campaign: str = Field(primary_key=True)
+    idempotency_key: str = Field(primary_key=True)
     cents: int = 0
     held_at: datetime = Field(default_factory=utcnow)
 
