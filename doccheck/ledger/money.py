@@ -86,7 +86,10 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
             update(_costs).where(_costs.c.check_id == check_id, _costs.c.campaign.is_(None)).values(campaign=campaign)
         )
         _count_in_budget(conn, check_id, campaign)
-    stated = cost.get(assumptions.REFUND_FIELD) if isinstance(cost, Mapping) else getattr(cost, assumptions.REFUND_FIELD, None)
+    if isinstance(cost, Mapping):
+        stated = cost.get(assumptions.REFUND_FIELD)
+    else:
+        stated = getattr(cost, assumptions.REFUND_FIELD, None)
     refresh_refund(conn, check_id, stated=stated)
 
 
@@ -172,11 +175,12 @@ def total_money(conn: Connection, check_ids: Iterable[str]) -> Money:
 
 def campaign_money(conn: Connection, campaign: str) -> Money:
     """Charged/refunded of every check of a campaign (all runs, all machines)."""
-    n, charged, refunded = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_costs.c.charged_cents), 0), func.coalesce(func.sum(_costs.c.refunded_cents), 0)).where(
-            _costs.c.campaign == campaign
-        )
-    ).one()
+    stmt = select(
+        func.count(),
+        func.coalesce(func.sum(_costs.c.charged_cents), 0),
+        func.coalesce(func.sum(_costs.c.refunded_cents), 0),
+    ).where(_costs.c.campaign == campaign)
+    n, charged, refunded = conn.execute(stmt).one()
     return Money(checks=int(n), charged_cents=int(charged), refunded_cents=int(refunded))
 
 
