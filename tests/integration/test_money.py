@@ -107,3 +107,39 @@ def test_reported_net_equals_the_service_charge_with_product_failures(
         ledger.close()
     finally:
         emu.reset_faults()
+
+
+def test_refunds_learnt_from_webhook_events_match_the_service(
+    webhook_emulator: EmulatorHandle, receiver: Any, tmp_path: Path
+) -> None:
+    """The same figure when the failures arrive as ``check.failed`` deliveries through the real
+    receiver (a check whose products all failed is never fetched: its refund is the events')."""
+    from doccheck.client import DocCheckClient
+    from tests.fixtures.receiver import scope_for
+
+    emu, ledger = webhook_emulator, receiver.ledger
+    key = emu.new_account()
+    with DocCheckClient(emu.base_url, key) as client:
+        hook = client.put_webhook(receiver.webhook_url)
+    receiver.store_secret(hook.secret, scope=scope_for(key))
+    emu.set_faults(product_failure_rate=0.5)
+    try:
+        manifest = write_manifest(tmp_path / "m", count=12, duplicates=0)
+        campaign = f"money-hooks-{uuid.uuid4().hex[:8]}"
+        plan = load_plan(manifest, campaign=campaign, products="ai,similarity")
+        run_id = ledger.start_run(campaign=campaign, manifest=str(manifest), products=["ai", "similarity"])
+
+        async def go() -> Any:
+            async with AsyncDocCheckClient(emu.base_url, key) as client:
+                await submit_batch(client, ledger, run_id, plan.documents)
+                await asyncio.to_thread(emu.advance, 2)  # deliveries reach the receiver before this returns
+                return await wait_for_results(client, ledger, run_id, timeout=60, grace_seconds=600, poll_interval=0.1)
+
+        waited = asyncio.run(go())
+    finally:
+        emu.reset_faults()
+    assert not waited.pending and waited.events_applied == 24, waited
+    summary, rows = _reported(ledger, run_id)
+    account = emu.account_state(key)
+    assert summary["refunded_cents"] > 0 and waited.failed > 0
+    assert summary["net_cents"] == sum(r["net_cents"] for r in rows) == account["charged_cents"]
