@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration venv clean bench fuzz
+.PHONY: demo test unit integration venv clean bench fuzz chaos
 
 demo: $(STAMP)
 	$(BIN)/doccheck demo
@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Issue 8 end to end under faults, kills, concurrent runs and a two-day gap (not in CI; minutes).
+chaos: $(STAMP)
+	$(BIN)/python benchmarks/chaos.py
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache build *.egg-info

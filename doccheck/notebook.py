@@ -354,6 +354,8 @@ async def _execute(
             "failed": batch.failed,
             "skipped_budget": batch.skipped_budget,
             "spent_cents": batch.cost_cents,
+            **{k: v for k, v in ledger.run_summary(run_id).items()
+               if k in ("checks", "charged_cents", "refunded_cents", "net_cents")},  # fmt: skip
             "completed": counts["completed"],
             "failed_products": counts["failed"],
             "pending": pending,

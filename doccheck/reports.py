@@ -63,7 +63,12 @@ SUBMISSIONS_SCHEMA = pa.schema(
         pa.field("error_code", pa.string()),
         pa.field("error_message", pa.string()),
         pa.field("words", pa.int64()),
-        pa.field("cost_cents", pa.int64()),
+        pa.field("cost_cents", pa.int64()),  # = net_cents (kept for readers of the first schema)
+        # Money as the service counts it, on the first row of each check only (rows that
+        # share a check, identical content, show 0), so each column sums to the truth.
+        pa.field("charged_cents", pa.int64()),
+        pa.field("refunded_cents", pa.int64()),
+        pa.field("net_cents", pa.int64()),
     ]
 )
 AI_RESULTS_SCHEMA = pa.schema(
@@ -298,8 +303,9 @@ def _normalise_rejected(row: Mapping[str, Any]) -> Mapping[str, Any]:
     fixed = dict(row)
     if not fixed.get("mode"):
         fixed["mode"] = "rejected"
-    if fixed.get("cost_cents") is None:
-        fixed["cost_cents"] = 0
+    for money in ("cost_cents", "charged_cents", "refunded_cents", "net_cents"):
+        if fixed.get(money) is None:
+            fixed[money] = 0
     return fixed
 
 

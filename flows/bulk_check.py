@@ -32,7 +32,7 @@ from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.planning import Plan
 from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.flows.summary import RunSummary, money_fields
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
 from prefect_doccheck.tasks.credentials import (
@@ -342,13 +342,14 @@ def _finish(
         estimated_cost_cents=plan.estimated_cost_cents(),
         submitted=batch.submitted,
         reused=batch.replayed + batch.already_done,
-        submit_failed=batch.failed,
+        submit_failed=counts.get("submissions", {}).get("failed", 0),  # the ledger's: errors recovered since don't count
         unsent_budget=batch.skipped_budget,
         unsent_retry_later=batch.retry_later,
         in_flight_elsewhere=batch.in_flight_elsewhere,
         products=products,
         pending=pending,
         spent_cents=batch.cost_cents,
+        **money_fields(counts),
         report_dir=report_dir,
         latest_dir=latest_dir,
         elapsed_seconds=round(elapsed, 3),

@@ -13,9 +13,10 @@ from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
 from doccheck.downloads import parse_kinds
+from doccheck.pipeline.campaign_collect import runs_with_pending
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.flows.bulk_check import _as_list, products_from_summary, run_label
-from prefect_doccheck.flows.summary import RunSummary
+from prefect_doccheck.flows.summary import RunSummary, money_fields
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
 from prefect_doccheck.tasks.credentials import (
     base_url_of,
@@ -47,8 +48,9 @@ async def collect_results(
     download: list[str] | str = [],  # noqa: B006
     credentials: DocCheckCredentials | str | None = None,
 ) -> RunSummary:
-    """Poll every pending product of a run (``run_id``, or the latest run of ``campaign``)
-    and rewrite that run's reports (a new run folder and ``latest/``). ``download`` as in
+    """Poll every pending product of a run (``run_id``) or of every run of ``campaign``,
+    and rewrite the reports of the runs concerned (a new run folder each; ``latest/`` is
+    the latest run's). By campaign, ``pending`` counts the whole campaign. ``download`` as in
     ``bulk_check`` (files already fetched by an earlier run are reused, not fetched again)."""
     started = time.monotonic()
     logger = get_run_logger()
@@ -69,12 +71,24 @@ async def collect_results(
         if run is None:
             raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
     with tags(f"campaign:{run.campaign}"):
-        polled = await poll_results(run.id, base_url=base, database_url=db_url, api_key_block=key_source)
+        # By campaign: every run with a product still pending, not only the latest one.
+        earlier = [] if run_id else [r for r in runs_with_pending(ledger, run.campaign) if r != run.id]
+        polled = await poll_results(
+            run.id if run_id else None,
+            campaign=None if run_id else run.campaign,
+            base_url=base,
+            database_url=db_url,
+            api_key_block=key_source,
+        )
         logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
+        for other in earlier:  # the latest run last, so that latest/ stays the latest run's
+            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
         counts = ledger.run_summary(run.id)
         products = products_from_summary(counts.get("products", {}))
         pending = sum(c.get("pending", 0) for c in products.values())
+        if not run_id:
+            pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
         submissions = counts.get("submissions", {})
         summary = RunSummary(
             status="finished" if pending == 0 else "pending",
@@ -88,10 +102,15 @@ async def collect_results(
             unsent_budget=submissions.get("skipped_budget", 0),
             products=products,
             pending=pending,
-            spent_cents=counts.get("cost_cents", 0),
+            spent_cents=0,  # collecting creates no check
+            total_words=counts.get("words", 0),
+            estimated_cost_cents=counts.get("estimated_cost_cents", 0),
+            counts_by_mode=counts.get("modes", {}),
+            **money_fields(counts),
             report_dir=str(paths.run_dir),
             latest_dir=str(paths.latest_dir),
             elapsed_seconds=round(time.monotonic() - started, 3),
+            runs_collected=1 + len(earlier),
         )
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,

@@ -10,6 +10,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from doccheck.markdown import escape_markdown
+
+
+def money_fields(counts: dict[str, Any]) -> dict[str, int]:
+    """The money fields of a summary from ``Ledger.run_summary`` counts."""
+    return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
+
 
 class RunSummary(BaseModel):
     """The outcome of ``bulk_check`` or ``collect_results``.
@@ -40,6 +47,15 @@ class RunSummary(BaseModel):
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
     spent_cents: int = 0
+    #: Money as the service counts it, over the distinct checks of the run's documents
+    #: (rows sharing a check count it once; a check made by an earlier run counts too).
+    checks: int = 0
+    charged_cents: int = 0
+    refunded_cents: int = 0
+    net_cents: int = 0
+    #: ``collect_results``: how many runs' reports were rewritten (by campaign: every run
+    #: with a pending product, and the latest).
+    runs_collected: int = 0
     report_dir: str | None = None
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0
@@ -63,16 +79,20 @@ class RunSummary(BaseModel):
         if not self.dry_run:
             rows += [
                 ("new checks", self.submitted),
-                ("already submitted", self.reused),
-                ("submission errors", self.submit_failed),
-                ("left unsent (budget)", self.unsent_budget),
-                ("left unsent (retry later)", self.unsent_retry_later + self.in_flight_elsewhere),
+                ("documents already submitted", self.reused),
+                ("documents not submitted (errors)", self.submit_failed),
+                ("documents left unsent (budget)", self.unsent_budget),
+                ("documents left unsent (retry later)", self.unsent_retry_later + self.in_flight_elsewhere),
                 ("products pending", self.pending),
-                ("charged (cents)", self.spent_cents),
+                ("checks", self.checks),
+                ("charged (cents)", self.charged_cents),
+                ("refunded (cents)", self.refunded_cents),
+                ("net cost (cents)", self.net_cents),
+                ("new charges this run (cents)", self.spent_cents),
             ]
             for product, counts in sorted(self.products.items()):
                 rows.append((f"{product}", ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
             if self.report_dir:
                 rows.append(("reports", self.report_dir))
-        lines = ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)]
+        lines = ["| | |", "|---|---|", *(f"| {k} | {escape_markdown(v)} |" for k, v in rows)]  # values may come from the manifest
         return "\n".join(lines)

@@ -200,17 +200,19 @@ async def wait_results(
     **TRANSIENT_RETRIES,
 )
 async def poll_results(
-    run_id: str,
+    run_id: str | None,
     *,
     base_url: str,
     database_url: str,
     api_key_block: KeySource = None,
+    campaign: str | None = None,
 ) -> PollResult:
-    """Apply stored webhook events, then GET every check of the run that is not final."""
+    """Apply stored webhook events, then GET every check of the run (or, with
+    ``campaign``, of every run of the campaign) that is not final."""
     ledger = ledger_for(database_url)
     apply_events(ledger)
     async with open_client(base_url, api_key_block) as client:
-        return await poll_pending(client, ledger, run_id=run_id, older_than_seconds=0)
+        return await poll_pending(client, ledger, run_id=run_id, campaign=campaign, older_than_seconds=0)
 
 
 @task(

@@ -13,6 +13,8 @@ their usual names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from doccheck import domain
 from doccheck.domain import CENTS_PER_100_WORDS as CENTS_PER_100_WORDS
 from doccheck.domain import MAX_WAITING_UPLOADS as MAX_WAITING_UPLOADS
@@ -99,3 +101,44 @@ SERVICE_CLOCK_MARGIN_SECONDS = 600
 #: The metadata key that carries a hash of the Idempotency-Key on every check, so that a
 #: check whose answer was lost can be found again in the service's list.
 REFERENCE_METADATA_KEY = "doccheck_ref"
+
+# --- Billing (DESIGN.md: "charged at creation, refunded when a product fails") ----------
+#: The create answer's ``cost.total_cents`` is what the check was charged, once per check
+#: id: an idempotent replay returns the same check and charges nothing more.
+CHARGE_FIELD = "total_cents"
+#: A failed product refunds what it contributed: ``cost.<product>_cents``.
+PRODUCT_CENTS_FIELD = "{product}_cents"
+#: Not shown by the interface: a service that states the refund on the check's ``cost``
+#: (the emulator does) is believed, but never below what the failed products imply.
+REFUND_FIELD = "refunded_cents"
+
+
+def charged_cents(cost: object) -> int:
+    """What a check was charged at creation (``cost.total_cents``); 0 when unknown."""
+    return _cost_int(cost, CHARGE_FIELD)
+
+
+def product_cents(cost: object, product: str) -> int:
+    """What one product contributed to a check's charge (refunded when it fails)."""
+    return _cost_int(cost, PRODUCT_CENTS_FIELD.format(product=product))
+
+
+def refunded_cents(cost: object, failed_products: Iterable[str], stated: int | None = None) -> int:
+    """The refund of a check whose ``failed_products`` failed.
+
+    ``stated`` is a refund the service itself reported (``cost.refunded_cents``), which may
+    be older than the events we have seen; the larger of the two is the truth so far, and
+    never more than the charge.
+    """
+    implied = sum(product_cents(cost, p) for p in set(failed_products))
+    return min(max(implied, int(stated or 0)), charged_cents(cost))
+
+
+def _cost_int(cost: object, name: str) -> int:
+    if cost is None:
+        return 0
+    value = cost.get(name) if isinstance(cost, dict) else getattr(cost, name, None)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0

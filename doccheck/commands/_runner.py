@@ -164,25 +164,35 @@ def summary_table(summary: Any) -> Table:
     table.add_row("status", str(s.get("status")))
     if s.get("run_id"):
         table.add_row("run id", str(s["run_id"]))
+    if s.get("runs_collected", 0) > 1:
+        table.add_row("runs collected", str(s["runs_collected"]))
     table.add_row("documents accepted", str(s.get("documents", 0)))
     table.add_row("rows rejected", str(s.get("rejected", 0)))
     if modes:
         table.add_row("modes", ", ".join(f"{k} {v}" for k, v in modes.items() if k != "rejected"))
-    table.add_row("words", f"{s.get('total_words', 0):,}")
-    table.add_row("estimated cost", _cents(s.get("estimated_cost_cents", 0)))
+    if s.get("total_words") or s.get("dry_run"):  # unknown (0) for a collect of an old run: not shown
+        table.add_row("words", f"{s.get('total_words', 0):,}")
+    if s.get("estimated_cost_cents") or s.get("dry_run"):
+        table.add_row("estimated cost", _cents(s.get("estimated_cost_cents", 0)))
     if not s.get("dry_run"):
         table.add_row("new checks", str(s.get("submitted", 0)))
-        table.add_row("already submitted", str(s.get("reused", 0)))
+        table.add_row("documents already submitted", str(s.get("reused", 0)))
         if s.get("submit_failed"):
-            table.add_row("submission errors", str(s["submit_failed"]))
+            table.add_row("documents not submitted (errors)", str(s["submit_failed"]))
         if s.get("unsent_budget"):
-            table.add_row("left unsent (budget)", str(s["unsent_budget"]))
+            table.add_row("documents left unsent (budget)", str(s["unsent_budget"]))
         if s.get("unsent_retry_later") or s.get("in_flight_elsewhere"):
-            table.add_row("left unsent (retry later)", str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)))
+            table.add_row("documents left unsent (retry later)", str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)))
         for product, counts in sorted((s.get("products") or {}).items()):
             table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-        table.add_row("still pending", str(s.get("pending", 0)))
-        table.add_row("charged", _cents(s.get("spent_cents", 0)))
+        table.add_row("products still pending", str(s.get("pending", 0)))
+        table.add_row("checks", str(s.get("checks", 0)))
+        table.add_row("charged", _cents(s.get("charged_cents", 0)))
+        if s.get("refunded_cents"):
+            table.add_row("refunded (failed products)", _cents(s["refunded_cents"]))
+        table.add_row("net cost", _cents(s.get("net_cents", 0)))
+        if 0 < s.get("spent_cents", 0) != s.get("charged_cents", 0):  # some checks were made by earlier runs
+            table.add_row("new charges this run", _cents(s.get("spent_cents", 0)))
         if s.get("report_dir"):
             table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")
         if s.get("report_html"):

@@ -24,7 +24,7 @@ from doccheck.downloads import parse_kinds
 
 
 def collect(
-    campaign: Annotated[str | None, typer.Option(help="Collect the latest run of this campaign.")] = None,
+    campaign: Annotated[str | None, typer.Option(help="Collect every run of this campaign with pending products.")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
     database_url: Annotated[
@@ -36,7 +36,7 @@ def collect(
         typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
     ] = "",
 ) -> None:
-    """Poll every pending product of a run and rewrite its reports (runs the collect_results flow)."""
+    """Poll every pending product of a run or of a whole campaign and rewrite the reports (runs the collect_results flow)."""
     console = Console()
     err = Console(stderr=True)
     try:

@@ -26,6 +26,8 @@ from sqlmodel import Session, SQLModel, col, select
 from doccheck import domain
 from doccheck.ledger.claims import Claims
 from doccheck.ledger.engine import create_ledger_engine, redact_url
+from doccheck.ledger.money import record_charge, refresh_refund
+from doccheck.ledger.money_tables import MONEY_TABLES
 from doccheck.ledger.tables import (
     LEDGER_TABLES,
     DocumentRow,
@@ -151,7 +153,7 @@ class Ledger:
         """Create missing tables; tolerate another process creating them at the same moment."""
         for attempt in range(3):
             try:
-                SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES)
+                SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES + MONEY_TABLES)
                 return
             except (IntegrityError, ProgrammingError, OperationalError):
                 if attempt == 2:
@@ -442,6 +444,7 @@ class Ledger:
                     .where(t.c.idempotency_key == idempotency_key)
                     .values(**fields, submitted_at=current.submitted_at or now)
                 )
+            record_charge(conn, check_id, campaign, data.get("cost"))  # once per check id
 
     def _create_outcomes(self, data: Mapping[str, Any], campaign: str | None) -> None:
         """Outcome rows of a new check: a bulk insert in the common case (none exist yet, all
@@ -623,6 +626,9 @@ class Ledger:
             if sub is not None and sub.cost_cents != cost:
                 sub.cost_cents = cost  # refunds of failed products show up here
                 s.add(sub)
+        s.flush()
+        owner = campaign or (submission.campaign if submission is not None else None)
+        record_charge(s.connection(), check_id, owner, data.get("cost"))  # once per check id
         return changed
 
     def record_check(self, check: Any, source: str = "poll") -> int:
@@ -717,6 +723,8 @@ class Ledger:
         )
         row.event_at = row.event_at or ev.received_at
         s.add(row)
+        s.flush()
+        refresh_refund(s.connection(), check_id)  # a failed product is refunded
 
     def unapplied_event_count(self) -> int:
         """How many stored events wait to be applied."""

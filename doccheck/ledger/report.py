@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
+from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 if TYPE_CHECKING:
@@ -78,16 +79,19 @@ def build_report_rows(
             (o.check_id, o.product): o
             for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(check_ids))).all()
         }
+        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == "submitted"))
 
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
     sim: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
+    counted: set[str] = set()
     for d in docs:
         sub = subs.get(d.idempotency_key)
         state = sub.state if sub else "planned"
         check_id = sub.check_id if sub and state == "submitted" else None
         words = (sub.words if sub and sub.words is not None else None) or d.words
+        charged, refunded = _row_money(check_id, sub, money, counted)
         submissions.append(
             {
                 "document_id": d.document_id,
@@ -100,7 +104,10 @@ def build_report_rows(
                 "error_code": sub.error_code if sub and state != "submitted" else None,
                 "error_message": sub.error_message if sub and state != "submitted" else None,
                 "words": words,
-                "cost_cents": (sub.cost_cents or 0) if check_id else 0,  # the check's charge, paid once
+                "cost_cents": charged - refunded,
+                "charged_cents": charged,
+                "refunded_cents": refunded,
+                "net_cents": charged - refunded,
             }
         )
         if check_id is None:
@@ -162,9 +169,26 @@ def build_report_rows(
                 "error_message": r.reason,
                 "words": None,
                 "cost_cents": 0,
+                "charged_cents": 0,
+                "refunded_cents": 0,
+                "net_cents": 0,
             }
         )
     return {"submissions": submissions, "ai_results": ai, "similarity_results": sim, "similarity_sources": sources}
+
+
+def _row_money(
+    check_id: str | None, sub: SubmissionRow | None, money: dict[str, tuple[int, int]], counted: set[str]
+) -> tuple[int, int]:
+    """``(charged, refunded)`` of a report row: the check's money on the first row that
+    points at it, 0 on the others (rows sharing a check are billed once). A ledger
+    written before ``check_costs`` existed falls back to the submission's charge."""
+    if check_id is None or check_id in counted:
+        return 0, 0
+    counted.add(check_id)
+    if check_id in money:
+        return money[check_id]
+    return int(sub.cost_cents or 0) if sub is not None else 0, 0
 
 
 def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> Any:
@@ -188,17 +212,17 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
         subs.update({r.idempotency_key: r for r in s.exec(stmt).all()})
     states: Counter[str] = Counter()
     products: Counter[str] = Counter()
-    cost = 0
     check_ids = set()
     for d in docs:
         sub = subs.get(d.idempotency_key)
         state = STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"
         states[state] += 1
         if sub and sub.state == "submitted" and sub.check_id:
-            if sub.check_id not in check_ids:
-                cost += sub.cost_cents or 0
             check_ids.add(sub.check_id)
     ids = list(check_ids)
+    found = money_of_checks(s.connection(), ids)
+    charged = sum(c for c, _ in found.values()) + cost_without_record(subs, found)
+    refunded = sum(r for _, r in found.values())
     for i in range(0, len(ids), 500):
         for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(ids[i : i + 500]))).all():
             products[f"{o.product}_{_product_status(o)}"] += 1
@@ -208,5 +232,21 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
         "submissions": dict(states),
         "products": dict(products),
         "checks": len(check_ids),
-        "cost_cents": cost,
+        "words": sum(d.words or 0 for d in docs),
+        "estimated_cost_cents": sum(d.estimated_cost_cents or 0 for d in docs),
+        "modes": dict(Counter(d.mode for d in docs if d.mode)),
+        "cost_cents": charged - refunded,  # net, as the service counts it (each check once)
+        "charged_cents": charged,
+        "refunded_cents": refunded,
+        "net_cents": charged - refunded,
     }
+
+
+def cost_without_record(subs: dict[str, SubmissionRow], found: dict[str, tuple[int, int]]) -> int:
+    """Charges of submitted checks with no ``check_costs`` row (a ledger from before it
+    existed): the submission's creation charge, once per check."""
+    seen: dict[str, int] = {}
+    for sub in subs.values():
+        if sub.state == "submitted" and sub.check_id and sub.check_id not in found:
+            seen.setdefault(sub.check_id, int(sub.cost_cents or 0))
+    return sum(seen.values())

@@ -43,6 +43,7 @@ from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.pipeline.budget import Budget
+from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
 
@@ -164,7 +165,7 @@ class _BatchSubmitter:
         self.ledger = ledger
         self.campaign = campaign
         self.webhook_url = webhook_url
-        self.budget = budget
+        self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = on_progress
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
@@ -295,7 +296,7 @@ class _BatchSubmitter:
         reserved = 0
         if self.budget is not None:
             reserved = int(doc.estimated_cost_cents or 0)
-            if not self.budget.reserve(reserved):
+            if not self.budget.reserve(reserved, doc.idempotency_key):
                 self._fail(
                     doc,
                     "budget_exceeded",
@@ -315,15 +316,15 @@ class _BatchSubmitter:
             check, upload_id = await self._send(doc, previous.upload_id if previous else None)
         except (AuthenticationError, ConfigurationError) as exc:
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
         except TRANSIENT_ERRORS as exc:  # may have reached the service: stays in doubt
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             return self._requeue(doc, exc, attempt)
         except ClaimLost:
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             delay = ELSEWHERE_POLICY.backoff(attempt)
             if self._past_deadline(delay):
                 self.result.in_flight_elsewhere += 1
@@ -331,18 +332,18 @@ class _BatchSubmitter:
             return delay
         except DocCheckError as exc:
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             self._fail(doc, _error_code(exc), exc.message)
             self.ledger.claims.settle(doc.idempotency_key)  # a refusal: no check was made
             return None
         except OSError as exc:  # the file vanished or became unreadable since planning
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
             return None
         except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
             if self.budget is not None:
-                self.budget.release(reserved)
+                self.budget.release(reserved, doc.idempotency_key)
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
@@ -350,7 +351,7 @@ class _BatchSubmitter:
         self.settled.add(doc.idempotency_key)  # released with the doubt cleared, one statement
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
-            self.budget.settle(reserved, charge)
+            self.budget.settle(reserved, charge, doc.idempotency_key)
         self.result.cost_cents += charge
         if check.replayed:
             self.result.replayed += 1

@@ -67,9 +67,10 @@ def sample_tables() -> ReportTables:
 
 
 def test_schemas_have_the_issue_columns() -> None:
+    added = {"submissions": ["charged_cents", "refunded_cents", "net_cents"]}  # additive, at the end
     for name, columns in ISSUE_COLUMNS.items():
         names = SCHEMAS[name].names
-        assert [c for c in names if c != "row_number"] == columns
+        assert [c for c in names if c != "row_number"] == columns + added.get(name, [])
     assert SUBMISSIONS_SCHEMA.field("row_number").type == pa.int64()
     for schema in (AI_RESULTS_SCHEMA, SIMILARITY_RESULTS_SCHEMA):
         assert schema.field("completed_at").type == pa.timestamp("ms", tz="UTC")
@@ -99,6 +100,7 @@ def test_round_trip_types_and_values(tmp_path: Path) -> None:
         "document_id": "c", "row_number": 3, "mode": "rejected", "idempotency_key": None, "check_id": None,
         "products": None, "status": "rejected", "error_code": "file_not_found",
         "error_message": "row 3: path: file 'x' does not exist", "words": None, "cost_cents": 0,
+        "charged_cents": 0, "refunded_cents": 0, "net_cents": 0,
     }  # fmt: skip
     ai = pq.read_table(paths.ai_results).to_pylist()
     assert ai[0]["completed_at"] == datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)

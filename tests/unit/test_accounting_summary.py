@@ -1,0 +1,47 @@
+"""The end-of-run summary tells documents, checks and money as the ledger knows them at the
+end (issue 8, defect 8): an error that another process recovered meanwhile is not counted,
+rows sharing a check are one check, and money is charged/refunded/net."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doccheck.ledger import Ledger
+from doccheck.pipeline import BatchResult, RowFailure
+from doccheck.planning import Plan
+from prefect_doccheck.flows.bulk_check import _finish
+from tests.unit.test_ledger import check_json, planned
+from tests.unit.test_money import BOTH, _event
+
+
+def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(db)
+    docs = [
+        planned("d1", BOTH, row=1),
+        planned("d2", BOTH, row=2, idempotency_key="k-shared"),
+        planned("d3", BOTH, row=3, idempotency_key="k-shared"),  # identical content: one check
+    ]
+    run_id = ledger.start_run(campaign="c1")
+    ledger.record_documents(run_id, docs)
+    # this run's request for d1 failed (503 after retries) ...
+    ledger.mark_submit_failed(docs[0].idempotency_key, code="service_unavailable", message="x", campaign="c1",
+                              document_id="d1", products=BOTH, mode="text")  # fmt: skip
+    # ... and a concurrent run sent it successfully before this run finished
+    ledger.mark_submitting(docs[0].idempotency_key, campaign="c1", document_id="d1", products=BOTH, mode="text")
+    ledger.mark_submitted(docs[0].idempotency_key, check_json("chk-1", BOTH))
+    ledger.mark_submitting("k-shared", campaign="c1", document_id="d2", products=BOTH, mode="text")
+    ledger.mark_submitted("k-shared", check_json("chk-2", BOTH))
+    _event(ledger, "evt-1", "chk-2", "similarity", failed=True)
+    batch = BatchResult(total=3, submitted=1, already_done=1, failed=1, cost_cents=3,
+                        failures=[RowFailure("d1", docs[0].idempotency_key, "service_unavailable", "x")])  # fmt: skip
+    plan = Plan(campaign="c1", documents=docs, rejections=[], manifest=tmp_path / "m.csv")
+    summary = _finish(run_id=run_id, plan=plan, database_url=db, batch=batch, waited=None, wait=False,
+                      report_dir="r", latest_dir="l", elapsed=1.0)  # fmt: skip
+    assert summary.submit_failed == 0  # recovered by the other process
+    assert summary.documents == 3 and summary.checks == 2
+    assert (summary.charged_cents, summary.refunded_cents, summary.net_cents) == (6, 2, 4)
+    md = summary.as_markdown()
+    assert "| documents not submitted (errors) | 0 |" in md and "| checks | 2 |" in md
+    assert "| net cost (cents) | 4 |" in md
+    ledger.close()
