@@ -197,3 +197,8 @@ LEDGER_TABLES = [
     WebhookEventRow.__table__,
     WebhookSecretRow.__table__,
 ]
+
+# Cohort matching's tables live in their own module; registered here so every ledger creates them.
+from doccheck.ledger.signatures import SIGNATURE_TABLES  # noqa: E402
+
+LEDGER_TABLES += SIGNATURE_TABLES
