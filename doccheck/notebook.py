@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
 
 __all__ = ["CheckResult", "acheck_dataframe", "check_dataframe"]
 
-REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_sources")
+REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches")
 
 
 @dataclass(eq=False)
@@ -55,6 +55,7 @@ class CheckResult(Mapping[str, "pd.DataFrame"]):
     ai_results: pd.DataFrame
     similarity_results: pd.DataFrame
     similarity_sources: pd.DataFrame
+    cohort_matches: pd.DataFrame | None = None  # near-duplicate pairs (doccheck.matching)
     run_id: str | None = None
     campaign: str = ""
     summary: dict[str, Any] = field(default_factory=dict)

@@ -80,7 +80,7 @@ def test_call_errors_name_the_argument(tmp_path: Path) -> None:
 def test_check_result_is_a_mapping_of_report_frames() -> None:
     frames = to_dataframes(ReportTables(submissions=[{"document_id": "a", "status": "rejected"}]))
     result = CheckResult(**frames, run_id="r", campaign="c")
-    assert list(result) == ["submissions", "ai_results", "similarity_results", "similarity_sources"]
+    assert list(result) == ["submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"]
     assert result["ai_results"] is result.ai_results and len(result) == 4
     assert list(result.rejected["document_id"]) == ["a"]
     assert "submissions=1" in repr(result)
