@@ -188,11 +188,13 @@ async def acheck_dataframe(
     poll_interval: float = 2,
     concurrency: int = 8,
     max_spend_cents: int | None = None,
+    templates: Sequence[str] = (),
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
     from doccheck.client import AsyncDocCheckClient
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
+    from doccheck.matching import match_plan, summary_of
     from doccheck.pipeline import Budget, apply_events, report_tables, submit_batch, wait_for_results
     from doccheck.reports import to_dataframes
 
@@ -213,6 +215,7 @@ async def acheck_dataframe(
         )  # fmt: skip
         ledger.record_documents(run_id, plan.documents)
         ledger.record_rejections(run_id, plan.rejections)
+        cohort = match_plan(plan, run_id=run_id, ledger=ledger, templates=templates)  # local pairs, before paying
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         async with AsyncDocCheckClient(settings.base_url, key) as client:
             batch = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency, budget=budget)
@@ -233,6 +236,7 @@ async def acheck_dataframe(
             "spent_cents": batch.cost_cents,
             "pending": pending,
             "timed_out": bool(waited and waited.timed_out),
+            "cohort_matches": summary_of(cohort),
         }
         ledger.finish_run(run_id, status="finished" if pending == 0 else "pending", summary=summary)
         frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
@@ -279,6 +283,7 @@ def check_dataframe(
     use_prefect: bool = False,
     api_key_block: str | None = None,
     out_dir: str | os.PathLike[str] | None = None,
+    templates: Sequence[str] = (),
 ) -> CheckResult:
     """Check every row of ``df`` and return the report tables as DataFrames.
 
@@ -294,6 +299,8 @@ def check_dataframe(
     - ``use_prefect=True`` runs the ``bulk_check`` flow (visible in the Prefect UI; reports
       also written under ``out_dir``); the key then comes from ``api_key_block`` or the
       environment (``api_key`` is set in this process's environment for the flow only).
+    - ``templates``: files every student was given; local cohort matching ignores their text.
+      The pairs come back as ``cohort_matches`` (identical, near_duplicate, copied_section).
 
     Raises ``ValueError`` for a bad call (unknown column...), ``ManifestError`` for a bad
     configuration; bad ROWS never raise: they come back in ``submissions`` as ``rejected``.
@@ -305,6 +312,7 @@ def check_dataframe(
             base_dir=base_dir, base_url=base_url, api_key=api_key, api_key_block=api_key_block, campaign=campaign,
             database_url=database_url, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
             poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents, out_dir=out_dir,
+            templates=templates,
         )  # fmt: skip
     return _run_sync(
         lambda: acheck_dataframe(
@@ -312,7 +320,7 @@ def check_dataframe(
             products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
             base_dir=base_dir, base_url=base_url, api_key=api_key, campaign=campaign, database_url=database_url,
             wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
-            concurrency=concurrency, max_spend_cents=max_spend_cents,
+            concurrency=concurrency, max_spend_cents=max_spend_cents, templates=templates,
         )  # fmt: skip
     )
 
@@ -323,7 +331,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                         base_url: str | None, api_key: str | SecretStr | None, api_key_block: str | None,
                         campaign: str, database_url: str | None, wait: bool, timeout: float, grace_seconds: float,
                         poll_interval: float, concurrency: int, max_spend_cents: int | None,
-                        out_dir: str | os.PathLike[str] | None) -> CheckResult:  # fmt: skip
+                        out_dir: str | os.PathLike[str] | None, templates: Sequence[str] = ()) -> CheckResult:  # fmt: skip
     """Run the ``bulk_check`` flow on a temporary manifest and read its reports back."""
     import pyarrow.parquet as pq
 
@@ -351,7 +359,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                 out_dir=str(reports), campaign=campaign, concurrency=concurrency, wait=wait,
                 wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(metadata_columns),
                 base_url=base_url, database_url=database_url, grace_seconds=grace_seconds,
-                poll_interval=poll_interval, api_key_block=api_key_block,
+                poll_interval=poll_interval, api_key_block=api_key_block, templates=list(templates),
             )  # fmt: skip
         )
 

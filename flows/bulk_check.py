@@ -38,6 +38,7 @@ from tasks.pipeline import (
 )
 from tasks import progress
 from tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
+from tasks.matching import match_and_report
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_PARALLEL_BATCHES = 2
@@ -145,6 +146,7 @@ async def bulk_check(
     poll_interval: float = 2,
     parallel_batches: int = DEFAULT_PARALLEL_BATCHES,
     api_key_block: str | None = None,
+    templates: list[str] | str = [],  # noqa: B006 - files every student was given (cohort matching ignores them)
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -160,6 +162,7 @@ async def bulk_check(
     _log_plan(logger, plan)
     if dry_run:
         summary = plan_summary(plan)
+        summary.cohort_matches = await match_and_report(plan, templates=_as_list(templates))
         await acreate_markdown_artifact(markdown=summary.as_markdown(), description="bulk-check plan (dry run)")
         return summary
 
@@ -182,6 +185,7 @@ async def bulk_check(
         }
         run_id: str = record_run(db_url, plan, params)
         logger.info("run %s recorded in the ledger", run_id)
+        cohort = await match_and_report(plan, run_id=run_id, database_url=db_url, templates=_as_list(templates))
 
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         groups = batches(plan.documents, batch_size)
@@ -265,6 +269,7 @@ async def bulk_check(
             report_dir=str(paths.run_dir),
             latest_dir=str(paths.latest_dir),
             elapsed=time.monotonic() - started,
+            cohort=cohort,
         )
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
         await publish_run_artifacts(summary.model_dump(mode="json"))
@@ -282,6 +287,7 @@ def _finish(
     report_dir: str,
     latest_dir: str,
     elapsed: float,
+    cohort: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Close the run in the ledger and build the summary from the ledger's own counts."""
     from tasks.pipeline import ledger_for
@@ -312,6 +318,7 @@ def _finish(
         latest_dir=latest_dir,
         elapsed_seconds=round(elapsed, 3),
         rejections=rejection_rows(plan),
+        cohort_matches=cohort or {},
     )
     ledger.finish_run(run_id, status=status, summary=summary.model_dump(mode="json"))
     return summary

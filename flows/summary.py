@@ -6,6 +6,8 @@ as the flow's result and as a markdown artifact; one shape serves all of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 
@@ -38,6 +40,8 @@ class RunSummary(BaseModel):
     latest_dir: str | None = None
     elapsed_seconds: float = 0.0
     rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
+    #: local near-duplicate pairs (doccheck.matching.summary_of): counts per kind + the top pairs
+    cohort_matches: dict[str, Any] = Field(default_factory=dict)
 
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""
@@ -51,6 +55,10 @@ class RunSummary(BaseModel):
             ("words", self.total_words),
             ("estimated cost (cents)", self.estimated_cost_cents),
         ]
+        if self.cohort_matches:
+            c = self.cohort_matches
+            rows.append(("cohort pairs (local)", f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+                         f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}"))
         if not self.dry_run:
             rows += [
                 ("new checks", self.submitted),

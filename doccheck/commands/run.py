@@ -60,6 +60,10 @@ def run(
     grace_seconds: Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")] = 30,
     poll_interval: Annotated[float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")] = 2,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    template: Annotated[
+        list[Path] | None,
+        typer.Option("--template", help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable."),
+    ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -92,6 +96,7 @@ def run(
             batch_size=batch_size,
             grace_seconds=grace_seconds,
             poll_interval=poll_interval,
+            templates=[str(t) for t in template or []],
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
@@ -99,6 +104,11 @@ def run(
     rejected = rejections_table(summary)
     if rejected is not None:
         console.print(rejected)
+    from doccheck.matching import pairs_table
+
+    pairs = pairs_table(summary.cohort_matches)
+    if pairs is not None:
+        console.print(pairs)
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
     elif summary.status == "pending":
