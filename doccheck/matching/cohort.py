@@ -10,8 +10,8 @@ one run is never compared with itself. This module does that comparison locally:
 3. candidates: MinHash LSH (Jaccard) ∪ the sampled-shingle index (containment);
 4. verification: EXACT overlap of the two stored shingle sets, after removing boilerplate
    (shingles found in more than ``max_df`` documents of the campaign);
-5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard``, else ``copied_section`` when the
-   overlap covers ≥ ``min_containment`` of the smaller side.
+5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard`` or the overlap covers ≥ ``min_both``
+   of each side, else ``copied_section`` when it covers ≥ ``min_containment`` of one side.
 
 Memory: signatures and samples of every document (~0.8 KB each); full shingle sets only for
 the documents of candidate pairs, and a streamed count for boilerplate.
@@ -57,12 +57,16 @@ class MatchOptions:
 
     ``template_files`` / ``template_texts``: text every student was given (a prompt, a
     template); their shingles are removed from every document before anything else.
+    A pair is a ``near_duplicate`` when its Jaccard is at least ``min_jaccard`` or the overlap
+    covers ``min_both`` of each side (a heavily edited whole document); else a
+    ``copied_section`` when it covers ``min_containment`` of one side (and ``min_shared`` shingles).
     ``max_df``: a shingle in more documents than this is boilerplate (default
     ``max(10, 2% of the campaign)``), so an unnamed template pairs nobody.
     """
 
     min_jaccard: float = 0.3
     min_containment: float = 0.15
+    min_both: float = 0.4
     min_shared: int = 15
     lsh_threshold: float = 0.3
     min_sampled_shared: int = 2
@@ -293,7 +297,7 @@ def match_cohort(
             ci = shared / max(own[i], 1)
             cj = shared / max(own[j], 1)
             jac = shared / max(own[i] + own[j] - shared, 1)
-            if jac >= options.min_jaccard:
+            if jac >= options.min_jaccard or min(ci, cj) >= options.min_both:
                 kind = "near_duplicate"
             elif max(ci, cj) >= options.min_containment:
                 kind = "copied_section"

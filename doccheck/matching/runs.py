@@ -67,7 +67,7 @@ def pairs_table(summary: dict[str, Any] | None, title: str | None = None) -> Tab
     shown = f" (top {len(pairs)} of {total})" if total > len(pairs) else ""
     table = Table(title=title or f"cohort pairs found locally{shown}", title_justify="left")
     for column in ("document", "matched document", "kind", "% of doc", "% of matched", "words", "jaccard"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for p in pairs:
         table.add_row(
             str(p["document_id"]),
