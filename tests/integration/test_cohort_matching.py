@@ -6,11 +6,13 @@ files are deleted before it)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -20,6 +22,7 @@ from doccheck.ledger.signatures import DocumentSignatureRow
 from doccheck.reports import COHORT_MATCHES_SCHEMA
 from flows.bulk_check import bulk_check
 from flows.collect_results import collect_results
+from tasks.artifacts import artifact_key
 from tests.fixtures.emulator import EmulatorHandle
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
@@ -84,6 +87,17 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     }  # fmt: skip
     # Identical files share one check at the service: now they are named.
     assert emulator.account_state(key)["checks"] == len(texts) - 2
+    # The Prefect run has a table artifact of the top pairs.
+    from flows.runtime import drain_prefect
+
+    drain_prefect()
+    found = httpx.post(
+        f"{prefect_server.api_url}/artifacts/filter",
+        json={"artifacts": {"key": {"any_": [artifact_key(campaign, "cohort")]}}},
+    ).json()
+    assert found and found[0]["type"] == "table"
+    rows = json.loads(found[0]["data"]) if isinstance(found[0]["data"], str) else found[0]["data"]
+    assert {frozenset({r["document_id"], r["matched_document_id"]}) for r in rows} == set(corpus.pairs)
 
     emulator.advance(5)
     collected = asyncio.run(
