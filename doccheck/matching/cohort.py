@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from doccheck.extract import extract_text, words_of
+from doccheck.extract import extract_text
 from doccheck.matching import minhash
 from doccheck.matching.containment import sampled_pairs
 from doccheck.matching.shingles import (
@@ -41,6 +41,7 @@ from doccheck.matching.shingles import (
     shingle_hashes,
     to_u32,
     unpack_u32,
+    words_for_matching,
 )
 from doccheck.matching.store import MemoryStore, SignatureStore
 
@@ -60,6 +61,8 @@ class MatchOptions:
     A pair is a ``near_duplicate`` when its Jaccard is at least ``min_jaccard`` or the overlap
     covers ``min_both`` of each side (a heavily edited whole document); else a
     ``copied_section`` when it covers ``min_containment`` of one side (and ``min_shared`` shingles).
+    ``max_postings``: a sampled shingle in more documents than this proposes no candidates
+    (pairs generated per shingle grow with its square; LSH still proposes near-duplicates).
     ``max_df``: a shingle in more documents than this is boilerplate (default
     ``max(10, 2% of the campaign)``), so an unnamed template pairs nobody.
     """
@@ -69,7 +72,8 @@ class MatchOptions:
     min_both: float = 0.4
     min_shared: int = 15
     lsh_threshold: float = 0.3
-    min_sampled_shared: int = 2
+    min_sampled_shared: int = 3
+    max_postings: int = 50
     max_df: int | None = None
     num_perm: int = minhash.NUM_PERM
     template_files: tuple[str, ...] = ()
@@ -209,7 +213,7 @@ def match_cohort(
         except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
             result.skipped.append({"document_id": key[0], "reason": f"document {key[0]!r}: cannot read text: {exc}"})
             continue
-        words = words_of(text)
+        words = words_for_matching(text)
         u32 = remove(to_u32(shingle_hashes(words, hasher)), [template])
         pending.append(
             {
@@ -269,8 +273,9 @@ def match_cohort(
         candidates |= minhash.lsh_pairs(matrix, np.flatnonzero(current).tolist(), threshold=options.lsh_threshold)
         del matrix
     by_sample, frequent_samples = sampled_pairs(
-        docs.samples, current, max_df=max_df, min_shared=options.min_sampled_shared
-    )
+        docs.samples, current, max_df=max_df, min_shared=options.min_sampled_shared,
+        max_postings=min(max_df, options.max_postings),
+    )  # fmt: skip
     candidates |= by_sample
     candidates = {
         (i, j) for (i, j) in candidates
@@ -347,10 +352,19 @@ def _boilerplate(
     if len(suspects) == 0:
         return frequent_samples
     counts = np.zeros(len(suspects), dtype=np.int64)
+    page: list[np.ndarray] = []
+
+    def count(page: list[np.ndarray]) -> None:
+        values = np.concatenate(page)  # each set is distinct, so a hit counts one document
+        hit = values[np.isin(values, suspects)]
+        np.add.at(counts, np.searchsorted(suspects, hit), 1)
+
     for _row_id, data in store.iter_shingles(campaign, scheme):
-        values = unpack_u32(data)
-        hit = np.isin(values, suspects, assume_unique=True)
-        if hit.any():
-            counts[np.searchsorted(suspects, values[hit])] += 1
+        page.append(unpack_u32(data))
+        if len(page) >= 1000:
+            count(page)
+            page = []
+    if page:
+        count(page)
     return np.union1d(suspects[counts > max_df], frequent_samples).astype(np.uint32)
 

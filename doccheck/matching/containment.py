@@ -24,12 +24,14 @@ def sampled_pairs(
     *,
     max_df: int,
     min_shared: int,
+    max_postings: int | None = None,
 ) -> tuple[set[tuple[int, int]], np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, sharing at least ``min_shared`` sampled shingles.
 
     ``samples[i]`` are document i's distinct sampled shingle hashes; ``current[i]`` says
     whether document i belongs to this run (a pair needs one such side). Returns the pairs
-    and the sampled hashes found in more than ``max_df`` documents (boilerplate).
+    and the sampled hashes found in more than ``max_df`` documents (boilerplate). Shingles in
+    more than ``max_postings`` documents propose no pair (bounds the work at ``max_postings``²).
     """
     n = len(samples)
     if n < 2:
@@ -44,7 +46,7 @@ def sampled_pairs(
     starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     df = np.diff(np.r_[starts, len(values)])
     frequent = values[starts[df > max_df]]
-    keep = (df >= 2) & (df <= max_df)
+    keep = (df >= 2) & (df <= min(max_df, max_postings or max_df))
     firsts: list[np.ndarray] = []
     seconds: list[np.ndarray] = []
     # Group posting lists by size so pairs are generated with numpy, not a Python loop per list.
