@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, delete
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, delete, insert
 from sqlmodel import Field, Session, SQLModel, col, select
 
 if TYPE_CHECKING:
@@ -115,8 +115,8 @@ def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk
         if not batch:
             return 0
         try:
-            with ledger.session() as s:
-                s.add_all(DocumentSignatureRow(**row) for row in batch)
+            with ledger.session() as s:  # a core INSERT: no ORM object per row (10,000 rows a run)
+                s.execute(insert(DocumentSignatureRow.__table__), [{"created_at": _utcnow(), **row} for row in batch])
             return len(batch)
         except IntegrityError:  # another run stored some of them meanwhile: one by one
             added = 0
