@@ -162,7 +162,9 @@ async def bulk_check(
     _log_plan(logger, plan)
     if dry_run:
         summary = plan_summary(plan)
-        summary.cohort_matches = await match_and_report(plan, templates=_as_list(templates))
+        summary.cohort_matches = await match_and_report(
+            plan, database_url=resolve_database_url(database_url), templates=_as_list(templates)
+        )
         await acreate_markdown_artifact(markdown=summary.as_markdown(), description="bulk-check plan (dry run)")
         return summary
 

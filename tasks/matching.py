@@ -9,18 +9,28 @@ from prefect.artifacts import acreate_table_artifact
 from prefect.cache_policies import NONE
 
 from doccheck.matching import match_plan, summary_of
+from doccheck.matching.store import existing_ledger
 from doccheck.planning import Plan
 from tasks.artifacts import artifact_key
 
 
 @task(name="match cohort", task_run_name="match cohort", cache_policy=NONE)
 def match_cohort_task(plan: Plan, run_id: str | None, database_url: str | None, templates: list[str]) -> dict[str, Any]:
-    """Local near-duplicate pairs of the run (free, before anything is sent)."""
+    """Local near-duplicate pairs of the run (free, before anything is sent).
+
+    ``run_id`` None is a dry run: an existing ledger at ``database_url`` is only read."""
     from tasks.pipeline import ledger_for
 
-    ledger = ledger_for(database_url) if database_url and run_id else None
-    result = match_plan(plan, run_id=run_id, ledger=ledger, templates=templates)
-    return summary_of(result)
+    if run_id is not None:
+        ledger = ledger_for(database_url) if database_url else None
+        return summary_of(match_plan(plan, run_id=run_id, ledger=ledger, templates=templates))
+    # Dry run: read an existing ledger (earlier runs of the campaign), never create or write one.
+    existing = existing_ledger(database_url)
+    try:
+        return summary_of(match_plan(plan, ledger=existing, templates=templates))
+    finally:
+        if existing is not None:
+            existing.close()
 
 
 async def match_and_report(

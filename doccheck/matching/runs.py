@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from doccheck.matching.cohort import CohortResult, MatchOptions, match_cohort
-from doccheck.matching.store import LedgerStore, MemoryStore
+from doccheck.matching.store import LedgerStore, MemoryStore, OverlayStore, SignatureStore
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -36,13 +36,19 @@ def match_plan(
     """Match a plan's documents with each other and, given a ledger, with the campaign's earlier runs.
 
     With ``ledger`` and ``run_id`` (a real run) the new signatures and the pairs are stored.
-    Without (a dry run) nothing is written anywhere. ``templates`` are files whose text every
+    With a ledger but no ``run_id`` (a dry run) earlier runs are compared and nothing is written;
+    with neither, the plan's documents are compared with each other only. ``templates`` are files whose text every
     student was given (removed before matching).
     """
     options = options or MatchOptions()
     if templates:
         options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
-    store = LedgerStore(ledger) if ledger is not None else MemoryStore()
+    if ledger is None:
+        store: SignatureStore = MemoryStore()
+    elif run_id is None:  # a dry run with a ledger: compare with earlier runs, write nothing
+        store = OverlayStore(ledger)
+    else:
+        store = LedgerStore(ledger)
     result = match_cohort(plan.documents, campaign=plan.campaign, run_id=run_id or "dry-run", store=store, options=options)
     if ledger is not None and run_id is not None:
         from doccheck.ledger.signatures import replace_cohort_matches

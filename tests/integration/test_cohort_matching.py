@@ -55,6 +55,20 @@ def _signature_rows(database_url: str, campaign: str) -> int:
         ledger.close()
 
 
+def _cli_dry_run(manifest: Path, campaign: str, database_url: str) -> Any:
+    """``doccheck run --dry-run`` in this process (what a user types before paying)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from doccheck.cli import app
+
+    blank = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
+    env = {**blank, "DOCCHECK_DATABASE_URL": database_url, "COLUMNS": "200"}
+    args = ["run", str(manifest), "--dry-run", "--campaign", campaign, "--products", "ai,similarity"]
+    return CliRunner().invoke(app, args, env=env)
+
+
 def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signatures(
     prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -138,7 +152,16 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     }
     for path in (tmp_path / "week1").glob("*.txt"):
         path.unlink()
-    second = asyncio.run(bulk_check(**{**params, "manifest": str(_write(tmp_path / "week2", new))}))
+    week2 = _write(tmp_path / "week2", new)
+    # Its dry run already names the pairs with week 1 (read from the ledger), and writes nothing.
+    signatures_before = _signature_rows(database_url, campaign)
+    dry = _cli_dry_run(week2, campaign, database_url)
+    assert dry.exit_code == 0, dry.output
+    assert "cohort pairs found locally" in dry.output and "(earlier run)" in dry.output
+    assert "w2-same" in dry.output and "u005" in dry.output and "w2-alone" not in dry.output
+    assert _signature_rows(database_url, campaign) == signatures_before
+
+    second = asyncio.run(bulk_check(**{**params, "manifest": str(week2)}))
     assert second.cohort_matches["documents"] == 4 and second.cohort_matches["earlier_documents"] == len(texts)
     matches = pq.read_table(out / "latest" / "cohort_matches.parquet").to_pandas()
     got = _pairs(matches)
