@@ -184,3 +184,41 @@ def test_memory_store_writes_nothing_and_other_schemes_are_not_mixed() -> None:
     assert result.earlier_documents == 0 and result.pairs == []
     result = match_cohort([Doc("c", text)], campaign="c", run_id="r3", store=store, options=MatchOptions(num_perm=64))
     assert found(result) == {frozenset({"a", "c"}): "identical"}
+
+
+def test_dry_run_reads_an_existing_ledger_and_writes_nothing(ledger: Ledger, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from doccheck.matching import match_plan
+    from doccheck.matching.store import existing_ledger
+
+    rng = random.Random(6)
+    old = essay(rng, 400)
+    match_cohort([Doc("old", old)], campaign="c", run_id="run-1", store=LedgerStore(ledger))
+    plan = SimpleNamespace(campaign="c", documents=[Doc("new", old + " and one more sentence here.")])
+    result = match_plan(plan, ledger=ledger)  # type: ignore[arg-type]  # no run id: a dry run
+    assert found(result) == {frozenset({"new", "old"}): "near_duplicate"}
+    assert result.pairs[0]["matched_run_id"] == "run-1"
+    with ledger.session() as s:
+        assert len(s.exec(DocumentSignatureRow.__table__.select()).all()) == 1
+    # No ledger file: none is created.
+    assert existing_ledger(f"sqlite:///{tmp_path / 'absent.db'}") is None
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_pairs_are_shown_in_the_summary_and_as_a_table() -> None:
+    from rich.console import Console
+
+    from doccheck.matching import pairs_table, summary_of
+    from flows.summary import RunSummary
+
+    corpus = planted_corpus(seed=3, unrelated=10, per_kind=1)
+    summary = summary_of(match_cohort(docs_of(corpus), campaign="c", run_id="r"), top=3)
+    assert summary["pairs"] == 4 and len(summary["top"]) == 3 and summary["top"][0]["kind"] == "identical"
+    console = Console(width=200, record=True)
+    console.print(pairs_table(summary))
+    text = console.export_text()
+    assert "top 3 of 4" in text and "identical" in text and "same0a" in text
+    assert pairs_table({"pairs": 0, "top": []}) is None
+    markdown = RunSummary(status="planned", campaign="c", dry_run=True, cohort_matches=summary).as_markdown()
+    assert "| cohort pairs (local) | 4: identical 1, near-duplicate 2, copied section 1 |" in markdown
