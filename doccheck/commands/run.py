@@ -62,7 +62,7 @@ def run(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     template: Annotated[
         list[Path] | None,
-        typer.Option("--template", help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable."),
+        typer.Option("--template", exists=True, dir_okay=False, readable=True, help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable."),
     ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
