@@ -172,3 +172,23 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     assert len(got) == 4 and not any("w2-alone" in pair for pair in got)
     assert (matches["run_id"] == second.run_id).all() and (matches["matched_run_id"] == first.run_id).all()
     assert set(matches["document_id"]) <= set(new)
+
+
+def test_notebook_result_has_the_pairs(emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``check_dataframe`` (library pipeline, no Prefect) returns ``cohort_matches``; a named
+    template file keeps the prompt out of the comparison."""
+    import doccheck
+
+    key = emulator.new_account()
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    corpus = planted_corpus(seed=5, unrelated=8, per_kind=1, template=TEMPLATE)
+    template = tmp_path / "prompt.txt"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    df = pd.DataFrame({"document_id": [e.document_id for e in corpus.essays], "text": [e.text for e in corpus.essays]})
+    result = doccheck.check_dataframe(
+        df, text_column="text", base_url=emulator.base_url, campaign=f"nb-{uuid.uuid4().hex[:8]}",
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}", wait=False, templates=[str(template)],
+    )  # fmt: skip
+    assert _pairs(result["cohort_matches"]) == corpus.pairs
+    assert result.summary["cohort_matches"]["pairs"] == len(corpus.pairs)
+    assert list(result["cohort_matches"].columns) == COHORT_MATCHES_SCHEMA.names
