@@ -76,9 +76,8 @@ def lsh_pairs(
     bands, rows = band_params(threshold, signatures.shape[1], weights)
     is_query = np.zeros(n, dtype=bool)
     is_query[list(queries)] = True
-    sig = signatures.astype(np.uint64)
     for band in range(bands):
-        block = sig[:, band * rows : (band + 1) * rows]
+        block = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
         key = np.zeros(n, dtype=np.uint64)
         for col in range(block.shape[1]):
             key = (key ^ block[:, col]) * np.uint64(0x100000001B3) + np.uint64(col + 1)
