@@ -3,9 +3,9 @@
 Why datasketch: signatures live in the ledger for as long as a campaign does, and datasketch
 2.0 names its permutation scheme (``affine32``) and requires it to load stored hash values
 back (``LeanMinHash(hashvalues=..., scheme=...)``), the stability contract stored signatures
-need; it is the long-maintained reference. rensa signs 10-20× faster, but its digests cannot be
-loaded back into any of its sketches or indexes; at ~0.35 ms a document datasketch signs
-10,000 essays in about 3.5 s of CPU, a small part of the budget.
+need; it is the long-maintained reference. rensa signs ~9× faster, but its digests cannot be
+loaded back into any of its sketches or indexes; at ~0.1 ms a document datasketch signs
+10,000 essays in under a second of CPU, a small part of the budget.
 
 Signatures are computed over the 32-bit shingle hashes the ledger keeps (see
 :mod:`doccheck.matching.shingles`), so they can always be recomputed from stored data.
