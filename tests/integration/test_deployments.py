@@ -199,7 +199,8 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert "r-4" in by_type["markdown"].data and "Highest AI scores" in by_type["markdown"].data
     assert str(run_dir) in by_type["markdown"].data
     assert by_type["image"].data.startswith("data:image/png;base64,")
-    table = {row["product"]: row for row in __import__("json").loads(by_type["table"].data)}
+    outcomes = next(a for a in artifacts if a.key == f"bulk-check-{slug}-outcomes")  # also a cohort-pairs table
+    table = {row["product"]: row for row in __import__("json").loads(outcomes.data)}
     assert table["ai"]["completed"] == 3 and table["similarity"]["completed"] == 2
     messages = [log.message for log in logs]
     assert any(m.startswith("plan for") for m in messages), messages
