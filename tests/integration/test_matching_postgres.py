@@ -24,7 +24,6 @@ def ledger(postgres_database: str) -> Iterator[Ledger]:  # overrides the SQLite 
 
 def test_two_processes_storing_the_same_signatures_keep_one_row_each(postgres_database: str) -> None:
     """Overlapping runs of one campaign: the unique key keeps one row per document."""
-    import random
     import subprocess
     import sys
 
@@ -43,7 +42,6 @@ def test_two_processes_storing_the_same_signatures_keep_one_row_each(postgres_da
     )
     procs = [subprocess.Popen([sys.executable, "-c", script, postgres_database, f"run-{i}"]) for i in range(2)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    del random
     led = Ledger(postgres_database)
     try:
         with led.session() as s:
