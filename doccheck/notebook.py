@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
 
 __all__ = ["CheckResult", "PlanResult", "acheck_dataframe", "check_dataframe", "plan_dataframe"]
 
-REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_sources")
+REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches")
 
 # The manifest's column names (docs/manifest.md): the defaults for a DataFrame's columns.
 ID_COLUMN, TEXT_COLUMN, PATH_COLUMN, PRODUCTS_COLUMN, NAME_COLUMN = "document_id", "text", "path", "products", "name"
@@ -72,6 +72,7 @@ class CheckResult(Mapping[str, "pd.DataFrame"]):
     ai_results: pd.DataFrame
     similarity_results: pd.DataFrame
     similarity_sources: pd.DataFrame
+    cohort_matches: pd.DataFrame | None = None  # near-duplicate pairs (doccheck.matching)
     run_id: str | None = None
     campaign: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
@@ -232,6 +233,7 @@ class _Prepared:
     base_url: str = ""
     api_key: SecretStr | None = field(default=None, repr=False)
     download: tuple[str, ...] = ()  # kinds of the service's files to fetch (doccheck.downloads)
+    templates: tuple[str, ...] = ()  # files every student was given (cohort matching ignores them)
 
 
 def _prepare(
@@ -250,6 +252,7 @@ def _prepare(
     api_key: str | SecretStr | None = None,
     database_url: str | None = None,
     download: Sequence[str] | str = (),
+    templates: Sequence[str] = (),
     needs_service: bool = True,
 ) -> _Prepared:
     """Check the call, validate and plan every row, find the service and the key.
@@ -286,7 +289,7 @@ def _prepare(
 
     DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
     return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url,
-                     base_url=settings.base_url, api_key=key, download=kinds)  # fmt: skip
+                     base_url=settings.base_url, api_key=key, download=kinds, templates=tuple(templates))  # fmt: skip
 
 
 async def _execute(
@@ -305,6 +308,7 @@ async def _execute(
     with ``out_dir`` or downloads, write the run folder as ``doccheck run`` does)."""
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
+    from doccheck.matching import match_plan, summary_of
     from doccheck.pipeline import BatchResult, Budget, apply_events, report_tables, submit_batch, wait_for_results
     from doccheck.reports import to_dataframes
 
@@ -320,6 +324,7 @@ async def _execute(
         )  # fmt: skip
         ledger.record_documents(run_id, documents)
         ledger.record_rejections(run_id, plan.rejections)
+        cohort = match_plan(plan, run_id=run_id, ledger=ledger, templates=prepared.templates)  # local pairs, before paying
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         assert prepared.api_key is not None  # _prepare(needs_service=True) guarantees it
         async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
@@ -362,6 +367,7 @@ async def _execute(
             "timed_out": bool(waited and waited.timed_out),
             "unsent_retry_later": batch.retry_later,
             "in_flight_elsewhere": batch.in_flight_elsewhere,
+            "cohort_matches": summary_of(cohort),
         }
         status = "incomplete" if batch.incomplete else ("finished" if pending == 0 else "pending")
         ledger.finish_run(run_id, status=status, summary=summary)
@@ -404,12 +410,13 @@ async def acheck_dataframe(
     progress: bool | None = None,
     download: Sequence[str] | str = (),
     out_dir: str | os.PathLike[str] | None = None,
+    templates: Sequence[str] = (),
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download)  # fmt: skip
+                        database_url=database_url, download=download, templates=templates)  # fmt: skip
     return await _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
                           poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
                           display=progress_display(progress), out_dir=out_dir)  # fmt: skip
@@ -496,6 +503,7 @@ def check_dataframe(
     api_key_block: str | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     download: Sequence[str] | str = (),
+    templates: Sequence[str] = (),
 ) -> CheckResult:
     """Check every row of ``df`` and return the report tables as DataFrames.
 
@@ -521,6 +529,8 @@ def check_dataframe(
       ``out_dir``); with ``out_dir`` or ``download`` the run folder also gets the Parquet
       reports, ``report.html`` and ``documents.csv`` (``result.report_html``).
       ``result.documents`` is always the per-student wide table.
+    - ``templates``: files every student was given; local cohort matching ignores their text.
+      The pairs come back as ``cohort_matches`` (identical, near_duplicate, copied_section).
 
     Bad arguments raise ``ValueError`` and a missing service address or key raises
     ``ConfigurationError``, both before anything runs and naming the fix; bad ROWS never
@@ -534,12 +544,12 @@ def check_dataframe(
             base_dir=base_dir, base_url=base_url, api_key=api_key, api_key_block=api_key_block, campaign=campaign,
             database_url=database_url, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
             poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents, out_dir=out_dir,
-            download=download,
+            download=download, templates=templates,
         )  # fmt: skip
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download)  # fmt: skip
+                        database_url=database_url, download=download, templates=templates)  # fmt: skip
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
     return _run_sync(
         lambda: _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
@@ -622,7 +632,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                         campaign: str, database_url: str | None, wait: bool, timeout: float, grace_seconds: float,
                         poll_interval: float, concurrency: int, max_spend_cents: int | None,
                         out_dir: str | os.PathLike[str] | None,
-                        download: Sequence[str] | str = ()) -> CheckResult:  # fmt: skip
+                        download: Sequence[str] | str = (), templates: Sequence[str] = ()) -> CheckResult:  # fmt: skip
     """Run the ``bulk_check`` flow on a temporary manifest and read its reports back."""
     import pyarrow.parquet as pq
 
@@ -652,7 +662,7 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
                 wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(columns.metadata),
                 base_url=base_url, database_url=database_url, grace_seconds=grace_seconds,
                 poll_interval=poll_interval, api_key_block=api_key_block,
-                download=download if isinstance(download, str) else list(download),
+                download=download if isinstance(download, str) else list(download), templates=list(templates),
             )  # fmt: skip
         )
 

@@ -31,6 +31,7 @@ from doccheck.manifest import Rejection
 
 __all__ = [
     "AI_RESULTS_SCHEMA",
+    "COHORT_MATCHES_SCHEMA",
     "LATEST",
     "META_PREFIX",
     "REPORT_FILES",
@@ -105,6 +106,22 @@ SIMILARITY_SOURCES_SCHEMA = pa.schema(
         pa.field("kind", pa.string()),
         pa.field("matched_words", pa.int64()),
         pa.field("percent", pa.float64()),
+        # the document of this campaign behind a ``submission`` source, when it is one of our own checks
+        pa.field("matched_document_id", pa.string()),
+    ]
+)
+#: Pairs found by local cohort matching (doccheck.matching; docs/matching.md), one row per pair.
+COHORT_MATCHES_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),  # this run's document
+        pa.field("matched_document_id", pa.string()),
+        pa.field("kind", pa.string()),  # identical | near_duplicate | copied_section
+        pa.field("percent", pa.float64()),  # overlap, percent of document_id's shingles
+        pa.field("matched_percent", pa.float64()),  # overlap, percent of matched_document_id's shingles
+        pa.field("matched_words", pa.int64()),
+        pa.field("jaccard", pa.float64()),
+        pa.field("run_id", pa.string()),
+        pa.field("matched_run_id", pa.string()),  # null: the same run; else the earlier run
     ]
 )
 
@@ -114,6 +131,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "ai_results": AI_RESULTS_SCHEMA,
     "similarity_results": SIMILARITY_RESULTS_SCHEMA,
     "similarity_sources": SIMILARITY_SOURCES_SCHEMA,
+    "cohort_matches": COHORT_MATCHES_SCHEMA,
 }
 REPORT_FILES: dict[str, str] = {name: f"{name}.parquet" for name in SCHEMAS}
 
@@ -132,6 +150,7 @@ class ReportTables:
     ai_results: list[Mapping[str, Any]] = field(default_factory=list)
     similarity_results: list[Mapping[str, Any]] = field(default_factory=list)
     similarity_sources: list[Mapping[str, Any]] = field(default_factory=list)
+    cohort_matches: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -144,6 +163,7 @@ class ReportPaths:
     ai_results: Path
     similarity_results: Path
     similarity_sources: Path
+    cohort_matches: Path | None = None
 
     def files(self) -> dict[str, Path]:
         """Table name → file in the run folder."""

@@ -43,6 +43,7 @@ from prefect_doccheck.tasks.credentials import (
     resolve_database_url,
 )
 from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
+from prefect_doccheck.tasks.matching import match_and_report
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     check_service,
@@ -162,6 +163,7 @@ async def bulk_check(
     download: list[str] | str = [],  # noqa: B006
     credentials: DocCheckCredentials | str | None = None,
     submit_deadline: float = DEFAULT_SUBMIT_DEADLINE_SECONDS,
+    templates: list[str] | str = [],  # noqa: B006 - files every student was given (cohort matching ignores them)
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -182,6 +184,9 @@ async def bulk_check(
     _log_plan(logger, plan)
     if dry_run:
         summary = plan_summary(plan)
+        summary.cohort_matches = await match_and_report(
+            plan, database_url=resolve_database_url(database_url), templates=_as_list(templates)
+        )
         await acreate_markdown_artifact(markdown=summary.as_markdown(), description="bulk-check plan (dry run)")
         return summary
 
@@ -205,6 +210,7 @@ async def bulk_check(
         }
         run_id: str = record_run(db_url, plan, params)
         logger.info("run %s recorded in the ledger", run_id)
+        cohort = await match_and_report(plan, run_id=run_id, database_url=db_url, templates=_as_list(templates))
 
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         deadline_at = time.time() + submit_deadline
@@ -296,6 +302,7 @@ async def bulk_check(
             report_dir=str(paths.run_dir),
             latest_dir=str(paths.latest_dir),
             elapsed=time.monotonic() - started,
+            cohort=cohort,
         )
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=plan.campaign, run_id=run_id, database_url=db_url,
@@ -319,6 +326,7 @@ def _finish(
     report_dir: str,
     latest_dir: str,
     elapsed: float,
+    cohort: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Close the run in the ledger and build the summary from the ledger's own counts."""
     from prefect_doccheck.tasks.pipeline import ledger_for
@@ -354,6 +362,7 @@ def _finish(
         latest_dir=latest_dir,
         elapsed_seconds=round(elapsed, 3),
         rejections=rejection_rows(plan),
+        cohort_matches=cohort or {},
     )
     ledger.finish_run(run_id, status=status, summary=summary.model_dump(mode="json"))
     return summary

@@ -63,6 +63,8 @@ class RunSummary(BaseModel):
     #: The instructor's page (``report.html`` in the run folder) and what ``download`` fetched.
     report_html: str | None = None
     downloads: dict[str, Any] | None = None
+    #: local near-duplicate pairs (doccheck.matching.summary_of): counts per kind + the top pairs
+    cohort_matches: dict[str, Any] = Field(default_factory=dict)
 
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""
@@ -76,6 +78,10 @@ class RunSummary(BaseModel):
             ("words", self.total_words),
             ("estimated cost (cents)", self.estimated_cost_cents),
         ]
+        if self.cohort_matches:
+            c = self.cohort_matches
+            rows.append(("cohort pairs (local)", f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+                         f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}"))
         if not self.dry_run:
             rows += [
                 ("new checks", self.submitted),

@@ -18,6 +18,7 @@ from prefect import task
 
 from doccheck.downloads import parse_kinds
 from doccheck.instructor.outputs import write_run_outputs
+from doccheck.markdown import escape_markdown
 from prefect_doccheck.tasks.artifacts import artifact_key
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
@@ -76,7 +77,7 @@ async def publish_report_link(report_html: str, campaign: str, *, prefix: str = 
     try:
         return await acreate_link_artifact(
             link=Path(report_html).resolve().as_uri(),
-            link_text=f"report.html · {campaign}",
+            link_text=f"report.html · {escape_markdown(campaign)}",  # the campaign is user input
             key=artifact_key(campaign, "report", prefix),
             description=f"{prefix} {campaign}: the instructor's report page (open the file in a browser)",
         )

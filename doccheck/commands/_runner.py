@@ -174,6 +174,10 @@ def summary_table(summary: Any) -> Table:
         table.add_row("words", f"{s.get('total_words', 0):,}")
     if s.get("estimated_cost_cents") or s.get("dry_run"):
         table.add_row("estimated cost", _cents(s.get("estimated_cost_cents", 0)))
+    if s.get("cohort_matches"):
+        c = s["cohort_matches"]
+        table.add_row("cohort pairs (local)", f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+                      f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}")
     if not s.get("dry_run"):
         table.add_row("new checks", str(s.get("submitted", 0)))
         table.add_row("documents already submitted", str(s.get("reused", 0)))

@@ -77,6 +77,10 @@ def run(
         float,
         typer.Option(min=0, help="Seconds to keep retrying documents that met 429/5xx/network errors (then exit 3)."),
     ] = DEFAULT_SUBMIT_DEADLINE_SECONDS,
+    template: Annotated[
+        list[Path] | None,
+        typer.Option("--template", exists=True, dir_okay=False, readable=True, help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable."),
+    ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -115,6 +119,7 @@ def run(
             poll_interval=poll_interval,
             download=download,
             submit_deadline=submit_deadline,
+            templates=[str(t) for t in template or []],
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
@@ -122,6 +127,11 @@ def run(
     rejected = rejections_table(summary)
     if rejected is not None:
         console.print(rejected)
+    from doccheck.matching import pairs_table
+
+    pairs = pairs_table(summary.cohort_matches)
+    if pairs is not None:
+        console.print(pairs)
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
     elif summary.status == "pending":

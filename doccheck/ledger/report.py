@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, col, select
 
 from doccheck.ledger.money import money_of_checks
+from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _product_status(o: OutcomeRow) -> str:
 def build_report_rows(
     ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """``{"submissions", "ai_results", "similarity_results", "similarity_sources"}`` row lists."""
+    """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists."""
     with ledger.session() as s:
         rid = _resolve_run(s, run_id, campaign)
         docs = s.exec(
@@ -155,6 +156,11 @@ def build_report_rows(
                             "percent": src.get("percent"),
                         }
                     )
+    with ledger.session() as s:
+        own = document_ids_for_checks(s, None, (src["source_id"] for src in sources if src.get("kind") == "submission"))
+        matches = cohort_match_rows(s, rid)
+    for src in sources:
+        src["matched_document_id"] = own.get(src["source_id"]) if src.get("kind") == "submission" else None
     for r in rejections:
         submissions.append(
             {
@@ -174,7 +180,8 @@ def build_report_rows(
                 "net_cents": 0,
             }
         )
-    return {"submissions": submissions, "ai_results": ai, "similarity_results": sim, "similarity_sources": sources}
+    return {"submissions": submissions, "ai_results": ai, "similarity_results": sim, "similarity_sources": sources,
+            "cohort_matches": matches}  # fmt: skip
 
 
 def _row_money(

@@ -220,3 +220,8 @@ LEDGER_TABLES = [
     WebhookSecretRow.__table__,
     ClaimRow.__table__,
 ]
+
+# Cohort matching's tables live in their own module; registered here so every ledger creates them.
+from doccheck.ledger.signatures import SIGNATURE_TABLES  # noqa: E402
+
+LEDGER_TABLES += SIGNATURE_TABLES

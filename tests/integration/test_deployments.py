@@ -151,11 +151,13 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert {f"bulk-check-{slug}", f"bulk-check-{slug}-outcomes", f"bulk-check-{slug}-scores",
             f"bulk-check-{slug}-progress"} <= keys  # fmt: skip
     assert float(by_type["progress"].data) == 100.0
-    markdown = by_type["markdown"].data  # ids and paths are markdown-escaped (doccheck.markdown)
+    by_key = {a.key: a for a in artifacts}
+    markdown = by_key[f"bulk-check-{slug}"].data  # ids and paths are markdown-escaped (doccheck.markdown)
     assert escape_markdown("r-4") in markdown and "Highest AI scores" in markdown
     assert escape_markdown(run_dir) in markdown
     assert by_type["image"].data.startswith("data:image/png;base64,")
-    table = {row["product"]: row for row in __import__("json").loads(by_type["table"].data)}
+    outcomes = next(a for a in artifacts if a.key == f"bulk-check-{slug}-outcomes")  # also a cohort-pairs table
+    table = {row["product"]: row for row in __import__("json").loads(outcomes.data)}
     assert table["ai"]["completed"] == 3 and table["similarity"]["completed"] == 2
     messages = [log.message for log in logs]
     assert any(m.startswith("plan for") for m in messages), messages

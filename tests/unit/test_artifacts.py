@@ -110,7 +110,7 @@ def test_read_report_rows_reads_written_reports(tmp_path) -> None:  # type: igno
     assert [r["document_id"] for r in rows["ai_results"]] == ["d1", "d2"]
     assert pq.read_table(paths.ai_results).num_rows == 2
     assert read_report_rows(tmp_path / "missing") == {
-        "submissions": [], "ai_results": [], "similarity_results": [], "similarity_sources": []
+        "submissions": [], "ai_results": [], "similarity_results": [], "similarity_sources": [], "cohort_matches": [],
     }  # fmt: skip
 
 

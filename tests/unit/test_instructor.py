@@ -160,7 +160,7 @@ def test_cohort_matches_file_is_optional_input(tmp_path: Path) -> None:
 
     paths = write_reports(tmp_path, "run-1", sample_tables(), metadata=METADATA)
     first = write_instructor_files(paths.run_dir, None, campaign="course")
-    assert "No cohort comparison in this run." in first.report_html.read_text()
+    assert "No two documents of the cohort matched." in first.report_html.read_text()  # matched, no pairs
     pq.write_table(
         pa.table({"document_id": ["s1"], "matched_document_id": ["s2"], "kind": ["near_duplicate"], "score": [0.8]}),
         paths.run_dir / "cohort_matches.parquet",

@@ -164,7 +164,7 @@ def test_poll_result_wins_and_late_event_does_not_regress(ledger: Ledger) -> Non
     assert (sim["status"], sim["score"], sim["matched_words"], sim["source_count"]) == ("completed", 42.5, 17, 1)
     assert rows["similarity_sources"] == [
         {"document_id": "d1", "check_id": "chk-1", "source_id": "s1", "title": "T", "url": None,
-         "kind": "submission", "matched_words": 17, "percent": 42.5}
+         "kind": "submission", "matched_words": 17, "percent": 42.5, "matched_document_id": None}
     ]  # fmt: skip
     [o] = list(ledger.pending_outcomes(run_id=run_id)) or [None]
     assert o is None

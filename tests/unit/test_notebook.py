@@ -132,8 +132,8 @@ def test_progress_line_and_quiet_mode() -> None:
 def test_check_result_is_a_mapping_of_report_frames() -> None:
     frames = to_dataframes(ReportTables(submissions=[{"document_id": "a", "status": "rejected"}]))
     result = CheckResult(**frames, run_id="r", campaign="c")
-    assert list(result) == ["submissions", "ai_results", "similarity_results", "similarity_sources"]
-    assert result["ai_results"] is result.ai_results and len(result) == 4
+    assert list(result) == ["submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"]
+    assert result["ai_results"] is result.ai_results and len(result) == 5
     assert list(result.rejected["document_id"]) == ["a"]
     assert "submissions=1" in repr(result)
     with pytest.raises(KeyError):

@@ -33,7 +33,13 @@ ISSUE_COLUMNS = {
     "similarity_results": [
         "document_id", "check_id", "status", "score", "matched_words", "source_count", "completed_at", "error_code",
     ],
-    "similarity_sources": ["document_id", "check_id", "source_id", "title", "url", "kind", "matched_words", "percent"],
+    "similarity_sources": [
+        "document_id", "check_id", "source_id", "title", "url", "kind", "matched_words", "percent", "matched_document_id",
+    ],
+    "cohort_matches": [
+        "document_id", "matched_document_id", "kind", "percent", "matched_percent", "matched_words", "jaccard",
+        "run_id", "matched_run_id",
+    ],
 }  # fmt: skip
 
 

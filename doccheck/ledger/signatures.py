@@ -1,0 +1,255 @@
+"""What cohort matching keeps per document, and the pairs it found: two ledger tables.
+
+Why in the ledger: a campaign's second run (or a rerun) must compare its new documents with
+the documents of earlier runs, whose texts are gone (the ledger never keeps texts). So each
+document leaves behind only what matching needs:
+
+- ``signature``: its MinHash signature (``num_perm`` × uint32), for the LSH candidate search;
+- ``sample``: its hash-sampled shingles (uint32, ~1 in 8), for the containment index;
+- ``shingles``: its distinct shingle hashes truncated to 32 bits (4 bytes a shingle), so a
+  candidate pair is verified by EXACT overlap even when one side is years old. 32-bit hashes
+  of 5-word shingles cannot be turned back into a text.
+
+Rows are keyed by ``(campaign, document_id, content_hash)``: a rerun finds its rows and
+stores nothing again; a changed document under the same id gets a row of its own.
+``scheme`` names the shingling and MinHash parameters, so rows made with other parameters
+are recomputed rather than silently compared with incompatible ones.
+
+``cohort_matches`` holds the verified pairs of each run (both document ids, kind, overlaps),
+so ``collect_results`` can rewrite the reports of a run without the texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, delete, insert
+from sqlmodel import Field, Session, SQLModel, col, select
+
+if TYPE_CHECKING:
+    from doccheck.ledger.ledger import Ledger
+
+__all__ = [
+    "CohortMatchRow",
+    "DocumentSignatureRow",
+    "SIGNATURE_TABLES",
+    "cohort_match_rows",
+    "document_ids_for_checks",
+    "iter_shingle_sets",
+    "iter_signatures",
+    "load_shingles",
+    "replace_cohort_matches",
+    "signature_keys",
+    "store_signatures",
+]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class DocumentSignatureRow(SQLModel, table=True):
+    """Matching's memory of one document of a campaign (never its text)."""
+
+    __tablename__ = "document_signatures"
+    __table_args__ = (
+        UniqueConstraint("campaign", "document_id", "content_hash", name="uq_signatures_campaign_doc_hash"),
+        Index("ix_signatures_campaign_scheme", "campaign", "scheme"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str
+    document_id: str
+    content_hash: str
+    run_id: str  # the run that first stored it
+    scheme: str
+    words: int = 0
+    shingle_count: int = 0
+    signature: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    sample: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    shingles: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = Field(default_factory=_utcnow)
+
+
+class CohortMatchRow(SQLModel, table=True):
+    """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
+
+    __tablename__ = "cohort_matches"
+    __table_args__ = (Index("ix_cohort_matches_run", "run_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str
+    campaign: str
+    document_id: str
+    matched_document_id: str
+    matched_run_id: str | None = None
+    kind: str  # identical | near_duplicate | copied_section
+    percent: float | None = None  # overlap, percent of document_id's shingles
+    matched_percent: float | None = None  # overlap, percent of matched_document_id's shingles
+    matched_words: int | None = None
+    jaccard: float | None = None
+
+
+SIGNATURE_TABLES = [DocumentSignatureRow.__table__, CohortMatchRow.__table__]
+
+
+def signature_keys(ledger: Ledger, campaign: str, scheme: str) -> set[tuple[str, str]]:
+    """``(document_id, content_hash)`` of every stored signature of the campaign (this scheme)."""
+    with ledger.session() as s:
+        stmt = select(DocumentSignatureRow.document_id, DocumentSignatureRow.content_hash).where(
+            DocumentSignatureRow.campaign == campaign, DocumentSignatureRow.scheme == scheme
+        )
+        return {(d, h) for d, h in s.exec(stmt).all()}
+
+
+def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk: int = 500) -> int:
+    """Insert signature rows not yet stored (idempotent; safe when two runs race)."""
+    from sqlalchemy.exc import IntegrityError
+
+    count = 0
+    batch: list[Mapping[str, Any]] = []
+
+    def flush() -> int:
+        if not batch:
+            return 0
+        try:
+            with ledger.session() as s:  # a core INSERT: no ORM object per row (10,000 rows a run)
+                s.execute(insert(DocumentSignatureRow.__table__), [{"created_at": _utcnow(), **row} for row in batch])
+            return len(batch)
+        except IntegrityError:  # another run stored some of them meanwhile: one by one
+            added = 0
+            for row in batch:
+                try:
+                    with ledger.session() as s:
+                        s.add(DocumentSignatureRow(**row))
+                    added += 1
+                except IntegrityError:
+                    pass
+            return added
+
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk:
+            count += flush()
+            batch = []
+    count += flush()
+    return count
+
+
+def iter_signatures(
+    ledger: Ledger, campaign: str, scheme: str, *, page: int = 2000
+) -> Iterator[tuple[int, str, str, str, int, int, bytes, bytes]]:
+    """``(id, document_id, content_hash, run_id, words, shingle_count, signature, sample)`` of the
+    campaign, page by page (the full shingle sets stay in the database)."""
+    last = 0
+    while True:
+        with ledger.session() as s:
+            stmt = (
+                select(
+                    DocumentSignatureRow.id,
+                    DocumentSignatureRow.document_id,
+                    DocumentSignatureRow.content_hash,
+                    DocumentSignatureRow.run_id,
+                    DocumentSignatureRow.words,
+                    DocumentSignatureRow.shingle_count,
+                    DocumentSignatureRow.signature,
+                    DocumentSignatureRow.sample,
+                )
+                .where(
+                    DocumentSignatureRow.campaign == campaign,
+                    DocumentSignatureRow.scheme == scheme,
+                    col(DocumentSignatureRow.id) > last,
+                )
+                .order_by(col(DocumentSignatureRow.id))
+                .limit(page)
+            )
+            rows = s.exec(stmt).all()
+        if not rows:
+            return
+        for row in rows:
+            yield tuple(row)  # type: ignore[misc]
+        last = rows[-1][0]
+
+
+def load_shingles(ledger: Ledger, ids: Sequence[int], *, chunk: int = 500) -> dict[int, bytes]:
+    """Stored 32-bit shingle sets of the given signature row ids (only those asked for)."""
+    out: dict[int, bytes] = {}
+    for i in range(0, len(ids), chunk):
+        with ledger.session() as s:
+            stmt = select(DocumentSignatureRow.id, DocumentSignatureRow.shingles).where(
+                col(DocumentSignatureRow.id).in_(list(ids[i : i + chunk]))
+            )
+            out.update(dict(s.exec(stmt).all()))
+    return out
+
+
+def replace_cohort_matches(ledger: Ledger, run_id: str, campaign: str, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Store a run's pairs, replacing what an earlier attempt of the same run stored."""
+    items = [CohortMatchRow(run_id=run_id, campaign=campaign, **dict(r)) for r in rows]
+    with ledger.session() as s:
+        s.exec(delete(CohortMatchRow).where(col(CohortMatchRow.run_id) == run_id))  # type: ignore[call-overload]
+        s.add_all(items)
+    return len(items)
+
+
+def cohort_match_rows(s: Session, run_id: str) -> list[dict[str, Any]]:
+    """The ``cohort_matches`` report rows of a run (inside the caller's session)."""
+    rows = s.exec(
+        select(CohortMatchRow).where(CohortMatchRow.run_id == run_id).order_by(col(CohortMatchRow.id))
+    ).all()
+    return [
+        {
+            "document_id": r.document_id,
+            "matched_document_id": r.matched_document_id,
+            "kind": r.kind,
+            "percent": r.percent,
+            "matched_percent": r.matched_percent,
+            "matched_words": r.matched_words,
+            "jaccard": r.jaccard,
+            "run_id": r.run_id,
+            "matched_run_id": r.matched_run_id,
+        }
+        for r in rows
+    ]
+
+
+def document_ids_for_checks(s: Session, campaign: str | None, check_ids: Iterable[str]) -> dict[str, str]:
+    """``check id → document_id`` for checks the pipeline itself submitted (the campaign's first)."""
+    from doccheck.ledger.tables import SubmissionRow
+
+    ids = sorted({c for c in check_ids if c})
+    out: dict[str, str] = {}
+    for i in range(0, len(ids), 500):
+        stmt = select(SubmissionRow.check_id, SubmissionRow.document_id).where(
+            col(SubmissionRow.check_id).in_(ids[i : i + 500])
+        )
+        if campaign is not None:
+            stmt = stmt.where(SubmissionRow.campaign == campaign)
+        for check_id, document_id in s.exec(stmt).all():
+            out.setdefault(check_id, document_id)
+    return out
+
+
+def iter_shingle_sets(ledger: Ledger, campaign: str, scheme: str, *, page: int = 1000) -> Iterator[tuple[int, bytes]]:
+    """``(id, shingles)`` of every document of the campaign, one page in memory at a time
+    (the boilerplate count streams through these)."""
+    last = 0
+    while True:
+        with ledger.session() as s:
+            stmt = (
+                select(DocumentSignatureRow.id, DocumentSignatureRow.shingles)
+                .where(
+                    DocumentSignatureRow.campaign == campaign,
+                    DocumentSignatureRow.scheme == scheme,
+                    col(DocumentSignatureRow.id) > last,
+                )
+                .order_by(col(DocumentSignatureRow.id))
+                .limit(page)
+            )
+            rows = s.exec(stmt).all()
+        if not rows:
+            return
+        yield from ((rid, data) for rid, data in rows)
+        last = rows[-1][0]

@@ -1,0 +1,370 @@
+"""Cohort matching: every near-duplicate pair of a campaign's documents, before anything is paid.
+
+The service compares a document only with what it had indexed before, so a cohort sent in
+one run is never compared with itself. This module does that comparison locally:
+
+1. each new document → distinct 5-word shingles (32-bit hashes) minus named template text
+   → MinHash signature + hash-sampled shingles, stored (:mod:`doccheck.matching.store`);
+   documents of earlier runs come back from the store as signatures and samples only;
+2. identical documents: same content hash (they share one check at the service);
+3. candidates: MinHash LSH (Jaccard) ∪ the sampled-shingle index (containment);
+4. verification: EXACT overlap of the two stored shingle sets, after removing boilerplate
+   (shingles found in more than ``max_df`` documents of the campaign);
+5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard`` or the overlap covers ≥ ``min_both``
+   of each side, else ``copied_section`` when it covers ≥ ``min_containment`` of one side.
+
+Memory: signatures and samples of every document (~0.8 KB each); full shingle sets only for
+the documents of candidate pairs, and a streamed count for boilerplate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from doccheck.extract import extract_text
+from doccheck.matching import minhash
+from doccheck.matching.containment import sampled_pairs
+from doccheck.matching.shingles import (
+    SAMPLE_MOD,
+    SHINGLE,
+    WordHasher,
+    pack_u32,
+    remove,
+    sampled,
+    shingle_hashes,
+    to_u32,
+    unpack_u32,
+    words_for_matching,
+)
+from doccheck.matching.store import MemoryStore, SignatureStore
+
+__all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
+
+KINDS = ("identical", "near_duplicate", "copied_section")
+#: Largest file read for matching (the manifest refuses bigger ones anyway: the upload limit).
+MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MatchOptions:
+    """Thresholds of cohort matching (defaults measured in benchmarks/cohort_matching.py).
+
+    ``template_files`` / ``template_texts``: text every student was given (a prompt, a
+    template); their shingles are removed from every document before anything else.
+    A pair is a ``near_duplicate`` when its Jaccard is at least ``min_jaccard`` or the overlap
+    covers ``min_both`` of each side (a heavily edited whole document); else a
+    ``copied_section`` when it covers ``min_containment`` of one side (and ``min_shared`` shingles).
+    ``max_postings``: a sampled shingle in more documents than this proposes no candidates
+    (pairs generated per shingle grow with its square; LSH still proposes near-duplicates).
+    ``max_df``: a shingle in more documents than this is boilerplate (default
+    ``max(10, 2% of the campaign)``), so an unnamed template pairs nobody.
+    """
+
+    min_jaccard: float = 0.3
+    min_containment: float = 0.15
+    min_both: float = 0.4
+    min_shared: int = 15
+    lsh_threshold: float = 0.3
+    min_sampled_shared: int = 3
+    max_postings: int = 50
+    max_df: int | None = None
+    num_perm: int = minhash.NUM_PERM
+    template_files: tuple[str, ...] = ()
+    template_texts: tuple[str, ...] = ()
+
+    def df_limit(self, documents: int) -> int:
+        """The boilerplate cut-off for a campaign of ``documents`` documents."""
+        if self.max_df is not None:
+            return max(1, int(self.max_df))
+        return max(10, math.ceil(0.02 * documents))
+
+
+def scheme_name(options: MatchOptions) -> str:
+    """Names everything that makes two stored signatures comparable (changed → recomputed)."""
+    return f"w{SHINGLE}-u32-m{SAMPLE_MOD}-ds-{minhash.SCHEME}-p{options.num_perm}-s{minhash.SEED}"
+
+
+@dataclass
+class CohortResult:
+    """The verified pairs (report rows) and what matching saw."""
+
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    documents: int = 0  # documents of this run that were matched
+    earlier_documents: int = 0  # documents of earlier runs compared from stored signatures
+    candidates: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)  # document_id, reason
+    elapsed_seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per kind, every kind present."""
+        out = dict.fromkeys(KINDS, 0)
+        for pair in self.pairs:
+            out[pair["kind"]] += 1
+        return out
+
+    def top(self, n: int = 20) -> list[dict[str, Any]]:
+        """The strongest pairs first (identical, then by the larger overlap)."""
+        rank = {kind: i for i, kind in enumerate(KINDS)}
+        return sorted(
+            self.pairs,
+            key=lambda p: (rank[p["kind"]], -max(p["percent"] or 0, p["matched_percent"] or 0), p["document_id"]),
+        )[:n]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for run summaries (no texts, no paths)."""
+        return {
+            "pairs": len(self.pairs),
+            **self.counts(),
+            "documents": self.documents,
+            "earlier_documents": self.earlier_documents,
+            "skipped": len(self.skipped),
+        }
+
+
+def template_shingles(options: MatchOptions) -> np.ndarray:
+    """The 32-bit shingles of every named template (files read as documents are)."""
+    parts: list[np.ndarray] = []
+    for text in options.template_texts:
+        parts.append(to_u32(shingle_hashes(text)))
+    for name in options.template_files:
+        path = Path(name)
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise ValueError(f"over {MAX_FILE_BYTES} bytes")
+            text = extract_text(path.read_bytes(), path.name)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"template file {str(path)!r} cannot be read: {exc}") from None
+        parts.append(to_u32(shingle_hashes(text)))
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint32)
+
+
+def _text_of(doc: Any) -> str:
+    """The text a document's row stands for (its text, or its file's extracted text)."""
+    text = getattr(doc, "text", None)
+    if text is not None:
+        return str(text)
+    path = getattr(doc, "path", None)
+    if path is None:
+        raise ValueError("the row has neither text nor a file")
+    path = Path(path)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"the file is over {MAX_FILE_BYTES} bytes")
+    return extract_text(path.read_bytes(), path.name)
+
+
+@dataclass
+class _Docs:
+    """Column store of every document taking part (new and earlier ones)."""
+
+    row_ids: list[int] = field(default_factory=list)
+    document_ids: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    signatures: list[np.ndarray] = field(default_factory=list)
+    samples: list[np.ndarray] = field(default_factory=list)
+    current: list[bool] = field(default_factory=list)
+
+
+def match_cohort(
+    documents: Iterable[Any],
+    *,
+    campaign: str,
+    run_id: str,
+    store: SignatureStore | None = None,
+    options: MatchOptions | None = None,
+) -> CohortResult:
+    """Match this run's ``documents`` with each other and with the campaign's stored ones.
+
+    ``documents`` are planned manifest rows (anything with ``document_id``, ``content_hash``
+    and ``text`` or ``path``). A row whose text cannot be read is listed in ``skipped`` with
+    the reason; it never stops the others. New signatures are added to ``store`` (a
+    :class:`MemoryStore` when None: nothing is written).
+    """
+    started = time.monotonic()
+    options = options or MatchOptions()
+    store = store if store is not None else MemoryStore()
+    scheme = scheme_name(options)
+    template = template_shingles(options)
+    result = CohortResult()
+
+    # 1. sign the new documents; the run's documents already stored are reused as they are.
+    known = store.keys(campaign, scheme)
+    this_run: set[tuple[str, str]] = set()
+    hasher = WordHasher()
+    pending: list[dict[str, Any]] = []
+    for doc in documents:
+        key = (str(doc.document_id), str(doc.content_hash))
+        if key in this_run:
+            continue
+        this_run.add(key)
+        if key in known:
+            continue
+        try:
+            text = _text_of(doc)
+        except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
+            result.skipped.append({"document_id": key[0], "reason": f"document {key[0]!r}: cannot read text: {exc}"})
+            continue
+        words = words_for_matching(text)
+        u32 = remove(to_u32(shingle_hashes(words, hasher)), [template])
+        pending.append(
+            {
+                "campaign": campaign,
+                "document_id": key[0],
+                "content_hash": key[1],
+                "run_id": run_id,
+                "scheme": scheme,
+                "words": len(words),
+                "shingle_count": int(len(u32)),
+                "signature": pack_u32(minhash.signature(u32, options.num_perm)),
+                "sample": pack_u32(sampled(u32)),
+                "shingles": pack_u32(u32),
+            }
+        )
+        if len(pending) >= 500:
+            store.add(pending)
+            pending = []
+    store.add(pending)
+    pending = []
+
+    # 2. load signatures and samples of the whole campaign (this run's and earlier ones).
+    docs = _Docs()
+    for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(campaign, scheme):
+        docs.row_ids.append(row_id)
+        docs.document_ids.append(document_id)
+        docs.hashes.append(content_hash)
+        docs.runs.append(first_run)
+        docs.words.append(words_n)
+        docs.sizes.append(size)
+        docs.signatures.append(unpack_u32(sig))
+        docs.samples.append(unpack_u32(sample))
+        docs.current.append((document_id, content_hash) in this_run)
+    n = len(docs.row_ids)
+    current = np.array(docs.current, dtype=bool)
+    result.documents = int(current.sum())
+    result.earlier_documents = n - result.documents
+
+    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+
+    # 3. identical documents: same content hash under different document ids.
+    by_hash: dict[str, list[int]] = {}
+    for i, content_hash in enumerate(docs.hashes):
+        by_hash.setdefault(content_hash, []).append(i)
+    for group in by_hash.values():
+        for a in range(len(group)):
+            for b in range(a + 1, len(group)):
+                i, j = group[a], group[b]
+                if (current[i] or current[j]) and docs.document_ids[i] != docs.document_ids[j]:
+                    pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
+
+    # 4. candidates: LSH on the signatures ∪ shared sampled shingles.
+    max_df = options.df_limit(n)
+    candidates: set[tuple[int, int]] = set()
+    if n >= 2:
+        matrix = np.vstack(docs.signatures) if docs.signatures else np.empty((0, options.num_perm), np.uint32)
+        candidates |= minhash.lsh_pairs(matrix, np.flatnonzero(current).tolist(), threshold=options.lsh_threshold)
+        del matrix
+    by_sample, frequent_samples = sampled_pairs(
+        docs.samples, current, max_df=max_df, min_shared=options.min_sampled_shared,
+        max_postings=min(max_df, options.max_postings),
+    )  # fmt: skip
+    candidates |= by_sample
+    candidates = {
+        (i, j) for (i, j) in candidates
+        if (i, j) not in pairs and docs.document_ids[i] != docs.document_ids[j] and (current[i] or current[j])
+    }  # fmt: skip
+    result.candidates = len(candidates)
+
+    # 5. exact verification from the stored shingle sets.
+    if candidates:
+        involved = sorted({k for pair in candidates for k in pair})
+        stored = store.shingles([docs.row_ids[k] for k in involved])
+        sets = {k: unpack_u32(stored.get(docs.row_ids[k])) for k in involved}
+        del stored
+        inter = {pair: np.intersect1d(sets[pair[0]], sets[pair[1]], assume_unique=True) for pair in candidates}
+        frequent = _boilerplate(store, campaign, scheme, inter.values(), frequent_samples, max_df)
+        own = {k: len(s) - (int(np.isin(s, frequent, assume_unique=True).sum()) if len(frequent) else 0)
+               for k, s in sets.items()}  # fmt: skip
+        for (i, j), shared_set in inter.items():
+            if len(frequent):
+                shared_set = shared_set[~np.isin(shared_set, frequent, assume_unique=True)]
+            shared = int(len(shared_set))
+            if shared < options.min_shared:
+                continue
+            ci = shared / max(own[i], 1)
+            cj = shared / max(own[j], 1)
+            jac = shared / max(own[i] + own[j] - shared, 1)
+            if jac >= options.min_jaccard or min(ci, cj) >= options.min_both:
+                kind = "near_duplicate"
+            elif max(ci, cj) >= options.min_containment:
+                kind = "copied_section"
+            else:
+                continue
+            pairs[(i, j)] = {"kind": kind, "shared": shared, "ci": ci, "cj": cj, "jac": jac}
+
+    # 6. report rows, this run's document first.
+    for (i, j), m in sorted(pairs.items()):
+        if not current[i]:
+            i, j = j, i
+            m = {**m, "ci": m["cj"], "cj": m["ci"]}
+        matched_words = docs.words[i] if m["kind"] == "identical" else min(m["shared"] + SHINGLE - 1, docs.words[i], docs.words[j])
+        result.pairs.append(
+            {
+                "document_id": docs.document_ids[i],
+                "matched_document_id": docs.document_ids[j],
+                "kind": m["kind"],
+                "percent": round(100.0 * min(m["ci"], 1.0), 1),
+                "matched_percent": round(100.0 * min(m["cj"], 1.0), 1),
+                "matched_words": int(matched_words),
+                "jaccard": round(float(m["jac"]), 3),
+                "matched_run_id": None if current[j] else docs.runs[j],
+            }
+        )
+    result.elapsed_seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _boilerplate(
+    store: SignatureStore,
+    campaign: str,
+    scheme: str,
+    intersections: Iterable[np.ndarray],
+    frequent_samples: np.ndarray,
+    max_df: int,
+) -> np.ndarray:
+    """Shingles of the candidate overlaps found in more than ``max_df`` documents.
+
+    Only shingles that some candidate pair shares can matter, so only those are counted,
+    in one streamed pass over the stored sets (one page of sets in memory at a time).
+    """
+    parts = [s for s in intersections if len(s)]
+    if not parts:
+        return frequent_samples
+    suspects = np.unique(np.concatenate(parts))
+    if len(suspects) == 0:
+        return frequent_samples
+    counts = np.zeros(len(suspects), dtype=np.int64)
+    page: list[np.ndarray] = []
+
+    def count(page: list[np.ndarray]) -> None:
+        values = np.concatenate(page)  # each set is distinct, so a hit counts one document
+        hit = values[np.isin(values, suspects)]
+        np.add.at(counts, np.searchsorted(suspects, hit), 1)
+
+    for _row_id, data in store.iter_shingles(campaign, scheme):
+        page.append(unpack_u32(data))
+        if len(page) >= 1000:
+            count(page)
+            page = []
+    if page:
+        count(page)
+    return np.union1d(suspects[counts > max_df], frequent_samples).astype(np.uint32)
+

@@ -1,0 +1,97 @@
+"""MinHash signatures and LSH candidates, with ``datasketch`` (chosen over ``rensa``: docs/matching.md).
+
+Why datasketch: signatures live in the ledger for as long as a campaign does, and datasketch
+2.0 names its permutation scheme (``affine32``) and requires it to load stored hash values
+back (``LeanMinHash(hashvalues=..., scheme=...)``), the stability contract stored signatures
+need; it is the long-maintained reference. rensa signs ~9× faster, but its digests cannot be
+loaded back into any of its sketches or indexes; at ~0.1 ms a document datasketch signs
+10,000 essays in under a second of CPU, a small part of the budget.
+
+Signatures are computed over the 32-bit shingle hashes the ledger keeps (see
+:mod:`doccheck.matching.shingles`), so they can always be recomputed from stored data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+from datasketch import MinHash, MinHashLSH
+
+__all__ = ["NUM_PERM", "SCHEME", "SEED", "band_params", "lsh_pairs", "signature"]
+
+NUM_PERM = 128
+SEED = 1
+#: datasketch's permutation scheme of the signatures (stored with them via the row's scheme).
+SCHEME = "affine32"
+
+
+def _identity(value: int) -> int:
+    return value
+
+
+@lru_cache(maxsize=4)
+def _permutations(num_perm: int) -> object:
+    """datasketch draws its permutations at every MinHash(); draw them once per size."""
+    return MinHash(num_perm=num_perm, seed=SEED, hashfunc=_identity, scheme=SCHEME).permutations
+
+
+def signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
+    """MinHash signature (``num_perm`` uint32) of a set of 32-bit shingle hashes."""
+    m = MinHash(num_perm=num_perm, seed=SEED, hashfunc=_identity, scheme=SCHEME, permutations=_permutations(num_perm))
+    if len(u32):
+        m.update_batch(u32.tolist())
+    return np.asarray(m.hashvalues, dtype=np.uint32)
+
+
+@lru_cache(maxsize=16)
+def band_params(threshold: float, num_perm: int, weights: tuple[float, float] = (0.2, 0.8)) -> tuple[int, int]:
+    """(bands, rows) for ``threshold``: datasketch's own optimisation of the false-positive and
+    false-negative areas (weights favour recall: a false candidate costs one exact check)."""
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
+    return int(lsh.b), int(lsh.r)
+
+
+def lsh_pairs(
+    signatures: np.ndarray,
+    queries: Iterable[int],
+    *,
+    threshold: float,
+    weights: tuple[float, float] = (0.2, 0.8),
+) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of rows whose signatures agree on a whole LSH band, one side a query.
+
+    Banding is datasketch's (``b`` bands of ``r`` rows from :func:`band_params`), done with
+    numpy over the signature matrix: one uint64 key per band and document, sorted, equal
+    keys grouped. datasketch's ``MinHashLSH`` keeps a Python dict entry per band and
+    document (~13 KB a document, 1.3 GB at 100,000: benchmarks/cohort_matching.py); this
+    keeps 8 bytes per band and document. Only pairs with a ``queries`` row (this run's
+    documents) are returned: earlier runs' pairs were reported by earlier runs.
+    """
+    n = signatures.shape[0] if signatures.ndim == 2 else 0
+    pairs: set[tuple[int, int]] = set()
+    if n < 2:
+        return pairs
+    bands, rows = band_params(threshold, signatures.shape[1], weights)
+    is_query = np.zeros(n, dtype=bool)
+    is_query[list(queries)] = True
+    for band in range(bands):
+        block = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
+        key = np.zeros(n, dtype=np.uint64)
+        for col in range(block.shape[1]):
+            key = (key ^ block[:, col]) * np.uint64(0x100000001B3) + np.uint64(col + 1)
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        sizes = np.diff(np.r_[starts, n])
+        for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+            members = order[start : start + size]
+            if not is_query[members].any():
+                continue
+            for a in range(size):
+                for b in range(a + 1, size):
+                    i, j = int(members[a]), int(members[b])
+                    if is_query[i] or is_query[j]:
+                        pairs.add((i, j) if i < j else (j, i))
+    return pairs

@@ -1,0 +1,87 @@
+"""One call per place a user looks: match a planned run, keep what matching needs, show the pairs.
+
+The flow (through ``prefect_doccheck.tasks.matching``), the notebook API and the CLI call these, so each of
+them needs one line and the rules (what is stored, what a dry run touches) live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from doccheck.matching.cohort import CohortResult, MatchOptions, match_cohort
+from doccheck.matching.store import LedgerStore, MemoryStore, OverlayStore, SignatureStore
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from doccheck.ledger.ledger import Ledger
+    from doccheck.planning import Plan
+
+__all__ = ["TOP_PAIRS", "match_plan", "pairs_table", "summary_of"]
+
+#: Pairs shown in summaries, artifacts and the dry run (all of them are in the report).
+TOP_PAIRS = 20
+
+
+def match_plan(
+    plan: Plan,
+    *,
+    run_id: str | None = None,
+    ledger: Ledger | None = None,
+    templates: Sequence[str] = (),
+    options: MatchOptions | None = None,
+) -> CohortResult:
+    """Match a plan's documents with each other and, given a ledger, with the campaign's earlier runs.
+
+    With ``ledger`` and ``run_id`` (a real run) the new signatures and the pairs are stored.
+    With a ledger but no ``run_id`` (a dry run) earlier runs are compared and nothing is written;
+    with neither, the plan's documents are compared with each other only. ``templates`` are files whose text every
+    student was given (removed before matching).
+    """
+    options = options or MatchOptions()
+    if templates:
+        options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
+    if ledger is None:
+        store: SignatureStore = MemoryStore()
+    elif run_id is None:  # a dry run with a ledger: compare with earlier runs, write nothing
+        store = OverlayStore(ledger)
+    else:
+        store = LedgerStore(ledger)
+    result = match_cohort(plan.documents, campaign=plan.campaign, run_id=run_id or "dry-run", store=store, options=options)
+    if ledger is not None and run_id is not None:
+        from doccheck.ledger.signatures import replace_cohort_matches
+
+        replace_cohort_matches(ledger, run_id, plan.campaign, result.pairs)
+    return result
+
+
+def summary_of(result: CohortResult, top: int = TOP_PAIRS) -> dict[str, Any]:
+    """Counts plus the strongest pairs, JSON-able (for RunSummary and artifacts)."""
+    return {**result.summary(), "top": result.top(top), "skipped_documents": result.skipped[:top]}
+
+
+def pairs_table(summary: dict[str, Any] | None, title: str | None = None) -> Table | None:
+    """A rich table of the top pairs (None when there are none)."""
+    from rich.table import Table
+
+    pairs = (summary or {}).get("top") or []
+    if not pairs:
+        return None
+    total = summary.get("pairs", len(pairs)) if summary else len(pairs)
+    shown = f" (top {len(pairs)} of {total})" if total > len(pairs) else ""
+    table = Table(title=title or f"cohort pairs found locally{shown}", title_justify="left")
+    for column in ("document", "matched document", "kind", "% of doc", "% of matched", "words", "jaccard"):
+        table.add_column(column, overflow="fold")
+    for p in pairs:
+        table.add_row(
+            str(p["document_id"]),
+            str(p["matched_document_id"]) + (" (earlier run)" if p.get("matched_run_id") else ""),
+            str(p["kind"]),
+            f"{p['percent']:.1f}",
+            f"{p['matched_percent']:.1f}",
+            str(p["matched_words"]),
+            f"{p['jaccard']:.2f}",
+        )
+    return table
