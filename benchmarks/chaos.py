@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
-import hashlib
 import os
 import random
 import shutil
@@ -54,6 +53,7 @@ from doccheck.client import DocCheckClient  # noqa: E402
 from doccheck.commands.services import Service, doccheck_command, free_port, prefect_command, start_service  # noqa: E402
 from doccheck.ledger import Ledger, SubmissionRow  # noqa: E402
 from doccheck.ledger.money import campaign_money  # noqa: E402
+from doccheck.secret_file import SecretFile  # noqa: E402
 
 API_KEY = "sk_test_chaos"
 CAMPAIGN = "chaos"
@@ -110,17 +110,16 @@ class Chaos:
         Ledger(self.db).close()  # the schema, before several processes race to create it
         rec_port = free_port()
         rec_root = f"http://127.0.0.1:{rec_port}"
+        secret_path = self.work / "webhook-secret.json"  # owner-only file: secrets never go to the ledger
         self.services.append(start_service(
             "receiver", doccheck_command("receiver", "--host", "127.0.0.1", "--port", str(rec_port),
-                                         "--database-url", self.db),
+                                         "--database-url", self.db, "--webhook-secret-file", str(secret_path)),
             health_url=f"{rec_root}/healthz", url=rec_root, log_path=self.work / "receiver.log",
             env={"PYTHONUNBUFFERED": "1"}, timeout=60,
         ))  # fmt: skip
         with DocCheckClient(f"{self.root}/api/v1", API_KEY) as client:
             hook = client.put_webhook(f"{rec_root}/webhook")
-        ledger = Ledger(self.db)
-        ledger.store_webhook_secret(hook.secret, scope="acct-" + hashlib.sha256(API_KEY.encode()).hexdigest()[:16])
-        ledger.close()
+        SecretFile(secret_path).store(hook.secret)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCCHECK_", "PREFECT_"))}
         self.env.update(
             DOCCHECK_BASE_URL=f"{self.root}/api/v1", DOCCHECK_API_KEY=API_KEY, DOCCHECK_DATABASE_URL=self.db,
