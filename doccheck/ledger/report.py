@@ -19,7 +19,7 @@ from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_check
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger._base import LedgerBase as Ledger  # any part of the facade will do: only session() is used
 
 #: Submission ``status`` values of the report (the ledger state, plus ``rejected`` rows
 #: and ``unsent`` for a planned document that no batch reached).
