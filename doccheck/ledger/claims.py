@@ -35,6 +35,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from doccheck.domain import SubmissionState
 from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
 
 #: Seconds a claim lasts without renewal. Long against one request (the client gives up on
@@ -205,7 +206,7 @@ class Claims:
             if claim.in_doubt:
                 return Doubt(key, claim.first_sent_at, claim.sent_by)
             return None
-        if sub is not None and sub.state in ("submitting", "uploading"):
+        if sub is not None and sub.state in (SubmissionState.SUBMITTING, SubmissionState.UPLOADING):
             return Doubt(key, sub.created_at, None)
         return None
 

@@ -38,12 +38,12 @@ def product_fields(product: str, data: Mapping[str, Any]) -> dict[str, Any]:
     status = str(data.get("status") or "processing")
     code, message = error_parts(data.get("error"))
     fields: dict[str, Any] = {"status": status, "error_code": code, "error_message": message}
-    if status == "failed":
+    if status == ProductState.FAILED:
         fields["fetched"] = True
     if product == "ai":
         fields["score"] = data.get("score")
         fields["label"] = data.get("label")
-        if status == "completed":
+        if status == ProductState.COMPLETED:
             fields["fetched"] = data.get("score") is not None
     elif product == "similarity":
         sources = data.get("sources")
@@ -52,7 +52,7 @@ def product_fields(product: str, data: Mapping[str, Any]) -> dict[str, Any]:
         if sources is not None:
             fields["sources"] = [dict(s) for s in sources]
             fields["source_count"] = len(sources)
-        if status == "completed":
+        if status == ProductState.COMPLETED:
             fields["fetched"] = data.get("score") is not None and sources is not None
     else:  # a product this code does not know yet: keep the raw JSON, treat status as final
         fields["fetched"] = status in TERMINAL

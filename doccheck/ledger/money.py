@@ -29,6 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from doccheck.client import assumptions
+from doccheck.domain import ProductState
 from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
 from doccheck.ledger.tables import OutcomeRow, utcnow
 
@@ -130,7 +131,7 @@ def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> No
     if row is None:
         return
     failed = conn.execute(
-        select(_outcomes.c.product).where(_outcomes.c.check_id == check_id, _outcomes.c.status == "failed")
+        select(_outcomes.c.product).where(_outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED)
     ).scalars().all()
     stated_value = _int_or_none(stated)
     if stated_value is None:

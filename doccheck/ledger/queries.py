@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import LedgerBase
 from doccheck.ledger.merge import TERMINAL
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
@@ -40,7 +41,7 @@ class QueriesMixin(LedgerBase):
     """Pending work for the polling fallback, aggregate counts, report tables, summaries."""
 
     def _scoped_submissions(self, run_id: str | None, campaign: str | None) -> Any:
-        stmt = select(SubmissionRow).where(SubmissionRow.state == "submitted")
+        stmt = select(SubmissionRow).where(SubmissionRow.state == SubmissionState.SUBMITTED)
         if run_id is not None:
             keys = select(DocumentRow.idempotency_key).where(DocumentRow.run_id == run_id)
             stmt = stmt.where(col(SubmissionRow.idempotency_key).in_(keys))
@@ -56,7 +57,7 @@ class QueriesMixin(LedgerBase):
             stmt = (
                 select(OutcomeRow)
                 .join(subs, subs.c.check_id == OutcomeRow.check_id)
-                .where(or_(OutcomeRow.status == "processing", OutcomeRow.fetched == False))  # noqa: E712
+                .where(or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False))  # noqa: E712
                 .order_by(col(OutcomeRow.id))
             )
             return list(s.exec(stmt).all())
@@ -75,9 +76,9 @@ class QueriesMixin(LedgerBase):
             counts = {"total": 0, "completed": 0, "failed": 0, "pending": 0}
             for status, fetched, n in s.exec(stmt).all():
                 counts["total"] += n
-                if status == "failed":
+                if status == ProductState.FAILED:
                     counts["failed"] += n
-                elif status == "completed" and fetched:
+                elif status == ProductState.COMPLETED and fetched:
                     counts["completed"] += n
                 else:
                     counts["pending"] += n
@@ -98,7 +99,7 @@ class QueriesMixin(LedgerBase):
                     subs.c.last_polled_at,
                 )
                 .join(subs, subs.c.check_id == OutcomeRow.check_id)
-                .where(or_(OutcomeRow.status == "processing", OutcomeRow.fetched == False))  # noqa: E712
+                .where(or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False))  # noqa: E712
                 .order_by(col(OutcomeRow.id))
             )
             grouped: dict[str, dict[str, Any]] = {}

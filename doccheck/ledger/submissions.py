@@ -16,6 +16,7 @@ from sqlalchemy import insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import dump
 from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
@@ -77,7 +78,7 @@ class SubmissionsMixin(OutcomesMixin):
             "document_id": document_id,
             "products": list(products),
             "mode": mode,
-            "state": "submitting",
+            "state": SubmissionState.SUBMITTING,
             "error_code": None,
             "error_message": None,
         }
@@ -87,7 +88,7 @@ class SubmissionsMixin(OutcomesMixin):
                 with self.engine.begin() as conn:
                     done = conn.execute(
                         update(t)
-                        .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
+                        .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
                         .values(**fields, attempts=t.c.attempts + 1, updated_at=now)
                     ).rowcount
                     if not done and conn.execute(  # a submitted row is never moved back
@@ -111,8 +112,8 @@ class SubmissionsMixin(OutcomesMixin):
         with self.engine.begin() as conn:  # conditional: a submitted row is never moved back
             conn.execute(
                 update(t)
-                .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
-                .values(upload_id=upload_id, state="uploading", updated_at=utcnow())
+                .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
+                .values(upload_id=upload_id, state=SubmissionState.UPLOADING, updated_at=utcnow())
             )
 
     def mark_submitted(
@@ -142,7 +143,7 @@ class SubmissionsMixin(OutcomesMixin):
         self._create_outcomes(data, campaign)
         now = utcnow()
         fields: dict[str, Any] = {
-            "state": "submitted",
+            "state": SubmissionState.SUBMITTED,
             "check_id": check_id,
             "cost_cents": (data.get("cost") or {}).get("total_cents"),
             "words": data.get("words"),
@@ -179,7 +180,7 @@ class SubmissionsMixin(OutcomesMixin):
         check_id = str(data["id"])
         products = list(data.get("products") or [p for p in PRODUCTS if data.get(p)])
         o = OutcomeRow.__table__
-        fresh = all(str((data.get(p) or {}).get("status") or "processing") == "processing" for p in products)
+        fresh = all(str((data.get(p) or {}).get("status") or ProductState.PROCESSING) == ProductState.PROCESSING for p in products)
         if fresh:
             now = utcnow()
             try:
@@ -188,7 +189,7 @@ class SubmissionsMixin(OutcomesMixin):
                         conn.execute(
                             insert(o),
                             [
-                                {"check_id": check_id, "product": p, "campaign": campaign, "status": "processing",
+                                {"check_id": check_id, "product": p, "campaign": campaign, "status": ProductState.PROCESSING.value,
                                  "fetched": False, "raw": dict(data.get(p) or {"status": "processing"}),
                                  "updated_at": now}  # fmt: skip
                                 for p in products
@@ -231,7 +232,7 @@ class SubmissionsMixin(OutcomesMixin):
                     # committed a check recorded meanwhile by another process must win.
                     done = conn.execute(
                         update(t)
-                        .where(t.c.idempotency_key == idempotency_key, t.c.state != "submitted")
+                        .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
                         .values(**fields, updated_at=now)
                     ).rowcount
                     if not done and conn.execute(

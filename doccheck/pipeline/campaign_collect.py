@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import or_
 from sqlmodel import col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger import DocumentRow, Ledger, OutcomeRow, RunRow, SubmissionRow
 
 
@@ -24,8 +25,8 @@ def runs_with_pending(ledger: Ledger, campaign: str) -> list[str]:
             .join(OutcomeRow, OutcomeRow.check_id == SubmissionRow.check_id)
             .where(
                 RunRow.campaign == campaign,
-                SubmissionRow.state == "submitted",
-                or_(OutcomeRow.status == "processing", OutcomeRow.fetched == False),  # noqa: E712
+                SubmissionRow.state == SubmissionState.SUBMITTED,
+                or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False),  # noqa: E712
             )
             .distinct()
             .order_by(col(RunRow.started_at))
