@@ -28,9 +28,11 @@ def dump(obj: Any) -> dict[str, Any]:
     if obj is None:
         return {}
     if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json", exclude_none=False)
+        dumped: dict[str, Any] = obj.model_dump(mode="json", exclude_none=False)
+        return dumped
     if isinstance(obj, Mapping):
-        return json.loads(json.dumps(dict(obj), default=str))
+        loaded: dict[str, Any] = json.loads(json.dumps(dict(obj), default=str))
+        return loaded
     raise TypeError(f"cannot store {type(obj).__name__} in the ledger")
 
 

@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from doccheck.domain import SubmissionState
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
 
 #: Seconds a claim lasts without renewal. Long against one request (the client gives up on
@@ -43,7 +44,7 @@ from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
 #: owner's keys are picked up by the next run within minutes.
 DEFAULT_LEASE_SECONDS = 120.0
 
-_T = ClaimRow.__table__
+_T = table_of(ClaimRow)
 
 
 def new_owner_id() -> str:
@@ -191,7 +192,7 @@ class Claims:
         Also covers a ledger written before claims existed: a ``submitting``/``uploading``
         row without a check id is in doubt since it was created.
         """
-        s = SubmissionRow.__table__
+        s = table_of(SubmissionRow)
         with self.engine.connect() as conn:
             sub = conn.execute(
                 select(s.c.state, s.c.check_id, s.c.created_at).where(s.c.idempotency_key == key)

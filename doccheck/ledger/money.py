@@ -30,12 +30,13 @@ from sqlalchemy.engine import Connection
 
 from doccheck.client import assumptions
 from doccheck.domain import ProductState
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
 from doccheck.ledger.tables import OutcomeRow, utcnow
 
-_costs = CheckCostRow.__table__
-_budgets = CampaignBudgetRow.__table__
-_outcomes = OutcomeRow.__table__
+_costs = table_of(CheckCostRow)
+_budgets = table_of(CampaignBudgetRow)
+_outcomes = table_of(OutcomeRow)
 
 
 @dataclass(frozen=True)

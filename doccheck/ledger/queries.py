@@ -57,7 +57,7 @@ class QueriesMixin(LedgerBase):
             stmt = (
                 select(OutcomeRow)
                 .join(subs, subs.c.check_id == OutcomeRow.check_id)
-                .where(or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False))  # noqa: E712
+                .where(or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False))  # noqa: E712
                 .order_by(col(OutcomeRow.id))
             )
             return list(s.exec(stmt).all())
@@ -71,7 +71,7 @@ class QueriesMixin(LedgerBase):
             stmt = (
                 select(OutcomeRow.status, OutcomeRow.fetched, func.count())
                 .join(subs, subs.c.check_id == OutcomeRow.check_id)
-                .group_by(OutcomeRow.status, OutcomeRow.fetched)
+                .group_by(col(OutcomeRow.status), col(OutcomeRow.fetched))
             )
             counts = {"total": 0, "completed": 0, "failed": 0, "pending": 0}
             for status, fetched, n in s.exec(stmt).all():
@@ -89,7 +89,7 @@ class QueriesMixin(LedgerBase):
         subs = self._scoped_submissions(run_id, campaign).subquery()
         with self.session() as s:
             stmt = (
-                select(
+                select(  # type: ignore[call-overload]  # seven columns: more than sqlmodel's stubs type
                     OutcomeRow.check_id,
                     OutcomeRow.product,
                     OutcomeRow.status,
@@ -99,7 +99,7 @@ class QueriesMixin(LedgerBase):
                     subs.c.last_polled_at,
                 )
                 .join(subs, subs.c.check_id == OutcomeRow.check_id)
-                .where(or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False))  # noqa: E712
+                .where(or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False))  # noqa: E712
                 .order_by(col(OutcomeRow.id))
             )
             grouped: dict[str, dict[str, Any]] = {}

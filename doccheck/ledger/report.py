@@ -10,7 +10,7 @@ check appears in the product tables, as ``pending`` with its check id until it i
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlmodel import Session, col, select
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: Submission ``status`` values of the report (the ledger state, plus ``rejected`` rows
 #: and ``unsent`` for a planned document that no batch reached).
-STATE_TO_STATUS = {
+STATE_TO_STATUS: dict[str, str] = {
     SubmissionState.PLANNED: "unsent",
     SubmissionState.SUBMITTING: "unsent",
     SubmissionState.UPLOADING: "unsent",
@@ -81,7 +81,7 @@ def build_report_rows(
             (o.check_id, o.product): o
             for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(check_ids))).all()
         }
-        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED))
+        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id))
 
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
@@ -135,13 +135,13 @@ def build_report_rows(
                 )
             elif product == "similarity":
                 done = o is not None and status == ProductState.COMPLETED
-                srcs = (o.sources or []) if done else []
+                srcs = (o.sources or []) if done and o else []
                 sim.append(
                     {
                         **common,
-                        "score": o.score if done else None,
-                        "matched_words": o.matched_words if done else None,
-                        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done else None,
+                        "score": o.score if done and o else None,
+                        "matched_words": o.matched_words if done and o else None,
+                        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done and o else None,
                     }
                 )
                 for src in srcs:
@@ -205,7 +205,7 @@ def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: 
     from doccheck.reports import ReportTables
 
     rows = build_report_rows(ledger, run_id=run_id, campaign=campaign)
-    return ReportTables(**rows)
+    return ReportTables(**cast(dict[str, Any], rows))
 
 
 def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import dump
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.outcomes import OutcomesMixin
@@ -72,7 +73,7 @@ class SubmissionsMixin(OutcomesMixin):
 
         Core statements, not ORM objects: this runs once per document on the hot path.
         """
-        t = SubmissionRow.__table__
+        t = table_of(SubmissionRow)
         fields = {
             "campaign": campaign,
             "document_id": document_id,
@@ -108,7 +109,7 @@ class SubmissionsMixin(OutcomesMixin):
     def mark_upload_created(self, idempotency_key: str, upload_id: str) -> None:
         """Remember the upload id before the bytes are sent, so a resume can create the
         check from it (or replay) instead of taking another of the 50 waiting slots."""
-        t = SubmissionRow.__table__
+        t = table_of(SubmissionRow)
         with self.engine.begin() as conn:  # conditional: a submitted row is never moved back
             conn.execute(
                 update(t)
@@ -133,7 +134,7 @@ class SubmissionsMixin(OutcomesMixin):
         """
         data = dump(check)
         check_id = str(data["id"])
-        t = SubmissionRow.__table__
+        t = table_of(SubmissionRow)
         with self.engine.connect() as conn:
             current = conn.execute(
                 select(t.c.campaign, t.c.submitted_at).where(t.c.idempotency_key == idempotency_key)
@@ -179,7 +180,7 @@ class SubmissionsMixin(OutcomesMixin):
         that already finished)."""
         check_id = str(data["id"])
         products = list(data.get("products") or [p for p in PRODUCTS if data.get(p)])
-        o = OutcomeRow.__table__
+        o = table_of(OutcomeRow)
         fresh = all(str((data.get(p) or {}).get("status") or ProductState.PROCESSING) == ProductState.PROCESSING for p in products)
         if fresh:
             now = utcnow()
@@ -223,7 +224,7 @@ class SubmissionsMixin(OutcomesMixin):
         ):
             if value is not None:
                 fields[name] = value
-        t = SubmissionRow.__table__
+        t = table_of(SubmissionRow)
         for attempt in range(2):
             now = utcnow()
             try:

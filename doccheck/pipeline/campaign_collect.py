@@ -20,13 +20,13 @@ def runs_with_pending(ledger: Ledger, campaign: str) -> list[str]:
     with ledger.session() as s:
         stmt = (
             select(RunRow.id, RunRow.started_at)
-            .join(DocumentRow, DocumentRow.run_id == RunRow.id)
-            .join(SubmissionRow, SubmissionRow.idempotency_key == DocumentRow.idempotency_key)
-            .join(OutcomeRow, OutcomeRow.check_id == SubmissionRow.check_id)
+            .join(DocumentRow, col(DocumentRow.run_id) == RunRow.id)
+            .join(SubmissionRow, col(SubmissionRow.idempotency_key) == DocumentRow.idempotency_key)
+            .join(OutcomeRow, col(OutcomeRow.check_id) == SubmissionRow.check_id)
             .where(
                 RunRow.campaign == campaign,
                 SubmissionRow.state == SubmissionState.SUBMITTED,
-                or_(OutcomeRow.status == ProductState.PROCESSING, OutcomeRow.fetched == False),  # noqa: E712
+                or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False),  # noqa: E712
             )
             .distinct()
             .order_by(col(RunRow.started_at))
