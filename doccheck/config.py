@@ -6,6 +6,8 @@ never shows them.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -32,4 +34,4 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with non-None ``overrides`` (CLI flags) taking precedence."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    return Settings(**cast(dict[str, Any], {k: v for k, v in overrides.items() if v is not None}))

@@ -551,11 +551,12 @@ def check_dataframe(
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
                         database_url=database_url, download=download, templates=templates)  # fmt: skip
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
-    return _run_sync(
+    result: CheckResult = _run_sync(
         lambda: _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
                          poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
                          display=display, out_dir=out_dir)  # fmt: skip
     )
+    return result
 
 
 @dataclass(eq=False)

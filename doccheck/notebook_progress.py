@@ -116,7 +116,7 @@ class _Jupyter(_Throttled):
         super().__init__()
         from IPython.display import display
 
-        self._handle = display(self.state, display_id=True)
+        self._handle = display(self.state, display_id=True)  # type: ignore[no-untyped-call]  # IPython is untyped
 
     def _draw(self, state: ProgressState, final: bool) -> None:
         if self._handle is not None:

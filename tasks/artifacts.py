@@ -191,7 +191,7 @@ def summary_markdown(
     return "\n".join(lines)
 
 
-def score_histogram_png(ai_scores: Iterable[float], similarity_scores: Iterable[float]) -> bytes:
+def score_histogram_png(ai_scores: Iterable[float | None], similarity_scores: Iterable[float | None]) -> bytes:
     """PNG bytes of two histograms side by side: AI scores (0-1) and similarity scores (0-100).
 
     matplotlib with the Agg backend (no display, thread-safe enough when each call builds

@@ -203,7 +203,8 @@ class AsyncDocCheckClient:
                     tmp.unlink(missing_ok=True)
             finally:
                 await response.aclose()
-        return response.headers.get("content-type")
+        content_type: str | None = response.headers.get("content-type")
+        return content_type
 
     async def get_webhook(self) -> Webhook:
         """``GET /webhook`` (never carries the secret)."""

@@ -63,7 +63,8 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after the ``attempt``-th failure (1-based), jittered."""
         base = min(self.max_backoff, self.initial * (2 ** max(0, attempt - 1)))
-        return base / 2 + random.uniform(0, base / 2)
+        delay: float = base / 2 + random.uniform(0, base / 2)
+        return delay
 
     def wait_for(self, attempt: int, error: BaseException | None) -> float:
         """Wait before the next try: the server's Retry-After if it gave one, else backoff."""

@@ -200,7 +200,8 @@ class DocCheckClient:
                     tmp.unlink(missing_ok=True)
             finally:
                 response.close()
-        return response.headers.get("content-type")
+        content_type: str | None = response.headers.get("content-type")
+        return content_type
 
     def get_webhook(self) -> Webhook:
         """``GET /webhook`` (never carries the secret)."""

@@ -101,8 +101,8 @@ def purge(
             console.print(table)
             for folder in folders:
                 console.print(f"report folder {verb}: {folder}")
-            for folder, why in plan.skipped_folders.items():
-                console.print(f"[yellow]report folder kept[/] {folder}: {why}")
+            for kept, why in plan.skipped_folders.items():
+                console.print(f"[yellow]report folder kept[/] {kept}: {why}")
         if retention:
             bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes)
             secrets = legacy_secret_rows(engine, apply=yes)

@@ -163,7 +163,8 @@ def prefect_server_env(home: Path) -> dict[str, str]:
 
 def _read_state(home: Path) -> dict[str, object] | None:
     try:
-        return json.loads((home / PREFECT_STATE_FILE).read_text())
+        state: dict[str, object] | None = json.loads((home / PREFECT_STATE_FILE).read_text())
+        return state
     except (OSError, ValueError):
         return None
 

@@ -31,7 +31,8 @@ _NO_FAULT_PATHS = {f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs"}
 
 
 def _request_id(request: Request) -> str | None:
-    return request.scope.get("state", {}).get("request_id")
+    request_id: str | None = request.scope.get("state", {}).get("request_id")
+    return request_id
 
 
 class ApiEdge:

@@ -8,7 +8,7 @@ error shape, names the offending field, and never holds more than the limit in m
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,7 @@ class CheckInput:
     fields: set[str] = field(default_factory=set)
 
 
-async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
+async def _limited(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
     """The request body as chunks, raising :class:`BodyTooLarge` past ``limit`` bytes."""
     seen = 0
     async for chunk in body_chunks(request.receive):

@@ -10,9 +10,10 @@ result (computed off the event loop when the check was accepted, see
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from doccheck.emulator.billing import product_cents
 from doccheck.emulator.clock import iso
@@ -26,7 +27,7 @@ def schedule_products(emu: Emulator, account: Account, check: Check) -> None:
     """Make each requested product due ``processing_seconds`` after creation."""
     due = check.created_at + emu.faults.settings.processing_seconds
     for product in check.products:
-        emu.scheduler.at(due, lambda p=product: finish_product(emu, account, check, p), f"{check.id}:{product}")
+        emu.scheduler.at(due, functools.partial(finish_product, emu, account, check, product), f"{check.id}:{product}")
 
 
 def finish_product(emu: Emulator, account: Account, check: Check, product: str) -> None:
@@ -36,7 +37,7 @@ def finish_product(emu: Emulator, account: Account, check: Check, product: str) 
         return
     if emu.faults.roll(emu.faults.settings.product_failure_rate):
         error = {"code": "processing_failed", "message": f"the {product} product failed (injected fault)"}
-        new_state: dict = {"status": "failed", "error": error}
+        new_state: dict[str, Any] = {"status": "failed", "error": error}
         refund = product_cents(check.cost, product)
         check.refunded_cents += refund
         account.balance_cents += refund

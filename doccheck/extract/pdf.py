@@ -87,7 +87,7 @@ def _form_xobjects(page: Any) -> list[Any]:
     resources = resources.get_object() if resources is not None else None
     xobjects = resources.get("/XObject") if resources is not None else None
     xobjects = xobjects.get_object() if xobjects is not None else None
-    if not hasattr(xobjects, "values"):
+    if xobjects is None or not hasattr(xobjects, "values"):
         return []
     return [ref for ref in xobjects.values() if ref.get_object().get("/Subtype") == "/Form"]
 

@@ -140,7 +140,7 @@ class _Worker:
             self.kill()
         if answer.get("ok"):
             return str(answer["text"])
-        kind = {"unsupported": UnsupportedFileType, "limit": ExtractionLimitExceeded}.get(answer.get("kind"))
+        kind = {"unsupported": UnsupportedFileType, "limit": ExtractionLimitExceeded}.get(str(answer.get("kind")))
         raise (kind or ExtractionError)(str(answer.get("message")))
 
     def _died(self, limits: ExtractionLimits) -> ExtractionError:

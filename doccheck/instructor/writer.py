@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import pyarrow.parquet as pq
@@ -139,7 +139,7 @@ def write_instructor_files(
                 download_failures=download_failures, spent_cents=spent_cents)  # fmt: skip
     # Rendered once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
-    html = render_report(rows, link_prefix=marker, **page)
+    html = render_report(rows, link_prefix=marker, **cast(dict[str, Any], page))
     html_path = folder / REPORT_HTML
     _atomic_text(html_path, html.replace(marker, ""))
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import ensure_budget_row, insert_ignore
 from doccheck.ledger.money_tables import BudgetHoldRow, CampaignBudgetRow
 from doccheck.ledger.tables import utcnow
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 #: died). Far longer than any request (the client's own deadline is a minute).
 HOLD_LEASE = timedelta(minutes=15)
 
-_budgets = CampaignBudgetRow.__table__
-_holds = BudgetHoldRow.__table__
+_budgets = table_of(CampaignBudgetRow)
+_holds = table_of(BudgetHoldRow)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from doccheck.domain import SubmissionState
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
 
 #: Seconds a claim lasts without renewal. Long against one request (the client gives up on
@@ -42,7 +44,7 @@ from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
 #: owner's keys are picked up by the next run within minutes.
 DEFAULT_LEASE_SECONDS = 120.0
 
-_T = ClaimRow.__table__
+_T = table_of(ClaimRow)
 
 
 def new_owner_id() -> str:
@@ -190,7 +192,7 @@ class Claims:
         Also covers a ledger written before claims existed: a ``submitting``/``uploading``
         row without a check id is in doubt since it was created.
         """
-        s = SubmissionRow.__table__
+        s = table_of(SubmissionRow)
         with self.engine.connect() as conn:
             sub = conn.execute(
                 select(s.c.state, s.c.check_id, s.c.created_at).where(s.c.idempotency_key == key)
@@ -205,7 +207,7 @@ class Claims:
             if claim.in_doubt:
                 return Doubt(key, claim.first_sent_at, claim.sent_by)
             return None
-        if sub is not None and sub.state in ("submitting", "uploading"):
+        if sub is not None and sub.state in (SubmissionState.SUBMITTING, SubmissionState.UPLOADING):
             return Doubt(key, sub.created_at, None)
         return None
 

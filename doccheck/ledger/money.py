@@ -29,12 +29,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from doccheck.client import assumptions
+from doccheck.domain import ProductState
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
 from doccheck.ledger.tables import OutcomeRow, utcnow
 
-_costs = CheckCostRow.__table__
-_budgets = CampaignBudgetRow.__table__
-_outcomes = OutcomeRow.__table__
+_costs = table_of(CheckCostRow)
+_budgets = table_of(CampaignBudgetRow)
+_outcomes = table_of(OutcomeRow)
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> No
     if row is None:
         return
     failed = conn.execute(
-        select(_outcomes.c.product).where(_outcomes.c.check_id == check_id, _outcomes.c.status == "failed")
+        select(_outcomes.c.product).where(_outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED)
     ).scalars().all()
     stated_value = _int_or_none(stated)
     if stated_value is None:

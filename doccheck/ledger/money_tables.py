@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import utcnow
 
 
@@ -68,4 +69,4 @@ class BudgetHoldRow(SQLModel, table=True):
     held_at: datetime = Field(default_factory=utcnow)
 
 
-MONEY_TABLES = [CheckCostRow.__table__, CampaignBudgetRow.__table__, BudgetHoldRow.__table__]
+MONEY_TABLES = [table_of(CheckCostRow), table_of(CampaignBudgetRow), table_of(BudgetHoldRow)]

@@ -84,7 +84,8 @@ def _aware(value: Any) -> datetime | None:
         return None
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    dt: datetime = value
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _chunks(values: Sequence[str]) -> Iterable[list[str]]:

@@ -10,27 +10,28 @@ check appears in the product tables, as ``pending`` with its check id until it i
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlmodel import Session, col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger._base import LedgerBase as Ledger  # any part of the facade will do: only session() is used
 
 #: Submission ``status`` values of the report (the ledger state, plus ``rejected`` rows
 #: and ``unsent`` for a planned document that no batch reached).
-STATE_TO_STATUS = {
-    "planned": "unsent",
-    "submitting": "unsent",
-    "uploading": "unsent",
-    "submitted": "submitted",
-    "failed": "failed",
-    "rejected": "rejected",
-    "skipped_budget": "skipped_budget",
+STATE_TO_STATUS: dict[str, str] = {
+    SubmissionState.PLANNED: "unsent",
+    SubmissionState.SUBMITTING: "unsent",
+    SubmissionState.UPLOADING: "unsent",
+    SubmissionState.SUBMITTED: "submitted",
+    SubmissionState.FAILED: "failed",
+    SubmissionState.REJECTED: "rejected",
+    SubmissionState.SKIPPED_BUDGET: "skipped_budget",
 }
 
 
@@ -51,9 +52,9 @@ def _resolve_run(s: Session, run_id: str | None, campaign: str | None) -> str:
 
 def _product_status(o: OutcomeRow) -> str:
     """``completed``/``failed`` only when the result is in the ledger, else ``pending``."""
-    if o.status == "failed":
+    if o.status == ProductState.FAILED:
         return "failed"
-    if o.status == "completed" and o.fetched:
+    if o.status == ProductState.COMPLETED and o.fetched:
         return "completed"
     return "pending"
 
@@ -80,7 +81,7 @@ def build_report_rows(
             (o.check_id, o.product): o
             for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(check_ids))).all()
         }
-        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == "submitted"))
+        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id))
 
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
@@ -89,8 +90,8 @@ def build_report_rows(
     counted: set[str] = set()
     for d in docs:
         sub = subs.get(d.idempotency_key)
-        state = sub.state if sub else "planned"
-        check_id = sub.check_id if sub and state == "submitted" else None
+        state = sub.state if sub else SubmissionState.PLANNED
+        check_id = sub.check_id if sub and state == SubmissionState.SUBMITTED else None
         words = (sub.words if sub and sub.words is not None else None) or d.words
         charged, refunded = _row_money(check_id, sub, money, counted)
         submissions.append(
@@ -102,8 +103,8 @@ def build_report_rows(
                 "check_id": check_id,
                 "products": list(d.products),
                 "status": STATE_TO_STATUS.get(state, state),
-                "error_code": sub.error_code if sub and state != "submitted" else None,
-                "error_message": sub.error_message if sub and state != "submitted" else None,
+                "error_code": sub.error_code if sub and state != SubmissionState.SUBMITTED else None,
+                "error_message": sub.error_message if sub and state != SubmissionState.SUBMITTED else None,
                 "words": words,
                 "cost_cents": charged - refunded,
                 "charged_cents": charged,
@@ -127,20 +128,20 @@ def build_report_rows(
                 ai.append(
                     {
                         **common,
-                        "score": o.score if o and status == "completed" else None,
-                        "label": o.label if o and status == "completed" else None,
+                        "score": o.score if o and status == ProductState.COMPLETED else None,
+                        "label": o.label if o and status == ProductState.COMPLETED else None,
                         "words": words,
                     }
                 )
             elif product == "similarity":
-                done = o is not None and status == "completed"
-                srcs = (o.sources or []) if done else []
+                done = o is not None and status == ProductState.COMPLETED
+                srcs = (o.sources or []) if done and o else []
                 sim.append(
                     {
                         **common,
-                        "score": o.score if done else None,
-                        "matched_words": o.matched_words if done else None,
-                        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done else None,
+                        "score": o.score if done and o else None,
+                        "matched_words": o.matched_words if done and o else None,
+                        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done and o else None,
                     }
                 )
                 for src in srcs:
@@ -204,7 +205,7 @@ def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: 
     from doccheck.reports import ReportTables
 
     rows = build_report_rows(ledger, run_id=run_id, campaign=campaign)
-    return ReportTables(**rows)
+    return ReportTables(**cast(dict[str, Any], rows))
 
 
 def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
         sub = subs.get(d.idempotency_key)
         state = STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"
         states[state] += 1
-        if sub and sub.state == "submitted" and sub.check_id:
+        if sub and sub.state == SubmissionState.SUBMITTED and sub.check_id:
             check_ids.add(sub.check_id)
     ids = list(check_ids)
     found = money_of_checks(s.connection(), ids)
@@ -254,6 +255,6 @@ def cost_without_record(subs: dict[str, SubmissionRow], found: dict[str, tuple[i
     existed): the submission's creation charge, once per check."""
     seen: dict[str, int] = {}
     for sub in subs.values():
-        if sub.state == "submitted" and sub.check_id and sub.check_id not in found:
+        if sub.state == SubmissionState.SUBMITTED and sub.check_id and sub.check_id not in found:
             seen.setdefault(sub.check_id, int(sub.cost_cents or 0))
     return sum(seen.values())

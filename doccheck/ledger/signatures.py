@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, delete, insert
 from sqlmodel import Field, Session, SQLModel, col, select
 
+from doccheck.ledger._sqltypes import table_of
+
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
 
@@ -92,7 +94,7 @@ class CohortMatchRow(SQLModel, table=True):
     jaccard: float | None = None
 
 
-SIGNATURE_TABLES = [DocumentSignatureRow.__table__, CohortMatchRow.__table__]
+SIGNATURE_TABLES = [table_of(DocumentSignatureRow), table_of(CohortMatchRow)]
 
 
 def signature_keys(ledger: Ledger, campaign: str, scheme: str) -> set[tuple[str, str]]:
@@ -116,7 +118,7 @@ def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk
             return 0
         try:
             with ledger.session() as s:  # a core INSERT: no ORM object per row (10,000 rows a run)
-                s.execute(insert(DocumentSignatureRow.__table__), [{"created_at": _utcnow(), **row} for row in batch])
+                s.execute(insert(table_of(DocumentSignatureRow)), [{"created_at": _utcnow(), **row} for row in batch])
             return len(batch)
         except IntegrityError:  # another run stored some of them meanwhile: one by one
             added = 0
@@ -147,7 +149,7 @@ def iter_signatures(
     while True:
         with ledger.session() as s:
             stmt = (
-                select(
+                select(  # type: ignore[call-overload]  # eight columns: more than sqlmodel's stubs type
                     DocumentSignatureRow.id,
                     DocumentSignatureRow.document_id,
                     DocumentSignatureRow.content_hash,
@@ -169,7 +171,7 @@ def iter_signatures(
         if not rows:
             return
         for row in rows:
-            yield tuple(row)  # type: ignore[misc]
+            yield tuple(row)
         last = rows[-1][0]
 
 
@@ -181,7 +183,7 @@ def load_shingles(ledger: Ledger, ids: Sequence[int], *, chunk: int = 500) -> di
             stmt = select(DocumentSignatureRow.id, DocumentSignatureRow.shingles).where(
                 col(DocumentSignatureRow.id).in_(list(ids[i : i + chunk]))
             )
-            out.update(dict(s.exec(stmt).all()))
+            out.update({rid: data for rid, data in s.exec(stmt).all() if rid is not None})
     return out
 
 
@@ -189,7 +191,7 @@ def replace_cohort_matches(ledger: Ledger, run_id: str, campaign: str, rows: Ite
     """Store a run's pairs, replacing what an earlier attempt of the same run stored."""
     items = [CohortMatchRow(run_id=run_id, campaign=campaign, **dict(r)) for r in rows]
     with ledger.session() as s:
-        s.exec(delete(CohortMatchRow).where(col(CohortMatchRow.run_id) == run_id))  # type: ignore[call-overload]
+        s.exec(delete(CohortMatchRow).where(col(CohortMatchRow.run_id) == run_id))
         s.add_all(items)
     return len(items)
 
@@ -228,7 +230,8 @@ def document_ids_for_checks(s: Session, campaign: str | None, check_ids: Iterabl
         if campaign is not None:
             stmt = stmt.where(SubmissionRow.campaign == campaign)
         for check_id, document_id in s.exec(stmt).all():
-            out.setdefault(check_id, document_id)
+            if check_id is not None:
+                out.setdefault(check_id, document_id)
     return out
 
 
@@ -251,5 +254,5 @@ def iter_shingle_sets(ledger: Ledger, campaign: str, scheme: str, *, page: int =
             rows = s.exec(stmt).all()
         if not rows:
             return
-        yield from ((rid, data) for rid, data in rows)
-        last = rows[-1][0]
+        yield from ((rid, data) for rid, data in rows if rid is not None)
+        last = rows[-1][0] or last

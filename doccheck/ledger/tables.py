@@ -23,6 +23,8 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from doccheck.ledger._sqltypes import table_of
+
 
 def utcnow() -> datetime:
     """Aware UTC now (SQLModel's datetime columns store and return aware UTC on both engines)."""
@@ -211,14 +213,14 @@ class ClaimRow(SQLModel, table=True):
 
 
 LEDGER_TABLES = [
-    RunRow.__table__,
-    DocumentRow.__table__,
-    RejectionRow.__table__,
-    SubmissionRow.__table__,
-    OutcomeRow.__table__,
-    WebhookEventRow.__table__,
-    WebhookSecretRow.__table__,
-    ClaimRow.__table__,
+    table_of(RunRow),
+    table_of(DocumentRow),
+    table_of(RejectionRow),
+    table_of(SubmissionRow),
+    table_of(OutcomeRow),
+    table_of(WebhookEventRow),
+    table_of(WebhookSecretRow),
+    table_of(ClaimRow),
 ]
 
 # Cohort matching's tables live in their own module; registered here so every ledger creates them.

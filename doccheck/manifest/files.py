@@ -76,6 +76,7 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
             RejectCode.FILE_TOO_LARGE,
             f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
+    words: int | None
     try:
         if size <= MULTIPART_MAX_BYTES:
             digest, words = _hash_and_extract(resolved)

@@ -55,7 +55,8 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
     x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
 
 
 class WordHasher:
@@ -111,7 +112,8 @@ def to_u32(hashes: np.ndarray) -> np.ndarray:
 def sampled(u32: np.ndarray) -> np.ndarray:
     """The shingles of the containment index: those whose (stored) hash is 0 mod SAMPLE_MOD."""
     # The low bits of the top half are as well mixed as any (splitmix64 output).
-    return u32[(u32 % np.uint32(SAMPLE_MOD)) == 0]
+    sample: np.ndarray = u32[(u32 % np.uint32(SAMPLE_MOD)) == 0]
+    return sample
 
 
 def pack_u32(values: np.ndarray) -> bytes:

@@ -111,7 +111,7 @@ class OverlayStore:
     def signatures(self, campaign: str, scheme: str) -> Iterator[StoredSignature]:
         yield from self.base.signatures(campaign, scheme)
         for row in self.memory.signatures(campaign, scheme):
-            yield (-row[0], *row[1:])  # type: ignore[misc]  # memory rows: negative ids
+            yield (-row[0], *row[1:])  # memory rows: negative ids
 
     def shingles(self, ids: Sequence[int]) -> dict[int, bytes]:
         out = self.base.shingles([i for i in ids if i > 0])

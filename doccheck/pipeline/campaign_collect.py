@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import or_
 from sqlmodel import col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger import DocumentRow, Ledger, OutcomeRow, RunRow, SubmissionRow
 
 
@@ -19,13 +20,13 @@ def runs_with_pending(ledger: Ledger, campaign: str) -> list[str]:
     with ledger.session() as s:
         stmt = (
             select(RunRow.id, RunRow.started_at)
-            .join(DocumentRow, DocumentRow.run_id == RunRow.id)
-            .join(SubmissionRow, SubmissionRow.idempotency_key == DocumentRow.idempotency_key)
-            .join(OutcomeRow, OutcomeRow.check_id == SubmissionRow.check_id)
+            .join(DocumentRow, col(DocumentRow.run_id) == RunRow.id)
+            .join(SubmissionRow, col(SubmissionRow.idempotency_key) == DocumentRow.idempotency_key)
+            .join(OutcomeRow, col(OutcomeRow.check_id) == SubmissionRow.check_id)
             .where(
                 RunRow.campaign == campaign,
-                SubmissionRow.state == "submitted",
-                or_(OutcomeRow.status == "processing", OutcomeRow.fetched == False),  # noqa: E712
+                SubmissionRow.state == SubmissionState.SUBMITTED,
+                or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False),  # noqa: E712
             )
             .distinct()
             .order_by(col(RunRow.started_at))

@@ -1,0 +1,77 @@
+"""Client configuration: the base URL and API key (arguments or environment), and the
+keyword arguments of the two httpx clients (the service's and the storage origin's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from doccheck.client import assumptions as A
+from doccheck.client._auth import BearerAuth
+from doccheck.client._requests import USER_AGENT
+from doccheck.client.errors import ConfigurationError
+
+
+def resolve_config(base_url: str | None, api_key: str | SecretStr | None) -> tuple[str, SecretStr]:
+    """Base URL and API key from the arguments or ``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY``.
+
+    The base must be an http(s) URL ending in ``/api/v1`` because every path of the
+    interface is relative to it; a bare host would silently hit the wrong paths.
+    """
+    from doccheck.config import Settings
+
+    settings = Settings()
+    url = base_url if base_url is not None else settings.base_url
+    if not url:
+        raise ConfigurationError("no base URL: pass base_url or set DOCCHECK_BASE_URL (ending in /api/v1)")
+    url = url.strip().rstrip("/")
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"base URL must be an http(s) URL ending in {A.API_VERSION_SUFFIX}, got {url!r}")
+    if not parsed.path.endswith(A.API_VERSION_SUFFIX) or parsed.query:
+        raise ConfigurationError(
+            f"base URL must end in {A.API_VERSION_SUFFIX} (the interface version is in the path), got {url!r}"
+        )
+    key: SecretStr | None
+    if api_key is None:
+        key = settings.api_key
+    else:
+        key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+    if key is None or not key.get_secret_value().strip():
+        raise ConfigurationError("no API key: pass api_key or set DOCCHECK_API_KEY")
+    return url, key
+
+
+def http_options(
+    base_url: str,
+    api_key: SecretStr,
+    *,
+    timeout: float | httpx.Timeout,
+    transport: Any,
+    upload_transport: Any,
+    max_connections: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments of the two httpx clients (sync or async alike): the service's, which
+    authenticates, and the storage origin's, which must never see the API key. Redirects
+    are never followed: a redirected request could carry the key to another host."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    service = {
+        "base_url": base_url,
+        "auth": BearerAuth(api_key),
+        "headers": {"User-Agent": USER_AGENT, "Accept": "application/json"},
+        "timeout": timeout,
+        "limits": limits,
+        "transport": transport,
+        "follow_redirects": False,
+    }
+    storage = {
+        "headers": {"User-Agent": USER_AGENT},
+        "timeout": timeout,
+        "limits": limits,
+        "transport": upload_transport or transport,
+        "follow_redirects": False,
+    }
+    return service, storage

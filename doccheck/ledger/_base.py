@@ -1,0 +1,92 @@
+"""What every part of the :class:`~doccheck.ledger.ledger.Ledger` shares: the engine, one
+short transaction at a time, and the JSON/time helpers used when storing service answers.
+
+Why a base class: the ledger is split by job (runs, submissions, outcomes, events,
+queries, secrets) into mixins composed by ``Ledger``; each mixin needs only the engine
+and :meth:`LedgerBase.session`, which live here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlmodel import Session, SQLModel
+
+from doccheck.ledger.engine import create_ledger_engine
+from doccheck.ledger.money_tables import MONEY_TABLES
+from doccheck.ledger.tables import LEDGER_TABLES
+
+
+def dump(obj: Any) -> dict[str, Any]:
+    """A JSON-able dict from a pydantic model (client models) or a mapping."""
+    if obj is None:
+        return {}
+    if hasattr(obj, "model_dump"):
+        dumped: dict[str, Any] = obj.model_dump(mode="json", exclude_none=False)
+        return dumped
+    if isinstance(obj, Mapping):
+        loaded: dict[str, Any] = json.loads(json.dumps(dict(obj), default=str))
+        return loaded
+    raise TypeError(f"cannot store {type(obj).__name__} in the ledger")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """Aware-UTC datetime from an ISO string or datetime (None stays None; naive means UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+class LedgerBase:
+    """The engine and the transaction helper; created once per database URL."""
+
+    engine: Engine
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.engine = create_ledger_engine(database_url)
+        self._create_schema()
+
+    def _create_schema(self) -> None:
+        """Create missing tables; tolerate another process creating them at the same moment."""
+        for attempt in range(3):
+            try:
+                SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES + MONEY_TABLES)
+                return
+            except (IntegrityError, ProgrammingError, OperationalError):
+                if attempt == 2:
+                    raise
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One short transaction: committed on success, rolled back on error."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def close(self) -> None:
+        """Release pooled connections (tests, CLI exit)."""
+        self.engine.dispose()
+
+    def _summary(self, s: Session, run_id: str) -> dict[str, Any]:
+        """The JSON summary of a run (provided by :class:`~doccheck.ledger.queries.QueriesMixin`)."""
+        raise NotImplementedError

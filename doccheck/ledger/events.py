@@ -1,0 +1,117 @@
+"""Webhook events: stored once by the receiver, applied later to the outcomes.
+
+Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. Storing and applying are
+separate steps so the receiver answers fast and a crash between them loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from doccheck.ledger._base import dump, parse_time
+from doccheck.ledger.merge import event_product_data, product_fields
+from doccheck.ledger.money import refresh_refund
+from doccheck.ledger.outcomes import OutcomesMixin
+from doccheck.ledger.tables import SubmissionRow, WebhookEventRow
+
+
+class EventsMixin(OutcomesMixin):
+    """Record verified deliveries (deduplicated by event id) and apply them."""
+
+    def record_event(self, event: Any, raw: bytes) -> bool:
+        """Store a verified delivery once. Returns False for a duplicate event id.
+
+        ``raw`` is the verified body; it is what is stored (not a re-serialisation), so
+        fields this code does not model are kept.
+        """
+        try:
+            payload = json.loads(raw)
+        except (ValueError, TypeError):
+            payload = dump(event)
+        check = getattr(event, "check", None)
+        row = WebhookEventRow(
+            event_id=str(event.id),
+            type=str(event.type),
+            product=getattr(event, "product", None),
+            check_id=getattr(check, "id", None),
+            created_at=parse_time(getattr(event, "created_at", None)),
+            payload=payload if isinstance(payload, dict) else {"body": payload},
+        )
+        try:
+            with self.session() as s:
+                dup = s.exec(
+                    select(WebhookEventRow.id).where(WebhookEventRow.event_id == row.event_id)
+                ).first()
+                if dup is not None:
+                    return False
+                s.add(row)
+        except IntegrityError:
+            return False
+        return True
+
+    def apply_pending_events(self, limit: int | None = None, *, chunk: int = 200) -> int:
+        """Turn stored, not yet applied events into outcomes; returns how many were applied.
+
+        An event for a check the ledger does not know yet (the receiver was faster than
+        ``mark_submitted``, or a crash lost that write) still creates its outcome row, so
+        the resume finds it instead of waiting for a delivery that already happened.
+        """
+        applied = 0
+        while limit is None or applied < limit:
+            size = chunk if limit is None else min(chunk, limit - applied)
+            with self.session() as s:  # short transactions: the receiver keeps inserting meanwhile
+                stmt = select(WebhookEventRow).where(WebhookEventRow.applied == False)  # noqa: E712
+                events = s.exec(stmt.order_by(col(WebhookEventRow.id)).limit(size)).all()
+                for ev in events:
+                    self._apply_event(s, ev)
+                    ev.applied = True
+                    ev.payload = {}  # the raw body (document metadata) is not kept once applied (docs/data.md)
+                    s.add(ev)
+            applied += len(events)
+            if len(events) < size:
+                break
+        return applied
+
+    def _apply_event(self, s: Session, ev: WebhookEventRow) -> None:
+        payload = ev.payload or {}
+        check = payload.get("check") or {}
+        product = ev.product or payload.get("product")
+        check_id = ev.check_id or check.get("id")
+        if not product or not check_id:
+            return
+        pdata = event_product_data(str(ev.type), payload, product)
+        if pdata is None:
+            return
+        sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
+        row = self._outcomes(s, check_id, [product], sub.campaign if sub else None)[product]
+        self._apply_product(
+            row,
+            product_fields(product, pdata),
+            source="webhook",
+            raw=pdata,
+            completed_at=parse_time(pdata.get("completed_at")) or ev.created_at or ev.received_at,
+        )
+        row.event_at = row.event_at or ev.received_at
+        s.add(row)
+        s.flush()
+        refresh_refund(s.connection(), check_id)  # a failed product is refunded
+
+    def unapplied_event_count(self) -> int:
+        """How many stored events wait to be applied."""
+        with self.session() as s:
+            return s.exec(
+                select(func.count()).select_from(WebhookEventRow).where(WebhookEventRow.applied == False)  # noqa: E712
+            ).one()
+
+    def events(self, check_id: str | None = None) -> list[WebhookEventRow]:
+        """Stored events (all, or of one check), oldest first."""
+        with self.session() as s:
+            stmt = select(WebhookEventRow).order_by(col(WebhookEventRow.id))
+            if check_id is not None:
+                stmt = stmt.where(WebhookEventRow.check_id == check_id)
+            return list(s.exec(stmt).all())

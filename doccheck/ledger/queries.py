@@ -1,0 +1,153 @@
+"""Read-side queries: what is still pending, counts per status, reports and summaries.
+
+Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. Nothing here writes; the
+report rows themselves are built in :mod:`doccheck.ledger.report` from the ledger alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, or_
+from sqlmodel import Session, col, select
+
+from doccheck.domain import ProductState, SubmissionState
+from doccheck.ledger._base import LedgerBase
+from doccheck.ledger.merge import TERMINAL
+from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
+
+
+@dataclass(frozen=True)
+class PendingCheck:
+    """A submitted check that still has a product without a final, fetched result.
+
+    ``awaiting_fetch``: an event said a product finished but its results (scores,
+    sources) are not in the ledger yet, so the check should be fetched now.
+    ``silent_products``: products still processing with no event yet (poll after a grace).
+    """
+
+    check_id: str
+    campaign: str
+    submitted_at: datetime | None
+    last_polled_at: datetime | None
+    last_event_at: datetime | None
+    awaiting_fetch: bool
+    silent_products: tuple[str, ...]
+
+
+class QueriesMixin(LedgerBase):
+    """Pending work for the polling fallback, aggregate counts, report tables, summaries."""
+
+    def _scoped_submissions(self, run_id: str | None, campaign: str | None) -> Any:
+        stmt = select(SubmissionRow).where(SubmissionRow.state == SubmissionState.SUBMITTED)
+        if run_id is not None:
+            keys = select(DocumentRow.idempotency_key).where(DocumentRow.run_id == run_id)
+            stmt = stmt.where(col(SubmissionRow.idempotency_key).in_(keys))
+        if campaign is not None:
+            stmt = stmt.where(SubmissionRow.campaign == campaign)
+        return stmt
+
+    def pending_outcomes(self, *, run_id: str | None = None, campaign: str | None = None) -> list[OutcomeRow]:
+        """Outcomes without a final, fetched result (processing, or finished per an event
+        but not fetched yet), for the submitted checks of a run or a campaign."""
+        subs = self._scoped_submissions(run_id, campaign).subquery()
+        with self.session() as s:
+            stmt = (
+                select(OutcomeRow)
+                .join(subs, subs.c.check_id == OutcomeRow.check_id)
+                .where(or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False))  # noqa: E712
+                .order_by(col(OutcomeRow.id))
+            )
+            return list(s.exec(stmt).all())
+
+    def outcome_counts(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, int]:
+        """``{"total", "completed", "failed", "pending"}`` over the products of the submitted
+        checks of a run or campaign, in one aggregate query (cheap enough for every poll
+        round of a 10,000-document run). ``completed`` counts only fetched results."""
+        subs = self._scoped_submissions(run_id, campaign).subquery()
+        with self.session() as s:
+            stmt = (
+                select(OutcomeRow.status, OutcomeRow.fetched, func.count())
+                .join(subs, subs.c.check_id == OutcomeRow.check_id)
+                .group_by(col(OutcomeRow.status), col(OutcomeRow.fetched))
+            )
+            counts = {"total": 0, "completed": 0, "failed": 0, "pending": 0}
+            for status, fetched, n in s.exec(stmt).all():
+                counts["total"] += n
+                if status == ProductState.FAILED:
+                    counts["failed"] += n
+                elif status == ProductState.COMPLETED and fetched:
+                    counts["completed"] += n
+                else:
+                    counts["pending"] += n
+        return counts
+
+    def pending_checks(self, *, run_id: str | None = None, campaign: str | None = None) -> list[PendingCheck]:
+        """Pending outcomes grouped by check, with what polling needs to decide."""
+        subs = self._scoped_submissions(run_id, campaign).subquery()
+        with self.session() as s:
+            stmt = (
+                select(  # type: ignore[call-overload]  # seven columns: more than sqlmodel's stubs type
+                    OutcomeRow.check_id,
+                    OutcomeRow.product,
+                    OutcomeRow.status,
+                    OutcomeRow.event_at,
+                    subs.c.campaign,
+                    subs.c.submitted_at,
+                    subs.c.last_polled_at,
+                )
+                .join(subs, subs.c.check_id == OutcomeRow.check_id)
+                .where(or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False))  # noqa: E712
+                .order_by(col(OutcomeRow.id))
+            )
+            grouped: dict[str, dict[str, Any]] = {}
+            for check_id, product, status, event_at, camp, submitted_at, polled in s.exec(stmt).all():
+                g = grouped.setdefault(
+                    check_id,
+                    {"campaign": camp, "submitted_at": submitted_at, "last_polled_at": polled,
+                     "last_event_at": None, "awaiting_fetch": False, "silent": []},
+                )  # fmt: skip
+                if event_at is not None and (g["last_event_at"] is None or event_at > g["last_event_at"]):
+                    g["last_event_at"] = event_at
+                if status in TERMINAL:
+                    g["awaiting_fetch"] = True
+                elif event_at is None:
+                    g["silent"].append(product)
+        return [
+            PendingCheck(
+                check_id=cid,
+                campaign=g["campaign"],
+                submitted_at=g["submitted_at"],
+                last_polled_at=g["last_polled_at"],
+                last_event_at=g["last_event_at"],
+                awaiting_fetch=g["awaiting_fetch"],
+                silent_products=tuple(g["silent"]),
+            )
+            for cid, g in grouped.items()
+        ]
+
+    # -- reports and summaries --------------------------------------------------------
+
+    def report_rows(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The four report tables as lists of row dicts (see :mod:`doccheck.ledger.report`)."""
+        from doccheck.ledger.report import build_report_rows
+
+        return build_report_rows(self, run_id=run_id, campaign=campaign)
+
+    def report_tables(self, *, run_id: str | None = None, campaign: str | None = None) -> Any:
+        """The report tables of a run (or of a campaign's latest run) as ``ReportTables``."""
+        from doccheck.ledger.report import build_report_tables
+
+        return build_report_tables(self, run_id=run_id, campaign=campaign)
+
+    def _summary(self, s: Session, run_id: str) -> dict[str, Any]:
+        from doccheck.ledger.report import summarize
+
+        return summarize(self, s, run_id)
+
+    def run_summary(self, run_id: str) -> dict[str, Any]:
+        """Counts of a run: documents, rejected, per submission state, per product status, cost."""
+        with self.session() as s:
+            return self._summary(s, run_id)

@@ -1,0 +1,142 @@
+"""Runs, their accepted documents and their refused rows.
+
+Part of the :class:`~doccheck.ledger.ledger.Ledger` facade: what a run was asked to do,
+recorded before anything is sent, so the reports can say what happened to every row.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlmodel import col, select
+
+from doccheck.ledger._base import LedgerBase, dump
+from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, utcnow
+
+
+class RunsMixin(LedgerBase):
+    """Start, finish and look up runs; record their documents and rejections (idempotent)."""
+
+    def start_run(
+        self,
+        *,
+        campaign: str,
+        manifest: str | None = None,
+        products: Sequence[str] = (),
+        params: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """Record the start of a run and return its id (a UUID unless given)."""
+        run = RunRow(
+            id=run_id or str(uuid.uuid4()),
+            campaign=campaign,
+            manifest=manifest,
+            products=list(products),
+            params=dump(params or {}),
+        )
+        with self.session() as s:
+            s.add(run)
+        return run.id
+
+    def finish_run(
+        self, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None
+    ) -> None:
+        """Close a run with its final status and a JSON summary."""
+        with self.session() as s:
+            run = s.get(RunRow, run_id)
+            if run is None:
+                raise KeyError(f"unknown run id {run_id!r}")
+            run.status = status
+            run.finished_at = utcnow()
+            run.summary = dump(summary) if summary is not None else self._summary(s, run_id)
+            s.add(run)
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        """The run row, or None."""
+        with self.session() as s:
+            return s.get(RunRow, run_id)
+
+    def latest_run(self, campaign: str) -> RunRow | None:
+        """The most recent run of a campaign (for ``collect_results`` by campaign)."""
+        with self.session() as s:
+            stmt = select(RunRow).where(RunRow.campaign == campaign)
+            return s.exec(stmt.order_by(col(RunRow.started_at).desc())).first()
+
+    def campaign_of(self, run_id: str) -> str:
+        """The campaign of a run (raises KeyError for an unknown run)."""
+        run = self.get_run(run_id)
+        if run is None:
+            raise KeyError(f"unknown run id {run_id!r}")
+        return run.campaign
+
+    # -- documents and rejections -----------------------------------------------------
+
+    def record_documents(self, run_id: str, documents: Iterable[Any]) -> int:
+        """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent.
+
+        Only what the reports need is kept: hash, size, words, mode, key and the caller's
+        allowlisted metadata; never the text.
+        """
+        campaign = self.campaign_of(run_id)
+        count = 0
+        with self.session() as s:
+            existing = set(
+                s.exec(select(DocumentRow.document_id).where(DocumentRow.run_id == run_id)).all()
+            )
+            for doc in documents:
+                if doc.document_id in existing:
+                    continue
+                existing.add(doc.document_id)
+                s.add(
+                    DocumentRow(
+                        run_id=run_id,
+                        campaign=campaign,
+                        document_id=doc.document_id,
+                        row_number=getattr(doc, "row_number", None),
+                        name=getattr(doc, "name", None),
+                        mode=getattr(doc, "mode", None),
+                        content_hash=getattr(doc, "content_hash", None),
+                        size_bytes=getattr(doc, "size_bytes", None),
+                        words=getattr(doc, "words", None),
+                        products=list(doc.products),
+                        idempotency_key=doc.idempotency_key,
+                        estimated_cost_cents=getattr(doc, "estimated_cost_cents", None),
+                        doc_metadata={str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
+                    )
+                )
+                count += 1
+        return count
+
+    def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
+        """Record the rows refused before sending (planning's ``Rejection``); idempotent per run."""
+        with self.session() as s:
+            seen = {
+                (r.row_number, r.document_id, r.code)
+                for r in s.exec(select(RejectionRow).where(RejectionRow.run_id == run_id)).all()
+            }
+            count = 0
+            for r in rejections:
+                ident = (r.row_number, r.document_id, r.code)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                s.add(
+                    RejectionRow(
+                        run_id=run_id,
+                        row_number=r.row_number,
+                        document_id=r.document_id,
+                        field=r.field,
+                        code=r.code,
+                        reason=r.reason,
+                    )
+                )
+                count += 1
+        return count
+
+    def document_metadata(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """``document_id → metadata`` of a run, for joining caller columns into the reports."""
+        with self.session() as s:
+            rows = s.exec(select(DocumentRow).where(DocumentRow.run_id == run_id)).all()
+            return {r.document_id: dict(r.doc_metadata or {}) for r in rows}
