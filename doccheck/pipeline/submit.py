@@ -41,6 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
+from doccheck.ledger.bulk import Answer, AnswerRecorder
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -183,6 +184,9 @@ class _BatchSubmitter:
         self.uploads: dict[str, Upload] = {}
         #: The ledger's calls run on this thread, off the event loop (issue 10).
         self.writer = LedgerWriter()
+        #: Answers are recorded (and their claims released) in groups: one transaction for many.
+        self.answers = AnswerRecorder(ledger, self.writer)
+        self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         """A ledger call on the writer thread: awaited, so the order of writes is kept."""
@@ -253,7 +257,10 @@ class _BatchSubmitter:
             return await self._submit(doc, current, attempt)
         finally:
             self.held.discard(key)
-            await self._db(self.ledger.claims.release, key, self.owner, settled=key in self.settled)
+            if key in self.released:
+                self.released.discard(key)
+            else:
+                await self._db(self.ledger.claims.release, key, self.owner, settled=key in self.settled)
             self.settled.discard(key)
 
     async def _reconcile(self, doc: Any, current: SubmissionRow | None) -> bool:
@@ -357,8 +364,8 @@ class _BatchSubmitter:
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
-        await self._db(self.ledger.mark_submitted, doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
-        self.settled.add(doc.idempotency_key)  # released with the doubt cleared, one statement
+        await self.answers.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
+        self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
             await self._db(self.budget.settle, reserved, charge, doc.idempotency_key)
