@@ -16,10 +16,12 @@ through ``Ledger.mark_submitted`` and ``Claims.release`` one by one, as before.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from doccheck import domain
 from doccheck.ledger.money import record_charge
@@ -29,7 +31,10 @@ if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
     from doccheck.ledger.writer import LedgerWriter
 
-__all__ = ["Answer", "AnswerRecorder", "record_answers"]
+T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = ["Answer", "AnswerRecorder", "GroupCommit", "Prepare", "record_answers", "record_prepares"]
 
 
 @dataclass(frozen=True)
@@ -128,37 +133,98 @@ def _update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
         conn.execute(stmt, [{"k": r["k"], **{f"v_{n}": r[n] for n in names}} for r in group])
 
 
-class AnswerRecorder:
-    """Group commit of answers on the batch's writer thread (see the module's docstring)."""
+@dataclass(frozen=True)
+class Prepare:
+    """One document about to be sent: ``mark_submitting`` then ``claims.mark_sending``."""
 
-    def __init__(self, ledger: Ledger, writer: LedgerWriter) -> None:
+    key: str
+    campaign: str
+    document_id: str
+    products: tuple[str, ...]
+    mode: str | None
+    owner: str
+
+
+def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
+    """``mark_submitting`` + ``mark_sending`` of each item, all in one transaction.
+
+    Returns, per item, whether its owner still held the claim (False: it must not send).
+    On a conflicting insert (another process created a row meanwhile) everything is
+    rolled back and done one by one with the ledger's own methods.
+    """
+    s, c = SubmissionRow.__table__, ClaimRow.__table__
+    try:
+        held: list[bool] = []
+        with ledger.engine.begin() as conn:
+            now = utcnow()
+            for p in items:
+                fields = {"campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
+                          "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None}  # fmt: skip
+                done = conn.execute(
+                    update(s).where(s.c.idempotency_key == p.key, s.c.state != "submitted")
+                    .values(**fields, attempts=s.c.attempts + 1, updated_at=now)
+                ).rowcount  # fmt: skip
+                if not done and conn.execute(select(s.c.id).where(s.c.idempotency_key == p.key)).first() is None:
+                    conn.execute(insert(s).values(idempotency_key=p.key, **fields, attempts=1, replayed=False,
+                                                  created_at=now, updated_at=now))  # fmt: skip
+                held.append(bool(conn.execute(
+                    update(c).where(c.c.idempotency_key == p.key, c.c.owner == p.owner)
+                    .values(in_doubt=True, sent_by=p.owner, first_sent_at=func.coalesce(c.c.first_sent_at, now),
+                            updated_at=now)
+                ).rowcount))  # fmt: skip
+        return held
+    except IntegrityError:
+        out = []
+        for p in items:
+            ledger.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products),
+                                   mode=p.mode)  # fmt: skip
+            out.append(ledger.claims.mark_sending(p.key, p.owner))
+        return out
+
+
+class GroupCommit(Generic[T, R]):
+    """Group commit on the batch's writer thread: ``await group.record(item)`` returns once
+    ``many(ledger, items)`` has committed it together with every item that came meanwhile."""
+
+    def __init__(self, ledger: Ledger, writer: LedgerWriter, many: Callable[[Ledger, list[T]], list[R] | None]) -> None:
         self.ledger = ledger
         self.writer = writer
-        self._pending: list[tuple[Answer, asyncio.Future[None]]] = []
+        self.many = many
+        self._pending: list[tuple[T, asyncio.Future[R | None]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def record(self, answer: Answer) -> None:
-        """Return once ``answer`` is committed (with every answer that came meanwhile)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((answer, future))
+    async def record(self, item: T) -> R | None:
+        """Return ``item``'s result once it is committed."""
+        future: asyncio.Future[R | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        await asyncio.shield(future)
+        return await asyncio.shield(future)
 
     async def _flush(self) -> None:
         while self._pending:
             group, self._pending = self._pending, []
             try:
-                await self.writer.call(record_answers, self.ledger, [a for a, _ in group])
-            except Exception:  # noqa: BLE001 - one bad answer must not fail the others: one by one
-                for answer, future in group:
+                results = await self.writer.call(self.many, self.ledger, [item for item, _ in group])
+            except Exception:  # noqa: BLE001 - one bad item must not fail the others: one by one
+                for item, future in group:
                     try:
-                        await self.writer.call(record_answers, self.ledger, [answer])
+                        one = await self.writer.call(self.many, self.ledger, [item])
                     except Exception as exc:  # noqa: BLE001
                         future.set_exception(exc)
                     else:
-                        future.set_result(None)
+                        future.set_result(one[0] if one else None)
                 continue
-            for _, future in group:
+            for i, (_, future) in enumerate(group):
                 if not future.done():
-                    future.set_result(None)
+                    future.set_result(results[i] if results else None)
+
+
+def AnswerRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Answer, None]:  # noqa: N802 - a factory
+    """The group commit of answers (see the module's docstring)."""
+    return GroupCommit(ledger, writer, record_answers)
+
+
+def PrepareRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Prepare, bool]:  # noqa: N802 - a factory
+    """The group commit of ``submitting`` + ``sending`` before the requests."""
+    return GroupCommit(ledger, writer, record_prepares)

@@ -41,7 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, AnswerRecorder
+from doccheck.ledger.bulk import Answer, AnswerRecorder, Prepare, PrepareRecorder
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -186,6 +186,7 @@ class _BatchSubmitter:
         self.writer = LedgerWriter()
         #: Answers are recorded (and their claims released) in groups: one transaction for many.
         self.answers = AnswerRecorder(ledger, self.writer)
+        self.prepares = PrepareRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -321,16 +322,25 @@ class _BatchSubmitter:
                     state="skipped_budget",
                 )
                 return None
-        await self._db(
-            self.ledger.mark_submitting,
-            doc.idempotency_key,
-            campaign=self.campaign,
-            document_id=doc.document_id,
-            products=list(doc.products),
-            mode=doc.mode,
-        )
+        # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
+        grouped = (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
+        if grouped:
+            held = await self.prepares.record(
+                Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
+            )
+        else:
+            await self._db(
+                self.ledger.mark_submitting,
+                doc.idempotency_key,
+                campaign=self.campaign,
+                document_id=doc.document_id,
+                products=list(doc.products),
+                mode=doc.mode,
+            )
         try:
-            check, upload_id = await self._send(doc, previous.upload_id if previous else None)
+            if grouped and not held:
+                raise ClaimLost(doc.idempotency_key)
+            check, upload_id = await self._send(doc, previous.upload_id if previous else None, marked=grouped)
         except (AuthenticationError, ConfigurationError) as exc:
             if self.budget is not None:
                 await self._db(self.budget.release, reserved, doc.idempotency_key)
@@ -402,17 +412,20 @@ class _BatchSubmitter:
             "idempotency_key": doc.idempotency_key,
         }
 
-    async def _send(self, doc: Any, previous_upload_id: str | None) -> tuple[Check, str | None]:
+    async def _send(self, doc: Any, previous_upload_id: str | None, *, marked: bool = False) -> tuple[Check, str | None]:
+        """``marked``: ``sending`` is already recorded (grouped with ``submitting``)."""
         if doc.mode == "text":
             if doc.text is None:
                 raise DocCheckError("a text-mode document has no text", code="invalid_input")
-            await self._sending(doc)
+            if not marked:
+                await self._sending(doc)
             sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
-            await self._sending(doc)
+            if not marked:
+                await self._sending(doc)
             sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
             return sub.check, sub.upload_id
         return await self._send_upload(doc, previous_upload_id)

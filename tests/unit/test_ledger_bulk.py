@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from doccheck.client.models import Check
 from doccheck.ledger import Ledger
-from doccheck.ledger.bulk import Answer, AnswerRecorder, record_answers
+from doccheck.ledger.bulk import Answer, AnswerRecorder, Prepare, record_answers, record_prepares
 from doccheck.ledger.money_tables import MONEY_TABLES
 from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow
 from doccheck.ledger.writer import LedgerWriter
@@ -107,3 +107,20 @@ def test_recorder_groups_concurrent_answers_into_few_transactions(tmp_path: Path
     assert {r.state for r in ledger.submissions_for_keys(keys).values()} == {"submitted"}
     assert ledger.claims.holders(keys) == {}
     ledger.close()
+
+
+def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, Ledger]) -> None:
+    one, grouped = ledgers
+    items = [Prepare(f"p{i}", "c1", f"d{i}", ("ai",), "text", OWNER) for i in range(4)]
+    items.append(Prepare("p-lost", "c1", "dl", ("ai",), "text", OWNER))  # claim held by another owner
+    for led in ledgers:
+        for p in items:
+            assert led.claims.claim(p.key, "host:2:other" if p.key == "p-lost" else OWNER)
+        led.mark_submit_failed("p1", code="network_error", message="x", state="retry_later", campaign="c1",
+                               document_id="d1", products=["ai"], mode="text")  # fmt: skip
+    expected = []
+    for p in items:
+        one.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode)
+        expected.append(one.claims.mark_sending(p.key, p.owner))
+    assert record_prepares(grouped, items) == expected == [True, True, True, True, False]
+    assert _snapshot(grouped) == _snapshot(one)
