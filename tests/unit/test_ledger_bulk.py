@@ -79,8 +79,13 @@ def test_grouped_answers_equal_one_by_one_writes(ledgers: tuple[Ledger, Ledger])
     assert holders["k-other"] == "host:2:other" and holders["k-text"] is None
 
 
-def test_recorder_groups_concurrent_answers_into_few_transactions(tmp_path: Path) -> None:
-    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+@pytest.fixture
+def fresh_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'l.db'}"
+
+
+def test_recorder_groups_concurrent_answers_into_few_transactions(fresh_url: str) -> None:
+    ledger = Ledger(fresh_url)
     keys = [f"k{i}" for i in range(40)]
     for key in keys:
         assert ledger.claims.claim(key, OWNER)
