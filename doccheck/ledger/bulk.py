@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from doccheck import domain
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["Answer", "AnswerRecorder", "GroupCommit", "Prepare", "record_answers", "record_prepares"]
+__all__ = ["Answer", "AnswerRecorder", "ClaimRequest", "GroupCommit", "Prepare", "record_answers", "record_claims", "record_prepares"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,53 @@ def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
         return out
 
 
+@dataclass(frozen=True)
+class ClaimRequest:
+    """One key to claim for ``owner`` (``Claims.claim``), then its submission read afresh."""
+
+    key: str
+    owner: str
+    lease_seconds: float
+
+
+def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any]]:
+    """``claims.claim`` then ``submission_for_key`` of each item, in one transaction.
+
+    Returns ``(won, submission row or None)`` per item. A key held by someone else is
+    tried again with ``Claims.claim`` after the transaction (its dead-owner take-over).
+    """
+    s, c = SubmissionRow.__table__, ClaimRow.__table__
+    won: dict[str, bool] = {}
+    with ledger.engine.begin() as conn:
+        now = utcnow()
+        for it in items:
+            expires = now + timedelta(seconds=it.lease_seconds)
+            got = conn.execute(
+                update(c)
+                .where(c.c.idempotency_key == it.key, or_(c.c.owner.is_(None), c.c.owner == it.owner, c.c.expires_at < now))
+                .values(owner=it.owner, expires_at=expires, updated_at=now)
+            ).rowcount
+            if not got:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(insert(c).values(idempotency_key=it.key, owner=it.owner, expires_at=expires,
+                                                      in_doubt=False, updated_at=now))  # fmt: skip
+                    got = 1
+                except IntegrityError:  # the row exists: held by another owner
+                    got = 0
+            won[it.key] = bool(got)
+        rows = {r.idempotency_key: r for r in conn.execute(select(s).where(s.c.idempotency_key.in_([i.key for i in items])))}
+    out: list[tuple[bool, Any]] = []
+    for it in items:
+        if won[it.key]:
+            out.append((True, rows.get(it.key)))
+        elif ledger.claims.claim(it.key, it.owner, it.lease_seconds):  # a dead holder on this host
+            out.append((True, ledger.submission_for_key(it.key)))
+        else:
+            out.append((False, ledger.submission_for_key(it.key)))
+    return out
+
+
 class GroupCommit(Generic[T, R]):
     """Group commit on the batch's writer thread: ``await group.record(item)`` returns once
     ``many(ledger, items)`` has committed it together with every item that came meanwhile."""
@@ -228,3 +276,8 @@ def AnswerRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Answer, 
 def PrepareRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Prepare, bool]:  # noqa: N802 - a factory
     """The group commit of ``submitting`` + ``sending`` before the requests."""
     return GroupCommit(ledger, writer, record_prepares)
+
+
+def ClaimRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[ClaimRequest, tuple[bool, Any]]:  # noqa: N802
+    """The group commit of claims (and the fresh read of their submissions)."""
+    return GroupCommit(ledger, writer, record_claims)

@@ -41,7 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, AnswerRecorder, Prepare, PrepareRecorder
+from doccheck.ledger.bulk import Answer, AnswerRecorder, ClaimRecorder, ClaimRequest, Prepare, PrepareRecorder
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -187,6 +187,7 @@ class _BatchSubmitter:
         #: Answers are recorded (and their claims released) in groups: one transaction for many.
         self.answers = AnswerRecorder(ledger, self.writer)
         self.prepares = PrepareRecorder(ledger, self.writer)
+        self.claims = ClaimRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -239,8 +240,9 @@ class _BatchSubmitter:
         """One try under the key's claim. Returns None when the document is settled (a
         check, a final refusal, or left for a later run), else the seconds to wait."""
         key = doc.idempotency_key
-        if not await self._db(self.ledger.claims.claim, key, self.owner, self.lease_seconds):
-            current = await self._db(self.ledger.submission_for_key, key)
+        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds))
+        won, current = claimed if claimed is not None else (False, None)
+        if not won:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1  # the other process finished it meanwhile
                 return None
@@ -251,7 +253,7 @@ class _BatchSubmitter:
             return delay
         self.held.add(key)
         try:
-            current = await self._db(self.ledger.submission_for_key, key)  # fresh: another run may have sent it
+            # ``current`` was read after the claim was won, in its transaction: fresh
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1
                 return None

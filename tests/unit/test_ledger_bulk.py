@@ -12,7 +12,15 @@ from sqlalchemy import select
 
 from doccheck.client.models import Check
 from doccheck.ledger import Ledger
-from doccheck.ledger.bulk import Answer, AnswerRecorder, Prepare, record_answers, record_prepares
+from doccheck.ledger.bulk import (
+    Answer,
+    AnswerRecorder,
+    ClaimRequest,
+    Prepare,
+    record_answers,
+    record_claims,
+    record_prepares,
+)
 from doccheck.ledger.money_tables import MONEY_TABLES
 from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow
 from doccheck.ledger.writer import LedgerWriter
@@ -128,4 +136,18 @@ def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, L
         one.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode)
         expected.append(one.claims.mark_sending(p.key, p.owner))
     assert record_prepares(grouped, items) == expected == [True, True, True, True, False]
+    assert _snapshot(grouped) == _snapshot(one)
+
+
+def test_grouped_claims_equal_claim_then_read(ledgers: tuple[Ledger, Ledger]) -> None:
+    one, grouped = ledgers
+    for led in ledgers:
+        assert led.claims.claim("held", "host:2:other")  # a live other owner (not this host's dead pid)
+        assert led.claims.claim("mine", OWNER)
+        led.mark_submitting("mine", campaign="c1", document_id="m", products=["ai"], mode="text")
+    items = [ClaimRequest(k, OWNER, 120.0) for k in ("new", "mine", "held")]
+    expected = [(one.claims.claim(i.key, i.owner, i.lease_seconds), one.submission_for_key(i.key)) for i in items]
+    got = record_claims(grouped, items)
+    assert [w for w, _ in got] == [w for w, _ in expected] == [True, True, False]
+    assert [(r.state if r else None) for _, r in got] == [(r.state if r else None) for _, r in expected]
     assert _snapshot(grouped) == _snapshot(one)
