@@ -88,15 +88,22 @@ def _match(documents: Any, campaign: str, database_url: str | None, templates: S
     """Cohort matching as ``match_plan`` does it for a dry run, fed by the stream."""
     from doccheck.matching import summary_of
     from doccheck.matching.cohort import MatchOptions, match_cohort
-    from doccheck.matching.store import MemoryStore, OverlayStore, SignatureStore, existing_ledger
+    from doccheck.matching.spill import SpillStore
+    from doccheck.matching.store import OverlayStore, SignatureStore, existing_ledger
 
     options = MatchOptions()
     if templates:
         options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
     ledger = existing_ledger(database_url)
+    spill = SpillStore()  # this run's shingle sets wait on disk, not in memory
     try:
-        store: SignatureStore = OverlayStore(ledger) if ledger is not None else MemoryStore()
+        store: SignatureStore = spill
+        if ledger is not None:
+            overlay = OverlayStore(ledger)
+            overlay.memory = spill  # type: ignore[assignment]  # same interface as MemoryStore
+            store = overlay
         return summary_of(match_cohort(documents, campaign=campaign, run_id="dry-run", store=store, options=options))
     finally:
+        spill.close()
         if ledger is not None:
             ledger.close()

@@ -103,3 +103,16 @@ def test_planning_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
     # Holding the rows would cost > 40,000 × 1 KB of text alone; streaming keeps ~12 bytes per row.
     assert large < 1.5 * small, (small, large)
     assert large < 8 * 1024 * 1024, large
+
+
+def test_spill_store_matches_like_the_memory_store() -> None:
+    from doccheck.matching.cohort import match_cohort
+    from doccheck.matching.spill import SpillStore
+    from doccheck.matching.store import MemoryStore
+
+    plan = load_plan(SAMPLE)
+    spill = SpillStore()
+    in_memory = match_cohort(plan.documents, campaign="c", run_id="r", store=MemoryStore())
+    spilled = match_cohort(plan.documents, campaign="c", run_id="r", store=spill)
+    spill.close()
+    assert spilled.top(50) == in_memory.top(50) and spilled.summary()["pairs"] >= 1
