@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -91,8 +91,11 @@ def run(
         raise fail(err, str(exc)) from None
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
-    if not dry_run:
-        require_service_settings(err, base_url)
+    if dry_run:  # plans in this process: no flow, no Prefect server (issue 10)
+        _print_summary(console, _dry_run(err, manifest, campaign, products, metadata_columns, database_url, template))
+        console.print("dry run: nothing was sent.")
+        return
+    require_service_settings(err, base_url)
 
     quiet_prefect()
     use_local_prefect_server_if_running()
@@ -123,15 +126,7 @@ def run(
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
-    console.print(summary_table(summary))
-    rejected = rejections_table(summary)
-    if rejected is not None:
-        console.print(rejected)
-    from doccheck.matching import pairs_table
-
-    pairs = pairs_table(summary.cohort_matches)
-    if pairs is not None:
-        console.print(pairs)
+    _print_summary(console, summary)
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
     elif summary.status == "pending":
@@ -143,3 +138,43 @@ def run(
         again = f"doccheck run {shlex.quote(str(manifest))} --campaign {shlex.quote(summary.campaign)}"
         console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_summary(console: Console, summary: Any) -> None:
+    """The summary table, the rejected rows and the cohort pairs (a flow's summary or a dry run's)."""
+    console.print(summary_table(summary))
+    rejected = rejections_table(summary)
+    if rejected is not None:
+        console.print(rejected)
+    from doccheck.matching import pairs_table
+
+    pairs = pairs_table(summary.cohort_matches)
+    if pairs is not None:
+        console.print(pairs)
+
+
+def _dry_run(
+    err: Console,
+    manifest: Path,
+    campaign: str | None,
+    products: str,
+    metadata_columns: str,
+    database_url: str | None,
+    template: list[Path] | None,
+) -> Any:
+    """``doccheck.dry_run`` with the flow's defaults; configuration errors exit with one line."""
+    from doccheck.commands._runner import describe_error
+    from doccheck.config import load_settings
+    from doccheck.dry_run import dry_run
+
+    try:
+        return dry_run(
+            manifest,
+            campaign=campaign,
+            products=products,
+            metadata_columns=metadata_columns,
+            database_url=database_url or load_settings().database_url,
+            templates=[str(t) for t in template or []],
+        )
+    except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
+        raise fail(err, describe_error(exc)) from None

@@ -76,7 +76,7 @@ def count_words(text: str) -> int:
     once and "--" counts zero times. The rule is simple and deterministic so that the
     caller can predict the billed word count exactly.
     """
-    return sum(1 for _ in _WORD_RE.finditer(text or ""))
+    return len(_WORD_RE.findall(text or ""))  # a list, not a generator: ~1.5x faster on a term (issue 10)
 
 
 def words_of(text: str) -> list[str]:

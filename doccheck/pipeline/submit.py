@@ -41,7 +41,9 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
+from doccheck.ledger.bulk import Answer, AnswerRecorder, ClaimRecorder, ClaimRequest, Prepare, PrepareRecorder
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
+from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.progress import ProgressCallback, report
@@ -180,13 +182,25 @@ class _BatchSubmitter:
         #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
         #: to the same upload (while its address is valid) instead of taking another slot.
         self.uploads: dict[str, Upload] = {}
+        #: The ledger's calls run on this thread, off the event loop (issue 10).
+        self.writer = LedgerWriter()
+        #: Answers are recorded (and their claims released) in groups: one transaction for many.
+        self.answers = AnswerRecorder(ledger, self.writer)
+        self.prepares = PrepareRecorder(ledger, self.writer)
+        self.claims = ClaimRecorder(ledger, self.writer)
+        self.released: set[str] = set()  # keys whose claim the grouped answer already released
+
+    async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """A ledger call on the writer thread: awaited, so the order of writes is kept."""
+        return await self.writer.call(fn, *args, **kwargs)
 
     def _tick(self) -> None:
         self.done += 1
         report(self.on_progress, self.done, self.result.total, "submit")
 
-    def _fail(self, doc: Any, code: str, message: str, state: str = "failed") -> None:
-        self.ledger.mark_submit_failed(
+    async def _fail(self, doc: Any, code: str, message: str, state: str = "failed") -> None:
+        await self._db(
+            self.ledger.mark_submit_failed,
             doc.idempotency_key,
             code=code,
             message=message,
@@ -226,8 +240,9 @@ class _BatchSubmitter:
         """One try under the key's claim. Returns None when the document is settled (a
         check, a final refusal, or left for a later run), else the seconds to wait."""
         key = doc.idempotency_key
-        if not self.ledger.claims.claim(key, self.owner, self.lease_seconds):
-            current = self.ledger.submission_for_key(key)
+        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds))
+        won, current = claimed if claimed is not None else (False, None)
+        if not won:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1  # the other process finished it meanwhile
                 return None
@@ -238,14 +253,17 @@ class _BatchSubmitter:
             return delay
         self.held.add(key)
         try:
-            current = self.ledger.submission_for_key(key)  # fresh: another run may have sent it
+            # ``current`` was read after the claim was won, in its transaction: fresh
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1
                 return None
             return await self._submit(doc, current, attempt)
         finally:
             self.held.discard(key)
-            self.ledger.claims.release(key, self.owner, settled=key in self.settled)
+            if key in self.released:
+                self.released.discard(key)
+            else:
+                await self._db(self.ledger.claims.release, key, self.owner, settled=key in self.settled)
             self.settled.discard(key)
 
     async def _reconcile(self, doc: Any, current: SubmissionRow | None) -> bool:
@@ -253,7 +271,7 @@ class _BatchSubmitter:
         :mod:`doccheck.pipeline.reconcile`). True when a check was found and recorded."""
         if current is None:  # never marked submitting, so never sent: nothing to look up
             return False
-        doubt = self.ledger.claims.doubt(doc.idempotency_key)
+        doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
         if doubt is None or not needs_reconciliation(doubt, self.owner):
             return False
         check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
@@ -261,20 +279,21 @@ class _BatchSubmitter:
             return False
         log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
                  check.id, doc.document_id)  # fmt: skip
-        self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, replayed=True)
-        self.ledger.claims.settle(doc.idempotency_key)
+        await self._db(self.ledger.mark_submitted, doc.idempotency_key, check, mode=doc.mode, replayed=True)
+        await self._db(self.ledger.claims.settle, doc.idempotency_key)
         self.result.replayed += 1
         self.result.reconciled += 1
         return True
 
-    def _requeue(self, doc: Any, exc: DocCheckError, attempt: int) -> float | None:
+    async def _requeue(self, doc: Any, exc: DocCheckError, attempt: int) -> float | None:
         """The wait before the next try after a transient error, or None (and the row left
         ``retry_later``) when that try would start after the submit deadline."""
         delay = REQUEUE_POLICY.wait_for(attempt, exc)
         if not self._past_deadline(delay):
             log.debug("requeued %s after %s (attempt %d)", doc.document_id, _error_code(exc), attempt)
             return delay
-        self.ledger.mark_submit_failed(
+        await self._db(
+            self.ledger.mark_submit_failed,
             doc.idempotency_key,
             code=_error_code(exc),
             message=f"not sent before the submit deadline ({attempt} attempts; last: {exc.message})",
@@ -292,12 +311,12 @@ class _BatchSubmitter:
             if await self._reconcile(doc, previous):
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
-            return self._requeue(doc, exc, attempt)
+            return await self._requeue(doc, exc, attempt)
         reserved = 0
         if self.budget is not None:
             reserved = int(doc.estimated_cost_cents or 0)
-            if not self.budget.reserve(reserved, doc.idempotency_key):
-                self._fail(
+            if not await self._db(self.budget.reserve, reserved, doc.idempotency_key):
+                await self._fail(
                     doc,
                     "budget_exceeded",
                     f"not sent: its estimated {reserved} cents would exceed the budget of "
@@ -305,26 +324,36 @@ class _BatchSubmitter:
                     state="skipped_budget",
                 )
                 return None
-        self.ledger.mark_submitting(
-            doc.idempotency_key,
-            campaign=self.campaign,
-            document_id=doc.document_id,
-            products=list(doc.products),
-            mode=doc.mode,
-        )
+        # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
+        grouped = (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
+        if grouped:
+            held = await self.prepares.record(
+                Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
+            )
+        else:
+            await self._db(
+                self.ledger.mark_submitting,
+                doc.idempotency_key,
+                campaign=self.campaign,
+                document_id=doc.document_id,
+                products=list(doc.products),
+                mode=doc.mode,
+            )
         try:
-            check, upload_id = await self._send(doc, previous.upload_id if previous else None)
+            if grouped and not held:
+                raise ClaimLost(doc.idempotency_key)
+            check, upload_id = await self._send(doc, previous.upload_id if previous else None, marked=grouped)
         except (AuthenticationError, ConfigurationError) as exc:
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
         except TRANSIENT_ERRORS as exc:  # may have reached the service: stays in doubt
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
-            return self._requeue(doc, exc, attempt)
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
+            return await self._requeue(doc, exc, attempt)
         except ClaimLost:
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
             delay = ELSEWHERE_POLICY.backoff(attempt)
             if self._past_deadline(delay):
                 self.result.in_flight_elsewhere += 1
@@ -332,26 +361,26 @@ class _BatchSubmitter:
             return delay
         except DocCheckError as exc:
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
-            self._fail(doc, _error_code(exc), exc.message)
-            self.ledger.claims.settle(doc.idempotency_key)  # a refusal: no check was made
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
+            await self._fail(doc, _error_code(exc), exc.message)
+            await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
             return None
         except OSError as exc:  # the file vanished or became unreadable since planning
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
-            self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
+            await self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
             return None
         except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
             if self.budget is not None:
-                self.budget.release(reserved, doc.idempotency_key)
+                await self._db(self.budget.release, reserved, doc.idempotency_key)
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
-            self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
+            await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
-        self.ledger.mark_submitted(doc.idempotency_key, check, mode=doc.mode, upload_id=upload_id)
-        self.settled.add(doc.idempotency_key)  # released with the doubt cleared, one statement
+        await self.answers.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
+        self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
-            self.budget.settle(reserved, charge, doc.idempotency_key)
+            await self._db(self.budget.settle, reserved, charge, doc.idempotency_key)
         self.result.cost_cents += charge
         if check.replayed:
             self.result.replayed += 1
@@ -359,10 +388,10 @@ class _BatchSubmitter:
             self.result.submitted += 1
         return None
 
-    def _sending(self, doc: Any) -> None:
+    async def _sending(self, doc: Any) -> None:
         """Record, before a create-check request, that it may reach the service; refuse to
         send a key whose claim was lost (a stalled process whose lease expired)."""
-        if not self.ledger.claims.mark_sending(doc.idempotency_key, self.owner):
+        if not await self._db(self.ledger.claims.mark_sending, doc.idempotency_key, self.owner):
             raise ClaimLost(doc.idempotency_key)
 
     async def renew_claims(self) -> None:
@@ -372,7 +401,7 @@ class _BatchSubmitter:
             if not self.held:
                 continue
             try:
-                self.ledger.claims.renew(list(self.held), self.owner, self.lease_seconds)
+                await self._db(self.ledger.claims.renew, list(self.held), self.owner, self.lease_seconds)
             except Exception:  # noqa: BLE001 - a database blip: the next round renews (3 more before expiry)
                 log.warning("could not renew the claims of this batch; retrying", exc_info=True)
 
@@ -385,17 +414,20 @@ class _BatchSubmitter:
             "idempotency_key": doc.idempotency_key,
         }
 
-    async def _send(self, doc: Any, previous_upload_id: str | None) -> tuple[Check, str | None]:
+    async def _send(self, doc: Any, previous_upload_id: str | None, *, marked: bool = False) -> tuple[Check, str | None]:
+        """``marked``: ``sending`` is already recorded (grouped with ``submitting``)."""
         if doc.mode == "text":
             if doc.text is None:
                 raise DocCheckError("a text-mode document has no text", code="invalid_input")
-            self._sending(doc)
+            if not marked:
+                await self._sending(doc)
             sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
-            self._sending(doc)
+            if not marked:
+                await self._sending(doc)
             sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
             return sub.check, sub.upload_id
         return await self._send_upload(doc, previous_upload_id)
@@ -407,7 +439,7 @@ class _BatchSubmitter:
         common = self._common(doc)
         if previous_upload_id:
             try:
-                self._sending(doc)
+                await self._sending(doc)
                 check = await self.client.create_check(upload_id=previous_upload_id, **common)
                 return check, previous_upload_id
             except (NotFoundError, ConflictError) as exc:
@@ -421,10 +453,10 @@ class _BatchSubmitter:
         plan = plan_document(FileDocument(path))  # local refusal before taking a slot
         async with self.upload_sem:
             upload = await self.client.create_upload(path.name, content_type=plan.content_type, size_bytes=plan.size)
-            self.ledger.mark_upload_created(doc.idempotency_key, upload.upload_id)
+            await self._db(self.ledger.mark_upload_created, doc.idempotency_key, upload.upload_id)
             self.uploads[doc.idempotency_key] = upload
             await self.client.put_upload(upload, path)
-            self._sending(doc)
+            await self._sending(doc)
             check = await self.client.create_check(upload_id=upload.upload_id, **common)
         self.uploads.pop(doc.idempotency_key, None)
         return check, upload.upload_id
@@ -440,7 +472,7 @@ class _BatchSubmitter:
         try:
             async with self.upload_sem:
                 await self.client.put_upload(upload, Path(doc.path))
-                self._sending(doc)
+                await self._sending(doc)
                 check = await self.client.create_check(upload_id=upload_id, **self._common(doc))
         except UploadExpiredError:
             self.uploads.pop(doc.idempotency_key, None)
@@ -509,6 +541,7 @@ async def submit_batch(
         raise first_error(eg) from None
     finally:
         renewer.cancel()
+        submitter.writer.close()
     return submitter.result
 
 

@@ -39,6 +39,17 @@ CRASHING_RUN = textwrap.dedent(
         return original(self, *args, **kwargs)
 
     Ledger.mark_submitted = crashing
+    import doccheck.ledger.bulk as bulk  # answers are recorded in groups: the same crash point
+    original_many = bulk.record_answers
+
+    def crashing_many(ledger, answers):
+        for _ in answers:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os._exit(17)
+        return original_many(ledger, answers)
+
+    bulk.record_answers = crashing_many
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, out_dir, base_url, db_url = sys.argv[1:5]

@@ -157,6 +157,17 @@ CRASHING_RUN = textwrap.dedent(
         return original(self, *args, **kwargs)
 
     Ledger.mark_submitted = stalling
+    import doccheck.ledger.bulk as bulk  # answers are recorded in groups: the same stall point
+    original_many = bulk.record_answers
+
+    def stalling_many(ledger, answers):
+        calls["n"] += len(answers)
+        if calls["n"] >= 4:
+            print("STALLED", flush=True)
+            time.sleep(3600)  # the ledger's writer stops here: answers in flight are never recorded
+        return original_many(ledger, answers)
+
+    bulk.record_answers = stalling_many
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, db_url, base_url = sys.argv[1:4]

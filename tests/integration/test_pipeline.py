@@ -146,6 +146,17 @@ CRASH_CHILD = textwrap.dedent(
         return real(self, *args, **kwargs)
 
     Ledger.mark_submitted = crashing_mark_submitted
+    import doccheck.ledger.bulk as bulk  # answers are recorded in groups: the same crash point
+    real_many = bulk.record_answers
+
+    def crashing_record_answers(ledger, answers):
+        for _ in answers:
+            calls["n"] += 1
+            if calls["n"] == int(crash_at):
+                os._exit(17)
+        return real_many(ledger, answers)
+
+    bulk.record_answers = crashing_record_answers
     plan = load_plan(manifest, campaign=campaign, products="ai,similarity", metadata_columns=["group"])
 
     async def main():

@@ -1,0 +1,109 @@
+"""``doccheck run --dry-run`` in the library: plan and cohort-match a manifest, no Prefect at all.
+
+Why not the flow: a dry run only reads a file, yet running it as a flow started a temporary
+Prefect server when none was running (tens of seconds, issue 10). This module does what the
+flow's dry run does — validate, plan, match the cohort locally (reading an existing ledger,
+never creating or writing one) — and returns the same summary fields, so the CLI prints the
+same tables. The manifest streams through (:mod:`doccheck.plan_stream`): documents go
+straight to cohort matching and are dropped; only counts, rejections and the matcher's
+compact signatures stay in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from doccheck.plan_stream import PlanTally, iter_planned, resolve_campaign
+
+__all__ = ["DryRunSummary", "dry_run"]
+
+
+class DryRunSummary(BaseModel):
+    """The dry-run fields of the flow's ``RunSummary`` (same names, so the CLI renders both alike)."""
+
+    status: str = "planned"
+    campaign: str
+    manifest: str
+    dry_run: bool = True
+    documents: int = 0
+    rejected: int = 0
+    counts_by_mode: dict[str, int] = Field(default_factory=dict)
+    total_words: int = 0
+    estimated_cost_cents: int = 0
+    elapsed_seconds: float = 0.0
+    rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
+    cohort_matches: dict[str, Any] = Field(default_factory=dict)
+
+
+def dry_run(
+    manifest: str | os.PathLike[str],
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    database_url: str | None = None,
+    templates: Sequence[str] = (),
+    match: bool = True,
+) -> DryRunSummary:
+    """Validate, plan and (``match``) cohort-match ``manifest``; nothing is sent or written.
+
+    ``database_url``: a ledger to compare with the campaign's earlier runs, read only (a
+    SQLite file that does not exist is not created). Raises ``ManifestError`` for
+    configuration errors, as ``load_plan`` does.
+    """
+    started = time.monotonic()
+    tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
+    documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
+    cohort: dict[str, Any] = {}
+    if match:
+        cohort = _match(documents, tally.campaign, database_url, templates)
+    else:
+        for _ in documents:
+            pass
+    return DryRunSummary(
+        campaign=tally.campaign,
+        manifest=str(manifest),
+        documents=tally.documents,
+        rejected=len(tally.rejections),
+        counts_by_mode=tally.counts_by_mode(),
+        total_words=tally.total_words(),
+        estimated_cost_cents=tally.estimated_cost_cents(),
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        rejections=[
+            {"row": r.row_number, "document_id": r.document_id, "field": r.field, "code": r.code, "reason": r.reason}
+            for r in tally.rejections
+        ],
+        cohort_matches=cohort,
+    )
+
+
+def _match(documents: Any, campaign: str, database_url: str | None, templates: Sequence[str]) -> dict[str, Any]:
+    """Cohort matching as ``match_plan`` does it for a dry run, fed by the stream."""
+    from doccheck.matching import summary_of
+    from doccheck.matching.cohort import MatchOptions, match_cohort
+    from doccheck.matching.spill import SpillStore
+    from doccheck.matching.store import OverlayStore, SignatureStore, existing_ledger
+
+    options = MatchOptions()
+    if templates:
+        options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
+    ledger = existing_ledger(database_url)
+    spill = SpillStore()  # this run's shingle sets wait on disk, not in memory
+    try:
+        store: SignatureStore = spill
+        if ledger is not None:
+            overlay = OverlayStore(ledger)
+            overlay.memory = spill  # type: ignore[assignment]  # same interface as MemoryStore
+            store = overlay
+        return summary_of(match_cohort(documents, campaign=campaign, run_id="dry-run", store=store, options=options))
+    finally:
+        spill.close()
+        if ledger is not None:
+            ledger.close()

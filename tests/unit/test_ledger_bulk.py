@@ -1,0 +1,153 @@
+"""Grouped answers (``doccheck.ledger.bulk``) leave the ledger exactly as one-by-one writes do."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from doccheck.client.models import Check
+from doccheck.ledger import Ledger
+from doccheck.ledger.bulk import (
+    Answer,
+    AnswerRecorder,
+    ClaimRequest,
+    Prepare,
+    record_answers,
+    record_claims,
+    record_prepares,
+)
+from doccheck.ledger.money_tables import MONEY_TABLES
+from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow
+from doccheck.ledger.writer import LedgerWriter
+from tests.factories import check_json
+
+OWNER = "host:1:owner"
+VOLATILE = {"id", "created_at", "updated_at", "submitted_at", "expires_at", "first_sent_at", "completed_at"}
+
+
+@pytest.fixture
+def ledgers(tmp_path: Path) -> Iterator[tuple[Ledger, Ledger]]:
+    one, grouped = Ledger(f"sqlite:///{tmp_path / 'one.db'}"), Ledger(f"sqlite:///{tmp_path / 'grouped.db'}")
+    yield one, grouped
+    one.close()
+    grouped.close()
+
+
+def _cases() -> list[tuple[str, dict[str, Any], str | None, str | None, bool]]:
+    """(key, check json, mode, upload_id, marked submitting first)."""
+    return [
+        ("k-text", check_json("chk-1"), "text", None, True),
+        ("k-both", check_json("chk-2", ("ai", "similarity")), "multipart", "upl-2", True),
+        ("k-nomode", check_json("chk-3"), None, None, True),
+        ("k-done", check_json("chk-4", ai={"status": "completed", "score": 0.5}), "text", None, True),  # slow path
+        ("k-unmarked", check_json("chk-5"), "text", None, False),  # slow path: no submitting row
+        ("k-other", check_json("chk-6"), "text", None, True),  # claim held by another owner: stays held
+    ]
+
+
+def _prepare(ledger: Ledger) -> None:
+    for key, _, mode, _, marked in _cases():
+        owner = "host:2:other" if key == "k-other" else OWNER
+        assert ledger.claims.claim(key, owner)
+        if marked:
+            ledger.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode=mode or "text")
+            assert ledger.claims.mark_sending(key, owner)
+
+
+def _snapshot(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    with ledger.engine.connect() as conn:
+        for table in (SubmissionRow.__table__, OutcomeRow.__table__, ClaimRow.__table__, *MONEY_TABLES):
+            rows = [{k: v for k, v in r._mapping.items() if k not in VOLATILE} for r in conn.execute(select(table))]
+            out[table.name] = sorted(rows, key=repr)
+    return out
+
+
+def test_grouped_answers_equal_one_by_one_writes(ledgers: tuple[Ledger, Ledger]) -> None:
+    one, grouped = ledgers
+    _prepare(one)
+    _prepare(grouped)
+    for key, data, mode, upload_id, _ in _cases():
+        one.mark_submitted(key, Check.model_validate(data), mode=mode, upload_id=upload_id)
+        one.claims.release(key, OWNER, settled=True)
+    record_answers(
+        grouped,
+        [Answer(key, Check.model_validate(data), mode, upload_id, OWNER) for key, data, mode, upload_id, _ in _cases()],
+    )
+    expected, got = _snapshot(one), _snapshot(grouped)
+    assert got == expected
+    states = {r["idempotency_key"]: r["state"] for r in got["submissions"]}
+    assert set(states.values()) == {"submitted"} and len(states) == 6
+    holders = {r["idempotency_key"]: r["owner"] for r in got["submission_claims"]}
+    assert holders["k-other"] == "host:2:other" and holders["k-text"] is None
+
+
+@pytest.fixture
+def fresh_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'l.db'}"
+
+
+def test_recorder_groups_concurrent_answers_into_few_transactions(fresh_url: str) -> None:
+    ledger = Ledger(fresh_url)
+    keys = [f"k{i}" for i in range(40)]
+    for key in keys:
+        assert ledger.claims.claim(key, OWNER)
+        ledger.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode="text")
+    calls: list[int] = []
+    writer = LedgerWriter()
+    original = writer.call
+
+    async def counting(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(args[1]))
+        return await original(fn, *args, **kwargs)
+
+    writer.call = counting  # type: ignore[method-assign]
+    recorder = AnswerRecorder(ledger, writer)
+
+    async def main() -> None:
+        await asyncio.gather(*(
+            recorder.record(Answer(k, Check.model_validate(check_json(f"chk-{k}")), "text", None, OWNER)) for k in keys
+        ))  # fmt: skip
+
+    asyncio.run(main())
+    writer.close()
+    assert sum(calls) == 40 and len(calls) <= 3, calls
+    assert {r.state for r in ledger.submissions_for_keys(keys).values()} == {"submitted"}
+    assert ledger.claims.holders(keys) == {}
+    ledger.close()
+
+
+def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, Ledger]) -> None:
+    one, grouped = ledgers
+    items = [Prepare(f"p{i}", "c1", f"d{i}", ("ai",), "text", OWNER) for i in range(4)]
+    items.append(Prepare("p-lost", "c1", "dl", ("ai",), "text", OWNER))  # claim held by another owner
+    for led in ledgers:
+        for p in items:
+            assert led.claims.claim(p.key, "host:2:other" if p.key == "p-lost" else OWNER)
+        led.mark_submit_failed("p1", code="network_error", message="x", state="retry_later", campaign="c1",
+                               document_id="d1", products=["ai"], mode="text")  # fmt: skip
+    expected = []
+    for p in items:
+        one.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode)
+        expected.append(one.claims.mark_sending(p.key, p.owner))
+    assert record_prepares(grouped, items) == expected == [True, True, True, True, False]
+    assert _snapshot(grouped) == _snapshot(one)
+
+
+def test_grouped_claims_equal_claim_then_read(ledgers: tuple[Ledger, Ledger]) -> None:
+    one, grouped = ledgers
+    for led in ledgers:
+        assert led.claims.claim("held", "host:2:other")  # a live other owner (not this host's dead pid)
+        assert led.claims.claim("mine", OWNER)
+        led.mark_submitting("mine", campaign="c1", document_id="m", products=["ai"], mode="text")
+    items = [ClaimRequest(k, OWNER, 120.0) for k in ("new", "mine", "held")]
+    expected = [(one.claims.claim(i.key, i.owner, i.lease_seconds), one.submission_for_key(i.key)) for i in items]
+    got = record_claims(grouped, items)
+    assert [w for w, _ in got] == [w for w, _ in expected] == [True, True, False]
+    assert [(r.state if r else None) for _, r in got] == [(r.state if r else None) for _, r in expected]
+    assert _snapshot(grouped) == _snapshot(one)
