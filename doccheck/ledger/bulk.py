@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from doccheck import domain
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow, utcnow
 
@@ -64,7 +65,7 @@ def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
     """
     if not answers:
         return
-    s, o, c = SubmissionRow.__table__, OutcomeRow.__table__, ClaimRow.__table__
+    s, o, c = table_of(SubmissionRow), table_of(OutcomeRow), table_of(ClaimRow)
     data = {a.key: _dump(a.check) for a in answers}
     keys = list(data)
     check_ids = [str(d["id"]) for d in data.values()]
@@ -122,7 +123,7 @@ def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
 
 def _update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
     """One executemany per shape (mode and upload id given or not), as ``mark_submitted`` sets them."""
-    s = SubmissionRow.__table__
+    s = table_of(SubmissionRow)
     base = ("state", "check_id", "cost_cents", "words", "replayed", "error_code", "error_message",
             "updated_at", "submitted_at")  # fmt: skip
     shapes: dict[tuple[bool, bool], list[dict[str, Any]]] = {}
@@ -153,7 +154,7 @@ def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
     On a conflicting insert (another process created a row meanwhile) everything is
     rolled back and done one by one with the ledger's own methods.
     """
-    s, c = SubmissionRow.__table__, ClaimRow.__table__
+    s, c = table_of(SubmissionRow), table_of(ClaimRow)
     try:
         held: list[bool] = []
         with ledger.engine.begin() as conn:
@@ -198,7 +199,7 @@ def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool,
     Returns ``(won, submission row or None)`` per item. A key held by someone else is
     tried again with ``Claims.claim`` after the transaction (its dead-owner take-over).
     """
-    s, c = SubmissionRow.__table__, ClaimRow.__table__
+    s, c = table_of(SubmissionRow), table_of(ClaimRow)
     won: dict[str, bool] = {}
     with ledger.engine.begin() as conn:
         now = utcnow()
