@@ -58,7 +58,32 @@ from doccheck.secret_file import SecretFile  # noqa: E402
 API_KEY = "sk_test_chaos"
 CAMPAIGN = "chaos"
 TWO_DAYS = 2 * 24 * 3600
-WORDS = ["river", "archive", "lantern", "meadow", "quarry", "harbour", "signal", "copper", "orchard", "thunder", "velvet", "canyon", "ledger", "pebble", "migrate", "compass", "glacier", "ember", "lattice", "summit", "willow", "beacon", "cipher", "drizzle"]
+WORDS = [
+    "river",
+    "archive",
+    "lantern",
+    "meadow",
+    "quarry",
+    "harbour",
+    "signal",
+    "copper",
+    "orchard",
+    "thunder",
+    "velvet",
+    "canyon",
+    "ledger",
+    "pebble",
+    "migrate",
+    "compass",
+    "glacier",
+    "ember",
+    "lattice",
+    "summit",
+    "willow",
+    "beacon",
+    "cipher",
+    "drizzle",
+]
 FAULTS = {"error_rate": 0.3, "webhook_drop_rate": 0.3, "product_failure_rate": 0.05, "latency_ms": 30}
 
 
@@ -228,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         chaos.faults(error_rate=0.0, webhook_drop_rate=0.0, product_failure_rate=0.0, latency_ms=0)
         chaos.advance(10)
         for i in range(3):
-            code = chaos.popen("collect", "--campaign", CAMPAIGN, "--out", str(work / "reports"), log=f"collect-{i}").wait(timeout=600)
+            code = chaos.popen(
+                "collect", "--campaign", CAMPAIGN, "--out", str(work / "reports"), log=f"collect-{i}"
+            ).wait(timeout=600)
             ledger = Ledger(chaos.db)
             pending = ledger.outcome_counts(campaign=CAMPAIGN)["pending"]
             ledger.close()

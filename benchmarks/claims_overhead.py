@@ -41,7 +41,9 @@ class InstantClient:
         self.ids = itertools.count(1)
         self.by_key: dict[str, Check] = {}
 
-    async def submit(self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Submission:
+    async def submit(
+        self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any
+    ) -> Submission:
         check = self.by_key.get(idempotency_key)
         if check is None:
             check = Check.model_validate({
@@ -80,9 +82,19 @@ class NoClaims(Claims):
 def documents(n: int, tag: str) -> list[PlannedDocument]:
     return [
         PlannedDocument(
-            row_number=i, document_id=f"d{i}", name=f"d{i}", products=("ai",), text=f"essay {tag} {i} " * 30,
-            path=None, size_bytes=None, content_hash=f"{tag}-{i}", words=120, metadata={"document_id": f"d{i}"},
-            mode="text", idempotency_key=f"dc1-bench-{tag}-{i}", estimated_cost_cents=2,
+            row_number=i,
+            document_id=f"d{i}",
+            name=f"d{i}",
+            products=("ai",),
+            text=f"essay {tag} {i} " * 30,
+            path=None,
+            size_bytes=None,
+            content_hash=f"{tag}-{i}",
+            words=120,
+            metadata={"document_id": f"d{i}"},
+            mode="text",
+            idempotency_key=f"dc1-bench-{tag}-{i}",
+            estimated_cost_cents=2,
         )  # fmt: skip
         for i in range(n)
     ]
@@ -119,7 +131,9 @@ def main() -> None:
         print(f"N={args.n} concurrency={args.concurrency} ledger={'PostgreSQL' if args.database_url else 'SQLite'}")
         print(f"{'variant':<22} {'seconds':>8} {'ms/doc':>8} {'docs/s':>8} {'ratio':>6}")
         for label, elapsed in rows:
-            print(f"{label:<22} {elapsed:8.2f} {1000 * elapsed / args.n:8.2f} {args.n / elapsed:8.1f} {elapsed / base:6.2f}")
+            print(
+                f"{label:<22} {elapsed:8.2f} {1000 * elapsed / args.n:8.2f} {args.n / elapsed:8.1f} {elapsed / base:6.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -130,7 +130,9 @@ def main() -> None:
                     raise
                 time.sleep(0.1)
         base_url = f"http://127.0.0.1:{port}/api/v1"
-        print(f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'in memory: tracemalloc / RSS growth MiB':>39} | tracemalloc ratio")
+        print(
+            f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'in memory: tracemalloc / RSS growth MiB':>39} | tracemalloc ratio"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             for size in [int(s) for s in args.sizes.split(",")]:
                 dest = Path(tmp) / f"file{size}"

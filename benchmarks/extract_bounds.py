@@ -107,7 +107,10 @@ def real_docx(extra_path: str | None) -> None:
         with docx2python(io.BytesIO(data), duplicate_merged_cells=False) as r:
             return count_words(r.text)
 
-    ways = {"ours (lxml stream)": lambda b: count_words(_parse(b, "x.docx", DEFAULT_LIMITS)), "python-docx traversal": old}
+    ways = {
+        "ours (lxml stream)": lambda b: count_words(_parse(b, "x.docx", DEFAULT_LIMITS)),
+        "python-docx traversal": old,
+    }
     if docx2python is not None:
         ways["docx2python 3.7.1"] = d2p
     print("\n3. real DOCX files: words (ms)")

@@ -35,7 +35,9 @@ def parse_costs(repeat: int) -> None:
     bodies = {
         "webhook event (0.4 KB)": event_body(),
         "create-check, 1 MB text": json.dumps({"text": "word " * 200_000, "metadata": {"a": 1}}).encode(),
-        "metadata, 200 keys": json.dumps({"metadata": {f"k{i}": [i, str(i), {"x": i / 3}] for i in range(200)}}).encode(),
+        "metadata, 200 keys": json.dumps(
+            {"metadata": {f"k{i}": [i, str(i), {"x": i / 3}] for i in range(200)}}
+        ).encode(),
     }
     print("| body | json.loads (ms) | bounded_json.loads (ms) | ratio |")
     print("|---|---:|---:|---:|")

@@ -43,7 +43,32 @@ from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.planning import Plan, load_plan  # noqa: E402
 
 API_KEY = "sk_test_bench_throughput"
-WORDS = ["river", "archive", "lantern", "meadow", "quarry", "harbour", "signal", "copper", "orchard", "thunder", "velvet", "canyon", "ledger", "pebble", "migrate", "compass", "glacier", "ember", "lattice", "summit", "willow", "beacon", "cipher", "drizzle"]
+WORDS = [
+    "river",
+    "archive",
+    "lantern",
+    "meadow",
+    "quarry",
+    "harbour",
+    "signal",
+    "copper",
+    "orchard",
+    "thunder",
+    "velvet",
+    "canyon",
+    "ledger",
+    "pebble",
+    "migrate",
+    "compass",
+    "glacier",
+    "ember",
+    "lattice",
+    "summit",
+    "willow",
+    "beacon",
+    "cipher",
+    "drizzle",
+]
 
 
 class CountingTransport(httpx.AsyncBaseTransport):

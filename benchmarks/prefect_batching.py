@@ -217,7 +217,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     base, ours = results["mapped"], results["batched"]
     print()
-    print("| shape | task runs expected | recorded by the server | completed | flow wall (s) | until drained (s) | read-back settled after (s) | server drop lines |")
+    print(
+        "| shape | task runs expected | recorded by the server | completed | flow wall (s) | until drained (s) | read-back settled after (s) | server drop lines |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, mode in (("one task per item (.map), baseline", "mapped"), (f"batches of {args.batch_size}", "batched")):
         r = results[mode]

@@ -47,15 +47,21 @@ async def raw_loop(base_url: str, plan: Plan, concurrency: int) -> float:
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     salt = uuid.uuid4().hex
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60,
-                                 headers={"Authorization": f"Bearer {API_KEY}"}) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, limits=limits, timeout=60, headers={"Authorization": f"Bearer {API_KEY}"}
+    ) as client:
 
         async def one(doc: object) -> None:
             async with sem:
-                body = {"text": doc.text, "products": list(doc.products), "name": doc.name,  # type: ignore[attr-defined]
-                        "metadata": dict(doc.metadata)}  # type: ignore[attr-defined]
-                response = await client.post("/checks", json=body,
-                                             headers={"Idempotency-Key": f"raw-{salt}-{doc.idempotency_key}"})  # type: ignore[attr-defined]
+                body = {
+                    "text": doc.text,
+                    "products": list(doc.products),
+                    "name": doc.name,  # type: ignore[attr-defined]
+                    "metadata": dict(doc.metadata),
+                }  # type: ignore[attr-defined]
+                response = await client.post(
+                    "/checks", json=body, headers={"Idempotency-Key": f"raw-{salt}-{doc.idempotency_key}"}
+                )  # type: ignore[attr-defined]
                 response.raise_for_status()
 
         started = time.perf_counter()
@@ -96,14 +102,18 @@ def main() -> None:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)
     raw = max(figures["raw"])
-    print(f"marginal submission: {args.n} text documents, concurrency {args.concurrency}, "
-          f"emulator latency {args.latency_ms} ms, best of {args.rounds} rounds")
+    print(
+        f"marginal submission: {args.n} text documents, concurrency {args.concurrency}, "
+        f"emulator latency {args.latency_ms} ms, best of {args.rounds} rounds"
+    )
     print(f"raw httpx loop: {raw:.1f} docs/s (rounds: {', '.join(f'{x:.1f}' for x in figures['raw'])})")
     for kind in ("sqlite", "postgres"):
         if figures[kind]:
             best = max(figures[kind])
-            print(f"submit_batch, {kind} ledger: {best:.1f} docs/s = {best / raw:.2f}x raw "
-                  f"(rounds: {', '.join(f'{x:.1f}' for x in figures[kind])})")
+            print(
+                f"submit_batch, {kind} ledger: {best:.1f} docs/s = {best / raw:.2f}x raw "
+                f"(rounds: {', '.join(f'{x:.1f}' for x in figures[kind])})"
+            )
 
 
 def _fresh_postgres(server_url: str, name: str) -> str:

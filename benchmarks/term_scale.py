@@ -59,7 +59,13 @@ def make_manifest(path: Path, rows: int, words: int, seed: int = 10) -> Path:
 
 
 def measure(manifest: Path, match: bool) -> dict[str, float]:
-    out = subprocess.run([PY, "-c", CHILD, str(manifest), "match" if match else "plan"], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [PY, "-c", CHILD, str(manifest), "match" if match else "plan"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -68,15 +74,27 @@ def startup(folder: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(folder / "prefect-home"), DOCCHECK_DATABASE_URL=f"sqlite:///{folder / 'none.db'}")
     started = time.monotonic()
-    subprocess.run([str(Path(PY).parent / "doccheck"), "run", str(manifest), "--dry-run"], env=env, cwd=folder,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(Path(PY).parent / "doccheck"), "run", str(manifest), "--dry-run"],
+        env=env,
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
     command = time.monotonic() - started
     started = time.monotonic()
-    subprocess.run([PY, "-c", FLOW_DRY_RUN, str(manifest), str(folder / "flow.db")], env={**env, "PYTHONPATH": str(ROOT)},
-                   cwd=folder, check=True, capture_output=True)
+    subprocess.run(
+        [PY, "-c", FLOW_DRY_RUN, str(manifest), str(folder / "flow.db")],
+        env={**env, "PYTHONPATH": str(ROOT)},
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
     flow = time.monotonic() - started
-    print(f"start-up, 100-row dry run: command {command:.1f} s; flow with a temporary Prefect server {flow:.1f} s "
-          f"(ratio {flow / command:.1f}x)")
+    print(
+        f"start-up, 100-row dry run: command {command:.1f} s; flow with a temporary Prefect server {flow:.1f} s "
+        f"(ratio {flow / command:.1f}x)"
+    )
 
 
 def main() -> None:
@@ -97,10 +115,12 @@ def main() -> None:
             figures = measure(manifest, not args.no_match)
             manifest.unlink()
             base = base or figures
-            print(f"{'plan only' if args.no_match else 'dry run'} {rows:>7} rows ({size_mb:.0f} MB CSV): peak RSS {figures['peak_rss_mb']:.0f} MB "
-                  f"({figures['peak_rss_mb'] / base['peak_rss_mb']:.2f}x baseline), {figures['seconds']:.1f} s "
-                  f"({figures['seconds'] / base['seconds']:.2f}x), {figures['documents']} documents, "
-                  f"{figures['pairs']} pairs")
+            print(
+                f"{'plan only' if args.no_match else 'dry run'} {rows:>7} rows ({size_mb:.0f} MB CSV): peak RSS {figures['peak_rss_mb']:.0f} MB "
+                f"({figures['peak_rss_mb'] / base['peak_rss_mb']:.2f}x baseline), {figures['seconds']:.1f} s "
+                f"({figures['seconds'] / base['seconds']:.2f}x), {figures['documents']} documents, "
+                f"{figures['pairs']} pairs"
+            )
 
 
 if __name__ == "__main__":

@@ -154,7 +154,9 @@ def main() -> None:
                     raise
                 time.sleep(0.1)
         base_url = f"http://127.0.0.1:{port}/api/v1"
-        print(f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'whole file: tracemalloc / RSS growth MiB':>40}")
+        print(
+            f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'whole file: tracemalloc / RSS growth MiB':>40}"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             for size in [int(s) for s in args.sizes.split(",")]:
                 path = Path(tmp) / f"doc{size}.txt"

@@ -74,9 +74,7 @@ def default_collect_parameters() -> dict[str, Any]:
     return params
 
 
-def collect_trigger(
-    within: timedelta = COLLECT_WITHIN, delay: timedelta = COLLECT_DELAY
-) -> Any:
+def collect_trigger(within: timedelta = COLLECT_WITHIN, delay: timedelta = COLLECT_DELAY) -> Any:
     """The trigger of ``collect-results``: any ``doccheck.check.completed|failed`` event,
     one bucket per campaign (``for_each``), the campaign passed as the flow's parameter."""
     from prefect.events import DeploymentEventTrigger

@@ -324,7 +324,9 @@ async def _execute(
         )  # fmt: skip
         ledger.record_documents(run_id, documents)
         ledger.record_rejections(run_id, plan.rejections)
-        cohort = match_plan(plan, run_id=run_id, ledger=ledger, templates=prepared.templates)  # local pairs, before paying
+        cohort = match_plan(
+            plan, run_id=run_id, ledger=ledger, templates=prepared.templates
+        )  # local pairs, before paying
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         assert prepared.api_key is not None  # _prepare(needs_service=True) guarantees it
         async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
@@ -359,8 +361,11 @@ async def _execute(
             "failed": batch.failed,
             "skipped_budget": batch.skipped_budget,
             "spent_cents": batch.cost_cents,
-            **{k: v for k, v in ledger.run_summary(run_id).items()
-               if k in ("checks", "charged_cents", "refunded_cents", "net_cents")},  # fmt: skip
+            **{
+                k: v
+                for k, v in ledger.run_summary(run_id).items()
+                if k in ("checks", "charged_cents", "refunded_cents", "net_cents")
+            },  # fmt: skip
             "completed": counts["completed"],
             "failed_products": counts["failed"],
             "pending": pending,
@@ -552,9 +557,17 @@ def check_dataframe(
                         database_url=database_url, download=download, templates=templates)  # fmt: skip
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
     result: CheckResult = _run_sync(
-        lambda: _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
-                         poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
-                         display=display, out_dir=out_dir)  # fmt: skip
+        lambda: _execute(
+            prepared,
+            wait=wait,
+            timeout=timeout,
+            grace_seconds=grace_seconds,
+            poll_interval=poll_interval,
+            concurrency=concurrency,
+            max_spend_cents=max_spend_cents,
+            display=display,
+            out_dir=out_dir,
+        )  # fmt: skip
     )
     return result
 
@@ -608,16 +621,27 @@ def plan_dataframe(
     plan = prepared.plan
     documents = pd.DataFrame(
         [
-            {"document_id": d.document_id, "row_number": d.row_number, "mode": d.mode, "words": d.words,
-             "products": ";".join(d.products), "estimated_cost_cents": d.estimated_cost_cents}  # fmt: skip
+            {
+                "document_id": d.document_id,
+                "row_number": d.row_number,
+                "mode": d.mode,
+                "words": d.words,
+                "products": ";".join(d.products),
+                "estimated_cost_cents": d.estimated_cost_cents,
+            }  # fmt: skip
             for d in plan.documents
         ],
         columns=["document_id", "row_number", "mode", "words", "products", "estimated_cost_cents"],
     )
     rejected = pd.DataFrame(
         [
-            {"document_id": r.document_id, "row_number": r.row_number, "field": r.field, "error_code": r.code,
-             "error_message": r.reason}  # fmt: skip
+            {
+                "document_id": r.document_id,
+                "row_number": r.row_number,
+                "field": r.field,
+                "error_code": r.code,
+                "error_message": r.reason,
+            }  # fmt: skip
             for r in plan.rejections
         ],
         columns=["document_id", "row_number", "field", "error_code", "error_message"],
@@ -658,12 +682,22 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
 
         return asyncio.run(
             bulk_check(
-                manifest=manifest, products=[products] if isinstance(products, str) else list(products),
-                out_dir=str(reports), campaign=campaign, concurrency=concurrency, wait=wait,
-                wait_timeout=timeout, max_spend_cents=max_spend_cents, metadata_columns=list(columns.metadata),
-                base_url=base_url, database_url=database_url, grace_seconds=grace_seconds,
-                poll_interval=poll_interval, api_key_block=api_key_block,
-                download=download if isinstance(download, str) else list(download), templates=list(templates),
+                manifest=manifest,
+                products=[products] if isinstance(products, str) else list(products),
+                out_dir=str(reports),
+                campaign=campaign,
+                concurrency=concurrency,
+                wait=wait,
+                wait_timeout=timeout,
+                max_spend_cents=max_spend_cents,
+                metadata_columns=list(columns.metadata),
+                base_url=base_url,
+                database_url=database_url,
+                grace_seconds=grace_seconds,
+                poll_interval=poll_interval,
+                api_key_block=api_key_block,
+                download=download if isinstance(download, str) else list(download),
+                templates=list(templates),
             )  # fmt: skip
         )
 
@@ -686,10 +720,11 @@ def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_colum
 
     run_dir = Path(summary.report_dir)
     frames = {
-        name: pq.read_table(run_dir / REPORT_FILES[name]).to_pandas(types_mapper=pd.ArrowDtype)
-        for name in SCHEMAS
+        name: pq.read_table(run_dir / REPORT_FILES[name]).to_pandas(types_mapper=pd.ArrowDtype) for name in SCHEMAS
     }
     documents_path = run_dir / "documents.parquet"
-    documents = pq.read_table(documents_path).to_pandas(types_mapper=pd.ArrowDtype) if documents_path.is_file() else None
+    documents = (
+        pq.read_table(documents_path).to_pandas(types_mapper=pd.ArrowDtype) if documents_path.is_file() else None
+    )
     return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
                        documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip

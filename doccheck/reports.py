@@ -186,9 +186,7 @@ def rejection_rows(rejections: Iterable[Rejection]) -> list[dict[str, Any]]:
     ]
 
 
-def to_tables(
-    tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None
-) -> dict[str, pa.Table]:
+def to_tables(tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, pa.Table]:
     """Build the four pyarrow tables with their schemas (plus ``meta_*`` columns when given)."""
     meta_columns = _metadata_columns(metadata)
     built: dict[str, pa.Table] = {}
@@ -203,9 +201,7 @@ def to_tables(
     return built
 
 
-def to_dataframes(
-    tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None
-) -> dict[str, Any]:
+def to_dataframes(tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
     """The same tables as pandas DataFrames with Arrow-backed dtypes.
 
     Arrow dtypes keep the schema exactly (nullable integers stay integers, timestamps stay
@@ -228,9 +224,7 @@ def write_reports(
     ``latest``). Rewriting the same label replaces its files (``collect_results`` does that).
     """
     if not _SAFE_LABEL.match(run_label or "") or run_label in (LATEST, ".", "..") or run_label.startswith("."):
-        raise ReportError(
-            f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')"
-        )
+        raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
     out = Path(out_dir)
     built = to_tables(tables, metadata)
     run_dir = out / run_label
@@ -380,9 +374,7 @@ def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[
     return columns
 
 
-def _join_metadata(
-    table: pa.Table, metadata: Mapping[str, Mapping[str, str]], columns: list[str]
-) -> pa.Table:
+def _join_metadata(table: pa.Table, metadata: Mapping[str, Mapping[str, str]], columns: list[str]) -> pa.Table:
     ids = table.column("document_id").to_pylist()
     for column in columns:
         values = []

@@ -95,7 +95,9 @@ class SecretFile:
         if not isinstance(scopes, dict) or not all(
             isinstance(v, dict) and isinstance(v.get("current"), str) for v in scopes.values()
         ):
-            raise SecretFileError(f"secret file {self.path} is not valid: expected {{'scopes': {{name: {{'current'}}}}}}")
+            raise SecretFileError(
+                f"secret file {self.path} is not valid: expected {{'scopes': {{name: {{'current'}}}}}}"
+            )
         return scopes
 
     def secrets(self, now: float | None = None) -> list[SecretStr]:

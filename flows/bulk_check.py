@@ -350,7 +350,9 @@ def _finish(
         estimated_cost_cents=plan.estimated_cost_cents(),
         submitted=batch.submitted,
         reused=batch.replayed + batch.already_done,
-        submit_failed=counts.get("submissions", {}).get("failed", 0),  # the ledger's: errors recovered since don't count
+        submit_failed=counts.get("submissions", {}).get(
+            "failed", 0
+        ),  # the ledger's: errors recovered since don't count
         unsent_budget=batch.skipped_budget,
         unsent_retry_later=batch.retry_later,
         in_flight_elsewhere=batch.in_flight_elsewhere,

@@ -80,7 +80,9 @@ async def collect_results(
             database_url=db_url,
             api_key_block=key_source,
         )
-        logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
+        logger.info(
+            "polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors)
+        )
         for other in earlier:  # the latest run last, so that latest/ stays the latest run's
             write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))

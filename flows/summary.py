@@ -80,8 +80,13 @@ class RunSummary(BaseModel):
         ]
         if self.cohort_matches:
             c = self.cohort_matches
-            rows.append(("cohort pairs (local)", f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
-                         f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}"))
+            rows.append(
+                (
+                    "cohort pairs (local)",
+                    f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+                    f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}",
+                )
+            )
         if not self.dry_run:
             rows += [
                 ("new checks", self.submitted),
@@ -100,5 +105,9 @@ class RunSummary(BaseModel):
                 rows.append((f"{product}", ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
             if self.report_dir:
                 rows.append(("reports", self.report_dir))
-        lines = ["| | |", "|---|---|", *(f"| {k} | {escape_markdown(v)} |" for k, v in rows)]  # values may come from the manifest
+        lines = [
+            "| | |",
+            "|---|---|",
+            *(f"| {k} | {escape_markdown(v)} |" for k, v in rows),
+        ]  # values may come from the manifest
         return "\n".join(lines)

@@ -101,9 +101,7 @@ def outcome_rows(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict
     return out
 
 
-def top_scores(
-    tables: Mapping[str, Sequence[Mapping[str, Any]]], product: str, n: int = TOP_N
-) -> list[dict[str, Any]]:
+def top_scores(tables: Mapping[str, Sequence[Mapping[str, Any]]], product: str, n: int = TOP_N) -> list[dict[str, Any]]:
     """The ``n`` completed results of ``product`` with the highest score, highest first."""
     rows = [r for r in tables.get(f"{product}_results", []) if r.get("score") is not None]
     rows.sort(key=lambda r: float(r["score"]), reverse=True)

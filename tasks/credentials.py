@@ -78,7 +78,9 @@ def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
         raise ConfigurationError(f"no Prefect Secret block named {block_name!r} (for the {what})") from None
     value = block.get()
     if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"the Prefect Secret block {block_name!r} holds no {what} (an empty or non-text value)")
+        raise ConfigurationError(
+            f"the Prefect Secret block {block_name!r} holds no {what} (an empty or non-text value)"
+        )
     return SecretStr(value.strip())
 
 

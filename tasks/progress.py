@@ -79,4 +79,3 @@ def _notify(phase: str) -> None:
             listener(event)
         except Exception:  # noqa: BLE001 - a broken display never sinks a run
             pass
-

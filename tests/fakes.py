@@ -47,7 +47,9 @@ class FakeClient:
         self.by_key[key] = check
         return check
 
-    async def submit(self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Submission:
+    async def submit(
+        self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **_: Any
+    ) -> Submission:
         self.calls.append("submit")
         return Submission(self._create(idempotency_key, products, metadata), "text")
 
@@ -60,7 +62,9 @@ class FakeClient:
     async def put_upload(self, upload: Upload, path: Any) -> None:
         self.calls.append("put_upload")
 
-    async def create_check(self, *, upload_id: str, products: Any, idempotency_key: str, metadata: Any, **_: Any) -> Check:
+    async def create_check(
+        self, *, upload_id: str, products: Any, idempotency_key: str, metadata: Any, **_: Any
+    ) -> Check:
         self.calls.append(f"create_check:{upload_id}")
         if idempotency_key not in self.by_key and upload_id not in self.uploads:
             raise NotFoundError("gone", status_code=404, code="upload_not_found")

@@ -40,7 +40,7 @@ DOC_CLOSE = "</w:body></w:document>"
 
 
 def para(text: str) -> str:
-    return f"<w:p><w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>"
+    return f'<w:p><w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>'
 
 
 def docx_package(body_xml: str, parts: dict[str, tuple[str, str]] | None = None, *,
@@ -117,8 +117,11 @@ def pdf_shared_stream(pages: int = 40, stream_bytes: int = 8 * 1024 * 1024, *, v
         b"<< /Type /Catalog /Pages 2 0 R >>",
         f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< " + (form if via_form else b"") + b"/Length %d /Filter /FlateDecode >>\nstream\n" % len(packed)
-        + packed + b"\nendstream",
+        b"<< "
+        + (form if via_form else b"")
+        + b"/Length %d /Filter /FlateDecode >>\nstream\n" % len(packed)
+        + packed
+        + b"\nendstream",
         b"<< /Length 8 >>\nstream\n/X1 Do\n\nendstream",
     ]
     contents = b"5 0 R" if via_form else b"4 0 R"

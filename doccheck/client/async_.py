@@ -60,7 +60,9 @@ class AsyncDocCheckClient:
     async def __aenter__(self) -> AsyncDocCheckClient:
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -128,7 +130,9 @@ class AsyncDocCheckClient:
             )
         )
 
-    async def create_upload(self, filename: str, *, content_type: str | None = None, size_bytes: int | None = None) -> Upload:
+    async def create_upload(
+        self, filename: str, *, content_type: str | None = None, size_bytes: int | None = None
+    ) -> Upload:
         """``POST /uploads``: a signed address valid 10 minutes (takes a waiting-upload slot)."""
         return await self._run(_core.op_create_upload(filename, content_type, size_bytes))
 
@@ -159,7 +163,9 @@ class AsyncDocCheckClient:
         """Bytes of a report file: ``similarity_pdf``, ``pdf`` or ``original``."""
         return await self._run(_core.op_get_file(check_id, kind))
 
-    async def download_file(self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None) -> str | None:
+    async def download_file(
+        self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None
+    ) -> str | None:
         """Stream a report file to ``dest``: written to a temporary file beside it and renamed
         into place, so ``dest`` is either absent or complete. Retried like every read (a retry
         starts the file over). Returns the response's Content-Type (None when absent).

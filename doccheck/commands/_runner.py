@@ -137,7 +137,9 @@ def run_flow(
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        raise fail(err_console, "interrupted; rerun the same command to resume (nothing is charged twice)", 130) from None
+        raise fail(
+            err_console, "interrupted; rerun the same command to resume (nothing is charged twice)", 130
+        ) from None
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err_console, describe_error(exc)) from None
     finally:
@@ -176,8 +178,11 @@ def summary_table(summary: Any) -> Table:
         table.add_row("estimated cost", _cents(s.get("estimated_cost_cents", 0)))
     if s.get("cohort_matches"):
         c = s["cohort_matches"]
-        table.add_row("cohort pairs (local)", f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
-                      f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}")
+        table.add_row(
+            "cohort pairs (local)",
+            f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+            f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}",
+        )
     if not s.get("dry_run"):
         table.add_row("new checks", str(s.get("submitted", 0)))
         table.add_row("documents already submitted", str(s.get("reused", 0)))
@@ -186,7 +191,10 @@ def summary_table(summary: Any) -> Table:
         if s.get("unsent_budget"):
             table.add_row("documents left unsent (budget)", str(s["unsent_budget"]))
         if s.get("unsent_retry_later") or s.get("in_flight_elsewhere"):
-            table.add_row("documents left unsent (retry later)", str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)))
+            table.add_row(
+                "documents left unsent (retry later)",
+                str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)),
+            )
         for product, counts in sorted((s.get("products") or {}).items()):
             table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         table.add_row("products still pending", str(s.get("pending", 0)))

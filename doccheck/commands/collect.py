@@ -24,16 +24,24 @@ from doccheck.downloads import parse_kinds
 
 
 def collect(
-    campaign: Annotated[str | None, typer.Option(help="Collect every run of this campaign with pending products.")] = None,
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")] = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Collect every run of this campaign with pending products.")
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
     database_url: Annotated[
         str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")
+    ] = None,
     download: Annotated[
         str,
-        typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
+        typer.Option(
+            help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."
+        ),
     ] = "",
 ) -> None:
     """Poll every pending product of a run or of a whole campaign and rewrite the reports (runs the collect_results flow)."""
@@ -54,7 +62,11 @@ def collect(
         from prefect_doccheck.flows.collect_results import collect_results
 
         return collect_results(
-            campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url, database_url=database_url,
+            campaign=campaign,
+            run_id=run_id,
+            out_dir=str(out),
+            base_url=base_url,
+            database_url=database_url,
             download=download,
         )
 

@@ -120,8 +120,16 @@ def demo(
         emulator = start_service(
             "emulator",
             doccheck_command(
-                "emulator", "--host", "127.0.0.1", "--port", str(port), "--storage-port", str(storage_port),
-                "--allow-private-webhooks", "--api-key", DEMO_API_KEY,
+                "emulator",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--storage-port",
+                str(storage_port),
+                "--allow-private-webhooks",
+                "--api-key",
+                DEMO_API_KEY,
             ),  # fmt: skip
             health_url=f"http://127.0.0.1:{port}/_emulator/health",
             url=f"http://127.0.0.1:{port}/api/v1",
@@ -137,8 +145,15 @@ def demo(
         receiver = start_service(
             "receiver",
             doccheck_command(
-                "receiver", "--host", "127.0.0.1", "--port", str(receiver_port), "--database-url", database_url,
-                "--webhook-secret-file", str(secret_path),
+                "receiver",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(receiver_port),
+                "--database-url",
+                database_url,
+                "--webhook-secret-file",
+                str(secret_path),
             ),  # fmt: skip
             health_url=f"{receiver_url}/healthz",
             url=f"{receiver_url}/webhook",

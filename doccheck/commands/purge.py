@@ -87,7 +87,9 @@ def purge(
                 err.print(f"[red]error:[/] {exc}")
                 raise typer.Exit(2) from None
             plan = None
-        console.print(f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]"))
+        console.print(
+            f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
+        )
         if plan is not None:
             rows = execute_purge(engine, plan).rows if yes else plan.rows
             folders = plan.folders

@@ -61,17 +61,23 @@ def run(
     database_url: Annotated[
         str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")
+    ] = None,
     webhook_url: Annotated[
         str | None, typer.Option(help="Per-check webhook URL (default: the account's webhook).")
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Documents per Prefect task run.")] = 100,
     grace_seconds: Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")] = 30,
-    poll_interval: Annotated[float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")] = 2,
+    poll_interval: Annotated[
+        float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")
+    ] = 2,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     download: Annotated[
         str,
-        typer.Option(help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."),
+        typer.Option(
+            help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."
+        ),
     ] = "",
     submit_deadline: Annotated[
         float,
@@ -79,7 +85,13 @@ def run(
     ] = DEFAULT_SUBMIT_DEADLINE_SECONDS,
     template: Annotated[
         list[Path] | None,
-        typer.Option("--template", exists=True, dir_okay=False, readable=True, help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable."),
+        typer.Option(
+            "--template",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable.",
+        ),
     ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""

@@ -30,7 +30,51 @@ METHOD = "emulator-stylometric-heuristic-v1"
 MAX_CHARS = 200_000
 
 _MARKERS = frozenset(
-    ["furthermore", "moreover", "additionally", "consequently", "overall", "notably", "crucial", "essential", "pivotal", "delve", "delves", "delving", "comprehensive", "robust", "seamless", "seamlessly", "leverage", "leveraging", "foster", "fostering", "realm", "tapestry", "landscape", "multifaceted", "paramount", "significant", "significantly", "various", "ensure", "ensuring", "enhance", "enhancing", "utilize", "utilizing", "facilitate", "holistic", "nuanced", "intricate", "underscore", "underscores", "navigate", "navigating", "vital"]
+    [
+        "furthermore",
+        "moreover",
+        "additionally",
+        "consequently",
+        "overall",
+        "notably",
+        "crucial",
+        "essential",
+        "pivotal",
+        "delve",
+        "delves",
+        "delving",
+        "comprehensive",
+        "robust",
+        "seamless",
+        "seamlessly",
+        "leverage",
+        "leveraging",
+        "foster",
+        "fostering",
+        "realm",
+        "tapestry",
+        "landscape",
+        "multifaceted",
+        "paramount",
+        "significant",
+        "significantly",
+        "various",
+        "ensure",
+        "ensuring",
+        "enhance",
+        "enhancing",
+        "utilize",
+        "utilizing",
+        "facilitate",
+        "holistic",
+        "nuanced",
+        "intricate",
+        "underscore",
+        "underscores",
+        "navigate",
+        "navigating",
+        "vital",
+    ]
 )
 _MARKER_PHRASES = ("it is important to note", "in conclusion", "in today's", "plays a crucial role", "in summary")
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "we", "us", "our"})

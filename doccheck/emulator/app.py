@@ -70,9 +70,13 @@ class ApiEdge:
         try:
             await self.app(scope, receive, send_with_id)
         except Exception as exc:  # noqa: BLE001 - a bug: answer in the service's shape, no traceback
-            print(f"emulator: unexpected {type(exc).__name__} on {scope.get('method')} {path} [{request_id}]", flush=True)
+            print(
+                f"emulator: unexpected {type(exc).__name__} on {scope.get('method')} {path} [{request_id}]", flush=True
+            )
             if not started:
-                await error_response(500, "internal_error", "unexpected emulator error", request_id)(scope, receive, send)
+                await error_response(500, "internal_error", "unexpected emulator error", request_id)(
+                    scope, receive, send
+                )
 
 
 def create_app(emu: Emulator) -> FastAPI:
@@ -107,15 +111,15 @@ def create_app(emu: Emulator) -> FastAPI:
         if exc.status_code == 404:
             return error_response(404, "not_found", "no such endpoint", _request_id(request))
         if exc.status_code == 405:
-            return error_response(405, "method_not_allowed", "method not allowed on this endpoint", _request_id(request))
+            return error_response(
+                405, "method_not_allowed", "method not allowed on this endpoint", _request_id(request)
+            )
         return error_response(exc.status_code, "http_error", str(exc.detail), _request_id(request))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            schema.setdefault("components", {})["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer"}
-            }
+            schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             schema["security"] = [{"bearer": []}]
             app.openapi_schema = schema
         return app.openapi_schema

@@ -26,7 +26,9 @@ def emulator(
     latency_ms: Annotated[int, typer.Option(min=0, help="Added latency per API request.")] = 0,
     error_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of API requests answered 500/503.")] = 0.0,
     rate_limit_per_s: Annotated[int, typer.Option(min=0, help="Requests per second per account; 0 = unlimited.")] = 0,
-    webhook_drop_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of delivery attempts dropped.")] = 0.0,
+    webhook_drop_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of delivery attempts dropped.")
+    ] = 0.0,
     product_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of products that fail.")] = 0.0,
     processing_seconds: Annotated[float, typer.Option(min=0.0, help="Service time until a product finishes.")] = 1.0,
     seed: Annotated[int | None, typer.Option(help="Seed for reproducible faults.")] = None,

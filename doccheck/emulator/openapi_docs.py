@@ -103,7 +103,12 @@ PUT_WEBHOOK_BODY: dict[str, Any] = {
 
 LIST_PARAMS: dict[str, Any] = {
     "parameters": [
-        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": 100},
+        },
         {"name": "starting_after", "in": "query", "required": False, "schema": {"type": "string"}},
     ]
 }

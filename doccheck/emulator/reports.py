@@ -68,7 +68,10 @@ def similarity_report(resource: dict[str, Any]) -> bytes:
         _line(pdf, "No matching sources.")
     for source in sim["sources"]:
         where = source["url"] or source["source_id"]
-        _line(pdf, f"- {source['title']} [{source['kind']}] {source['percent']}% ({source['matched_words']} words) {where}")
+        _line(
+            pdf,
+            f"- {source['title']} [{source['kind']}] {source['percent']}% ({source['matched_words']} words) {where}",
+        )
     return bytes(pdf.output())
 
 

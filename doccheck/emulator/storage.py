@@ -121,13 +121,18 @@ class StorageOrigin:
             return 409, "upload_consumed", "the upload is no longer waiting for bytes", {}
         upload.data = bytes(data)
         upload.sha256 = hashlib.sha256(upload.data).hexdigest()
-        return 200, None, "", {
-            "object": "upload",
-            "upload_id": upload.id,
-            "size_bytes": len(upload.data),
-            "status": "uploaded",
-            "received_at": iso(self.emu.clock.now()),
-        }
+        return (
+            200,
+            None,
+            "",
+            {
+                "object": "upload",
+                "upload_id": upload.id,
+                "size_bytes": len(upload.data),
+                "status": "uploaded",
+                "received_at": iso(self.emu.clock.now()),
+            },
+        )
 
     def _find(self, upload_id: str) -> Upload | None:
         return self.emu.store.uploads_by_id.get(upload_id)

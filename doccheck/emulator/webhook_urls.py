@@ -81,9 +81,7 @@ async def resolve(host: str, port: int, *, offline: bool = False) -> list[str]:
         raise WebhookUrlError(f"host {host!r} cannot be resolved (the emulator runs with --offline)")
     loop = asyncio.get_running_loop()
     try:
-        infos = await asyncio.wait_for(
-            loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout=RESOLVE_TIMEOUT_S
-        )
+        infos = await asyncio.wait_for(loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout=RESOLVE_TIMEOUT_S)
     except (OSError, TimeoutError, UnicodeError) as exc:
         raise WebhookUrlError(f"host {host!r} cannot be resolved") from exc
     return sorted({str(info[4][0]) for info in infos})

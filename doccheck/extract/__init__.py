@@ -107,9 +107,7 @@ def _checked_extension(filename: str) -> str:
     ext = extension_of(filename)
     if ext not in SUPPORTED_TYPES:
         shown = ext or "(no extension)"
-        raise UnsupportedFileType(
-            f"unsupported file type {shown!r}; supported: {', '.join(sorted(SUPPORTED_TYPES))}"
-        )
+        raise UnsupportedFileType(f"unsupported file type {shown!r}; supported: {', '.join(sorted(SUPPORTED_TYPES))}")
     return ext
 
 

@@ -173,7 +173,9 @@ def _safe_parser(**kwargs: object) -> etree.XMLParser:
 def _check_declared(info: zipfile.ZipInfo, limits: ExtractionLimits) -> None:
     if info.file_size > limits.max_part_bytes:
         raise ExtractionLimitExceeded(f"{posixpath.basename(info.filename)} inflates past {mib(limits.max_part_bytes)}")
-    if info.file_size > RATIO_FLOOR_BYTES and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1):
+    if info.file_size > RATIO_FLOOR_BYTES and info.file_size > limits.max_compression_ratio * max(
+        info.compress_size, 1
+    ):
         raise ExtractionLimitExceeded(
             f"{posixpath.basename(info.filename)} is compressed over {limits.max_compression_ratio}:1 "
             f"({info.compress_size} bytes inflating to {info.file_size})"
@@ -194,7 +196,9 @@ def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Extract
                 inflated += len(chunk)
                 if inflated > limits.max_part_bytes:
                     raise ExtractionLimitExceeded(f"{name} inflates past {mib(limits.max_part_bytes)}")
-                if inflated > RATIO_FLOOR_BYTES and inflated > limits.max_compression_ratio * max(info.compress_size, 1):
+                if inflated > RATIO_FLOOR_BYTES and inflated > limits.max_compression_ratio * max(
+                    info.compress_size, 1
+                ):
                     raise ExtractionLimitExceeded(f"{name} is compressed over {limits.max_compression_ratio}:1")
                 budget.take(len(chunk), name)
                 parser.feed(chunk)

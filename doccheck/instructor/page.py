@@ -41,7 +41,11 @@ def _assets() -> tuple[Template, str, str]:
     folder = resources.files("doccheck.instructor") / "assets"
     env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
     template = env.from_string((folder / "report.html.j2").read_text(encoding="utf-8"))
-    return template, (folder / "report.css").read_text(encoding="utf-8"), (folder / "report.js").read_text(encoding="utf-8")
+    return (
+        template,
+        (folder / "report.css").read_text(encoding="utf-8"),
+        (folder / "report.js").read_text(encoding="utf-8"),
+    )
 
 
 def _csp_hash(text: str) -> str:
@@ -59,7 +63,13 @@ def content_security_policy(css: str, js: str) -> str:
 def script_json(value: Any) -> Markup:
     """JSON safe inside ``<script>``: ``<``, ``>``, ``&`` and the JS line separators escaped."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, escaped)
     return Markup(text)
 
@@ -81,7 +91,15 @@ def _histogram(values: Sequence[float], upper: float, title: str, css: str, unit
         bars.append({"x": round(left + i * bar_w + 1, 1), "y": round(height - bottom - h, 1), "w": round(bar_w - 2, 1),
                      "h": h, "count": count, "label": f"{low:g}{unit} to {high:g}{unit}"})  # fmt: skip
     ticks = [{"x": round(left + i * bar_w, 1), "label": f"{upper * i / bins:g}"} for i in range(0, bins + 1, 2)]
-    return {"title": title, "n": len(values), "bars": bars, "ticks": ticks, "width": width, "height": height, "css": css}
+    return {
+        "title": title,
+        "n": len(values),
+        "bars": bars,
+        "ticks": ticks,
+        "width": width,
+        "height": height,
+        "css": css,
+    }
 
 
 def _num(value: Any, digits: int) -> str:
@@ -92,7 +110,7 @@ def _columns(meta: Sequence[str]) -> list[dict[str, str]]:
     columns = [
         {"key": "document_id", "label": "Document", "type": "text"},
         {"key": "name", "label": "Name", "type": "text"},
-        *({"key": m, "label": m[len(META_PREFIX):], "type": "text"} for m in meta),
+        *({"key": m, "label": m[len(META_PREFIX) :], "type": "text"} for m in meta),
         {"key": "ai_score", "label": "AI score", "type": "number"},
         {"key": "ai_label", "label": "AI label", "type": "text"},
         {"key": "similarity_score", "label": "Similarity %", "type": "number"},
@@ -138,8 +156,11 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
         top_cell,
         {"text": peers or "", "sort": str(row.get("cohort_match_count") or 0)},
         status_cell,
-        {"text": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
-         "sort": "" if row.get("cost_cents") is None else str(row["cost_cents"]), "num": True},  # fmt: skip
+        {
+            "text": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
+            "sort": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
+            "num": True,
+        },  # fmt: skip
         {"text": "", "sort": str(len(links)) if links else "", "links": links},
     ]
 
@@ -168,7 +189,9 @@ def render_report(
     rejected = [r for r in documents if r.get("status") == "rejected"]
     charged = sum(int(r.get("cost_cents") or 0) for r in documents)
     flagged = sum(1 for r in accepted if r.get("flagged"))
-    pending = sum(1 for r in accepted for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed"))
+    pending = sum(
+        1 for r in accepted for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
+    )
     cards = [
         {"label": "documents checked", "value": len(accepted)},
         {"label": "flagged for a closer look", "value": flagged, "flag": bool(flagged)},
@@ -199,13 +222,18 @@ def render_report(
         ],
         columns=_columns(meta),
         rows=[
-            {"document_id": r.get("document_id"), "flagged": bool(r.get("flagged")),
-             "cells": _row_cells(r, meta, link_prefix)}  # fmt: skip
+            {
+                "document_id": r.get("document_id"),
+                "flagged": bool(r.get("flagged")),
+                "cells": _row_cells(r, meta, link_prefix),
+            }  # fmt: skip
             for r in accepted
         ],
         pairs=pairs,
         pair_columns=pair_columns,
-        pairs_note="No cohort comparison in this run." if cohort_matches is None else "No two documents of the cohort matched.",
+        pairs_note="No cohort comparison in this run."
+        if cohort_matches is None
+        else "No two documents of the cohort matched.",
         rejected=rejected,
         download_failures=list(download_failures),
         data_json=script_json(data),

@@ -84,9 +84,7 @@ def _products(value: Any) -> str | None:
     return ";".join(str(v) for v in value)
 
 
-def _top_source(
-    sources: Sequence[Mapping[str, Any]], document_of_check: Mapping[str, str]
-) -> dict[str, Any]:
+def _top_source(sources: Sequence[Mapping[str, Any]], document_of_check: Mapping[str, str]) -> dict[str, Any]:
     """The source with the most matched words (then the highest percent)."""
     if not sources:
         return {}

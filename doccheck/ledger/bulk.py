@@ -36,7 +36,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["Answer", "AnswerRecorder", "ClaimRequest", "GroupCommit", "Prepare", "record_answers", "record_claims", "record_prepares"]
+__all__ = [
+    "Answer",
+    "AnswerRecorder",
+    "ClaimRequest",
+    "GroupCommit",
+    "Prepare",
+    "record_answers",
+    "record_claims",
+    "record_prepares",
+]
 
 
 @dataclass(frozen=True)
@@ -207,7 +216,9 @@ def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool,
             expires = now + timedelta(seconds=it.lease_seconds)
             got = conn.execute(
                 update(c)
-                .where(c.c.idempotency_key == it.key, or_(c.c.owner.is_(None), c.c.owner == it.owner, c.c.expires_at < now))
+                .where(
+                    c.c.idempotency_key == it.key, or_(c.c.owner.is_(None), c.c.owner == it.owner, c.c.expires_at < now)
+                )
                 .values(owner=it.owner, expires_at=expires, updated_at=now)
             ).rowcount
             if not got:
@@ -219,7 +230,9 @@ def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool,
                 except IntegrityError:  # the row exists: held by another owner
                     got = 0
             won[it.key] = bool(got)
-        rows = {r.idempotency_key: r for r in conn.execute(select(s).where(s.c.idempotency_key.in_([i.key for i in items])))}
+        rows = {
+            r.idempotency_key: r for r in conn.execute(select(s).where(s.c.idempotency_key.in_([i.key for i in items])))
+        }
     out: list[tuple[bool, Any]] = []
     for it in items:
         if won[it.key]:

@@ -104,9 +104,13 @@ def reclaim_expired(ledger: Ledger, campaign: str, lease: timedelta = HOLD_LEASE
 
 
 def _release_where(conn: Connection, campaign: str, condition: object) -> int:
-    gone = conn.execute(
-        delete(_holds).where(_holds.c.campaign == campaign, condition).returning(_holds.c.cents)  # type: ignore[arg-type]
-    ).scalars().all()
+    gone = (
+        conn.execute(
+            delete(_holds).where(_holds.c.campaign == campaign, condition).returning(_holds.c.cents)  # type: ignore[arg-type]
+        )
+        .scalars()
+        .all()
+    )
     cents = sum(int(c or 0) for c in gone)
     if cents:
         conn.execute(

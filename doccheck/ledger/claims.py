@@ -182,9 +182,7 @@ class Claims:
     def settle(self, key: str) -> None:
         """The service answered for sure (a check, or a refusal): nothing left in doubt."""
         with self.engine.begin() as conn:
-            conn.execute(
-                update(_T).where(_T.c.idempotency_key == key).values(in_doubt=False, updated_at=utcnow())
-            )
+            conn.execute(update(_T).where(_T.c.idempotency_key == key).values(in_doubt=False, updated_at=utcnow()))
 
     def doubt(self, key: str) -> Doubt | None:
         """Whether an earlier request for ``key`` may have reached the service unrecorded.
@@ -220,7 +218,9 @@ class Claims:
             for i in range(0, len(keys), 500):
                 rows = conn.execute(
                     select(_T.c.idempotency_key, _T.c.owner).where(
-                        and_(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner.is_not(None), _T.c.expires_at >= now)
+                        and_(
+                            _T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner.is_not(None), _T.c.expires_at >= now
+                        )
                     )
                 ).all()
                 found.update({r.idempotency_key: r.owner for r in rows})

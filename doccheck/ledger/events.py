@@ -44,9 +44,7 @@ class EventsMixin(OutcomesMixin):
         )
         try:
             with self.session() as s:
-                dup = s.exec(
-                    select(WebhookEventRow.id).where(WebhookEventRow.event_id == row.event_id)
-                ).first()
+                dup = s.exec(select(WebhookEventRow.id).where(WebhookEventRow.event_id == row.event_id)).first()
                 if dup is not None:
                     return False
                 s.add(row)

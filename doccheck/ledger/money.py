@@ -131,9 +131,15 @@ def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> No
     row = conn.execute(select(_costs).where(_costs.c.check_id == check_id)).mappings().first()
     if row is None:
         return
-    failed = conn.execute(
-        select(_outcomes.c.product).where(_outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED)
-    ).scalars().all()
+    failed = (
+        conn.execute(
+            select(_outcomes.c.product).where(
+                _outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED
+            )
+        )
+        .scalars()
+        .all()
+    )
     stated_value = _int_or_none(stated)
     if stated_value is None:
         stated_value = row["stated_refund_cents"]

@@ -101,6 +101,4 @@ class OutcomesMixin(LedgerBase):
         data = dump(check)
         with self.session() as s:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == data["id"])).first()
-            return self._apply_check(
-                s, data, source=source, campaign=sub.campaign if sub else None, submission=sub
-            )
+            return self._apply_check(s, data, source=source, campaign=sub.campaign if sub else None, submission=sub)

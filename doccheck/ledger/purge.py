@@ -174,7 +174,9 @@ def plan_purge(
         for table in metadata.sorted_tables:
             condition = _condition(table, plan)
             if condition is not None:
-                plan.rows[table.name] = conn.execute(select(func.count()).select_from(table).where(condition)).scalar_one()
+                plan.rows[table.name] = conn.execute(
+                    select(func.count()).select_from(table).where(condition)
+                ).scalar_one()
     _plan_folders(plan, all_runs, selected_ids)
     return plan
 
@@ -232,8 +234,10 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
         summary = run.summary if isinstance(run.summary, dict) else {}
         started = _aware(run.started_at) or datetime.min.replace(tzinfo=UTC)
         latest = summary.get("latest_dir")
-        if isinstance(latest, str) and latest and (
-            latest not in newest_for_latest or newest_for_latest[latest][0] < started
+        if (
+            isinstance(latest, str)
+            and latest
+            and (latest not in newest_for_latest or newest_for_latest[latest][0] < started)
         ):
             newest_for_latest[latest] = (started, run.id)
         report_dir = summary.get("report_dir")

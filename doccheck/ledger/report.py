@@ -42,9 +42,7 @@ def _resolve_run(s: Session, run_id: str | None, campaign: str | None) -> str:
         return run_id
     if campaign is None:
         raise ValueError("give a run_id or a campaign")
-    run = s.exec(
-        select(RunRow).where(RunRow.campaign == campaign).order_by(col(RunRow.started_at).desc())
-    ).first()
+    run = s.exec(select(RunRow).where(RunRow.campaign == campaign).order_by(col(RunRow.started_at).desc())).first()
     if run is None:
         raise KeyError(f"no run recorded for campaign {campaign!r}")
     return run.id
@@ -65,9 +63,7 @@ def build_report_rows(
     """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists."""
     with ledger.session() as s:
         rid = _resolve_run(s, run_id, campaign)
-        docs = s.exec(
-            select(DocumentRow).where(DocumentRow.run_id == rid).order_by(col(DocumentRow.row_number))
-        ).all()
+        docs = s.exec(select(DocumentRow).where(DocumentRow.run_id == rid).order_by(col(DocumentRow.row_number))).all()
         rejections = s.exec(
             select(RejectionRow).where(RejectionRow.run_id == rid).order_by(col(RejectionRow.row_number))
         ).all()
@@ -81,7 +77,9 @@ def build_report_rows(
             (o.check_id, o.product): o
             for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(check_ids))).all()
         }
-        money = money_of_checks(s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id))
+        money = money_of_checks(
+            s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)
+        )
 
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
@@ -141,7 +139,9 @@ def build_report_rows(
                         **common,
                         "score": o.score if done and o else None,
                         "matched_words": o.matched_words if done and o else None,
-                        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done and o else None,
+                        "source_count": (o.source_count if o.source_count is not None else len(srcs))
+                        if done and o
+                        else None,
                     }
                 )
                 for src in srcs:

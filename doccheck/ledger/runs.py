@@ -40,9 +40,7 @@ class RunsMixin(LedgerBase):
             s.add(run)
         return run.id
 
-    def finish_run(
-        self, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None
-    ) -> None:
+    def finish_run(self, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None) -> None:
         """Close a run with its final status and a JSON summary."""
         with self.session() as s:
             run = s.get(RunRow, run_id)
@@ -82,9 +80,7 @@ class RunsMixin(LedgerBase):
         campaign = self.campaign_of(run_id)
         count = 0
         with self.session() as s:
-            existing = set(
-                s.exec(select(DocumentRow.document_id).where(DocumentRow.run_id == run_id)).all()
-            )
+            existing = set(s.exec(select(DocumentRow.document_id).where(DocumentRow.run_id == run_id)).all())
             for doc in documents:
                 if doc.document_id in existing:
                     continue

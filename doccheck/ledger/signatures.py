@@ -198,9 +198,7 @@ def replace_cohort_matches(ledger: Ledger, run_id: str, campaign: str, rows: Ite
 
 def cohort_match_rows(s: Session, run_id: str) -> list[dict[str, Any]]:
     """The ``cohort_matches`` report rows of a run (inside the caller's session)."""
-    rows = s.exec(
-        select(CohortMatchRow).where(CohortMatchRow.run_id == run_id).order_by(col(CohortMatchRow.id))
-    ).all()
+    rows = s.exec(select(CohortMatchRow).where(CohortMatchRow.run_id == run_id).order_by(col(CohortMatchRow.id))).all()
     return [
         {
             "document_id": r.document_id,

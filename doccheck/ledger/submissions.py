@@ -31,9 +31,7 @@ class SubmissionsMixin(OutcomesMixin):
     def submission_for_key(self, idempotency_key: str) -> SubmissionRow | None:
         """The submission of a key, whatever its state (None when never seen)."""
         with self.session() as s:
-            return s.exec(
-                select(SubmissionRow).where(SubmissionRow.idempotency_key == idempotency_key)
-            ).first()
+            return s.exec(select(SubmissionRow).where(SubmissionRow.idempotency_key == idempotency_key)).first()
 
     def submissions_for_keys(self, keys: Iterable[str]) -> dict[str, SubmissionRow]:
         """Submissions of many keys at once (the batch pre-check of a rerun)."""
@@ -92,13 +90,21 @@ class SubmissionsMixin(OutcomesMixin):
                         .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
                         .values(**fields, attempts=t.c.attempts + 1, updated_at=now)
                     ).rowcount
-                    if not done and conn.execute(  # a submitted row is never moved back
-                        select(t.c.id).where(t.c.idempotency_key == idempotency_key)
-                    ).first() is None:
+                    if (
+                        not done
+                        and conn.execute(  # a submitted row is never moved back
+                            select(t.c.id).where(t.c.idempotency_key == idempotency_key)
+                        ).first()
+                        is None
+                    ):
                         conn.execute(
                             insert(t).values(
-                                idempotency_key=idempotency_key, **fields, attempts=1, replayed=False,
-                                created_at=now, updated_at=now,
+                                idempotency_key=idempotency_key,
+                                **fields,
+                                attempts=1,
+                                replayed=False,
+                                created_at=now,
+                                updated_at=now,
                             )  # fmt: skip
                         )
                 return
@@ -161,9 +167,14 @@ class SubmissionsMixin(OutcomesMixin):
             if current is None:  # a check recorded without mark_submitting (tools, tests)
                 conn.execute(
                     insert(t).values(
-                        idempotency_key=idempotency_key, campaign="", attempts=1, created_at=now,
+                        idempotency_key=idempotency_key,
+                        campaign="",
+                        attempts=1,
+                        created_at=now,
                         document_id=str((data.get("metadata") or {}).get("document_id", "")),
-                        products=list(data.get("products") or []), submitted_at=now, **fields,
+                        products=list(data.get("products") or []),
+                        submitted_at=now,
+                        **fields,
                     )  # fmt: skip
                 )
             else:
@@ -181,7 +192,10 @@ class SubmissionsMixin(OutcomesMixin):
         check_id = str(data["id"])
         products = list(data.get("products") or [p for p in PRODUCTS if data.get(p)])
         o = table_of(OutcomeRow)
-        fresh = all(str((data.get(p) or {}).get("status") or ProductState.PROCESSING) == ProductState.PROCESSING for p in products)
+        fresh = all(
+            str((data.get(p) or {}).get("status") or ProductState.PROCESSING) == ProductState.PROCESSING
+            for p in products
+        )
         if fresh:
             now = utcnow()
             try:
@@ -190,9 +204,15 @@ class SubmissionsMixin(OutcomesMixin):
                         conn.execute(
                             insert(o),
                             [
-                                {"check_id": check_id, "product": p, "campaign": campaign, "status": ProductState.PROCESSING.value,
-                                 "fetched": False, "raw": dict(data.get(p) or {"status": "processing"}),
-                                 "updated_at": now}  # fmt: skip
+                                {
+                                    "check_id": check_id,
+                                    "product": p,
+                                    "campaign": campaign,
+                                    "status": ProductState.PROCESSING.value,
+                                    "fetched": False,
+                                    "raw": dict(data.get(p) or {"status": "processing"}),
+                                    "updated_at": now,
+                                }  # fmt: skip
                                 for p in products
                             ],
                         )
@@ -236,15 +256,21 @@ class SubmissionsMixin(OutcomesMixin):
                         .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
                         .values(**fields, updated_at=now)
                     ).rowcount
-                    if not done and conn.execute(
-                        select(t.c.id).where(t.c.idempotency_key == idempotency_key)
-                    ).first() is None:
+                    if (
+                        not done
+                        and conn.execute(select(t.c.id).where(t.c.idempotency_key == idempotency_key)).first() is None
+                    ):
                         conn.execute(
                             insert(t).values(
-                                idempotency_key=idempotency_key, campaign=fields.get("campaign", ""),
-                                document_id=fields.get("document_id", ""), products=fields.get("products", []),
+                                idempotency_key=idempotency_key,
+                                campaign=fields.get("campaign", ""),
+                                document_id=fields.get("document_id", ""),
+                                products=fields.get("products", []),
                                 **{k: v for k, v in fields.items() if k not in ("campaign", "document_id", "products")},
-                                attempts=0, replayed=False, created_at=now, updated_at=now,
+                                attempts=0,
+                                replayed=False,
+                                created_at=now,
+                                updated_at=now,
                             )  # fmt: skip
                         )
                 return
@@ -260,9 +286,7 @@ class SubmissionsMixin(OutcomesMixin):
         now = utcnow()
         with self.session() as s:
             for i in range(0, len(ids), 500):
-                rows = s.exec(
-                    select(SubmissionRow).where(col(SubmissionRow.check_id).in_(ids[i : i + 500]))
-                ).all()
+                rows = s.exec(select(SubmissionRow).where(col(SubmissionRow.check_id).in_(ids[i : i + 500]))).all()
                 for row in rows:
                     row.last_polled_at = now
                     s.add(row)

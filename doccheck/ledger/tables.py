@@ -70,9 +70,7 @@ class DocumentRow(SQLModel, table=True):
     products: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     idempotency_key: str
     estimated_cost_cents: int | None = None
-    doc_metadata: dict[str, Any] = Field(
-        default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
-    )
+    doc_metadata: dict[str, Any] = Field(default_factory=dict, sa_column=Column("metadata", JSON, nullable=False))
 
 
 class RejectionRow(SQLModel, table=True):

@@ -127,9 +127,7 @@ def _read_rows(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowPr
         return read_parquet(source)
     if ext in (".jsonl", ".ndjson"):
         return _jsonl_with_columns(source)
-    raise ManifestError(
-        f"manifest {source}: unsupported extension {ext or '(none)'!r}; use .csv, .parquet or .jsonl"
-    )
+    raise ManifestError(f"manifest {source}: unsupported extension {ext or '(none)'!r}; use .csv, .parquet or .jsonl")
 
 
 def _jsonl_with_columns(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:

@@ -21,9 +21,7 @@ __all__ = ["CompactIds"]
 
 
 def _digest(key: str) -> int:
-    return int.from_bytes(
-        hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
-    )
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
 class CompactIds:

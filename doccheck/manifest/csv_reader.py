@@ -107,32 +107,41 @@ def _rows(
                     problem, ids = swallowed
                     field = _multiline_field(cells, columns)
                     last = first_line + len(lines.current) - 1
-                    yield index, RowProblem(
-                        field,
-                        RejectCode.UNTERMINATED_QUOTE,
-                        f"a quote opened on line {first_line} is not closed properly ({problem}), so lines "
-                        f"{first_line + 1}–{last} were read into this cell"
-                        + (f", among them {len(ids)} that look like rows of their own" if ids else "")
-                        + "; close the quote, and double a quote inside a quoted cell (\"\")",
-                        document_id=row_id,
+                    yield (
+                        index,
+                        RowProblem(
+                            field,
+                            RejectCode.UNTERMINATED_QUOTE,
+                            f"a quote opened on line {first_line} is not closed properly ({problem}), so lines "
+                            f"{first_line + 1}–{last} were read into this cell"
+                            + (f", among them {len(ids)} that look like rows of their own" if ids else "")
+                            + '; close the quote, and double a quote inside a quoted cell ("")',
+                            document_id=row_id,
+                        ),
                     )
                     opener = index
                     for line_number, swallowed_id in ids:
                         index += 1
-                        yield index, RowProblem(
-                            "row",
-                            RejectCode.UNTERMINATED_QUOTE,
-                            f"line {first_line + line_number} was read into row {opener}'s "
-                            f"{field!r} cell by the quote opened on line {first_line}; fix that quote",
-                            document_id=swallowed_id,
+                        yield (
+                            index,
+                            RowProblem(
+                                "row",
+                                RejectCode.UNTERMINATED_QUOTE,
+                                f"line {first_line + line_number} was read into row {opener}'s "
+                                f"{field!r} cell by the quote opened on line {first_line}; fix that quote",
+                                document_id=swallowed_id,
+                            ),
                         )
                     continue
             if len(cells) > len(columns):
-                yield index, RowProblem(
-                    "row",
-                    RejectCode.INVALID_ROW,
-                    f"the row has {len(cells)} fields but the header has {len(columns)} (unquoted comma?)",
-                    document_id=row_id,
+                yield (
+                    index,
+                    RowProblem(
+                        "row",
+                        RejectCode.INVALID_ROW,
+                        f"the row has {len(cells)} fields but the header has {len(columns)} (unquoted comma?)",
+                        document_id=row_id,
+                    ),
                 )
                 continue
             # A CSV cannot tell an empty cell from a missing one: both mean "not given".
@@ -153,7 +162,9 @@ def _next_record(source: Path, reader: Iterator[list[str]], lines: _Lines) -> li
     except csv.Error as exc:
         raise ManifestError(f"manifest {source} is not a readable CSV file: line {lines.line}: {exc}") from None
     except OSError as exc:
-        raise ManifestError(f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}") from None
+        raise ManifestError(
+            f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
+        ) from None
 
 
 def _id_of(cells: list[str], id_index: int | None) -> str | None:
@@ -200,7 +211,9 @@ def _has_row_evidence(fields: list[str], columns: list[str]) -> bool:
     path = (values.get("path") or "").strip()
     if path and " " not in path and "." in path.rsplit("/", 1)[-1][1:]:
         return True
-    products = [p.strip().lower() for p in (values.get("products") or "").replace("|", ";").replace(",", ";").split(";")]
+    products = [
+        p.strip().lower() for p in (values.get("products") or "").replace("|", ";").replace(",", ";").split(";")
+    ]
     return any(products) and all(p in _PRODUCT_WORDS for p in products if p)
 
 
@@ -247,7 +260,9 @@ def _check_utf8(source: Path) -> None:
                     f"manifest {source} is not UTF-8: it ends inside a multi-byte character (a truncated file?)"
                 ) from None
     except OSError as exc:
-        raise ManifestError(f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}") from None
+        raise ManifestError(
+            f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
+        ) from None
 
 
 def _allow_large_csv_fields() -> None:

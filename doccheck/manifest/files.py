@@ -40,7 +40,9 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
     try:
         resolved = (base_dir / given).resolve()  # follows symlinks
     except (OSError, RuntimeError) as exc:  # symlink loops
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be resolved ({_short(exc)})") from None
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be resolved ({_short(exc)})"
+        ) from None
     if not resolved.is_relative_to(base_dir):
         via = "resolves (through '..' or a symbolic link)"
         raise CellProblem(
@@ -51,7 +53,9 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
     try:
         exists, regular = resolved.exists(), resolved.is_file()
     except OSError as exc:  # e.g. a name too long for the file system
-        raise CellProblem("path", RejectCode.INVALID_PATH, f"{show(raw_path, 200)} cannot be used ({_os_reason(exc)})") from None
+        raise CellProblem(
+            "path", RejectCode.INVALID_PATH, f"{show(raw_path, 200)} cannot be used ({_os_reason(exc)})"
+        ) from None
     if not exists:
         raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {show(raw_path, 200)} does not exist")
     if not regular:
@@ -67,7 +71,9 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
     try:
         size = resolved.stat().st_size
     except OSError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})") from None
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
+        ) from None
     if size == 0:
         raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} is empty (0 bytes)")
     if size > MAX_FILE_BYTES:
@@ -83,7 +89,9 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
         else:
             digest, words = _hash_streamed(resolved, count=ext in (".txt", ".md"))
     except OSError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})") from None
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
+        ) from None
     except ExtractionError as exc:
         raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
     if words == 0:
@@ -140,7 +148,6 @@ def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
 
 def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
-
 
 
 def _short(exc: BaseException) -> str:

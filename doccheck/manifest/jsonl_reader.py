@@ -42,7 +42,9 @@ def iter_jsonl(source: Path) -> Iterator[tuple[int, Row | RowProblem]]:
     try:
         handle = source.open("rb")
     except OSError as exc:
-        raise ManifestError(f"manifest {source} is not a readable JSONL file: {exc.strerror or type(exc).__name__}") from None
+        raise ManifestError(
+            f"manifest {source} is not a readable JSONL file: {exc.strerror or type(exc).__name__}"
+        ) from None
     with handle:
         line_number = 0
         while True:
@@ -59,17 +61,23 @@ def iter_jsonl(source: Path) -> Iterator[tuple[int, Row | RowProblem]]:
                 line = line[3:]
             if len(line) > MAX_LINE_BYTES:
                 _skip_rest_of_line(handle)
-                yield line_number, RowProblem("row", RejectCode.INVALID_ROW, f"the line is longer than {MAX_LINE_BYTES:,} bytes")
+                yield (
+                    line_number,
+                    RowProblem("row", RejectCode.INVALID_ROW, f"the line is longer than {MAX_LINE_BYTES:,} bytes"),
+                )
                 continue
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield line_number, RowProblem(
-                    "row",
-                    RejectCode.INVALID_ROW,
-                    f"the line is not valid UTF-8 (byte 0x{line[exc.start]:02X} at byte {exc.start + 1} of the line); "
-                    "save the manifest as UTF-8",
-                    document_id=_best_effort_id(line),
+                yield (
+                    line_number,
+                    RowProblem(
+                        "row",
+                        RejectCode.INVALID_ROW,
+                        f"the line is not valid UTF-8 (byte 0x{line[exc.start]:02X} at byte {exc.start + 1} of the line); "
+                        "save the manifest as UTF-8",
+                        document_id=_best_effort_id(line),
+                    ),
                 )
                 continue
             if not text.strip():
@@ -89,15 +97,21 @@ def parse_line(text: str) -> Row | RowProblem:
 
 def _parse_line(text: str) -> Row | RowProblem:
     if _too_deep(text):
-        return RowProblem("row", RejectCode.INVALID_ROW, f"the line nests arrays/objects deeper than {MAX_DEPTH} levels")
+        return RowProblem(
+            "row", RejectCode.INVALID_ROW, f"the line nests arrays/objects deeper than {MAX_DEPTH} levels"
+        )
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        return RowProblem("row", RejectCode.INVALID_ROW, f"line is not valid JSON ({exc.msg} at character {exc.pos + 1})")
+        return RowProblem(
+            "row", RejectCode.INVALID_ROW, f"line is not valid JSON ({exc.msg} at character {exc.pos + 1})"
+        )
     except _DuplicateKey as exc:
         return RowProblem("row", RejectCode.INVALID_ROW, f"the key {exc.key!r} appears more than once in the object")
     except RecursionError:  # the pre-scan should make this unreachable; keep the row's problem its own anyway
-        return RowProblem("row", RejectCode.INVALID_ROW, f"the line nests arrays/objects deeper than {MAX_DEPTH} levels")
+        return RowProblem(
+            "row", RejectCode.INVALID_ROW, f"the line nests arrays/objects deeper than {MAX_DEPTH} levels"
+        )
     if not isinstance(value, dict):
         kind = "number" if isinstance(value, (JsonNumber, NonFinite)) else type(value).__name__
         return RowProblem("row", RejectCode.INVALID_ROW, f"line is a JSON {kind}, not an object")

@@ -27,9 +27,13 @@ class RejectCode:
 
     MISSING_ID = "missing_id"
     DUPLICATE_ID = "duplicate_id"
-    INVALID_ROW = "invalid_row"  # JSONL: not JSON / not an object / too deep / too long / not UTF-8; CSV: too many fields
+    INVALID_ROW = (
+        "invalid_row"  # JSONL: not JSON / not an object / too deep / too long / not UTF-8; CSV: too many fields
+    )
     UNTERMINATED_QUOTE = "unterminated_quote"  # CSV: a quote that swallowed the following lines
-    INVALID_VALUE = "invalid_value"  # a NUL, a lone surrogate, a non-finite or over-long number, binary that is not UTF-8
+    INVALID_VALUE = (
+        "invalid_value"  # a NUL, a lone surrogate, a non-finite or over-long number, binary that is not UTF-8
+    )
     VALUE_TOO_LONG = "value_too_long"  # document_id, name or metadata over what the service accepts
     TEXT_TOO_LARGE = "text_too_large"  # a text row whose request body is over the service's limit
     INVALID_PRODUCTS = "invalid_products"

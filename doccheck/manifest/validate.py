@@ -70,7 +70,11 @@ def validate_row(
                 "document_id",
                 RejectCode.DUPLICATE_ID,
                 f"{show(document_id)} is already used by row {first_row}"
-                + ("" if spelling == document_id else f" as {show(spelling)}, the same id once Unicode-normalised (NFC)"),
+                + (
+                    ""
+                    if spelling == document_id
+                    else f" as {show(spelling)}, the same id once Unicode-normalised (NFC)"
+                ),
             )
         seen_ids[key] = (row_number, document_id)
         _check_values(row, allowlist)

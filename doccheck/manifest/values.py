@@ -88,7 +88,9 @@ def cell_text(field: str, value: Any) -> str | None:
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise CellProblem(field, RejectCode.INVALID_VALUE, f"binary value is not UTF-8 text (byte {exc.start + 1})") from None
+            raise CellProblem(
+                field, RejectCode.INVALID_VALUE, f"binary value is not UTF-8 text (byte {exc.start + 1})"
+            ) from None
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, (list, tuple)):

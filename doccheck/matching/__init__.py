@@ -8,5 +8,15 @@ from doccheck.matching.cohort import KINDS, CohortResult, MatchOptions, match_co
 from doccheck.matching.runs import match_plan, pairs_table, summary_of
 from doccheck.matching.store import LedgerStore, MemoryStore
 
-__all__ = ["KINDS", "CohortResult", "LedgerStore", "MatchOptions", "MemoryStore", "match_cohort", "match_plan",
-           "pairs_table", "scheme_name", "summary_of"]
+__all__ = [
+    "KINDS",
+    "CohortResult",
+    "LedgerStore",
+    "MatchOptions",
+    "MemoryStore",
+    "match_cohort",
+    "match_plan",
+    "pairs_table",
+    "scheme_name",
+    "summary_of",
+]

@@ -315,7 +315,9 @@ def match_cohort(
         if not current[i]:
             i, j = j, i
             m = {**m, "ci": m["cj"], "cj": m["ci"]}
-        matched_words = docs.words[i] if m["kind"] == "identical" else min(m["shared"] + SHINGLE - 1, docs.words[i], docs.words[j])
+        matched_words = (
+            docs.words[i] if m["kind"] == "identical" else min(m["shared"] + SHINGLE - 1, docs.words[i], docs.words[j])
+        )
         result.pairs.append(
             {
                 "document_id": docs.document_ids[i],
@@ -367,4 +369,3 @@ def _boilerplate(
     if page:
         count(page)
     return np.union1d(suspects[counts > max_df], frequent_samples).astype(np.uint32)
-

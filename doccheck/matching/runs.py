@@ -49,7 +49,9 @@ def match_plan(
         store = OverlayStore(ledger)
     else:
         store = LedgerStore(ledger)
-    result = match_cohort(plan.documents, campaign=plan.campaign, run_id=run_id or "dry-run", store=store, options=options)
+    result = match_cohort(
+        plan.documents, campaign=plan.campaign, run_id=run_id or "dry-run", store=store, options=options
+    )
     if ledger is not None and run_id is not None:
         from doccheck.ledger.signatures import replace_cohort_matches
 

@@ -414,7 +414,9 @@ class _BatchSubmitter:
             "idempotency_key": doc.idempotency_key,
         }
 
-    async def _send(self, doc: Any, previous_upload_id: str | None, *, marked: bool = False) -> tuple[Check, str | None]:
+    async def _send(
+        self, doc: Any, previous_upload_id: str | None, *, marked: bool = False
+    ) -> tuple[Check, str | None]:
         """``marked``: ``sending`` is already recorded (grouped with ``submitting``)."""
         if doc.mode == "text":
             if doc.text is None:

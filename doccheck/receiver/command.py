@@ -33,7 +33,9 @@ def _quiet_server(config: object) -> object:
 
 def receiver(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8792,  # 8790 and 8791 are the emulator's API and storage origin
+    port: Annotated[
+        int, typer.Option(help="Port to listen on.")
+    ] = 8792,  # 8790 and 8791 are the emulator's API and storage origin
     database_url: Annotated[
         str | None,
         typer.Option(help="Ledger URL (default: DOCCHECK_DATABASE_URL or sqlite:///doccheck.db)."),
@@ -99,7 +101,9 @@ def receiver(
     try:
         ledger = Ledger(settings.database_url)
     except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
-        console.print(f"[red]error:[/] cannot open the ledger {redact_url(settings.database_url)}: {type(exc).__name__}")
+        console.print(
+            f"[red]error:[/] cannot open the ledger {redact_url(settings.database_url)}: {type(exc).__name__}"
+        )
         raise typer.Exit(1) from None
     env_secrets = settings.webhook_secrets()
     if webhook_secret_block:

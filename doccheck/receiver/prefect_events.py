@@ -202,7 +202,9 @@ def read_secret_block(api_url: str, name: str, api_key: SecretStr | None = None,
         with httpx.Client(timeout=timeout, headers=_auth_headers(api_key), transport=transport) as http:
             answer = http.get(url, params={"include_secrets": "true"})
     except httpx.HTTPError as exc:
-        raise RuntimeError(f"cannot reach the Prefect API to read Secret block {name!r}: {type(exc).__name__}") from None
+        raise RuntimeError(
+            f"cannot reach the Prefect API to read Secret block {name!r}: {type(exc).__name__}"
+        ) from None
     if answer.status_code == 404:
         return _read_webhook_secret_block(api_url, name, api_key, timeout=timeout, transport=transport)
     if answer.status_code >= 300:

@@ -40,8 +40,13 @@ def execute(source: Path, work: Path, env: dict[str, str]) -> object:
     kernel_dir = work / "jupyter" / "kernels" / "doccheck"
     kernel_dir.mkdir(parents=True, exist_ok=True)
     (kernel_dir / "kernel.json").write_text(
-        json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "Python 3 (doccheck)", "language": "python"})  # fmt: skip
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (doccheck)",
+                "language": "python",
+            }
+        )  # fmt: skip
     )
     saved = {name: os.environ.get(name) for name in [*env, "JUPYTER_PATH"]}
     os.environ.update({**env, "JUPYTER_PATH": str(work / "jupyter")})
@@ -66,8 +71,19 @@ def main() -> None:
         port, storage_port = free_port(), free_port()
         emulator = start_service(
             "emulator",
-            doccheck_command("emulator", "--host", "127.0.0.1", "--port", str(port), "--storage-port",
-                             str(storage_port), "--api-key", API_KEY, "--seed", "1"),  # fmt: skip
+            doccheck_command(
+                "emulator",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--storage-port",
+                str(storage_port),
+                "--api-key",
+                API_KEY,
+                "--seed",
+                "1",
+            ),  # fmt: skip
             health_url=f"http://127.0.0.1:{port}/_emulator/health",
             url=f"http://127.0.0.1:{port}/api/v1",
             log_path=work / "emulator.log",

@@ -53,11 +53,23 @@ def shoot(url: str, target: Path, *, width: int = 1440, height: int = 1500) -> N
     try:
         subprocess.run(
             [
-                chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                "--disable-sync", "--disable-extensions", "--disable-default-apps", "--mute-audio",
-                f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                "--virtual-time-budget=20000", f"--screenshot={target}", url,
+                chromium_binary(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+                "--disable-extensions",
+                "--disable-default-apps",
+                "--mute-audio",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--virtual-time-budget=20000",
+                f"--screenshot={target}",
+                url,
             ],  # fmt: skip
             check=True,
             timeout=120,
@@ -145,8 +157,13 @@ def main() -> None:
         }
         services.append(
             start_service(
-                "prefect server", prefect_command("server", "start", "--host", "127.0.0.1", "--port", str(port), "--ui"),
-                health_url=api_url + "/health", url=api_url, log_path=work / "prefect.log", env=prefect_env, timeout=120,
+                "prefect server",
+                prefect_command("server", "start", "--host", "127.0.0.1", "--port", str(port), "--ui"),
+                health_url=api_url + "/health",
+                url=api_url,
+                log_path=work / "prefect.log",
+                env=prefect_env,
+                timeout=120,
             )  # fmt: skip
         )
         eport, sport = free_port(), free_port()
@@ -165,9 +182,9 @@ def main() -> None:
             f"""
             import asyncio
             from prefect_doccheck.flows.bulk_check import bulk_check
-            asyncio.run(bulk_check(manifest={str(data / 'manifest.csv')!r}, products=["ai", "similarity"],
-                out_dir={str(work / 'reports')!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},
-                database_url={'sqlite:///' + str(work / 'ledger.db')!r}, grace_seconds=0, poll_interval=0.3,
+            asyncio.run(bulk_check(manifest={str(data / "manifest.csv")!r}, products=["ai", "similarity"],
+                out_dir={str(work / "reports")!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},
+                database_url={"sqlite:///" + str(work / "ledger.db")!r}, grace_seconds=0, poll_interval=0.3,
                 batch_size=5, concurrency=1))
             """
         )

@@ -49,4 +49,8 @@ def test_prefect_block_register_m_registers_them_on_a_server_that_lacks_them(pre
 
     assert set(SLUGS) <= _slugs_on_server()
     listed = _prefect("block", "type", "ls", api_url=prefect_server.api_url)
-    assert listed.returncode == 0 and "doccheck-credentials" in listed.stdout and "doccheck-webhook-secret" in listed.stdout
+    assert (
+        listed.returncode == 0
+        and "doccheck-credentials" in listed.stdout
+        and "doccheck-webhook-secret" in listed.stdout
+    )

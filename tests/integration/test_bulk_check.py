@@ -77,9 +77,7 @@ def _connect_webhook(emulator: EmulatorHandle, receiver: ReceiverHandle, api_key
 
 
 @pytest.fixture
-def hooked_account(
-    webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, monkeypatch: pytest.MonkeyPatch
-) -> str:
+def hooked_account(webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh account on the webhook emulator whose webhook points at the receiver."""
     key = webhook_emulator.new_account()
     _connect_webhook(webhook_emulator, receiver, key)
@@ -290,7 +288,9 @@ def test_budget_leaves_documents_unsent_and_reported(
     assert account["checks"] == summary.submitted
 
 
-def test_flow_runs_are_visible_in_prefect(prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_flow_runs_are_visible_in_prefect(
+    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     key = emulator.new_account()
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     campaign = _campaign()
@@ -307,12 +307,12 @@ def test_flow_runs_are_visible_in_prefect(prefect_server: Any, emulator: Emulato
 
     drain_prefect()
     api = prefect_server.api_url
-    runs = httpx.post(f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [f"bulk-check {campaign}"]}}}).json()
+    runs = httpx.post(
+        f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [f"bulk-check {campaign}"]}}}
+    ).json()
     assert len(runs) == 1 and runs[0]["state_type"] == "COMPLETED"
     assert key not in str(runs[0]["parameters"])  # the key never reaches the Prefect API
-    task_runs = httpx.post(
-        f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}
-    ).json()
+    task_runs = httpx.post(f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}).json()
     names = {t["name"] for t in task_runs}
     assert {"submit batch 1/2", "submit batch 2/2", "write reports"} <= names, names
     assert all(f"campaign:{campaign}" in t["tags"] for t in task_runs if t["name"].startswith("submit batch"))

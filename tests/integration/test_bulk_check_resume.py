@@ -66,7 +66,10 @@ def test_killed_between_answer_and_ledger_write_resumes_without_second_charge(
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     manifest = tmp_path / "resume.csv"
     pd.DataFrame(
-        [{"document_id": f"r-{i}", "text": f"Essay number {i} on water, heat and shade in cities. " * (10 + i)} for i in range(3)]
+        [
+            {"document_id": f"r-{i}", "text": f"Essay number {i} on water, heat and shade in cities. " * (10 + i)}
+            for i in range(3)
+        ]
     ).to_csv(manifest, index=False)
     db_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     args = [str(manifest), str(tmp_path / "reports"), emulator.base_url, db_url]

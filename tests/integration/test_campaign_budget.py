@@ -62,10 +62,30 @@ def test_two_concurrent_runs_share_one_campaign_budget(
     try:
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "doccheck.cli", "run", str(h), "--campaign", campaign,
-                 "--products", "ai,similarity", "--max-spend-cents", str(CAP), "--no-wait", "--no-progress",
-                 "--concurrency", "8", "--out", str(tmp_path / f"out-{h.stem}")],
-                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "doccheck.cli",
+                    "run",
+                    str(h),
+                    "--campaign",
+                    campaign,
+                    "--products",
+                    "ai,similarity",
+                    "--max-spend-cents",
+                    str(CAP),
+                    "--no-wait",
+                    "--no-progress",
+                    "--concurrency",
+                    "8",
+                    "--out",
+                    str(tmp_path / f"out-{h.stem}"),
+                ],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )  # fmt: skip
             for h in halves
         ]

@@ -82,7 +82,9 @@ def test_configuration_errors_are_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.prefect_server
-def test_unknown_key_is_a_fatal_one_line_error(prefect_server: object, emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_unknown_key_is_a_fatal_one_line_error(
+    prefect_server: object, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
     env = _env(DOCCHECK_BASE_URL=emulator.base_url, DOCCHECK_API_KEY="sk_not_an_account")
     out = _cli(["run", str(_manifest(tmp_path)), "--database-url", f"sqlite:///{tmp_path / 'l.db'}"], env, tmp_path)
     _assert_one_line_error(out, "401")
@@ -90,7 +92,9 @@ def test_unknown_key_is_a_fatal_one_line_error(prefect_server: object, emulator:
 
 
 @pytest.mark.prefect_server
-def test_run_dry_run_then_real_run_then_collect(prefect_server: object, emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_run_dry_run_then_real_run_then_collect(
+    prefect_server: object, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
     key = emulator.new_account()
     config = {
         "DOCCHECK_BASE_URL": emulator.base_url,

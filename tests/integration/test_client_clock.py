@@ -55,7 +55,12 @@ def test_text_check_lifecycle_and_reads(emulator, emulator_account: str, client:
     emulator.advance(120)
     done = client.get_check(check.id)
     assert done.status == "completed" and done.completed_at is not None
-    assert done.ai and done.ai.status == "completed" and 0 <= (done.ai.score or 0) <= 1 and done.ai.label in {"human", "mixed", "ai"}
+    assert (
+        done.ai
+        and done.ai.status == "completed"
+        and 0 <= (done.ai.score or 0) <= 1
+        and done.ai.label in {"human", "mixed", "ai"}
+    )
     assert done.similarity and done.similarity.status == "completed" and 0 <= (done.similarity.score or 0) <= 100
     assert done.files.pdf and done.files.original and done.files.similarity_pdf
     assert client.get_file(check.id, "pdf").startswith(b"%PDF")

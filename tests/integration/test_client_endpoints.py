@@ -99,7 +99,9 @@ def test_upload_endpoints_step_by_step(tmp_path: Path, client: DocCheckClient) -
 def test_async_client_endpoints(emulator, emulator_account: str) -> None:
     async def main() -> None:
         async with AsyncDocCheckClient(emulator.base_url, emulator_account, retry=NO_RETRY) as c:
-            created = await asyncio.gather(*(c.create_check(text=f"{TEXT} {i}", idempotency_key=f"a{i}") for i in range(5)))
+            created = await asyncio.gather(
+                *(c.create_check(text=f"{TEXT} {i}", idempotency_key=f"a{i}") for i in range(5))
+            )
             assert len({x.id for x in created}) == 5
             got = await c.get_check(created[0].id)
             assert got.id == created[0].id

@@ -23,7 +23,9 @@ def client(emulator_faults, emulator_account: str) -> Iterator[DocCheckClient]:
         yield c
 
 
-def test_error_rate_no_duplicate_check_or_charge(emulator_faults, emulator_account: str, client: DocCheckClient) -> None:
+def test_error_rate_no_duplicate_check_or_charge(
+    emulator_faults, emulator_account: str, client: DocCheckClient
+) -> None:
     emulator_faults.set_faults(error_rate=0.5)
     first = [client.submit(TextDocument(f"{TEXT} {i}"), products=["ai"], idempotency_key=f"row-{i}") for i in range(8)]
     # a rerun of the same rows (as after a crash) with the same keys
@@ -93,7 +95,9 @@ def test_rate_limit_final_error_when_budget_exhausted(emulator_faults, emulator_
         assert time.monotonic() - started < 0.5  # did not sleep past the deadline
 
 
-def test_uploads_not_retried_on_500_no_leaked_slot(emulator_faults, emulator_account: str, client: DocCheckClient) -> None:
+def test_uploads_not_retried_on_500_no_leaked_slot(
+    emulator_faults, emulator_account: str, client: DocCheckClient
+) -> None:
     """Uploads are retried only on 429/503/connect; the waiting count equals the uploads we got."""
     emulator_faults.set_faults(error_rate=0.5)
     got, failed = 0, 0

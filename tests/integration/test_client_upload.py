@@ -81,5 +81,7 @@ def test_45mb_upload_flow_streams(emulator, emulator_account: str, tmp_path: Pat
     assert result["rss_growth"] < 20 * 1024 * 1024, result
     state = emulator.account_state(emulator_account)
     assert state["checks"] == 1 and state["waiting_uploads"] == 0
-    print(f"\n45 MB upload: tracemalloc peak {result['tracemalloc_peak'] / 2**20:.2f} MiB, "
-          f"RSS growth {result['rss_growth'] / 2**20:.2f} MiB")
+    print(
+        f"\n45 MB upload: tracemalloc peak {result['tracemalloc_peak'] / 2**20:.2f} MiB, "
+        f"RSS growth {result['rss_growth'] / 2**20:.2f} MiB"
+    )

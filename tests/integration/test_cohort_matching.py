@@ -174,7 +174,9 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     assert set(matches["document_id"]) <= set(new)
 
 
-def test_notebook_result_has_the_pairs(emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_result_has_the_pairs(
+    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``check_dataframe`` (library pipeline, no Prefect) returns ``cohort_matches``; a named
     template file keeps the prompt out of the comparison."""
     import doccheck

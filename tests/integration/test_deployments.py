@@ -162,7 +162,9 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     messages = [log.message for log in logs]
     assert any(m.startswith("plan for") for m in messages), messages
     assert any(t.name == "submit batch 1/1" for t in task_runs if t.flow_run_id == flow_run.id)
-    assert all(f"campaign:{campaign}" in t.tags for t in task_runs if t.flow_run_id == flow_run.id and "submit" in t.name)
+    assert all(
+        f"campaign:{campaign}" in t.tags for t in task_runs if t.flow_run_id == flow_run.id and "submit" in t.name
+    )
     assert served.api_key not in served.log()
     print(f"served bulk_check run: {elapsed:.1f} s")
 
@@ -173,7 +175,9 @@ def test_prefect_yaml_deploys_to_a_process_work_pool(prefect_server: Any, tmp_pa
     from prefect.client.orchestration import get_client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
-    env.update({"PREFECT_API_URL": prefect_server.api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PWD": str(ROOT)})
+    env.update(
+        {"PREFECT_API_URL": prefect_server.api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PWD": str(ROOT)}
+    )
     prefect = [sys.executable, "-m", "prefect"]
     subprocess.run([*prefect, "work-pool", "create", "doccheck-process", "--type", "process", "--overwrite"],
                    cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)  # fmt: skip

@@ -129,5 +129,7 @@ def test_oversize_file_is_refused_and_leaves_nothing(emulator: EmulatorHandle, t
 
     outcome = asyncio.run(fetch())
     assert [(f.document_id, f.code) for f in outcome.failures] == [("big", "file_too_large")]
-    leftovers = [p.name for p in (tmp_path / "run" / "files").iterdir()] + [p.name for p in (tmp_path / ".files-cache").iterdir()]
+    leftovers = [p.name for p in (tmp_path / "run" / "files").iterdir()] + [
+        p.name for p in (tmp_path / ".files-cache").iterdir()
+    ]
     assert leftovers == []

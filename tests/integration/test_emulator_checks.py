@@ -14,6 +14,7 @@ from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
 
+
 def _docx(text: str) -> bytes:
     import docx
 
@@ -73,7 +74,11 @@ def test_processing_completes_products_results_and_files(emulator: EmulatorHandl
         assert original.status_code == 200 and original.content == ESSAY.encode()
         for kind in ("pdf", "similarity_pdf"):
             f = c.get(f"/checks/{created['id']}/files/{kind}")
-            assert f.status_code == 200 and f.content.startswith(b"%PDF") and f.headers["content-type"] == "application/pdf"
+            assert (
+                f.status_code == 200
+                and f.content.startswith(b"%PDF")
+                and f.headers["content-type"] == "application/pdf"
+            )
         assert_error(c.get(f"/checks/{created['id']}/files/nope"), 404, "not_found")
 
 
@@ -124,7 +129,13 @@ def test_multipart_file_types(emulator: EmulatorHandle, emulator_account: str, f
     assert check["products"] == ["ai", "similarity"]
     assert check["metadata"] == {"row": 7}
     assert check["words"] in (9, 10)  # the .md title adds one word
-    assert check["cost"] == {"ai_cents": 1, "similarity_cents": 2, "total_cents": 3, "billed_words": 100, "refunded_cents": 0}
+    assert check["cost"] == {
+        "ai_cents": 1,
+        "similarity_cents": 2,
+        "total_cents": 3,
+        "billed_words": 100,
+        "refunded_cents": 0,
+    }
 
 
 def test_unsupported_file_type_is_415(emulator: EmulatorHandle, emulator_account: str) -> None:
@@ -166,15 +177,36 @@ def test_multipart_just_under_4mb_is_accepted(emulator: EmulatorHandle, emulator
         ({"json": ["text"]}, 422, "invalid_input"),
         ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
         ({"content": b"", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
-        ({"content": b'{"text": "a b", "name": "\\ud800"}', "headers": {"content-type": "application/json"}},
-         422, "invalid_input"),
-        ({"content": b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}", "headers": {"content-type": "application/json"}},
-         422, "invalid_input"),
+        (
+            {"content": b'{"text": "a b", "name": "\\ud800"}', "headers": {"content-type": "application/json"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            {
+                "content": b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+                "headers": {"content-type": "application/json"},
+            },
+            422,
+            "invalid_input",
+        ),
         ({"content": b"\xff\xfe", "headers": {"content-type": "application/json"}}, 422, "invalid_input"),
-        ({"content": b"text=hi", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 422, "invalid_input"),
+        (
+            {"content": b"text=hi", "headers": {"content-type": "application/x-www-form-urlencoded"}},
+            422,
+            "invalid_input",
+        ),
         ({"content": b"garbage", "headers": {"content-type": "multipart/form-data"}}, 422, "invalid_input"),
-        ({"content": b"--xx\r\ngarbage", "headers": {"content-type": "multipart/form-data; boundary=xx"}}, 422, "invalid_input"),
-        ({"data": {"text": "hello there"}, "files": {"file": ("a.txt", b"hi there", "text/plain")}}, 422, "invalid_input"),
+        (
+            {"content": b"--xx\r\ngarbage", "headers": {"content-type": "multipart/form-data; boundary=xx"}},
+            422,
+            "invalid_input",
+        ),
+        (
+            {"data": {"text": "hello there"}, "files": {"file": ("a.txt", b"hi there", "text/plain")}},
+            422,
+            "invalid_input",
+        ),
         ({"files": {"file": ("a.docx", b"not a docx", "application/octet-stream")}}, 422, "invalid_input"),
         ({"json": {"upload_id": "00000000-0000-0000-0000-000000000000"}}, 404, "upload_not_found"),
         ({"json": {"text": "a b", "webhook_url": "https://93.184.216.34/hook"}}, 409, "webhook_not_configured"),

@@ -24,8 +24,13 @@ def test_concurrent_requests_with_one_idempotency_key_create_one_check(
     emulator: EmulatorHandle, emulator_account: str
 ) -> None:
     responses = asyncio.run(
-        _burst(emulator, emulator_account, 12, json={"text": TEXT, "products": ["ai", "similarity"]},
-               headers={"Idempotency-Key": "same-row"})  # fmt: skip
+        _burst(
+            emulator,
+            emulator_account,
+            12,
+            json={"text": TEXT, "products": ["ai", "similarity"]},
+            headers={"Idempotency-Key": "same-row"},
+        )  # fmt: skip
     )
     assert {r.status_code for r in responses} == {201}
     assert len({r.json()["id"] for r in responses}) == 1

@@ -99,7 +99,12 @@ def test_raw_requests_find_no_5xx(emulator: EmulatorHandle, emulator_account: st
     with httpx.Client(base_url=emulator.base_url, trust_env=False, timeout=30) as client:
 
         @settings(max_examples=RAW_EXAMPLES, **FUZZ_SETTINGS)
-        @given(target=TARGETS, body=BODIES, ctype=CONTENT_TYPES, key=st.none() | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=300))
+        @given(
+            target=TARGETS,
+            body=BODIES,
+            ctype=CONTENT_TYPES,
+            key=st.none() | st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=300),
+        )
         def run(target: tuple[str, str], body: bytes, ctype: str, key: str | None) -> None:
             method, path = target
             headers = {"Authorization": f"Bearer {emulator_account}", "Content-Type": ctype}
@@ -126,9 +131,11 @@ SCALAR_TEXTS = st.one_of(
 )  # fmt: skip
 JSON_TEXTS = st.recursive(
     SCALAR_TEXTS,
-    lambda inner: st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
-    | st.lists(st.tuples(st.text(max_size=6).map(json.dumps), inner), max_size=3).map(
-        lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}"
+    lambda inner: (
+        st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
+        | st.lists(st.tuples(st.text(max_size=6).map(json.dumps), inner), max_size=3).map(
+            lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}"
+        )
     ),
     max_leaves=10,
 )
@@ -175,7 +182,9 @@ def test_hostile_json_and_multipart_find_no_5xx(emulator: EmulatorHandle, emulat
         @given(body=HOSTILE_CHECK_BODIES, target=st.sampled_from(["/checks", "/uploads", "/webhook"]))
         def json_case(body: bytes, target: str) -> None:
             method = "PUT" if target == "/webhook" else "POST"
-            response = client.request(method, target, content=body, headers={**auth, "Content-Type": "application/json"})
+            response = client.request(
+                method, target, content=body, headers={**auth, "Content-Type": "application/json"}
+            )
             seen[f"json {response.status_code}"] += 1
             _assert_service_shape(response.status_code, response.content, f"{method} {target} {body[:120]!r}")
 

@@ -95,7 +95,9 @@ def test_bad_multipart_metadata_is_422_and_creates_nothing(strict_emulator: Emul
 
 def test_finite_metadata_still_accepted_and_listed(strict_emulator: EmulatorHandle, account: str) -> None:
     with strict_emulator.client(account) as client:
-        created = client.post("/checks", json={"text": "one two three four", "metadata": {"x": 1.5, "n": [1, {"a": None}]}})
+        created = client.post(
+            "/checks", json={"text": "one two three four", "metadata": {"x": 1.5, "n": [1, {"a": None}]}}
+        )
         assert created.status_code == 201, created.text
         listing = client.get("/checks")
     assert listing.status_code == 200

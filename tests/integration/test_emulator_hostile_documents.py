@@ -23,7 +23,11 @@ def hostile() -> dict[str, tuple[bytes, str, str]]:
     """name → (bytes, content type, the reason the emulator must give)."""
     return {
         "bomb.docx": (docx_bomb(200 * 1024 * 1024), DOCX, "document.xml inflates past 50 MiB"),
-        "shared.pdf": (pdf_shared_stream(40, 8 * 1024 * 1024), "application/pdf", "page content passes 32 MiB at page 5"),
+        "shared.pdf": (
+            pdf_shared_stream(40, 8 * 1024 * 1024),
+            "application/pdf",
+            "page content passes 32 MiB at page 5",
+        ),
         "deep.docx": (docx_package(nested_tables(200)), DOCX, "document.xml is nested over 256 levels deep"),
     }
 
@@ -62,7 +66,9 @@ def test_multipart_hostile_files_are_422_and_cost_nothing(
     assert state["checks"] == 0 and state["charged_cents"] == 0
     assert slowest_health < 2.0  # the event loop never waited for an extraction
     with emulator.client(emulator_account) as c:  # and a good document right after is billed normally
-        ok = c.post("/checks", files={"file": ("fine.docx", docx_package(para("Seven honest words in this essay.")), DOCX)})
+        ok = c.post(
+            "/checks", files={"file": ("fine.docx", docx_package(para("Seven honest words in this essay.")), DOCX)}
+        )
     assert ok.status_code == 201 and ok.json()["words"] == 6
 
 
@@ -72,7 +78,10 @@ def test_uploaded_hostile_file_is_422_and_costs_nothing(
     data, ctype, reason = hostile["shared.pdf"]
     with emulator.client(emulator_account) as c:
         up = c.post("/uploads", json={"filename": "shared.pdf", "size_bytes": len(data)}).json()
-        assert httpx.put(up["upload_url"], content=data, headers={"Content-Type": ctype}, trust_env=False).status_code == 200
+        assert (
+            httpx.put(up["upload_url"], content=data, headers={"Content-Type": ctype}, trust_env=False).status_code
+            == 200
+        )
         _assert_refused(c.post("/checks", json={"upload_id": up["upload_id"]}), reason)
     state = emulator.account_state(emulator_account)
     assert state["checks"] == 0 and state["charged_cents"] == 0
@@ -109,7 +118,9 @@ def test_sigterm_is_not_held_up_by_a_running_extraction() -> None:
     assert answer == [503], answer  # the in-flight request is told to retry, not that the file is bad
 
 
-def test_slow_document_hits_the_wall_limit_and_stops_burning_cpu(emulator: EmulatorHandle, emulator_account: str) -> None:
+def test_slow_document_hits_the_wall_limit_and_stops_burning_cpu(
+    emulator: EmulatorHandle, emulator_account: str
+) -> None:
     """The issue's emulator case: a file under every size limit but slow to read. It is answered
     422 at the 20 s wall limit, charges nothing, and no process keeps working on it afterwards."""
     import psutil

@@ -26,7 +26,10 @@ def test_upload_flow_creates_check_from_stored_bytes(emulator: EmulatorHandle, e
         up = r.json()
         assert up["object"] == "upload" and up["expires_in"] == 600 and up["content_type"] == "text/plain"
         assert up["instructions"] and up["upload_url"].startswith(emulator.storage_url + "/uploads/")
-        assert emulator.account_state(emulator_account) | {} and emulator.account_state(emulator_account)["charged_cents"] == 0
+        assert (
+            emulator.account_state(emulator_account) | {}
+            and emulator.account_state(emulator_account)["charged_cents"] == 0
+        )
         assert emulator.account_state(emulator_account)["waiting_uploads"] == 1
         assert_error(c.post("/checks", json={"upload_id": up["upload_id"]}), 409, "upload_incomplete")
         assert _put(up["upload_url"], DOC, "text/plain").status_code == 200
@@ -69,7 +72,9 @@ def test_content_type_is_inferred_or_taken_as_given(emulator: EmulatorHandle, em
         ({"filename": "a.txt", "content_type": "not a mime"}, 422, "invalid_input"),
     ],
 )
-def test_create_upload_errors(emulator: EmulatorHandle, emulator_account: str, body: dict, status: int, code: str) -> None:
+def test_create_upload_errors(
+    emulator: EmulatorHandle, emulator_account: str, body: dict, status: int, code: str
+) -> None:
     with emulator.client(emulator_account) as c:
         assert_error(c.post("/uploads", json=body), status, code)
     assert emulator.account_state(emulator_account)["waiting_uploads"] == 0
@@ -95,6 +100,7 @@ def test_put_over_declared_size_is_413_and_stores_nothing(emulator: EmulatorHand
         up = c.post("/uploads", json={"filename": "a.txt", "size_bytes": 10}).json()
         assert_error(_put(up["upload_url"], DOC, "text/plain"), 413, "file_too_large")
         assert_error(c.post("/checks", json={"upload_id": up["upload_id"]}), 409, "upload_incomplete")
+
         # a streamed body without Content-Length is cut off while streaming, too
         def gen():
             for _ in range(10):

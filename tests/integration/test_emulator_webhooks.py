@@ -67,7 +67,9 @@ def test_invalid_webhook_urls(emulator: EmulatorHandle, emulator_account: str, u
 
 def test_webhook_body_errors(emulator: EmulatorHandle, emulator_account: str) -> None:
     with emulator.client(emulator_account) as c:
-        assert_error(c.put("/webhook", content=b"{", headers={"content-type": "application/json"}), 422, "invalid_input")
+        assert_error(
+            c.put("/webhook", content=b"{", headers={"content-type": "application/json"}), 422, "invalid_input"
+        )
         assert_error(c.put("/webhook", json=["x"]), 422, "invalid_input")
 
 

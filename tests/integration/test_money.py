@@ -26,7 +26,23 @@ from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
 
-WORDS = ["river", "mill", "grain", "water", "wheel", "stone", "miller", "flour", "village", "season", "harvest", "trade", "cart", "road", "market"]
+WORDS = [
+    "river",
+    "mill",
+    "grain",
+    "water",
+    "wheel",
+    "stone",
+    "miller",
+    "flour",
+    "village",
+    "season",
+    "harvest",
+    "trade",
+    "cart",
+    "road",
+    "market",
+]
 
 
 def essay(i: int) -> str:

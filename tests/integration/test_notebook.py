@@ -36,9 +36,7 @@ def test_check_dataframe_returns_report_frames_and_reruns_free(
     monkeypatch.setenv("DOCCHECK_API_KEY", key)  # from the environment, as in a notebook
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "essay.txt").write_text(TEXT + " From a file.")
-    df = pd.DataFrame(
-        {"id": [1, 2, 3], "body": [TEXT, "", TEXT + " Another one."], "group": ["x", "y", "x"]}
-    )
+    df = pd.DataFrame({"id": [1, 2, 3], "body": [TEXT, "", TEXT + " Another one."], "group": ["x", "y", "x"]})
     params: dict[str, Any] = dict(
         text_column="body", id_column="id", products=["ai", "similarity"], metadata_columns=["group"],
         base_url=emulator.base_url, campaign=f"nb-{uuid.uuid4().hex[:8]}",
@@ -64,7 +62,8 @@ def test_check_dataframe_returns_report_frames_and_reruns_free(
     files = doccheck.check_dataframe(
         pd.DataFrame({"document_id": ["f1"], "file": ["files/essay.txt"]}),
         **{**params, "text_column": None, "id_column": "document_id", "metadata_columns": ()},
-        path_column="file", base_dir=tmp_path,
+        path_column="file",
+        base_dir=tmp_path,
     )
     assert list(files.submissions["mode"]) == ["multipart"] and files.ai_results["status"].iloc[0] == "completed"
 
@@ -79,7 +78,9 @@ def test_a_dataframe_with_the_manifest_columns_needs_no_column_options(
         database_url=f"sqlite:///{tmp_path / 'ledger.db'}", campaign=f"nb-{uuid.uuid4().hex[:8]}", progress=False,
     )  # fmt: skip
     assert list(result.submissions["document_id"]) == ["d1", "d2"]
-    assert set(result.ai_results["status"]) == {"completed"} and set(result.similarity_results["status"]) == {"completed"}
+    assert set(result.ai_results["status"]) == {"completed"} and set(result.similarity_results["status"]) == {
+        "completed"
+    }
     shown = repr(result) + repr(result.summary) + "".join(repr(f.attrs) for f in result.values())
     assert key not in shown
 
@@ -137,11 +138,16 @@ def test_example_notebook_runs_top_to_bottom(emulator: EmulatorHandle, tmp_path:
 
     tool = _notebook_tool()
     key = emulator.new_account()
-    nb = tool.execute(tool.SOURCE, tmp_path, {
-        "DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key,
-        "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'notebook-ledger.db'}",
-        "DOCCHECK_NOTEBOOK_CAMPAIGN": f"nb-example-{uuid.uuid4().hex[:6]}",
-    })  # fmt: skip  (raises CellExecutionError with the failing cell's traceback)
+    nb = tool.execute(
+        tool.SOURCE,
+        tmp_path,
+        {
+            "DOCCHECK_BASE_URL": emulator.base_url,
+            "DOCCHECK_API_KEY": key,
+            "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'notebook-ledger.db'}",
+            "DOCCHECK_NOTEBOOK_CAMPAIGN": f"nb-example-{uuid.uuid4().hex[:6]}",
+        },
+    )  # fmt: skip  (raises CellExecutionError with the failing cell's traceback)
     outputs = "\n".join(
         o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
     )

@@ -31,6 +31,7 @@ from tests.fixtures.receiver import ReceiverHandle, scope_for
 
 pytestmark = pytest.mark.integration
 
+
 def account_with_webhook(emulator: Any, receiver: ReceiverHandle) -> str:
     """A fresh account whose webhook points at the receiver, secret handed to the receiver."""
     api_key = emulator.new_account()
@@ -54,7 +55,9 @@ def drop_all_deliveries(webhook_emulator: Any) -> Iterator[Any]:
         webhook_emulator.reset_faults()
 
 
-def test_webhooks_complete_the_run_and_rerun_is_free(webhook_emulator: Any, receiver: ReceiverHandle, corpus: Path) -> None:
+def test_webhooks_complete_the_run_and_rerun_is_free(
+    webhook_emulator: Any, receiver: ReceiverHandle, corpus: Path
+) -> None:
     emu, ledger = webhook_emulator, receiver.ledger
     api_key = account_with_webhook(emu, receiver)
     plan = plan_for(corpus)

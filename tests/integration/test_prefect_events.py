@@ -39,7 +39,10 @@ def events_receiver(prefect_server: Any, tmp_path_factory: pytest.TempPathFactor
 
 def _read_events(api_url: str, check_ids: set[str]) -> list[dict[str, Any]]:
     body = {
-        "filter": {"event": {"prefix": ["doccheck.check."]}, "resource": {"id": [f"doccheck.check.{c}" for c in check_ids]}},
+        "filter": {
+            "event": {"prefix": ["doccheck.check."]},
+            "resource": {"id": [f"doccheck.check.{c}" for c in check_ids]},
+        },
         "limit": 50,
     }
     with httpx.Client(trust_env=False, timeout=10) as http:
@@ -94,8 +97,13 @@ def test_verified_deliveries_become_prefect_events_that_trigger_collect_results(
         monkeypatch.setenv("DOCCHECK_API_KEY", key)
         summary = asyncio.run(
             bulk_check(
-                manifest=str(manifest), products=["ai"], out_dir=str(tmp_path / "first"), campaign=campaign,
-                base_url=webhook_emulator.base_url, database_url=events_receiver.database_url, wait=False,
+                manifest=str(manifest),
+                products=["ai"],
+                out_dir=str(tmp_path / "first"),
+                campaign=campaign,
+                base_url=webhook_emulator.base_url,
+                database_url=events_receiver.database_url,
+                wait=False,
             )  # fmt: skip
         )
         assert summary.submitted == 3

@@ -29,7 +29,9 @@ pytestmark = pytest.mark.integration
 
 TEXT = ("Rivers carve valleys over thousands of years, and the sediment they carry builds deltas "
         "where they meet the sea. Farmers have relied on those deltas for as long as there were farms.")  # fmt: skip
-SIGNATURES_DDL = "CREATE TABLE matching_signatures (id INTEGER PRIMARY KEY, campaign VARCHAR, check_id VARCHAR, sig VARCHAR)"
+SIGNATURES_DDL = (
+    "CREATE TABLE matching_signatures (id INTEGER PRIMARY KEY, campaign VARCHAR, check_id VARCHAR, sig VARCHAR)"
+)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -103,9 +103,7 @@ def test_oversize_refused_before_body_is_read(receiver: ReceiverHandle) -> None:
     assert head.startswith(b"HTTP/1.1 413")
 
 
-def test_emulator_deliveries_land_exactly_once_despite_redelivery(
-    webhook_emulator, receiver: ReceiverHandle
-) -> None:
+def test_emulator_deliveries_land_exactly_once_despite_redelivery(webhook_emulator, receiver: ReceiverHandle) -> None:
     """First attempts fail (the receiver has no secret for this account yet → 401), the
     emulator redelivers with backoff; after the secret is stored, each event is recorded
     once, and a replay of the same signed delivery is a duplicate."""
@@ -142,7 +140,9 @@ def test_concurrent_deliveries_while_the_pipeline_applies(receiver: ReceiverHand
     shared = httpx.Client(timeout=30, trust_env=False)  # thread-safe; one pool for all threads
 
     def deliver(body: bytes) -> int:
-        return shared.post(receiver.webhook_url, content=body, headers={"Service-Signature": sign(body, manual_secret)}).status_code
+        return shared.post(
+            receiver.webhook_url, content=body, headers={"Service-Signature": sign(body, manual_secret)}
+        ).status_code
 
     with shared, concurrent.futures.ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(deliver, b) for b in bodies]

@@ -23,16 +23,31 @@ pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-EVIL = "<script>window.__pwned = true</script><img src=x onerror=\"window.__pwned=true\">"
+EVIL = '<script>window.__pwned = true</script><img src=x onerror="window.__pwned=true">'
 
 
 def _tables() -> ReportTables:
     subs, ai, sim, sources = [], [], [], []
-    scores = {"d1": (0.10, "human", 3.0), "d2": (0.95, "ai", 12.0), "d3": (0.40, "mixed", 70.0), "d4": (0.05, "human", 1.0)}
+    scores = {
+        "d1": (0.10, "human", 3.0),
+        "d2": (0.95, "ai", 12.0),
+        "d3": (0.40, "mixed", 70.0),
+        "d4": (0.05, "human", 1.0),
+    }
     for i, (doc, (ai_score, label, sim_score)) in enumerate(scores.items(), start=1):
         check = f"chk_{doc}"
-        subs.append({"document_id": doc, "row_number": i, "mode": "text", "check_id": check,
-                     "products": ["ai", "similarity"], "status": "submitted", "words": 200, "cost_cents": 6})
+        subs.append(
+            {
+                "document_id": doc,
+                "row_number": i,
+                "mode": "text",
+                "check_id": check,
+                "products": ["ai", "similarity"],
+                "status": "submitted",
+                "words": 200,
+                "cost_cents": 6,
+            }
+        )
         ai.append({"document_id": doc, "check_id": check, "status": "completed", "score": ai_score, "label": label})
         sim.append({"document_id": doc, "check_id": check, "status": "completed", "score": sim_score})
     sources.append({"document_id": "d3", "check_id": "chk_d3", "source_id": "chk_d1", "title": "submission",

@@ -42,8 +42,14 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
         database_url=f"sqlite:///{tmp_path / 'ledger.db'}", grace_seconds=0, poll_interval=0.1,
     )  # fmt: skip
     summary = asyncio.run(
-        bulk_check(manifest=str(manifest), products=["ai", "similarity"], campaign=campaign,
-                   metadata_columns=["student"], download="similarity_pdf,pdf", **params)  # fmt: skip
+        bulk_check(
+            manifest=str(manifest),
+            products=["ai", "similarity"],
+            campaign=campaign,
+            metadata_columns=["student"],
+            download="similarity_pdf,pdf",
+            **params,
+        )  # fmt: skip
     )
     assert summary.status == "finished" and summary.downloads is not None
     assert summary.downloads["downloaded"] == 4 and summary.downloads["failed"] == 0
@@ -64,7 +70,9 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
 
     drain_prefect()
     api = prefect_server.api_url
-    artifacts = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": [f"bulk-check-{campaign}-report"]}}}).json()
+    artifacts = httpx.post(
+        f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": [f"bulk-check-{campaign}-report"]}}}
+    ).json()
     links = [a for a in artifacts if "report.html" in str(a.get("data"))]  # Prefect stores a link as markdown
     assert links and (run_dir / "report.html").resolve().as_uri() in links[0]["data"]
 

@@ -20,11 +20,21 @@ def hostile_lines() -> list[tuple[str | None, str, str, bytes]]:
     deep = b'{"document_id": "deep", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     return [
         ("deep", "invalid_row", "row", deep),
-        ("bignum", "invalid_value", "score", b'{"document_id": "bignum", "text": "w w", "score": ' + b"7" * 5000 + b"}"),
+        (
+            "bignum",
+            "invalid_value",
+            "score",
+            b'{"document_id": "bignum", "text": "w w", "score": ' + b"7" * 5000 + b"}",
+        ),
         (None, "invalid_value", "document_id", b'{"document_id": "s\\ud800", "text": "some words"}'),
         ("surrogate-path", "invalid_path", "path", b'{"document_id": "surrogate-path", "path": "essay\\udc80.txt"}'),
         ("surrogate-text", "invalid_text", "text", b'{"document_id": "surrogate-text", "text": "half \\udfff a pair"}'),
-        ("surrogate-name", "invalid_value", "name", b'{"document_id": "surrogate-name", "text": "w w", "name": "\\ud83d"}'),
+        (
+            "surrogate-name",
+            "invalid_value",
+            "name",
+            b'{"document_id": "surrogate-name", "text": "w w", "name": "\\ud83d"}',
+        ),
         ("nul-text", "invalid_text", "text", b'{"document_id": "nul-text", "text": "a\\u0000b"}'),
         ("nan", "invalid_value", "score", b'{"document_id": "nan", "text": "w w", "score": NaN}'),
         ("inf", "invalid_value", "score", b'{"document_id": "inf", "text": "w w", "score": 1e400}'),

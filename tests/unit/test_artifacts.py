@@ -55,7 +55,14 @@ def test_artifact_keys_are_lowercase_dashes_and_stable() -> None:
 
 def test_outcome_rows_count_per_product_and_price_non_failed_products() -> None:
     rows = {r["product"]: r for r in outcome_rows(TABLES)}
-    assert rows["ai"] == {"product": "ai", "requested": 2, "completed": 2, "failed": 0, "pending": 0, "cost_cents": 3 + 1}
+    assert rows["ai"] == {
+        "product": "ai",
+        "requested": 2,
+        "completed": 2,
+        "failed": 0,
+        "pending": 0,
+        "cost_cents": 3 + 1,
+    }
     # the failed similarity product is refunded: no cost
     assert rows["similarity"] == {
         "product": "similarity", "requested": 1, "completed": 0, "failed": 1, "pending": 0, "cost_cents": 0,
@@ -76,7 +83,9 @@ def test_top_scores_highest_first() -> None:
 def test_summary_markdown_has_rejects_spend_scores_and_paths() -> None:
     summary = {"campaign": "hist-101", "status": "finished", "run_id": "r1", "documents": 2, "rejected": 1,
                "spent_cents": 10, "report_dir": "/tmp/reports/hist-101-x", "latest_dir": "/tmp/reports/latest"}  # fmt: skip
-    md = summary_markdown(summary, TABLES, {"ai_results": "/tmp/reports/hist-101-x/ai_results.parquet"}, "/x/scores.png")
+    md = summary_markdown(
+        summary, TABLES, {"ai_results": "/tmp/reports/hist-101-x/ai_results.parquet"}, "/x/scores.png"
+    )
     text = rendered_text(md)
     assert text.startswith("doccheck run: hist-101")
     assert "| charged this run (cents) | 10 |" in md

@@ -39,7 +39,10 @@ def client_for(rec: Recorder, retry: RetryPolicy = NO_RETRY) -> DocCheckClient:
 # --- configuration ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["http://svc.test", "http://svc.test/api", "http://svc.test/api/v2", "svc.test/api/v1", "ftp://svc.test/api/v1"])
+@pytest.mark.parametrize(
+    "url",
+    ["http://svc.test", "http://svc.test/api", "http://svc.test/api/v2", "svc.test/api/v1", "ftp://svc.test/api/v1"],
+)
 def test_base_url_must_end_in_api_v1(url: str) -> None:
     with pytest.raises(ConfigurationError, match="/api/v1"):
         DocCheckClient(url, KEY)
@@ -83,7 +86,12 @@ def test_text_check_is_json_with_headers() -> None:
     assert req.headers["Idempotency-Key"] == "k1"
     assert req.headers["User-Agent"] == USER_AGENT and USER_AGENT.startswith("doccheck/0.1.0 httpx/")
     assert req.headers["Content-Type"] == "application/json"
-    assert json.loads(rec.bodies[0]) == {"text": "Some text", "products": ["ai", "similarity"], "name": "n", "metadata": {"row": 1}}
+    assert json.loads(rec.bodies[0]) == {
+        "text": "Some text",
+        "products": ["ai", "similarity"],
+        "name": "n",
+        "metadata": {"row": 1},
+    }
     assert check.id == CHECK["id"] and check.status == "processing" and not check.replayed
 
 
@@ -135,7 +143,14 @@ def test_paths_of_reads_and_webhook() -> None:
         httpx.Response(200, json={"object": "list", "data": [CHECK], "has_more": False}),
         httpx.Response(200, content=b"%PDF-1.4"),
         httpx.Response(200, json=hook),
-        httpx.Response(200, json={"object": "webhook", "url": "https://r.example/h", "last_delivery": {"status": "succeeded", "http_status": 200, "at": None}}),
+        httpx.Response(
+            200,
+            json={
+                "object": "webhook",
+                "url": "https://r.example/h",
+                "last_delivery": {"status": "succeeded", "http_status": 200, "at": None},
+            },
+        ),
         httpx.Response(200, json=dict(hook, secret="whsec_new")),
         httpx.Response(204),
     )
@@ -193,9 +208,13 @@ def test_storage_put_has_no_authorization_and_exact_content_type(tmp_path: Path)
 
     doc = tmp_path / "big.txt"
     doc.write_bytes(b"word " * 50_000)
-    up = Upload(upload_id="u", upload_url="http://storage.test/put/u?sig=abc&exp=1", content_type="text/plain; charset=utf-8")
+    up = Upload(
+        upload_id="u", upload_url="http://storage.test/put/u?sig=abc&exp=1", content_type="text/plain; charset=utf-8"
+    )
     api, storage = Recorder(httpx.Response(500)), Recorder(httpx.Response(200))
-    client = DocCheckClient(BASE, KEY, retry=NO_RETRY, transport=httpx.MockTransport(api), upload_transport=httpx.MockTransport(storage))
+    client = DocCheckClient(
+        BASE, KEY, retry=NO_RETRY, transport=httpx.MockTransport(api), upload_transport=httpx.MockTransport(storage)
+    )
     client.put_upload(up, doc)
     req = storage.requests[0]
     assert api.requests == []

@@ -23,7 +23,13 @@ from doccheck.client.retry import is_retryable
 from tests.factories import BASE, CHECK, KEY, Recorder, created, err
 
 FAST = RetryPolicy(max_attempts=4, initial=0.001, max_backoff=0.01, deadline_seconds=5)
-UPLOAD = {"object": "upload", "upload_id": "u1", "upload_url": "http://st/u1?sig=x", "expires_in": 600, "content_type": "text/plain"}
+UPLOAD = {
+    "object": "upload",
+    "upload_id": "u1",
+    "upload_url": "http://st/u1?sig=x",
+    "expires_in": 600,
+    "content_type": "text/plain",
+}
 
 
 def boom(exc: type[httpx.TransportError]):
@@ -52,14 +58,24 @@ def test_create_check_without_key_never_retried(answer: object) -> None:
     assert len(rec.requests) == 1
 
 
-@pytest.mark.parametrize("answer", [err(429, "rate_limited", **{"Retry-After": "0"}), err(503, "unavailable"), boom(httpx.ConnectError), boom(httpx.ConnectTimeout)])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        err(429, "rate_limited", **{"Retry-After": "0"}),
+        err(503, "unavailable"),
+        boom(httpx.ConnectError),
+        boom(httpx.ConnectTimeout),
+    ],
+)
 def test_upload_retried_only_when_request_did_no_work(answer: object) -> None:
     rec = Recorder(answer, httpx.Response(201, json=UPLOAD))
     assert client_for(rec).create_upload("a.txt", size_bytes=10).upload_id == "u1"
     assert len(rec.requests) == 2
 
 
-@pytest.mark.parametrize("answer", [err(500, "internal"), err(502, "bad_gateway"), boom(httpx.ReadTimeout), boom(httpx.RemoteProtocolError)])
+@pytest.mark.parametrize(
+    "answer", [err(500, "internal"), err(502, "bad_gateway"), boom(httpx.ReadTimeout), boom(httpx.RemoteProtocolError)]
+)
 def test_upload_not_retried_when_it_may_have_been_created(answer: object) -> None:
     rec = Recorder(answer, httpx.Response(201, json=UPLOAD))
     with pytest.raises((ServerError, NetworkError)):
@@ -134,7 +150,13 @@ def test_storage_put_log_has_no_signed_query(caplog: pytest.LogCaptureFixture, t
     f = tmp_path / "x.txt"
     f.write_text("hello")
     storage = Recorder(err(503, "unavailable"), httpx.Response(200))
-    c = DocCheckClient(BASE, KEY, retry=FAST, transport=httpx.MockTransport(Recorder(httpx.Response(500))), upload_transport=httpx.MockTransport(storage))
+    c = DocCheckClient(
+        BASE,
+        KEY,
+        retry=FAST,
+        transport=httpx.MockTransport(Recorder(httpx.Response(500))),
+        upload_transport=httpx.MockTransport(storage),
+    )
     with caplog.at_level(logging.DEBUG, logger="doccheck.client"):
         c.put_upload(Upload(upload_id="u", upload_url="http://st/put/u?sig=SIGNATURE", content_type="text/plain"), f)
     assert len(storage.requests) == 2 and storage.bodies[1] == b"hello"  # file re-read from the start

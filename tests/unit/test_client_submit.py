@@ -102,7 +102,9 @@ def test_submit_small_file_is_multipart(tmp_path: Path) -> None:
     doc = tmp_path / "a.txt"
     doc.write_text("hello world")
     rec = Recorder(created())
-    sub = DocCheckClient(BASE, KEY, transport=httpx.MockTransport(rec)).submit(FileDocument(doc), products=["ai", "similarity"], idempotency_key="k")
+    sub = DocCheckClient(BASE, KEY, transport=httpx.MockTransport(rec)).submit(
+        FileDocument(doc), products=["ai", "similarity"], idempotency_key="k"
+    )
     assert sub.mode == "multipart"
     assert rec.requests[0].headers["Content-Type"].startswith("multipart/form-data")
     assert rec.bodies[0].count(b'name="products"') == 2
@@ -110,7 +112,13 @@ def test_submit_small_file_is_multipart(tmp_path: Path) -> None:
 
 def _upload_flow_client(api: Recorder, storage: Recorder, async_: bool = False):
     cls = AsyncDocCheckClient if async_ else DocCheckClient
-    return cls(BASE, KEY, retry=RetryPolicy(max_attempts=1), transport=httpx.MockTransport(api), upload_transport=httpx.MockTransport(storage))
+    return cls(
+        BASE,
+        KEY,
+        retry=RetryPolicy(max_attempts=1),
+        transport=httpx.MockTransport(api),
+        upload_transport=httpx.MockTransport(storage),
+    )
 
 
 def test_submit_large_file_uses_upload_flow(tmp_path: Path) -> None:
@@ -122,7 +130,11 @@ def test_submit_large_file_uses_upload_flow(tmp_path: Path) -> None:
     assert (sub.mode, sub.upload_id) == ("upload", "up_1")
     create_upload, create_check = api.requests
     assert create_upload.url.path == "/api/v1/uploads" and "Idempotency-Key" not in create_upload.headers
-    assert json.loads(api.bodies[0]) == {"filename": "big.txt", "content_type": "text/plain", "size_bytes": doc.stat().st_size}
+    assert json.loads(api.bodies[0]) == {
+        "filename": "big.txt",
+        "content_type": "text/plain",
+        "size_bytes": doc.stat().st_size,
+    }
     put = storage.requests[0]
     assert put.method == "PUT" and "Authorization" not in put.headers and put.headers["Content-Type"] == "text/plain"
     assert storage.bodies[0] == doc.read_bytes()

@@ -30,12 +30,20 @@ def test_parse_kinds_orders_and_refuses_typos() -> None:
         parse_kinds("pfd")
 
 
-@pytest.mark.parametrize("document_id", ["../../etc/passwd", "a/b", "CON", ".hidden", "x" * 300, "Zoë", "a b", "", "\x00"])
+@pytest.mark.parametrize(
+    "document_id", ["../../etc/passwd", "a/b", "CON", ".hidden", "x" * 300, "Zoë", "a b", "", "\x00"]
+)
 def test_safe_file_stem_stays_in_the_folder_and_is_unique(document_id: str) -> None:
     stem = safe_file_stem(document_id)
     assert stem and "/" not in stem and not stem.startswith(".") and len(stem) <= 100
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in stem)
-    if document_id and document_id == document_id.strip("._") and document_id != "CON" and all(c.isascii() and (c.isalnum() or c in "._-") for c in document_id) and len(document_id) <= 100:
+    if (
+        document_id
+        and document_id == document_id.strip("._")
+        and document_id != "CON"
+        and all(c.isascii() and (c.isalnum() or c in "._-") for c in document_id)
+        and len(document_id) <= 100
+    ):
         assert stem == document_id
     assert safe_file_stem("a/b") != safe_file_stem("a_b")  # never two documents in one file
     assert safe_file_stem("CON") != "CON" and safe_file_stem("con.txt").startswith("con.txt-")
@@ -65,7 +73,9 @@ class FakeClient:
         self.calls: list[tuple[str, str]] = []
         self.fail, self.missing = fail, missing
 
-    async def download_file(self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None) -> str | None:
+    async def download_file(
+        self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None
+    ) -> str | None:
         self.calls.append((check_id, kind))
         if kind in self.fail:
             raise ServerError("boom", status_code=503, code="service_unavailable")

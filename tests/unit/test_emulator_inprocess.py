@@ -15,7 +15,9 @@ from doccheck.emulator.storage import StorageOrigin, upload_url
 from doccheck.emulator.store import Upload
 
 
-async def _put_chunks(emu: Emulator, upload: Upload, chunks: int, chunk_size: int, headers: list) -> tuple[int, dict, int]:
+async def _put_chunks(
+    emu: Emulator, upload: Upload, chunks: int, chunk_size: int, headers: list
+) -> tuple[int, dict, int]:
     """Drive the storage origin with a body of ``chunks`` chunks; return status, body, chunks read."""
     url = httpx.URL(upload_url(emu, upload))
     consumed = 0

@@ -46,7 +46,11 @@ def test_similarity_counts_matched_words_per_source() -> None:
     assert [s["source_id"] for s in result["sources"]] == ["s1"]  # s3 is later, not compared
     assert result["sources"][0] == {"source_id": "s1", "title": "first", "url": None, "kind": "submission",
                                     "matched_words": 7, "percent": round(700 / 9, 1)}  # fmt: skip
-    assert compare(["too", "short"], [index], exclude="x", before_seq=9) == {"score": 0.0, "matched_words": 0, "sources": []}
+    assert compare(["too", "short"], [index], exclude="x", before_seq=9) == {
+        "score": 0.0,
+        "matched_words": 0,
+        "sources": [],
+    }
 
 
 def test_reference_corpus_is_bundled_and_matches_itself() -> None:

@@ -109,5 +109,7 @@ def test_unsupported(name: str) -> None:
 
 
 def test_html_table_cells_are_separate_words() -> None:
-    html = b"<table><tr><td>alpha</td><td>beta</td></tr><tr><th>gamma</th></tr></table><ul><li>one</li><li>two</li></ul>"
+    html = (
+        b"<table><tr><td>alpha</td><td>beta</td></tr><tr><th>gamma</th></tr></table><ul><li>one</li><li>two</li></ul>"
+    )
     assert extract_text(html, "t.html").split() == ["alpha", "beta", "gamma", "one", "two"]

@@ -66,8 +66,11 @@ def test_footnotes_endnotes_counted_comments_not() -> None:
     comments = f'<w:comments xmlns:w="{W}"><w:comment w:id="0">{para("reviewer says no")}</w:comment></w:comments>'
     data = docx_package(
         para("Body"),
-        {"word/footnotes.xml": ("footnotes", notes), "word/endnotes.xml": ("endnotes", ends),
-         "word/comments.xml": ("comments", comments)},  # fmt: skip
+        {
+            "word/footnotes.xml": ("footnotes", notes),
+            "word/endnotes.xml": ("endnotes", ends),
+            "word/comments.xml": ("comments", comments),
+        },  # fmt: skip
     )
     text = extract_text(data, "f.docx")
     assert "a footnote" in text and "an endnote here" in text and "reviewer" not in text
@@ -96,7 +99,9 @@ def test_revisions_and_field_codes() -> None:
 
 
 def test_tabs_breaks_and_non_breaking_hyphen() -> None:
-    body = "<w:p><w:r><w:t>well</w:t><w:noBreakHyphen/><w:t>known</w:t><w:tab/><w:t>a</w:t><w:br/><w:t>b</w:t></w:r></w:p>"
+    body = (
+        "<w:p><w:r><w:t>well</w:t><w:noBreakHyphen/><w:t>known</w:t><w:tab/><w:t>a</w:t><w:br/><w:t>b</w:t></w:r></w:p>"
+    )
     assert extract_text(docx_package(body), "t.docx").split() == ["well-known", "a", "b"]
 
 

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from doccheck.extract import DEFAULT_LIMITS, ExtractionError, _parse, extract_text
 
 DOCUMENTS = Path(__file__).parents[1] / "data" / "documents"
-SAMPLES = {name: (DOCUMENTS / name).read_bytes() for name in ("zen_of_python.docx", "crazyones.pdf", "readability-001.html")}
+SAMPLES = {
+    name: (DOCUMENTS / name).read_bytes() for name in ("zen_of_python.docx", "crazyones.pdf", "readability-001.html")
+}
 
 
 def _document_xml_mutated(data: bytes, cut: int, junk: bytes) -> bytes:

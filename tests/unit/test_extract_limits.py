@@ -75,7 +75,9 @@ def _forge_declared_size(data: bytes, member: str, size: int) -> bytes:
     buf = bytearray(data)
     name = member.encode()
     pos = buf.find(b"PK\x01\x02")
-    while struct.unpack_from("<H", buf, pos + 28)[0] != len(name) or bytes(buf[pos + 46 : pos + 46 + len(name)]) != name:
+    while (
+        struct.unpack_from("<H", buf, pos + 28)[0] != len(name) or bytes(buf[pos + 46 : pos + 46 + len(name)]) != name
+    ):
         pos = buf.find(b"PK\x01\x02", pos + 4)
         assert pos >= 0, "member not found"
     if struct.unpack_from("<I", buf, pos + 24)[0] == 0xFFFFFFFF:  # zip64: the size is in the extra field
@@ -111,7 +113,9 @@ def test_pdf_pages_invoking_one_big_form_xobject_are_refused_fast() -> None:
 
 
 def test_pdf_stopped_by_cpu_limit(shared_pdf: bytes) -> None:
-    message, elapsed = _timed_rejection(shared_pdf, "s.pdf", ExtractionLimits(**_LIFTED, cpu_seconds=1, wall_seconds=60))
+    message, elapsed = _timed_rejection(
+        shared_pdf, "s.pdf", ExtractionLimits(**_LIFTED, cpu_seconds=1, wall_seconds=60)
+    )
     assert message == "extraction used over 1 s of CPU"
     assert elapsed < 30  # 1 s of CPU; the rest is waiting for a core on a shared machine
 

@@ -26,7 +26,7 @@ from doccheck.instructor.spreadsheet import csv_text
 from doccheck.manifest import Rejection
 from doccheck.reports import ReportTables, rejection_rows, write_reports
 
-EVIL = '<script>window.__pwned = 1</script>'
+EVIL = "<script>window.__pwned = 1</script>"
 
 
 def sample_tables() -> ReportTables:
@@ -85,7 +85,7 @@ def test_wide_table_one_row_per_document_with_top_source_and_cohort() -> None:
     assert by_id["bad"]["status"] == "rejected" and by_id["bad"]["cost_cents"] == 0
     table = documents_table(rows)
     assert table.schema.names[: len(DOCUMENTS_SCHEMA)] == DOCUMENTS_SCHEMA.names
-    assert table.schema.names[len(DOCUMENTS_SCHEMA):] == ["meta_student", "meta_section"]
+    assert table.schema.names[len(DOCUMENTS_SCHEMA) :] == ["meta_student", "meta_section"]
     assert documents_table([]).schema == DOCUMENTS_SCHEMA  # an empty run keeps its columns
 
 
@@ -102,7 +102,7 @@ def test_csv_opens_as_text_cells_and_keeps_numbers() -> None:
     assert "\r\n" in text
     parsed = list(csv.DictReader(io.StringIO(text)))
     doc3 = next(r for r in parsed if r["row_number"] == "3")
-    assert doc3["document_id"] == "'=HYPERLINK(\"http://x\")"
+    assert doc3["document_id"] == '\'=HYPERLINK("http://x")'
     s2 = next(r for r in parsed if r["document_id"] == "s2")
     assert s2["meta_section"] == "'-1+1" and s2["similarity_score"] == "62.5" and s2["flagged"] == "true"
     for record in parsed:

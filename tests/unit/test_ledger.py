@@ -129,7 +129,13 @@ def test_apply_events_then_fetch_completes_outcome(ledger: Ledger) -> None:
     assert ledger.pending_checks(run_id=run_id) == []
     rows = ledger.report_rows(run_id=run_id)
     ai = rows["ai_results"][0]
-    assert (ai["status"], ai["score"], ai["label"], ai["check_id"], ai["words"]) == ("completed", 0.91, "ai", "chk-1", 40)
+    assert (ai["status"], ai["score"], ai["label"], ai["check_id"], ai["words"]) == (
+        "completed",
+        0.91,
+        "ai",
+        "chk-1",
+        40,
+    )
     assert ai["completed_at"] is not None
     # the outcome remembers that the webhook told us first
     [event] = [e for e in ledger.events() if e.event_id == "evt-ai"]
@@ -172,22 +178,41 @@ def test_poll_result_wins_and_late_event_does_not_regress(ledger: Ledger) -> Non
 
 def test_report_rows_cover_every_row(ledger: Ledger) -> None:
     run_id = ledger.start_run(campaign="c1")
-    ok, failed, skipped, unsent = planned("ok", row=1), planned("bad", row=2), planned("poor", row=3), planned("later", row=4)
+    ok, failed, skipped, unsent = (
+        planned("ok", row=1),
+        planned("bad", row=2),
+        planned("poor", row=3),
+        planned("later", row=4),
+    )
     submit(ledger, run_id, ok, "chk-ok")
     ledger.record_documents(run_id, [failed, skipped, unsent])
     ledger.mark_submitting(failed.idempotency_key, campaign="c1", document_id="bad", products=("ai",), mode="text")
     ledger.mark_submit_failed(failed.idempotency_key, code="unsupported_file_type", message="no")
     ledger.mark_submit_failed(skipped.idempotency_key, code="budget_exceeded", message="cap", state="skipped_budget",
                               campaign="c1", document_id="poor", products=("ai",), mode="text")  # fmt: skip
-    assert ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 1
-    assert ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 0
+    assert (
+        ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 1
+    )
+    assert (
+        ledger.record_rejections(run_id, [Rejection(5, "dup", "document_id", "duplicate_id", "row 5: duplicate")]) == 0
+    )
     rows = ledger.report_rows(run_id=run_id)
     by_id = {r["document_id"]: r for r in rows["submissions"]}
-    assert by_id["ok"]["status"] == "submitted" and by_id["ok"]["check_id"] == "chk-ok" and by_id["ok"]["cost_cents"] == 1
-    assert (by_id["bad"]["status"], by_id["bad"]["error_code"], by_id["bad"]["cost_cents"]) == ("failed", "unsupported_file_type", 0)
+    assert (
+        by_id["ok"]["status"] == "submitted" and by_id["ok"]["check_id"] == "chk-ok" and by_id["ok"]["cost_cents"] == 1
+    )
+    assert (by_id["bad"]["status"], by_id["bad"]["error_code"], by_id["bad"]["cost_cents"]) == (
+        "failed",
+        "unsupported_file_type",
+        0,
+    )
     assert by_id["poor"]["status"] == "skipped_budget"
     assert by_id["later"]["status"] == "unsent"
-    assert (by_id["dup"]["status"], by_id["dup"]["error_code"], by_id["dup"]["error_message"]) == ("rejected", "duplicate_id", "row 5: duplicate")
+    assert (by_id["dup"]["status"], by_id["dup"]["error_code"], by_id["dup"]["error_message"]) == (
+        "rejected",
+        "duplicate_id",
+        "row 5: duplicate",
+    )
     assert [r["document_id"] for r in rows["ai_results"]] == ["ok"]
     assert rows["ai_results"][0]["status"] == "pending"
     summary = ledger.run_summary(run_id)
@@ -271,7 +296,10 @@ def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp
         for f in schema:
             assert table.schema.field(f.name).type == f.type, (name, f.name)
     subs = pq.read_table(paths.submissions).to_pylist()
-    assert {(r["document_id"], r["status"], r["mode"]) for r in subs} == {("d1", "submitted", "text"), ("bad", "rejected", "rejected")}
+    assert {(r["document_id"], r["status"], r["mode"]) for r in subs} == {
+        ("d1", "submitted", "text"),
+        ("bad", "rejected", "rejected"),
+    }
     assert [r["meta_group"] for r in subs if r["document_id"] == "d1"] == ["A"]
     [ai] = pq.read_table(paths.ai_results).to_pylist()
     assert ai["score"] == 0.5 and ai["completed_at"].isoformat().startswith("2026-01-01T00:02:00")

@@ -133,7 +133,9 @@ def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, L
                                document_id="d1", products=["ai"], mode="text")  # fmt: skip
     expected = []
     for p in items:
-        one.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode)
+        one.mark_submitting(
+            p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode
+        )
         expected.append(one.claims.mark_sending(p.key, p.owner))
     assert record_prepares(grouped, items) == expected == [True, True, True, True, False]
     assert _snapshot(grouped) == _snapshot(one)

@@ -245,7 +245,7 @@ def test_products_parsing_and_defaults(corpus: Path) -> None:
         "document_id,text,products",
         "a,one two,",
         "b,one two,similarity|ai",
-        "c,one two,\" AI , similarity ;\"",
+        'c,one two," AI , similarity ;"',
         "d,one two,similarity",
     )
     docs = read_manifest(m, default_products=("similarity", "ai")).documents
@@ -352,7 +352,7 @@ def test_csv_keeps_na_like_strings_and_leading_zeros(tmp_path: Path) -> None:
 def test_csv_ragged_row_is_one_rejection(tmp_path: Path) -> None:
     m = tmp_path / "m.csv"
     m.write_text(
-        "document_id,text\n\na,first text\nb,oops, an unquoted comma\n,,\nc\nd,\"quoted, fine\"\n", encoding="utf-8"
+        'document_id,text\n\na,first text\nb,oops, an unquoted comma\n,,\nc\nd,"quoted, fine"\n', encoding="utf-8"
     )
     result = read_manifest(m)
     # Blank lines and rows of empty cells (spreadsheet exports) are skipped, not numbered.
@@ -373,9 +373,7 @@ def test_csv_duplicate_header_is_config_error(tmp_path: Path) -> None:
 def test_csv_long_text_cell_and_crlf_kept(tmp_path: Path) -> None:
     long_text = "word " * 60_000  # 300 KB, beyond the csv module's default field limit
     m = tmp_path / "m.csv"
-    m.write_bytes(
-        b"document_id,text\r\n" + f'long,"{long_text}"\r\n'.encode() + b'crlf,"line one\r\nline two"\r\n'
-    )
+    m.write_bytes(b"document_id,text\r\n" + f'long,"{long_text}"\r\n'.encode() + b'crlf,"line one\r\nline two"\r\n')
     docs = read_manifest(m).documents
     assert docs[0].words == 60_000
     assert docs[1].text == "line one\r\nline two"

@@ -28,7 +28,11 @@ KEYS = st.sampled_from(["document_id", "path", "text", "name", "products", "sect
 ROW = st.dictionaries(KEYS, CELL, max_size=6)
 
 #: DOCCHECK_FUZZ_EXAMPLES=2000 for a longer search than the default run's.
-FUZZ = settings(max_examples=int(os.environ.get("DOCCHECK_FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("DOCCHECK_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _folder() -> Path:
@@ -99,7 +103,11 @@ SCALAR = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.booleans(),
 )
-NESTED = st.recursive(SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(NASTY_TEXT, inner, max_size=3)), max_leaves=8)
+NESTED = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(NASTY_TEXT, inner, max_size=3)),
+    max_leaves=8,
+)
 HOSTILE_KEYS = st.one_of(KEYS, st.sampled_from(["Document_ID", " path ", "TEXT", "section"]), NASTY_TEXT)
 HOSTILE_ROW = st.dictionaries(HOSTILE_KEYS, st.one_of(CELL, NESTED), max_size=6)
 
@@ -110,8 +118,12 @@ def _dump(row: dict) -> bytes:
 
 RAW_LINE = st.one_of(
     HOSTILE_ROW.map(_dump),
-    st.integers(min_value=1, max_value=3000).map(lambda n: b'{"document_id": "d", "text": ' + b"[" * n + b"]" * n + b"}"),
-    st.integers(min_value=1, max_value=6000).map(lambda n: b'{"document_id": "n", "text": "w", "x": ' + b"9" * n + b"}"),
+    st.integers(min_value=1, max_value=3000).map(
+        lambda n: b'{"document_id": "d", "text": ' + b"[" * n + b"]" * n + b"}"
+    ),
+    st.integers(min_value=1, max_value=6000).map(
+        lambda n: b'{"document_id": "n", "text": "w", "x": ' + b"9" * n + b"}"
+    ),
     st.tuples(HOSTILE_ROW.map(_dump), st.binary(min_size=1, max_size=4), st.integers(min_value=0)).map(
         lambda t: t[0][: t[2] % (len(t[0]) + 1)] + t[1] + t[0][t[2] % (len(t[0]) + 1) :]
     ),
@@ -195,7 +207,9 @@ def test_hostile_csv_rows_each_become_a_document_or_a_rejection(rows: list[list[
         shutil.rmtree(folder, ignore_errors=True)
 
 
-PARQUET_TEXT = st.lists(st.one_of(st.sampled_from(["\x00", "\u0301", "é", " ", "ai", "a.txt"]), st.text(max_size=4)), max_size=6).map("".join)
+PARQUET_TEXT = st.lists(
+    st.one_of(st.sampled_from(["\x00", "\u0301", "é", " ", "ai", "a.txt"]), st.text(max_size=4)), max_size=6
+).map("".join)
 
 
 @FUZZ

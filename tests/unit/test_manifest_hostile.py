@@ -243,11 +243,11 @@ def test_csv_runaway_quote_closed_by_a_later_quote(tmp_path: Path) -> None:
     m = write(
         tmp_path,
         "m.csv",
-        b'document_id,path,text,products\n'
+        b"document_id,path,text,products\n"
         b'a,,"a runaway, quote\n'
-        b'b,e.txt,,ai\n'
+        b"b,e.txt,,ai\n"
         b'c,e.txt,,"\n'  # the quote closes here, cleanly: only the swallowed rows give it away
-        b'd,e.txt,,ai\n',
+        b"d,e.txt,,ai\n",
     )
     result = read_manifest(m)
     assert [(d.document_id, d.row_number) for d in result.documents] == [("d", 4)]
@@ -346,7 +346,9 @@ def test_parquet_ids_keep_their_written_form(tmp_path: Path) -> None:
         ("1.50", "2.00"),
         ("1.5", ""),
     ]
-    pq.write_table(pa.table({"document_id": pa.array([7, 12], pa.int64()), "text": ["a a", "b b"]}), tmp_path / "i.parquet")
+    pq.write_table(
+        pa.table({"document_id": pa.array([7, 12], pa.int64()), "text": ["a a", "b b"]}), tmp_path / "i.parquet"
+    )
     assert [d.document_id for d in read_manifest(tmp_path / "i.parquet").documents] == ["7", "12"]
     pq.write_table(pa.table({"document_id": pa.array([1.5, 12.0]), "text": ["a a", "b b"]}), tmp_path / "f.parquet")
     with pytest.raises(ManifestError, match=r"floating point.*astype\('string'\)"):
@@ -392,4 +394,7 @@ def test_notebook_rows_with_surrogates_are_rejected_not_raised(tmp_path: Path) -
     df = pd.DataFrame({"document_id": ["a", "b\ud800", "c"], "text": ["w w", "x x", "y\x00"]}, dtype=object)
     plan = plan_dataframe(df, base_dir=tmp_path, campaign="nb")
     assert list(plan.documents["document_id"]) == ["a"]
-    assert [(r.row_number, r.error_code) for r in plan.rejected.itertuples()] == [(2, RejectCode.INVALID_VALUE), (3, RejectCode.INVALID_TEXT)]
+    assert [(r.row_number, r.error_code) for r in plan.rejected.itertuples()] == [
+        (2, RejectCode.INVALID_VALUE),
+        (3, RejectCode.INVALID_TEXT),
+    ]

@@ -50,7 +50,10 @@ def test_sample_plan(plans) -> None:
 def test_three_formats_plan_identically(plans) -> None:
     def shape(plan):
         return (
-            [(d.row_number, d.document_id, d.mode, d.products, d.idempotency_key, d.words, d.name) for d in plan.documents],
+            [
+                (d.row_number, d.document_id, d.mode, d.products, d.idempotency_key, d.words, d.name)
+                for d in plan.documents
+            ],
             [(r.row_number, r.document_id, r.code, r.field) for r in plan.rejections],
         )
 

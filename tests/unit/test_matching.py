@@ -55,7 +55,7 @@ def test_shingle_hashes_are_stable_across_processes() -> None:
     h = shingle_hashes("One two three four five six")
     assert h.dtype == np.uint64 and len(h) == 2
     assert to_u32(h).tolist() == sorted(to_u32(h).tolist())
-    assert shingle_hashes("ONE two, three: four five") [0] in set(h.tolist())  # case and punctuation ignored
+    assert shingle_hashes("ONE two, three: four five")[0] in set(h.tolist())  # case and punctuation ignored
     assert int(to_u32(shingle_hashes("the cat sat on the mat"))[0]) == 2186977580  # golden value: never change
     assert len(shingle_hashes("")) == 0 and len(shingle_hashes("two words")) == 1
     values = np.array([1, 5, 2**32 - 1], dtype=np.uint32)
@@ -168,7 +168,12 @@ def test_unreadable_document_is_skipped_with_its_reason(tmp_path: Path) -> None:
     text = essay(rng, 400)
     broken = tmp_path / "broken.docx"
     broken.write_bytes(b"not a zip")
-    docs = [Doc("a", text), Doc("b", text + " one more line"), Doc("bad", path=broken), Doc("gone", path=tmp_path / "x.txt")]
+    docs = [
+        Doc("a", text),
+        Doc("b", text + " one more line"),
+        Doc("bad", path=broken),
+        Doc("gone", path=tmp_path / "x.txt"),
+    ]
     result = match_cohort(docs, campaign="c", run_id="r")
     assert found(result) == {frozenset({"a", "b"}): "near_duplicate"}
     assert [s["document_id"] for s in result.skipped] == ["bad", "gone"]
@@ -222,4 +227,7 @@ def test_pairs_are_shown_in_the_summary_and_as_a_table() -> None:
     assert "top 3 of 4" in text and "identical" in text and "same0a" in text
     assert pairs_table({"pairs": 0, "top": []}) is None
     markdown = RunSummary(status="planned", campaign="c", dry_run=True, cohort_matches=summary).as_markdown()
-    assert f"| cohort pairs (local) | {escape_markdown('4: identical 1, near-duplicate 2, copied section 1')} |" in markdown
+    assert (
+        f"| cohort pairs (local) | {escape_markdown('4: identical 1, near-duplicate 2, copied section 1')} |"
+        in markdown
+    )

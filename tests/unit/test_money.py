@@ -58,7 +58,12 @@ def test_rows_sharing_a_check_are_charged_once(ledger: Ledger) -> None:
     assert (rows["d1"]["charged_cents"], rows["d2"]["charged_cents"], rows["d3"]["charged_cents"]) == (3, 0, 3)
     assert sum(r["net_cents"] for r in rows.values()) == sum(r["cost_cents"] for r in rows.values()) == 6
     summary = ledger.run_summary(run_id)
-    assert (summary["charged_cents"], summary["refunded_cents"], summary["net_cents"], summary["checks"]) == (6, 0, 6, 2)
+    assert (summary["charged_cents"], summary["refunded_cents"], summary["net_cents"], summary["checks"]) == (
+        6,
+        0,
+        6,
+        2,
+    )
 
 
 def test_a_replay_charges_nothing_more(ledger: Ledger) -> None:

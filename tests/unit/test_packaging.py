@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-MAPPED = {"flows": "prefect_doccheck.flows", "tasks": "prefect_doccheck.tasks", "deployments": "prefect_doccheck.deployments"}
+MAPPED = {
+    "flows": "prefect_doccheck.flows",
+    "tasks": "prefect_doccheck.tasks",
+    "deployments": "prefect_doccheck.deployments",
+}
 
 
 def _config() -> dict[str, Any]:

@@ -89,7 +89,10 @@ def test_row_errors_are_recorded_and_batch_goes_on(ledger: Ledger) -> None:
     client.fail["d3"] = ConflictError("key reused", status_code=409, code="idempotency_conflict")
     result = run(submit_batch(client, ledger, run_id, docs(4)))
     assert (result.submitted, result.failed) == (2, 2)
-    assert {(f.document_id, f.code) for f in result.failures} == {("d2", "insufficient_balance"), ("d3", "idempotency_conflict")}
+    assert {(f.document_id, f.code) for f in result.failures} == {
+        ("d2", "insufficient_balance"),
+        ("d3", "idempotency_conflict"),
+    }
     # a rerun retries the failed rows (the balance was topped up)
     client.fail.clear()
     again = run(submit_batch(client, ledger, run_id, docs(4)))
@@ -156,7 +159,9 @@ def test_wait_for_results_times_out_with_pending(ledger: Ledger) -> None:
     assert (result.total, result.completed, result.failed) == (4, 2, 0)
     # later the check finishes: the next wait completes at once
     client.finish("chk-2")
-    done = run(wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, clock=lambda: now[0], sleep=fake_sleep))
+    done = run(
+        wait_for_results(client, ledger, run_id, timeout=10, grace_seconds=0, clock=lambda: now[0], sleep=fake_sleep)
+    )
     assert not done.timed_out and done.pending == [] and done.completed == 4
 
 

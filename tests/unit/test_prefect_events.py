@@ -144,7 +144,11 @@ def test_webhook_secret_block_read_over_rest_when_no_secret_block() -> None:
     until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     blocks = {
         "rotating": {"current": "whsec_new", "previous": "whsec_old", "previous_valid_until": until},
-        "rotated": {"current": "whsec_new", "previous": "whsec_old", "previous_valid_until": "2020-01-01T00:00:00+00:00"},
+        "rotated": {
+            "current": "whsec_new",
+            "previous": "whsec_old",
+            "previous_valid_until": "2020-01-01T00:00:00+00:00",
+        },
     }
     paths: list[str] = []
 

@@ -49,7 +49,9 @@ async def put_webhook(request: Request) -> Response:
     )
     if account.webhook is None:
         account.webhook = Webhook(url=url, secret=_new_secret(), created_at=emu.clock.now())
-        return JSONResponse({"object": "webhook", "url": url, "secret": account.webhook.secret, "message": SECRET_NOTICE})
+        return JSONResponse(
+            {"object": "webhook", "url": url, "secret": account.webhook.secret, "message": SECRET_NOTICE}
+        )
     account.webhook.url = url
     return JSONResponse(
         {"object": "webhook", "url": url, "message": "Endpoint moved; the signing secret is unchanged."}
