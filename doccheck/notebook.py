@@ -432,16 +432,13 @@ async def _instructor_outputs(ledger: Any, run_id: str, prepared: _Prepared, *, 
                               concurrency: int) -> tuple[pd.DataFrame, Path | None, dict[str, Any] | None]:  # fmt: skip
     """The wide table; with ``out_dir`` or ``download``, also the run folder (Parquet reports,
     files, report.html, documents.csv) as ``doccheck run`` writes it."""
-    import re
-    from datetime import UTC, datetime
-
     import pandas as pd
 
     from doccheck.client import AsyncDocCheckClient
     from doccheck.instructor import build_documents, documents_table, names_from_ledger
     from doccheck.instructor.outputs import write_run_outputs
     from doccheck.pipeline import report_tables
-    from doccheck.reports import to_tables, write_reports
+    from doccheck.reports import run_label, to_tables, write_reports
 
     plan = prepared.plan
     tables = report_tables(ledger, run_id)
@@ -451,8 +448,7 @@ async def _instructor_outputs(ledger: Any, run_id: str, prepared: _Prepared, *, 
         wide = documents_table(build_documents(rows, names=names_from_ledger(ledger, run_id)))
         return wide.to_pandas(types_mapper=pd.ArrowDtype), None, None
     folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-reports-"))
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", plan.campaign).strip("-.") or "run"
-    label = f"{safe[:60]}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{run_id[:8]}"
+    label = run_label(plan.campaign, run_id)
     paths = write_reports(folder, label, tables, metadata=metadata)
     if kinds:
         assert prepared.api_key is not None

@@ -170,6 +170,18 @@ class ReportPaths:
         return {name: getattr(self, name) for name in SCHEMAS}
 
 
+def run_label(campaign: str, run_id: str, now: datetime | None = None) -> str:
+    """Folder name of a run's reports: ``<campaign>-<UTC time to the millisecond>-<run id prefix>``.
+
+    Safe characters only. Milliseconds because a ``collect`` that follows its run within the
+    same second must get a folder of its own, not overwrite the run's.
+    """
+    moment = now or datetime.now(UTC)
+    stamp = moment.strftime("%Y%m%dT%H%M%S") + f"{moment.microsecond // 1000:03d}Z"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", campaign).strip("-.") or "run"
+    return f"{safe[:60]}-{stamp}-{run_id[:8]}"
+
+
 def rejection_rows(rejections: Iterable[Rejection]) -> list[dict[str, Any]]:
     """Submissions rows for rejected manifest rows: status and mode ``rejected``, zero cost."""
     return [

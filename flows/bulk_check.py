@@ -20,13 +20,14 @@ import re
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import acreate_markdown_artifact
 
+from doccheck import reports
 from doccheck.downloads import parse_kinds
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
@@ -73,10 +74,8 @@ def campaign_name(manifest: str, campaign: str | None) -> str:
 
 
 def run_label(campaign: str, run_id: str, now: datetime | None = None) -> str:
-    """Folder name of a run's reports: ``<campaign>-<UTC time>-<run id prefix>``, safe characters only."""
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", campaign).strip("-.") or "run"
-    return f"{safe[:60]}-{stamp}-{run_id[:8]}"
+    """Folder name of a run's reports (``doccheck.reports.run_label``)."""
+    return reports.run_label(campaign, run_id, now)
 
 
 def batches(items: Sequence[Any], size: int) -> list[list[Any]]:

@@ -42,7 +42,7 @@ def test_run_label_is_safe_and_unique_per_run() -> None:
     now = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
     label = run_label("History 101 / essay #3", "0123456789abcdef", now)
     assert re.fullmatch(r"[A-Za-z0-9._-]+", label)
-    assert label == "History-101-essay-3-20261122T100000Z-01234567"
+    assert label == "History-101-essay-3-20261122T100000000Z-01234567"
     assert run_label("...", "abcdef0123", now).startswith("run-")
 
 
