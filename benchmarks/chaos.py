@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from pipeline_throughput import WORDS  # noqa: E402 - the same vocabulary (benchmarks/ is on sys.path)
+
 from doccheck.client import DocCheckClient  # noqa: E402
 from doccheck.commands.services import Service, doccheck_command, free_port, prefect_command, start_service  # noqa: E402
 from doccheck.ledger import Ledger, SubmissionRow  # noqa: E402
@@ -58,32 +60,6 @@ from doccheck.secret_file import SecretFile  # noqa: E402
 API_KEY = "sk_test_chaos"
 CAMPAIGN = "chaos"
 TWO_DAYS = 2 * 24 * 3600
-WORDS = [
-    "river",
-    "archive",
-    "lantern",
-    "meadow",
-    "quarry",
-    "harbour",
-    "signal",
-    "copper",
-    "orchard",
-    "thunder",
-    "velvet",
-    "canyon",
-    "ledger",
-    "pebble",
-    "migrate",
-    "compass",
-    "glacier",
-    "ember",
-    "lattice",
-    "summit",
-    "willow",
-    "beacon",
-    "cipher",
-    "drizzle",
-]
 FAULTS = {"error_rate": 0.3, "webhook_drop_rate": 0.3, "product_failure_rate": 0.05, "latency_ms": 30}
 
 
