@@ -15,15 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 MiB = 1024 * 1024
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from doccheck.commands.services import free_port, wait_healthy  # noqa: E402
 
 
 def serve(port: int) -> None:
@@ -92,12 +94,6 @@ asyncio.run(main())
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def measure(base_url: str, size: int, dest: Path, how: str) -> dict[str, int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", CHILD, base_url, str(size), str(dest), how],
@@ -118,17 +114,8 @@ def main() -> None:
     port = free_port()
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
     try:
-        import httpx
-
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/api/v1/checks", timeout=0.5)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        if not wait_healthy(f"http://127.0.0.1:{port}/api/v1/checks", timeout=20, process=server):
+            raise SystemExit("the local file server did not start")
         base_url = f"http://127.0.0.1:{port}/api/v1"
         print(
             f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'in memory: tracemalloc / RSS growth MiB':>39} | tracemalloc ratio"

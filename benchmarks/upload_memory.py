@@ -16,16 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 MiB = 1024 * 1024
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from doccheck.commands.services import free_port, wait_healthy  # noqa: E402
 
 
 def serve(port: int) -> None:
@@ -110,12 +112,6 @@ print(json.dumps({"tracemalloc_peak": peak, "rss_growth": max(samples) - samples
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def make_file(path: Path, size: int) -> None:
     chunk = (b"lorem ipsum dolor sit amet " * 40000)[:MiB]
     with path.open("wb") as fh:
@@ -142,17 +138,8 @@ def main() -> None:
     port = free_port()
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
     try:
-        import httpx
-
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/api/v1/checks", timeout=0.5)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        if not wait_healthy(f"http://127.0.0.1:{port}/api/v1/checks", timeout=20, process=server):
+            raise SystemExit("the local file server did not start")
         base_url = f"http://127.0.0.1:{port}/api/v1"
         print(
             f"{'size MiB':>8} | {'streamed: tracemalloc / RSS growth MiB':>38} | {'whole file: tracemalloc / RSS growth MiB':>40}"
