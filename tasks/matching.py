@@ -36,9 +36,15 @@ def match_cohort_task(plan: Plan, run_id: str | None, database_url: str | None, 
 async def match_and_report(
     plan: Plan, *, run_id: str | None = None, database_url: str | None = None, templates: list[str] | None = None
 ) -> dict[str, Any]:
-    """Run the task, log every shown pair, and publish the top pairs as a table artifact."""
-    logger = get_run_logger()
+    """Run the task, then log and publish its pairs (:func:`publish_cohort`)."""
     summary = match_cohort_task(plan, run_id, database_url, list(templates or []))
+    await publish_cohort(summary, plan.campaign)
+    return summary
+
+
+async def publish_cohort(summary: dict[str, Any], campaign: str) -> None:
+    """Log every shown pair and publish the top pairs as a table artifact."""
+    logger = get_run_logger()
     logger.info(
         "cohort matching: %d pairs (%d identical, %d near-duplicate, %d copied section) among %d documents "
         "(+%d from earlier runs)",
@@ -55,7 +61,6 @@ async def match_and_report(
     if summary["top"]:
         await acreate_table_artifact(
             table=summary["top"],
-            key=artifact_key(plan.campaign, "cohort"),
-            description=f"{plan.campaign}: top {len(summary['top'])} of {summary['pairs']} near-duplicate pairs (local)",
+            key=artifact_key(campaign, "cohort"),
+            description=f"{campaign}: top {len(summary['top'])} of {summary['pairs']} near-duplicate pairs (local)",
         )
-    return summary

@@ -228,3 +228,12 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
         assert r["completed_at"] is not None
     for r in rows["similarity_results"]:
         assert r["status"] == "completed" and 0 <= r["score"] <= 100 and r["source_count"] is not None, r
+
+
+def flow_kwargs(**flat: Any) -> dict[str, Any]:
+    """``bulk_check``'s keyword arguments from the CLI's flat option names (the option groups
+    of ``doccheck.options``), with ``credentials`` / ``api_key_block`` passed through."""
+    from doccheck.options import RunOptions
+
+    passthrough = {k: flat.pop(k) for k in ("credentials", "api_key_block") if k in flat}
+    return {**RunOptions.from_flat(**flat).flow_parameters(), **passthrough}

@@ -23,9 +23,10 @@ import pytest
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.planning import load_plan
+from doccheck.summary import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
-from prefect_doccheck.flows.summary import RunSummary
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
@@ -61,7 +62,7 @@ def _text_manifest(folder: Path) -> Path:
 
 
 def _run(**params: Any) -> RunSummary:
-    return asyncio.run(bulk_check(**params))
+    return asyncio.run(bulk_check(**flow_kwargs(**params)))
 
 
 def _reports(out: Path) -> dict[str, pd.DataFrame]:
