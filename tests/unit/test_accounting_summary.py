@@ -10,8 +10,7 @@ from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, RowFailure
 from doccheck.pipeline.orchestrate import Prepared, close_run
 from doccheck.planning import Plan
-from tests.unit.test_ledger import check_json, planned
-from tests.unit.test_money import BOTH, _event
+from tests.factories import BOTH, apply_event, check_json, planned
 
 
 def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -> None:
@@ -32,7 +31,7 @@ def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -
     ledger.mark_submitted(docs[0].idempotency_key, check_json("chk-1", BOTH))
     ledger.mark_submitting("k-shared", campaign="c1", document_id="d2", products=BOTH, mode="text")
     ledger.mark_submitted("k-shared", check_json("chk-2", BOTH))
-    _event(ledger, "evt-1", "chk-2", "similarity", failed=True)
+    apply_event(ledger, "evt-1", "chk-2", "similarity", failed=True)
     batch = BatchResult(total=3, submitted=1, already_done=1, failed=1, cost_cents=3,
                         failures=[RowFailure("d1", docs[0].idempotency_key, "service_unavailable", "x")])  # fmt: skip
     plan = Plan(campaign="c1", documents=docs, rejections=[], manifest=tmp_path / "m.csv")
