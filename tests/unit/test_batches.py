@@ -73,10 +73,10 @@ def _write_jsonl(path: Path) -> Path:
 
 
 def _write_parquet(path: Path) -> Path:
-    ids = [f"p-{i}" for i in range(1, 15)]
+    ids: list[str | None] = [f"p-{i}" for i in range(1, 15)]
     ids[4] = None  # missing id
     ids[9] = "p-2"  # duplicate
-    texts = [f"parquet essay number {i}" for i in range(1, 15)]
+    texts: list[str | None] = [f"parquet essay number {i}" for i in range(1, 15)]
     texts[6] = None  # no text
     table = pa.table({"document_id": ids, "text": texts, "section": ["A", "B"] * 7})
     pq.write_table(table, path, row_group_size=4)
