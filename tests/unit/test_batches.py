@@ -23,6 +23,7 @@ from doccheck.ledger import Ledger
 from doccheck.ledger.tables import DocumentRow, RejectionRow
 from doccheck.manifest import ManifestError, RejectCode
 from doccheck.pipeline.batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
+from doccheck.plan_stream import PlanTally, iter_planned
 from doccheck.planning import Plan, load_plan
 
 SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
@@ -306,3 +307,48 @@ def test_recording_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
     # Holding the plan would cost > 40,000 × 500 bytes of text alone (20 MB); recording keeps one batch.
     assert large < 1.5 * small, (small, large)
     assert large < 8 * 1024 * 1024, large
+
+
+def _jsonl_peak(path: Path, rows: int) -> int:
+    vocabulary = [f"word{i}" for i in range(2000)]
+    rnd = random.Random(7)
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(rows):
+            handle.write(json.dumps({"document_id": f"s-{i:06d}", "text": " ".join(rnd.choices(vocabulary, k=30))}))
+            handle.write("\n")
+    tally = PlanTally(campaign="term", manifest=path)
+    tracemalloc.start()
+    try:
+        for _ in iter_planned(path, tally):
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_jsonl_streams_in_flat_memory(tmp_path: Path) -> None:
+    """JSONL used to be read whole first (its columns are its lines' keys); now it streams.
+
+    What may grow is the compact duplicate-id index (12 bytes per row, ×3 while it merges);
+    each row's text alone is ~240 bytes, so holding the rows would grow by far more.
+    """
+    small = _jsonl_peak(tmp_path / "small.jsonl", 10_000)
+    large = _jsonl_peak(tmp_path / "large.jsonl", 40_000)
+    assert (large - small) / 30_000 < 64, (small, large)
+    assert large < 4 * 1024 * 1024, large
+
+
+def test_jsonl_column_checks_still_see_every_line(tmp_path: Path) -> None:
+    """The column scan stops early only once everything needed is seen; a late column is found."""
+    manifest = tmp_path / "late.jsonl"
+    lines = [json.dumps({"document_id": f"d{i}", "text": "an essay"}) for i in range(50)]
+    lines.append(json.dumps({"document_id": "d50", "text": "an essay", "section": "B"}))
+    manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plan = load_plan(manifest, metadata_columns="section")
+    assert plan.documents[-1].metadata == {"document_id": "d50", "section": "B"}
+    with pytest.raises(ManifestError, match="metadata column"):
+        load_plan(manifest, metadata_columns="cohort")
+    no_ids = tmp_path / "no_ids.jsonl"
+    no_ids.write_text('{"text": "a"}\n{"text": "b", "name": "x"}\n', encoding="utf-8")
+    with pytest.raises(ManifestError, match=r"'document_id' is missing \(columns found: 'text', 'name'\)"):
+        load_plan(no_ids)
