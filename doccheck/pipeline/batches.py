@@ -17,6 +17,7 @@ becomes a row failure (``manifest_changed``) naming the row, the field and the r
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,13 +26,14 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow
 from doccheck.manifest import ManifestDocument, ManifestError, Rejection, parse_products
 from doccheck.manifest.stream import iter_manifest
 from doccheck.manifest.types import RowCursor, RowStart
-from doccheck.pipeline.submit import BatchResult, RowFailure
+from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
 from doccheck.plan_stream import PlanTally, plan_one, resolve_campaign
 from doccheck.planning import PlannedDocument
 
@@ -43,6 +45,7 @@ __all__ = [
     "load_batch",
     "read_batch",
     "record_plan",
+    "submit_ref",
 ]
 
 #: ``RowFailure.code`` (and the ledger's ``error_code``) of a row changed since it was planned.
@@ -473,3 +476,27 @@ def load_batch(
     return read_batch(
         ledger, run_id, manifest, ref, campaign=campaign, products=products, metadata_columns=metadata_columns
     ).documents
+
+
+async def submit_ref(
+    client: AsyncDocCheckClient,
+    ledger: Ledger,
+    run_id: str,
+    manifest: str | os.PathLike[str],
+    ref: BatchRef,
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    **submit_options: Any,
+) -> BatchResult:
+    """One batch of a recorded run, end to end: :func:`read_batch` (off the event loop), then
+    :func:`~doccheck.pipeline.submit_batch` over its documents (``submit_options``: its
+    keywords, e.g. ``concurrency``, ``budget``, ``deadline_at``). The result counts the rows
+    refused as changed (``failed``, ``failures``) with what was sent: what a task returns."""
+    loaded = await asyncio.to_thread(
+        read_batch, ledger, run_id, manifest, ref, campaign=campaign, products=products,
+        metadata_columns=metadata_columns,
+    )  # fmt: skip
+    sent = await submit_batch(client, ledger, run_id, loaded.documents, **submit_options)
+    return loaded.result().merge(sent)

@@ -16,8 +16,8 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import BatchResult, WaitResult, submit_batch, wait_for_results
-from doccheck.pipeline.batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan
+from doccheck.pipeline import BatchResult, WaitResult, wait_for_results
+from doccheck.pipeline.batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan, submit_ref
 from tests.unit.test_batches import _check_recorded_like_load_plan, _write_csv, _write_jsonl, _write_parquet
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -37,9 +37,10 @@ async def _send(base_url: str, api_key: str, ledger: Ledger, recorded: RecordedP
     total = BatchResult()
     async with AsyncDocCheckClient(base_url, api_key) as client:
         for ref in recorded.batches:
-            loaded = recorded.load(ledger, ref)
-            total = total.merge(loaded.result())
-            total = total.merge(await submit_batch(client, ledger, recorded.run_id, loaded.documents, concurrency=4))
+            total = total.merge(
+                await submit_ref(client, ledger, recorded.run_id, recorded.manifest, ref, metadata_columns="section",
+                                 concurrency=4)
+            )  # fmt: skip
     return total
 
 
