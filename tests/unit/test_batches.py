@@ -352,3 +352,27 @@ def test_jsonl_column_checks_still_see_every_line(tmp_path: Path) -> None:
     no_ids.write_text('{"text": "a"}\n{"text": "b", "name": "x"}\n', encoding="utf-8")
     with pytest.raises(ManifestError, match=r"'document_id' is missing \(columns found: 'text', 'name'\)"):
         load_plan(no_ids)
+
+
+def test_recording_a_batch_again_looks_up_only_its_own_ids(tmp_path: Path) -> None:
+    """``submit_batch`` records its documents again; that must not read the whole run's ids per batch."""
+    from sqlalchemy import event
+
+    manifest = tmp_path / "many.csv"
+    manifest.write_text("document_id,text\n" + "".join(f"m-{i},essay {i}\n" for i in range(600)), encoding="utf-8")
+    with closing(_ledger(tmp_path)) as ledger:
+        recorded = record_plan(ledger, manifest, batch_size=50)
+        docs = load_batch(ledger, recorded.run_id, manifest, recorded.batches[3])
+        seen: list[str] = []
+
+        def remember(conn: object, cursor: object, statement: str, *args: object) -> None:
+            if statement.lstrip().upper().startswith("SELECT") and "documents" in statement:
+                seen.append(statement)
+
+        event.listen(ledger.engine, "after_cursor_execute", remember)
+        try:
+            assert ledger.record_documents(recorded.run_id, docs) == 0
+        finally:
+            event.remove(ledger.engine, "after_cursor_execute", remember)
+        lookups = [s for s in seen if "document_id" in s and "run_id" in s]
+        assert lookups and all(" IN (" in s.upper() for s in lookups), seen
