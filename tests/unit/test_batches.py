@@ -376,3 +376,37 @@ def test_recording_a_batch_again_looks_up_only_its_own_ids(tmp_path: Path) -> No
             event.remove(ledger.engine, "after_cursor_execute", remember)
         lookups = [s for s in seen if "document_id" in s and "run_id" in s]
         assert lookups and all(" IN (" in s.upper() for s in lookups), seen
+
+
+def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
+    """One pass: match_cohort consumes recording.documents() while the batches are recorded."""
+    from doccheck.matching import match_plan
+    from doccheck.matching.cohort import match_cohort
+    from doccheck.matching.store import LedgerStore
+    from doccheck.pipeline.batches import start_recording
+
+    plan = load_plan(SAMPLE, products="ai,similarity")
+    with closing(_ledger(tmp_path, "whole.db")) as whole_ledger, closing(_ledger(tmp_path, "streamed.db")) as ledger:
+        whole = match_plan(plan, run_id=whole_ledger.start_run(campaign=plan.campaign), ledger=whole_ledger)
+        recording = start_recording(ledger, SAMPLE, products="ai,similarity", batch_size=2)
+        streamed = match_cohort(
+            recording.documents(), campaign=recording.campaign, run_id=recording.run_id, store=LedgerStore(ledger)
+        )
+        recorded = recording.finish()
+        assert recording.finish() is recorded  # finishing twice is harmless
+    assert streamed.summary() == whole.summary() and streamed.summary()["pairs"] >= 1
+    assert streamed.top() == whole.top()
+    assert recorded.documents == len(plan.documents) == sum(r.documents for r in recorded.batches)
+    assert recorded.product_checks == sum(len(d.products) for d in plan.documents)
+
+
+def test_a_recording_left_unread_is_finished_whole(tmp_path: Path) -> None:
+    from doccheck.pipeline.batches import start_recording
+
+    manifest = _write_csv(tmp_path / "term.csv", bom=True, newline="\r\n")
+    with closing(_ledger(tmp_path)) as ledger:
+        recording = start_recording(ledger, manifest, batch_size=2)
+        first = next(recording.documents())
+        assert first.document_id == "a-1" and first.text == "Plain essay one about rivers"
+        recorded = recording.finish()
+        assert recorded.documents == 9 and len(ledger.document_metadata(recorded.run_id)) == 9
