@@ -470,9 +470,10 @@ def read_batch(
 ) -> LoadedBatch:
     """Re-read only ``ref``'s rows and return the recorded documents to send, and those not to.
 
-    Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). The file is
-    opened at ``ref.offset`` (Parquet: ``ref.first_row``'s row group), so a batch costs the
-    same anywhere in the manifest. A recorded row that now reads differently (another id, text,
+    Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). A CSV or
+    JSONL file is opened at ``ref.offset``, so a batch costs the same anywhere in the manifest;
+    Parquet is read from ``ref.first_row``'s row group (Arrow decodes the group's rows before
+    it, docs/benchmarks.md). Rows appended since planning are not read. A recorded row that now reads differently (another id, text,
     file or products), is now rejected or is gone is not returned: it is a :class:`RowFailure`
     (``manifest_changed``) and, unless its key already has a submission, the ledger records the
     failure so the reports show it.
