@@ -410,3 +410,15 @@ def test_a_recording_left_unread_is_finished_whole(tmp_path: Path) -> None:
         assert first.document_id == "a-1" and first.text == "Plain essay one about rivers"
         recorded = recording.finish()
         assert recorded.documents == 9 and len(ledger.document_metadata(recorded.run_id)) == 9
+
+
+def test_a_batch_ref_is_a_plain_json_parameter() -> None:
+    """Prefect serialises task parameters with pydantic: a ref must survive that round trip."""
+    from pydantic import TypeAdapter
+    from pydantic_core import to_jsonable_python
+
+    ref = BatchRef(
+        number=3, first_row=201, last_row=305, documents=100, offset=512_000, line=420, estimated_cost_cents=7
+    )
+    assert to_jsonable_python(ref) == ref.to_dict() == json.loads(json.dumps(ref.to_dict()))
+    assert TypeAdapter(BatchRef).validate_python(ref.to_dict()) == ref == BatchRef.from_dict(ref.to_dict())
