@@ -16,6 +16,11 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
   a ``BatchRef`` per batch), then per ref ``load_batch`` (seek, re-read, re-plan that batch
   only) and ``submit_batch``.
 
+``--modes whole-run,streamed-run``: the same through the shared orchestration
+(``doccheck.pipeline.orchestrate.run_checks``, no waiting, no report files) with ``LocalSteps``
+(whole ``Plan``) or ``StreamedLocalSteps``: cohort matching included (its figures have no
+separate planning peak).
+
 The figures: each mode's peaks and the streamed / whole ratio (target: streamed < 300 MB for
 20,000 rows). Submission only: waiting for results is not measured.
 """
@@ -52,6 +57,22 @@ from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, submit_batch
 ledger = Ledger("sqlite:///" + db)
 campaign = "bench-" + mode
+if mode.endswith("-run"):  # the whole orchestration (run_checks), cohort matching included, no waiting
+    from doccheck.options import RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
+    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+    from doccheck.pipeline.streamed_run import StreamedLocalSteps
+    steps_class = StreamedLocalSteps if mode == "streamed-run" else LocalSteps
+    options = RunOptions(source=SourceOptions(manifest=manifest, campaign=campaign, products=["ai"]),
+                         submission=SubmissionOptions(batch_size=batch_size, concurrency=concurrency),
+                         waiting=WaitingOptions(wait=False))
+    async def orchestrate():
+        async with AsyncDocCheckClient(base_url, api_key) as client:
+            return await run_checks(options, steps_class(ledger, client, write_files=False))
+    summary = asyncio.run(orchestrate())
+    print(json.dumps({"documents": summary.documents, "submitted": summary.submitted,
+                      "failed": summary.submit_failed, "plan_seconds": 0.0, "plan_rss_mb": 0.0,
+                      "seconds": time.monotonic() - t, "peak_rss_mb": rss_mb()}))
+    sys.exit(0)
 if mode == "whole":
     from doccheck.planning import load_plan
     plan = load_plan(manifest, campaign=campaign, products="ai")
