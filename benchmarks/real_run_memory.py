@@ -14,7 +14,11 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
   then ``submit_batch`` over slices of ``plan.documents`` of ``--batch-size``;
 * **streamed**: ``doccheck.pipeline.batches.record_plan`` (one streamed pass, grouped writes,
   a ``BatchRef`` per batch), then per ref ``load_batch`` (seek, re-read, re-plan that batch
-  only) and ``submit_batch``.
+  only) and ``submit_batch``;
+* **orchestrated**: the real run's whole path as the flow and the notebook run it
+  (``run_checks`` with ``LocalSteps``): recording, cohort matching over a second streamed
+  read, batch refs submitted, the run closed and its reports and report.html written
+  (``wait=False``: no waiting). Its "after planning" column is the end.
 
 ``--modes whole-run,streamed-run``: the same through the shared orchestration
 (``doccheck.pipeline.orchestrate.run_checks``, no waiting, no report files) with ``LocalSteps``
@@ -84,6 +88,16 @@ if mode == "whole":
     def batches():
         for docs in slices:
             yield docs
+elif mode == "orchestrated":
+    # the real run's whole path without Prefect: run_checks with LocalSteps (record, cohort
+    # matching on a second streamed read, submit batch refs, close, reports), no waiting
+    from doccheck.options import RunOptions
+    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+    options = RunOptions.from_flat(manifest=manifest, campaign=campaign, products="ai", batch_size=batch_size,
+                                   concurrency=concurrency, wait=False, out_dir=db + "-reports")
+    documents, planned_s, planned_rss = None, 0.0, 0.0
+    def batches():
+        return iter(())
 else:
     from doccheck.pipeline.batches import load_batch, record_plan
     recorded = record_plan(ledger, manifest, campaign=campaign, products="ai", batch_size=batch_size)
@@ -100,7 +114,15 @@ async def send():
             total = total.merge(await submit_batch(client, ledger, run_id, docs, concurrency=concurrency))
     return total
 
-result = asyncio.run(send())
+if mode == "orchestrated":
+    async def orchestrated():
+        async with AsyncDocCheckClient(base_url, api_key) as client:
+            return await run_checks(options, LocalSteps(ledger, client))
+    summary = asyncio.run(orchestrated())
+    documents, planned_s, planned_rss = summary.documents, summary.elapsed_seconds, rss_mb()
+    result = BatchResult(submitted=summary.submitted, failed=summary.submit_failed)
+else:
+    result = asyncio.run(send())
 print(json.dumps({"documents": documents, "submitted": result.submitted, "failed": result.failed,
                   "plan_seconds": planned_s, "plan_rss_mb": planned_rss,
                   "seconds": time.monotonic() - t, "peak_rss_mb": rss_mb()}))
@@ -128,7 +150,7 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--modes", default="whole,streamed", help="the first is the baseline")
+    parser.add_argument("--modes", default="whole,streamed,orchestrated", help="the first is the baseline")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="doccheck-bench-realrun-"))
     manifest = make_manifest(work / "term.csv", args.rows, args.words)

@@ -105,7 +105,11 @@ def main() -> None:
             print(f"services up in {time.monotonic() - started:.1f} s (not counted)")
             key = KEY
             env = {**base, "DOCCHECK_BASE_URL": emulator_url, "DOCCHECK_API_KEY": key}
-            results: dict[str, list[float]] = {"library pipeline (baseline)": [], "run, server": [], "run, no server": []}
+            results: dict[str, list[float]] = {
+                "library pipeline (baseline)": [],
+                "run, server": [],
+                "run, no server": [],
+            }
             for r in range(args.rounds):
                 for name in results:
                     tag = f"{name[:3]}{r}"

@@ -339,7 +339,7 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     try:
         async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
             steps = LocalSteps(
-                ledger, client, manifest_label="<DataFrame>", write_files=prepared.write_files,
+                ledger, client, write_files=prepared.write_files,
                 params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
                         "wait": options.waiting.wait},
                 on_submit=lambda done: display.update(submitted=done),

@@ -12,25 +12,26 @@ block's name), never the key itself.
 from __future__ import annotations
 
 import logging
+import uuid
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from doccheck.ledger import Ledger
 from doccheck.options import RunOptions, WaitingOptions
 from doccheck.pipeline import BatchResult, Budget, WaitResult
-from doccheck.pipeline.orchestrate import Prepared, RunObserver, batches
+from doccheck.pipeline.batches import RecordedPlan
+from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepared_from
 from doccheck.summary import RunSummary
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.instructor import instructor_report
-from prefect_doccheck.tasks.matching import match_and_report
+from prefect_doccheck.tasks.matching import match_recorded_task, publish_cohort
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     ledger_for,
-    plan_manifest,
-    record_run,
-    submit_documents,
+    record_plan_task,
+    submit_batch_ref,
     wait_results,
     write_run_reports,
 )
@@ -63,31 +64,25 @@ class TaskSteps:
         return ledger
 
     async def prepare(self, options: RunOptions) -> Prepared:
-        source = options.source
-        plan = plan_manifest(source.manifest, source.campaign, source.products, source.metadata_columns)
         params = {
-            "manifest": str(plan.manifest),
-            "products": source.products,
+            "manifest": options.source.manifest,
+            "products": options.source.products,
             "concurrency": options.submission.concurrency,
             "max_spend_cents": options.submission.max_spend_cents,
-            "metadata_columns": source.metadata_columns,
+            "metadata_columns": options.source.metadata_columns,
             "batch_size": options.submission.batch_size,
             "base_url": self.base_url,
         }
-        run_id: str = record_run(self.database_url, plan, params)
-        self.logger.info("run %s recorded in the ledger", run_id)
-        cohort = await match_and_report(plan, run_id=run_id, database_url=self.database_url, templates=source.templates)
-        documents = plan.documents
-        return Prepared(
-            run_id=run_id, manifest=str(plan.manifest), plan=plan, documents=len(documents),
-            products=sum(len(d.products) for d in documents),
-            batches=batches(documents, options.submission.batch_size), cohort=cohort,
-        )  # fmt: skip
+        recorded: RecordedPlan = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
+        self.logger.info("run %s recorded in the ledger", recorded.run_id)
+        cohort = match_recorded_task(self.database_url, recorded, options.source.templates)
+        await publish_cohort(cohort, recorded.campaign)
+        return prepared_from(recorded, cohort)
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
-        result: BatchResult = await submit_documents(
-            batch, run_id=prepared.run_id, batch_number=number, batch_count=count, base_url=self.base_url,
+        result: BatchResult = await submit_batch_ref(
+            batch, recorded=prepared.recorded, batch_count=count, base_url=self.base_url,
             database_url=self.database_url, api_key_block=self.key_source, concurrency=concurrency,
             webhook_url=options.submission.webhook_url, budget=budget, deadline_at=deadline_at,
         )  # fmt: skip

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from doccheck.ledger import Ledger
 from doccheck.options import RunOptions, WaitingOptions
+from doccheck.pipeline.batches import BatchRef, RecordedPlan, record_plan
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.submit import BatchResult
@@ -38,6 +39,9 @@ __all__ = [
     "Steps",
     "batches",
     "close_run",
+    "match_recorded",
+    "prepared_from",
+    "record_run",
     "products_from_summary",
     "summary_rejections",
     "run_checks",
@@ -47,9 +51,10 @@ __all__ = [
 class PlanFigures(Protocol):
     """What a summary needs of a plan (``doccheck.planning.Plan`` or a streamed tally)."""
 
-    campaign: str
-    rejections: Sequence[Any]
-
+    @property
+    def campaign(self) -> str: ...
+    @property
+    def rejections(self) -> Sequence[Any]: ...
     def counts_by_mode(self) -> dict[str, int]: ...
     def total_words(self) -> int: ...
     def estimated_cost_cents(self) -> int: ...
@@ -69,6 +74,8 @@ class Prepared:
     products: int
     batches: list[Any]
     cohort: dict[str, Any] = field(default_factory=dict)
+    #: The streamed record of the run (its batches are ``BatchRef``s re-read one at a time).
+    recorded: RecordedPlan | None = None
 
     @property
     def campaign(self) -> str:
@@ -274,10 +281,50 @@ def close_run(
     return summary
 
 
+def record_run(ledger: Ledger, options: RunOptions, *, params: dict[str, Any] | None = None,
+               run_id: str | None = None) -> RecordedPlan:  # fmt: skip
+    """Start the run and record its manifest in one streamed pass (``doccheck.pipeline.batches``).
+
+    Documents (without their text) and rejected rows go to the ledger batch by batch, so a
+    run interrupted before its last batch still reports the documents no batch reached (as
+    ``unsent``); memory stays flat in the manifest's size. ``run_id``: record into this run
+    (a retried task records into the same run)."""
+    source = options.source
+    return record_plan(ledger, source.manifest, campaign=source.campaign_name, products=source.products,
+                       metadata_columns=source.metadata_columns, params=params,
+                       batch_size=options.submission.batch_size, run_id=run_id)  # fmt: skip
+
+
+def match_recorded(ledger: Ledger, recorded: RecordedPlan, templates: Sequence[str] = ()) -> dict[str, Any]:
+    """Cohort matching of a recorded run, fed by a second streamed read of its manifest.
+
+    Why a second read: the matcher needs each text once, and the first read (recording) keeps
+    none; reading again costs the parse, not memory. Signatures and pairs are stored."""
+    from pathlib import Path
+
+    from doccheck.matching import summary_of
+    from doccheck.matching.runs import match_documents
+    from doccheck.plan_stream import PlanTally, iter_planned
+
+    tally = PlanTally(campaign=recorded.campaign, manifest=Path(recorded.manifest))
+    documents = iter_planned(recorded.manifest, tally, products=recorded.default_products,
+                             metadata_columns=recorded.metadata_columns)  # fmt: skip
+    return summary_of(match_documents(documents, recorded.campaign, run_id=recorded.run_id, ledger=ledger,
+                                      templates=templates))  # fmt: skip
+
+
+def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
+    """The orchestration's view of a recorded run: its figures and its batch refs."""
+    return Prepared(run_id=recorded.run_id, manifest=recorded.manifest, plan=recorded.tally,
+                    documents=recorded.documents, products=recorded.tally.products, batches=list(recorded.batches),
+                    cohort=cohort, recorded=recorded)  # fmt: skip
+
+
 class LocalSteps:
     """The steps as direct library calls in this process (the notebook; no Prefect).
 
-    ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and
+    The manifest is recorded in one streamed pass and each batch re-read when it is sent
+    (``doccheck.pipeline.batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and
     ``on_results(done, total)`` feed a progress display; ``params`` are recorded with the
     run (never a secret). ``write_files=False`` leaves the run folder unwritten (a notebook
     without ``out_dir`` reads its tables from the ledger instead).
@@ -289,7 +336,6 @@ class LocalSteps:
         client: Any,
         *,
         params: dict[str, Any] | None = None,
-        manifest_label: str | None = None,
         on_submit: Any = None,
         on_results: Any = None,
         write_files: bool = True,
@@ -297,7 +343,6 @@ class LocalSteps:
         self._ledger = ledger
         self._client = client
         self._params = params or {}
-        self._manifest_label = manifest_label
         self._on_submit = on_submit
         self._on_results = on_results
         self._write_files = write_files
@@ -308,28 +353,9 @@ class LocalSteps:
         return self._ledger
 
     async def prepare(self, options: RunOptions) -> Prepared:
-        from doccheck.matching import match_plan, summary_of
-        from doccheck.planning import load_plan
-
-        source = options.source
-        plan = load_plan(source.manifest, campaign=source.campaign_name, products=source.products,
-                         metadata_columns=source.metadata_columns)  # fmt: skip
-        manifest = self._manifest_label or source.manifest
-        return await asyncio.to_thread(self._record, plan, manifest, options, match_plan, summary_of)
-
-    def _record(self, plan: Any, manifest: str, options: RunOptions, match_plan: Any, summary_of: Any) -> Prepared:
-        documents = plan.documents
-        run_id = self._ledger.start_run(campaign=plan.campaign, manifest=manifest,
-                                        products=sorted({p for d in documents for p in d.products}),
-                                        params=self._params)  # fmt: skip
-        self._ledger.record_documents(run_id, documents)
-        self._ledger.record_rejections(run_id, plan.rejections)
-        cohort = summary_of(match_plan(plan, run_id=run_id, ledger=self._ledger, templates=options.source.templates))
-        return Prepared(
-            run_id=run_id, manifest=manifest, plan=plan, documents=len(documents),
-            products=sum(len(d.products) for d in documents),
-            batches=batches(documents, options.submission.batch_size), cohort=cohort,
-        )  # fmt: skip
+        recorded = await asyncio.to_thread(record_run, self._ledger, options, params=self._params)
+        cohort = await asyncio.to_thread(match_recorded, self._ledger, recorded, options.source.templates)
+        return prepared_from(recorded, cohort)
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
@@ -340,9 +366,12 @@ class LocalSteps:
             if self._on_submit is not None:
                 self._on_submit(sum(self._submitted.values()))
 
-        return await submit_batch(self._client, self._ledger, prepared.run_id, batch, concurrency=concurrency,
-                                  webhook_url=options.submission.webhook_url, budget=budget,
+        assert prepared.recorded is not None and isinstance(batch, BatchRef)
+        loaded = await asyncio.to_thread(prepared.recorded.load, self._ledger, batch)  # off the event loop
+        sent = await submit_batch(self._client, self._ledger, prepared.run_id, loaded.documents,
+                                  concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
                                   on_progress=progress, deadline_at=deadline_at)  # fmt: skip
+        return loaded.result().merge(sent)
 
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
         from doccheck.pipeline.collect import wait_for_results
