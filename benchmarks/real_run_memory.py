@@ -20,10 +20,8 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
   read, batch refs submitted, the run closed and its reports and report.html written
   (``wait=False``: no waiting). Its "after planning" column is the end.
 
-``--modes whole-run,streamed-run``: the same through the shared orchestration
-(``doccheck.pipeline.orchestrate.run_checks``, no waiting, no report files) with ``LocalSteps``
-(whole ``Plan``) or ``StreamedLocalSteps``: cohort matching included (its figures have no
-separate planning peak).
+``orchestrated-one-pass``: the same with ``doccheck.pipeline.one_pass.OnePassLocalSteps``, whose
+cohort matching rides along the recording's read instead of reading the manifest again.
 
 The figures: each mode's peaks and the streamed / whole ratio (target: streamed < 300 MB for
 20,000 rows). Submission only: waiting for results is not measured.
@@ -61,22 +59,6 @@ from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, submit_batch
 ledger = Ledger("sqlite:///" + db)
 campaign = "bench-" + mode
-if mode.endswith("-run"):  # the whole orchestration (run_checks), cohort matching included, no waiting
-    from doccheck.options import RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
-    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
-    from doccheck.pipeline.streamed_run import StreamedLocalSteps
-    steps_class = StreamedLocalSteps if mode == "streamed-run" else LocalSteps
-    options = RunOptions(source=SourceOptions(manifest=manifest, campaign=campaign, products=["ai"]),
-                         submission=SubmissionOptions(batch_size=batch_size, concurrency=concurrency),
-                         waiting=WaitingOptions(wait=False))
-    async def orchestrate():
-        async with AsyncDocCheckClient(base_url, api_key) as client:
-            return await run_checks(options, steps_class(ledger, client, write_files=False))
-    summary = asyncio.run(orchestrate())
-    print(json.dumps({"documents": summary.documents, "submitted": summary.submitted,
-                      "failed": summary.submit_failed, "plan_seconds": 0.0, "plan_rss_mb": 0.0,
-                      "seconds": time.monotonic() - t, "peak_rss_mb": rss_mb()}))
-    sys.exit(0)
 if mode == "whole":
     from doccheck.planning import load_plan
     plan = load_plan(manifest, campaign=campaign, products="ai")
@@ -88,7 +70,7 @@ if mode == "whole":
     def batches():
         for docs in slices:
             yield docs
-elif mode == "orchestrated":
+elif mode.startswith("orchestrated"):
     # the real run's whole path without Prefect: run_checks with LocalSteps (record, cohort
     # matching on a second streamed read, submit batch refs, close, reports), no waiting
     from doccheck.options import RunOptions
@@ -114,10 +96,12 @@ async def send():
             total = total.merge(await submit_batch(client, ledger, run_id, docs, concurrency=concurrency))
     return total
 
-if mode == "orchestrated":
+if mode.startswith("orchestrated"):
+    from doccheck.pipeline.one_pass import OnePassLocalSteps
+    steps_class = OnePassLocalSteps if mode == "orchestrated-one-pass" else LocalSteps
     async def orchestrated():
         async with AsyncDocCheckClient(base_url, api_key) as client:
-            return await run_checks(options, LocalSteps(ledger, client))
+            return await run_checks(options, steps_class(ledger, client))
     summary = asyncio.run(orchestrated())
     documents, planned_s, planned_rss = summary.documents, summary.elapsed_seconds, rss_mb()
     result = BatchResult(submitted=summary.submitted, failed=summary.submit_failed)

@@ -105,8 +105,6 @@ class RecordedPlan:
     #: The run's defaults for rows without their own products (what ``load_batch`` re-plans with).
     default_products: tuple[str, ...] = ("ai",)
     metadata_columns: tuple[str, ...] = ()
-    #: Product checks planned (a document with ai and similarity counts 2).
-    product_checks: int = 0
 
     @property
     def documents(self) -> int:
@@ -314,8 +312,6 @@ class PlanRecording:
         self.run_id: str = run_id
         self.tally = PlanTally(campaign=self.campaign, manifest=Path(manifest))
         self.batches: list[BatchRef] = []
-        #: Product checks planned (a document with ai and similarity counts 2).
-        self.product_checks = 0
         self._batcher = _Batcher(batch_size)
         self._on_batch = on_batch
         self._documents: list[dict[str, Any]] = []
@@ -344,7 +340,6 @@ class PlanRecording:
         self._result = RecordedPlan(
             run_id=self.run_id, campaign=self.campaign, manifest=self.manifest, tally=self.tally,
             batches=self.batches, default_products=self.default_products, metadata_columns=self.metadata_columns,
-            product_checks=self.product_checks,
         )  # fmt: skip
         return self._result
 
@@ -370,7 +365,6 @@ class PlanRecording:
                 planned = plan_one(outcome, self.campaign)
                 self.tally.add(planned)
                 self._used_products.update(planned.products)
-                self.product_checks += len(planned.products)
                 if (closed := self._batcher.add(outcome.row_number, self._cursor, planned)) is not None:
                     self._close(closed)  # before this row: it opens the next batch
                 self._documents.append(_document_row(self.run_id, self.campaign, planned))

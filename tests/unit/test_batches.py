@@ -397,7 +397,7 @@ def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
     assert streamed.summary() == whole.summary() and streamed.summary()["pairs"] >= 1
     assert streamed.top() == whole.top()
     assert recorded.documents == len(plan.documents) == sum(r.documents for r in recorded.batches)
-    assert recorded.product_checks == sum(len(d.products) for d in plan.documents)
+    assert recorded.tally.products == sum(len(d.products) for d in plan.documents)
 
 
 def test_a_recording_left_unread_is_finished_whole(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""``run_checks`` with the streamed steps (``doccheck.pipeline.streamed_run``) against the emulator.
+"""``run_checks`` with ``OnePassLocalSteps`` (``doccheck.pipeline.one_pass``) against the emulator.
 
-The same manifest run through the orchestration twice, once with ``LocalSteps`` (a whole
-``Plan``) and once with ``StreamedLocalSteps`` (recorded in one pass, sent by ``BatchRef``),
-must give the same summary: documents, rejections, modes, words, cost, cohort pairs, every
-product finished; on SQLite and on PostgreSQL.
+The same manifest run through the orchestration twice, once with ``LocalSteps`` (recorded,
+then read again for cohort matching) and once with ``OnePassLocalSteps`` (matching rides along
+the recording's one read), must give the same summary: documents, rejections, modes, words,
+cost, cohort pairs, every product finished; on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
 from doccheck.pipeline.batches import BatchRef
+from doccheck.pipeline.one_pass import OnePassLocalSteps
 from doccheck.pipeline.orchestrate import LocalSteps, run_checks
-from doccheck.pipeline.streamed_run import StreamedLocalSteps
 from doccheck.summary import RunSummary
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -74,36 +74,38 @@ def _same_run(database_url: str, emulator: EmulatorHandle, tmp_path: Path) -> No
     manifest = _manifest(tmp_path)
     tag = uuid.uuid4().hex[:8]
     with closing(Ledger(database_url)) as ledger:
-        whole = asyncio.run(_run(LocalSteps, ledger, emulator, key, _options(manifest, f"whole-{tag}", tmp_path / "w")))
-        streamed = asyncio.run(
-            _run(StreamedLocalSteps, ledger, emulator, key, _options(manifest, f"streamed-{tag}", tmp_path / "s"))
+        two = asyncio.run(
+            _run(LocalSteps, ledger, emulator, key, _options(manifest, f"two-pass-{tag}", tmp_path / "w"))
         )
-        assert streamed.status == whole.status == "finished", (streamed, whole)
+        one = asyncio.run(
+            _run(OnePassLocalSteps, ledger, emulator, key, _options(manifest, f"one-pass-{tag}", tmp_path / "s"))
+        )
+        assert one.status == two.status == "finished", (one, two)
         for name in ("documents", "rejected", "counts_by_mode", "total_words", "estimated_cost_cents", "submitted",
                      "pending", "spent_cents", "products"):  # fmt: skip
-            assert getattr(streamed, name) == getattr(whole, name), name
-        assert streamed.documents == 22 and streamed.rejected == 1 and streamed.submitted == 22
-        assert streamed.cohort_matches["pairs"] == whole.cohort_matches["pairs"] >= 1
-        assert streamed.rejections == whole.rejections
-        assert streamed.run_id is not None
-        assert ledger.document_metadata(streamed.run_id)["s-03"] == {"document_id": "s-03", "section": "1"}
-        assert streamed.report_dir and Path(streamed.report_dir, "submissions.parquet").exists()
+            assert getattr(one, name) == getattr(two, name), name
+        assert one.documents == 22 and one.rejected == 1 and one.submitted == 22
+        assert one.cohort_matches["pairs"] == two.cohort_matches["pairs"] >= 1
+        assert one.rejections == two.rejections
+        assert one.run_id is not None
+        assert ledger.document_metadata(one.run_id)["s-03"] == {"document_id": "s-03", "section": "1"}
+        assert one.report_dir and Path(one.report_dir, "submissions.parquet").exists()
 
 
-def test_a_streamed_run_summarises_like_the_whole_plan(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_a_one_pass_run_summarises_like_the_two_pass_run(emulator: EmulatorHandle, tmp_path: Path) -> None:
     _same_run(f"sqlite:///{tmp_path / 'ledger.db'}", emulator, tmp_path)
 
 
 @pytest.mark.postgres
-def test_a_streamed_run_on_postgres(emulator: EmulatorHandle, postgres_database: str, tmp_path: Path) -> None:
+def test_a_one_pass_run_on_postgres(emulator: EmulatorHandle, postgres_database: str, tmp_path: Path) -> None:
     _same_run(postgres_database, emulator, tmp_path)
 
 
 def test_prepared_batches_are_refs_without_texts(tmp_path: Path) -> None:
-    from doccheck.pipeline.streamed_run import prepare_streamed
+    from doccheck.pipeline.one_pass import prepare_one_pass
 
     with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
-        prepared = prepare_streamed(ledger, _options(_manifest(tmp_path), "refs", tmp_path))
+        prepared = prepare_one_pass(ledger, _options(_manifest(tmp_path), "refs", tmp_path))
     assert all(isinstance(b, BatchRef) for b in prepared.batches) and len(prepared.batches) == 5
     assert prepared.documents == 22 and prepared.products == 44 and prepared.cohort["pairs"] >= 1
     assert ESSAY[:40] not in repr(prepared)
