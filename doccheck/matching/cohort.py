@@ -35,13 +35,13 @@ from doccheck.matching.shingles import (
     SAMPLE_MOD,
     SHINGLE,
     WordHasher,
+    document_shingles,
     pack_u32,
     remove,
     sampled,
     shingle_hashes,
     to_u32,
     unpack_u32,
-    words_for_matching,
 )
 from doccheck.matching.store import MemoryStore, SignatureStore
 
@@ -213,8 +213,8 @@ def match_cohort(
         except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
             result.skipped.append({"document_id": key[0], "reason": f"document {key[0]!r}: cannot read text: {exc}"})
             continue
-        words = words_for_matching(text)
-        u32 = remove(to_u32(shingle_hashes(words, hasher)), [template])
+        words, u32 = document_shingles(text, hasher)
+        u32 = remove(u32, [template])
         pending.append(
             {
                 "campaign": campaign,
@@ -222,7 +222,7 @@ def match_cohort(
                 "content_hash": key[1],
                 "run_id": run_id,
                 "scheme": scheme,
-                "words": len(words),
+                "words": words,
                 "shingle_count": int(len(u32)),
                 "signature": pack_u32(minhash.signature(u32, options.num_perm)),
                 "sample": pack_u32(sampled(u32)),

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
-__all__ = ["NUM_PERM", "SCHEME", "SEED", "band_params", "lsh_pairs", "signature"]
+__all__ = ["NUM_PERM", "SCHEME", "SEED", "band_params", "lsh_pairs", "reference_signature", "signature"]
 
 NUM_PERM = 128
 SEED = 1
@@ -38,11 +38,45 @@ def _permutations(num_perm: int) -> object:
 
 
 def signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
-    """MinHash signature (``num_perm`` uint32) of a set of 32-bit shingle hashes."""
+    """MinHash signature (``num_perm`` uint32) of a set of 32-bit shingle hashes.
+
+    Exactly datasketch's ``MinHash(..., scheme="affine32").update_batch(values).hashvalues``
+    (its permutations, its MurmurHash3 pre-mix, the affine map mod 2^32, the minimum), computed
+    on the array directly: ``update_batch`` first calls the hash function once per value in
+    Python, which was most of the matcher's signing time (issue 10).
+    ``tests/unit/test_matching_fast.py`` holds the two equal.
+    """
+    a, b = _affine(num_perm)
+    if not len(u32):
+        return np.full(num_perm, _EMPTY, dtype=np.uint32)
+    hv = np.asarray(u32, dtype=np.uint32)
+    hv = hv ^ (hv >> np.uint32(16))
+    hv = hv * np.uint32(0x85EBCA6B)
+    hv = hv ^ (hv >> np.uint32(13))
+    hv = hv * np.uint32(0xC2B2AE35)
+    hv = hv ^ (hv >> np.uint32(16))
+    phv = np.multiply.outer(a, hv)  # (num_perm, n), wraps mod 2^32 as datasketch's does
+    phv += b[:, None]
+    out: np.ndarray = phv.min(axis=1)
+    return out
+
+
+def reference_signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
+    """The signature through datasketch's own ``update_batch`` (the definition; for tests)."""
     m = MinHash(num_perm=num_perm, seed=SEED, hashfunc=_identity, scheme=SCHEME, permutations=_permutations(num_perm))
     if len(u32):
         m.update_batch(u32.tolist())
     return np.asarray(m.hashvalues, dtype=np.uint32)
+
+
+_EMPTY = np.uint32(0xFFFFFFFF)
+
+
+@lru_cache(maxsize=4)
+def _affine(num_perm: int) -> tuple[np.ndarray, np.ndarray]:
+    """datasketch's permutation parameters (a, b) for ``num_perm``, as uint32 arrays."""
+    perms = np.asarray(_permutations(num_perm))
+    return perms[0].astype(np.uint32), perms[1].astype(np.uint32)
 
 
 @lru_cache(maxsize=16)

@@ -1,0 +1,54 @@
+"""The matcher's fast paths (issue 10) give exactly what the reference functions give.
+
+Stored signatures and shingle sets must compare across runs and versions, so the numpy
+shingling and signing must equal the definitions: ``to_u32(shingle_hashes(text))`` and
+datasketch's own ``MinHash.update_batch``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from doccheck.matching import minhash
+from doccheck.matching.shingles import (
+    WordHasher,
+    document_shingles,
+    shingle_hashes,
+    to_u32,
+    words_for_matching,
+)
+
+WORDS = st.sampled_from(["the", "The", "cat", "don't", "well-known", "naïve", "ΟΔΟΣ", "日本", "--", "_x", "42", "a’b"])
+TEXTS = st.one_of(
+    st.lists(WORDS, max_size=60).map(" ".join),
+    st.text(max_size=200),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS)
+def test_document_shingles_equal_the_reference(text: str) -> None:
+    hasher = WordHasher()
+    words, u32 = document_shingles(text, hasher)
+    assert words == len(words_for_matching(text))
+    assert u32.dtype == np.uint32
+    assert u32.tolist() == to_u32(shingle_hashes(text)).tolist()
+    assert document_shingles(text, hasher)[1].tolist() == u32.tolist()  # the cache changes nothing
+
+
+def test_document_shingles_golden_value_and_a_full_cache() -> None:
+    assert int(document_shingles("the cat sat on the mat", WordHasher())[1][0]) == 2186977580  # never change
+    tiny = WordHasher(max_cache=2)  # words past the cap are hashed every time, never kept
+    text = "one two three four five six seven eight"
+    assert document_shingles(text, tiny)[1].tolist() == to_u32(shingle_hashes(text)).tolist()
+    assert len(tiny._cache) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=600, unique=True))
+def test_signature_equals_datasketch_update_batch(values: list[int]) -> None:
+    u32 = np.array(sorted(values), dtype=np.uint32)
+    assert minhash.signature(u32).tolist() == minhash.reference_signature(u32).tolist()
+    assert minhash.signature(u32, 64).tolist() == minhash.reference_signature(u32, 64).tolist()
