@@ -6,7 +6,7 @@ For each size, a CSV manifest of generated text rows (``--words`` words each, ~6
 word: 400 words ≈ 2.5 KB a row, the issue's 250 MB per 100,000 rows) is dry-run in a fresh
 process with ``doccheck.dry_run.dry_run`` (validate → plan → cohort matching, what
 ``doccheck run --dry-run`` does); the child reports its peak RSS (``ru_maxrss``) and its
-seconds. The first size is the baseline: the figures are printed with their ratio to it.
+seconds (wall, and CPU: on a shared machine the CPU seconds say what the load hides). The first size is the baseline: the figures are printed with their ratio to it.
 
 ``--no-match``: validate and plan only, to tell planning's memory from cohort matching's.
 
@@ -36,8 +36,9 @@ import json, resource, sys, time
 t = time.monotonic()
 from doccheck.dry_run import dry_run
 s = dry_run(sys.argv[1], database_url=None, match=sys.argv[2] == "match")
+u = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": time.monotonic() - t, "documents": s.documents, "pairs": s.cohort_matches.get("pairs"),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "cpu_seconds": u.ru_utime + u.ru_stime, "peak_rss_mb": u.ru_maxrss / 1024}))
 """
 
 FLOW_DRY_RUN = """
@@ -118,7 +119,7 @@ def main() -> None:
             print(
                 f"{'plan only' if args.no_match else 'dry run'} {rows:>7} rows ({size_mb:.0f} MB CSV): peak RSS {figures['peak_rss_mb']:.0f} MB "
                 f"({figures['peak_rss_mb'] / base['peak_rss_mb']:.2f}x baseline), {figures['seconds']:.1f} s "
-                f"({figures['seconds'] / base['seconds']:.2f}x), {figures['documents']} documents, "
+                f"({figures['seconds'] / base['seconds']:.2f}x; CPU {figures['cpu_seconds']:.1f} s), {figures['documents']} documents, "
                 f"{figures['pairs']} pairs"
             )
 

@@ -19,6 +19,7 @@ the documents of candidate pairs, and a streamed count for boilerplate.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Iterable
@@ -30,7 +31,7 @@ import numpy as np
 
 from doccheck.extract import extract_text
 from doccheck.matching import minhash
-from doccheck.matching.containment import sampled_pairs
+from doccheck.matching.columns import CampaignColumns
 from doccheck.matching.shingles import (
     SAMPLE_MOD,
     SHINGLE,
@@ -159,21 +160,6 @@ def _text_of(doc: Any) -> str:
     return extract_text(path.read_bytes(), path.name)
 
 
-@dataclass
-class _Docs:
-    """Column store of every document taking part (new and earlier ones)."""
-
-    row_ids: list[int] = field(default_factory=list)
-    document_ids: list[str] = field(default_factory=list)
-    hashes: list[str] = field(default_factory=list)
-    runs: list[str] = field(default_factory=list)
-    words: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    signatures: list[np.ndarray] = field(default_factory=list)
-    samples: list[np.ndarray] = field(default_factory=list)
-    current: list[bool] = field(default_factory=list)
-
-
 def match_cohort(
     documents: Iterable[Any],
     *,
@@ -197,16 +183,17 @@ def match_cohort(
     result = CohortResult()
 
     # 1. sign the new documents; the run's documents already stored are reused as they are.
-    known = store.keys(campaign, scheme)
-    this_run: set[tuple[str, str]] = set()
+    known = {_key_digest(*key) for key in store.keys(campaign, scheme)}
+    this_run: set[int] = set()  # 128-bit digests of (document_id, content_hash): ~90 bytes a document
     hasher = WordHasher()
     pending: list[dict[str, Any]] = []
     for doc in documents:
         key = (str(doc.document_id), str(doc.content_hash))
-        if key in this_run:
+        digest = _key_digest(*key)
+        if digest in this_run:
             continue
-        this_run.add(key)
-        if key in known:
+        this_run.add(digest)
+        if digest in known:
             continue
         try:
             text = _text_of(doc)
@@ -235,53 +222,45 @@ def match_cohort(
     store.add(pending)
     pending = []
 
-    # 2. load signatures and samples of the whole campaign (this run's and earlier ones).
-    docs = _Docs()
-    for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(campaign, scheme):
-        docs.row_ids.append(row_id)
-        docs.document_ids.append(document_id)
-        docs.hashes.append(content_hash)
-        docs.runs.append(first_run)
-        docs.words.append(words_n)
-        docs.sizes.append(size)
-        docs.signatures.append(unpack_u32(sig))
-        docs.samples.append(unpack_u32(sample))
-        docs.current.append((document_id, content_hash) in this_run)
-    n = len(docs.row_ids)
-    current = np.array(docs.current, dtype=bool)
-    result.documents = int(current.sum())
-    result.earlier_documents = n - result.documents
+    # 2. load signatures and samples of the whole campaign (this run's and earlier ones) into
+    #    compact columns: band keys in memory, samples spilled to disk, signatures dropped.
+    bands, rows = minhash.band_params(options.lsh_threshold, options.num_perm)
+    docs = CampaignColumns(options.num_perm, bands, rows)
+    try:
+        for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(
+            campaign, scheme
+        ):
+            docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
+                     _key_digest(document_id, content_hash) in this_run)  # fmt: skip
+        keys, current = docs.finish()
+        n = len(docs)
+        result.documents = int(current.sum())
+        result.earlier_documents = n - result.documents
 
-    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+        pairs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    # 3. identical documents: same content hash under different document ids.
-    by_hash: dict[str, list[int]] = {}
-    for i, content_hash in enumerate(docs.hashes):
-        by_hash.setdefault(content_hash, []).append(i)
-    for group in by_hash.values():
-        for a in range(len(group)):
-            for b in range(a + 1, len(group)):
-                i, j = group[a], group[b]
-                if (current[i] or current[j]) and docs.document_ids[i] != docs.document_ids[j]:
-                    pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
+        # 3. identical documents: same content hash under different document ids.
+        for group in docs.identical_groups():
+            for a in range(len(group)):
+                for b in range(a + 1, len(group)):
+                    i, j = group[a], group[b]
+                    if (current[i] or current[j]) and docs.document_ids[i] != docs.document_ids[j]:
+                        pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
 
-    # 4. candidates: LSH on the signatures ∪ shared sampled shingles.
-    max_df = options.df_limit(n)
-    candidates: set[tuple[int, int]] = set()
-    if n >= 2:
-        matrix = np.vstack(docs.signatures) if docs.signatures else np.empty((0, options.num_perm), np.uint32)
-        candidates |= minhash.lsh_pairs(matrix, np.flatnonzero(current).tolist(), threshold=options.lsh_threshold)
-        del matrix
-    by_sample, frequent_samples = sampled_pairs(
-        docs.samples, current, max_df=max_df, min_shared=options.min_sampled_shared,
-        max_postings=min(max_df, options.max_postings),
-    )  # fmt: skip
-    candidates |= by_sample
+        # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
+        max_df = options.df_limit(n)
+        by_band = minhash.key_pairs(keys, current) if n >= 2 else set()
+        del keys
+        by_sample, frequent_samples = docs.samples.pairs(
+            current, max_df=max_df, min_shared=options.min_sampled_shared,
+            max_postings=min(max_df, options.max_postings),
+        )  # fmt: skip
+    finally:
+        docs.close()
     candidates = {
-        (i, j) for (i, j) in candidates
+        (i, j) for (i, j) in by_band | by_sample
         if (i, j) not in pairs and docs.document_ids[i] != docs.document_ids[j] and (current[i] or current[j])
     }  # fmt: skip
-    result.candidates = len(candidates)
 
     # 5. exact verification from the stored shingle sets.
     if candidates:
@@ -289,6 +268,18 @@ def match_cohort(
         stored = store.shingles([docs.row_ids[k] for k in involved])
         sets = {k: unpack_u32(stored.get(docs.row_ids[k])) for k in involved}
         del stored
+        # A band key shared by chance (32 bits) is no candidate: the signatures, recomputed
+        # from the stored sets they were computed from, must agree on a whole band.
+        signatures: dict[int, np.ndarray] = {}
+        for i, j in [pair for pair in candidates if pair not in by_sample]:
+            for k in (i, j):
+                if k not in signatures:
+                    signatures[k] = minhash.signature(sets[k], options.num_perm)
+            if not minhash.bands_agree(signatures[i], signatures[j], bands, rows):
+                candidates.discard((i, j))
+        del signatures
+    result.candidates = len(candidates)
+    if candidates:
         inter = {pair: np.intersect1d(sets[pair[0]], sets[pair[1]], assume_unique=True) for pair in candidates}
         frequent = _boilerplate(store, campaign, scheme, inter.values(), frequent_samples, max_df)
         own = {k: len(s) - (int(np.isin(s, frequent, assume_unique=True).sum()) if len(frequent) else 0)
@@ -327,11 +318,17 @@ def match_cohort(
                 "matched_percent": round(100.0 * min(m["cj"], 1.0), 1),
                 "matched_words": int(matched_words),
                 "jaccard": round(float(m["jac"]), 3),
-                "matched_run_id": None if current[j] else docs.runs[j],
+                "matched_run_id": None if current[j] else docs.run_of(j),
             }
         )
     result.elapsed_seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _key_digest(document_id: str, content_hash: str) -> int:
+    """A document's identity as one int (instead of a tuple holding both strings alive)."""
+    data = f"{len(document_id)}:{document_id}{content_hash}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "little")
 
 
 def _boilerplate(

@@ -19,7 +19,18 @@ from functools import lru_cache
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
-__all__ = ["NUM_PERM", "SCHEME", "SEED", "band_params", "lsh_pairs", "reference_signature", "signature"]
+__all__ = [
+    "NUM_PERM",
+    "SCHEME",
+    "SEED",
+    "band_keys",
+    "band_params",
+    "bands_agree",
+    "key_pairs",
+    "lsh_pairs",
+    "reference_signature",
+    "signature",
+]
 
 NUM_PERM = 128
 SEED = 1
@@ -127,5 +138,61 @@ def lsh_pairs(
                 for b in range(a + 1, size):
                     i, j = int(members[a]), int(members[b])
                     if is_query[i] or is_query[j]:
+                        pairs.add((i, j) if i < j else (j, i))
+    return pairs
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """``(n, bands)`` uint32: a 32-bit key of each band (``rows`` values) of each signature.
+
+    Why 32 bits: it is what the matcher keeps per band and document for the whole campaign
+    (168 bytes a document at 42 bands instead of the 512-byte signature). Two signatures
+    that agree on a band always get the same key; a key shared by chance is removed by
+    :func:`bands_agree` before the pair counts as a candidate.
+    """
+    n = signatures.shape[0]
+    block = signatures[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    acc = np.zeros((n, bands), dtype=np.uint64)
+    for r in range(rows):
+        acc = acc * np.uint64(0x100000001B3) + block[:, :, r] * _BAND_MULTIPLIERS[r % len(_BAND_MULTIPLIERS)]
+    acc ^= acc >> np.uint64(31)
+    acc *= np.uint64(0xBF58476D1CE4E5B9)
+    acc ^= acc >> np.uint64(29)
+    out: np.ndarray = (acc >> np.uint64(32)).astype(np.uint32)
+    return out
+
+
+_BAND_MULTIPLIERS = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+                             dtype=np.uint64)  # fmt: skip
+
+
+def bands_agree(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
+    """True when signatures ``a`` and ``b`` are equal on at least one whole band (an LSH candidate)."""
+    width = bands * rows
+    same = a[:width].reshape(bands, rows) == b[:width].reshape(bands, rows)
+    return bool(same.all(axis=1).any())
+
+
+def key_pairs(keys: np.ndarray, current: np.ndarray) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of rows with the same key in some band column of ``keys``
+    (from :func:`band_keys`), one side a ``current`` row: one band sorted at a time."""
+    n = keys.shape[0]
+    pairs: set[tuple[int, int]] = set()
+    if n < 2:
+        return pairs
+    for band in range(keys.shape[1]):
+        key = np.ascontiguousarray(keys[:, band])
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        sizes = np.diff(np.r_[starts, n])
+        for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+            members = order[start : start + size]
+            if not current[members].any():
+                continue
+            for x in range(size):
+                for y in range(x + 1, size):
+                    i, j = int(members[x]), int(members[y])
+                    if current[i] or current[j]:
                         pairs.add((i, j) if i < j else (j, i))
     return pairs
