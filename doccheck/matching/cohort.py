@@ -36,14 +36,12 @@ from doccheck.matching.shingles import (
     SAMPLE_MOD,
     SHINGLE,
     WordHasher,
-    document_shingles,
     pack_u32,
-    remove,
-    sampled,
     shingle_hashes,
     to_u32,
     unpack_u32,
 )
+from doccheck.matching.signing import BLOCK, sign_block
 from doccheck.matching.store import MemoryStore, SignatureStore
 
 __all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
@@ -187,6 +185,7 @@ def match_cohort(
     this_run: set[int] = set()  # 128-bit digests of (document_id, content_hash): ~90 bytes a document
     hasher = WordHasher()
     pending: list[dict[str, Any]] = []
+    block: list[tuple[tuple[str, str], str]] = []  # (key, text) waiting to be signed together
     for doc in documents:
         key = (str(doc.document_id), str(doc.content_hash))
         digest = _key_digest(*key)
@@ -200,25 +199,15 @@ def match_cohort(
         except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
             result.skipped.append({"document_id": key[0], "reason": f"document {key[0]!r}: cannot read text: {exc}"})
             continue
-        words, u32 = document_shingles(text, hasher)
-        u32 = remove(u32, [template])
-        pending.append(
-            {
-                "campaign": campaign,
-                "document_id": key[0],
-                "content_hash": key[1],
-                "run_id": run_id,
-                "scheme": scheme,
-                "words": words,
-                "shingle_count": int(len(u32)),
-                "signature": pack_u32(minhash.signature(u32, options.num_perm)),
-                "sample": pack_u32(sampled(u32)),
-                "shingles": pack_u32(u32),
-            }
-        )
+        block.append((key, text))
+        if len(block) >= BLOCK:
+            pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
+            block = []
         if len(pending) >= 500:
             store.add(pending)
             pending = []
+    pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
+    block = []
     store.add(pending)
     pending = []
 
@@ -323,6 +312,36 @@ def match_cohort(
         )
     result.elapsed_seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _rows_of(
+    block: list[tuple[tuple[str, str], str]],
+    hasher: WordHasher,
+    template: np.ndarray,
+    num_perm: int,
+    campaign: str,
+    run_id: str,
+    scheme: str,
+) -> list[dict[str, Any]]:
+    """The stored rows of a block of documents ((document_id, content_hash), text), signed together."""
+    if not block:
+        return []
+    signed = sign_block([text for _, text in block], hasher, template, num_perm)
+    return [
+        {
+            "campaign": campaign,
+            "document_id": document_id,
+            "content_hash": content_hash,
+            "run_id": run_id,
+            "scheme": scheme,
+            "words": one.words,
+            "shingle_count": int(len(one.shingles)),
+            "signature": pack_u32(one.signature),
+            "sample": pack_u32(one.sample),
+            "shingles": pack_u32(one.shingles),
+        }
+        for ((document_id, content_hash), _), one in zip(block, signed, strict=True)
+    ]
 
 
 def _key_digest(document_id: str, content_hash: str) -> int:

@@ -79,17 +79,20 @@ class WordHasher:
     def tokens(self, tokens: Sequence[bytes]) -> np.ndarray:
         """The hashes of ``tokens`` (UTF-8 words) in order, as uint64."""
         cache = self._cache
+        try:  # the usual case once a campaign's vocabulary is cached: one C-level pass
+            return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+        except KeyError:
+            pass
         values = list(map(cache.get, tokens))
-        if None in values:
-            for i, value in enumerate(values):
+        for i, value in enumerate(values):
+            if value is None:
+                token = tokens[i]
+                value = cache.get(token)
                 if value is None:
-                    token = tokens[i]
-                    value = cache.get(token)
-                    if value is None:
-                        value = int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little")
-                        if len(cache) < self._max_cache:
-                            cache[token] = value
-                    values[i] = value
+                    value = int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little")
+                    if len(cache) < self._max_cache:
+                        cache[token] = value
+                values[i] = value
         return np.array(values, dtype=np.uint64)
 
 

@@ -15,10 +15,13 @@ from doccheck.matching import minhash
 from doccheck.matching.shingles import (
     WordHasher,
     document_shingles,
+    remove,
+    sampled,
     shingle_hashes,
     to_u32,
     words_for_matching,
 )
+from doccheck.matching.signing import sign_block
 
 WORDS = st.sampled_from(["the", "The", "cat", "don't", "well-known", "naïve", "ΟΔΟΣ", "日本", "--", "_x", "42", "a’b"])
 TEXTS = st.one_of(
@@ -52,3 +55,28 @@ def test_signature_equals_datasketch_update_batch(values: list[int]) -> None:
     u32 = np.array(sorted(values), dtype=np.uint32)
     assert minhash.signature(u32).tolist() == minhash.reference_signature(u32).tolist()
     assert minhash.signature(u32, 64).tolist() == minhash.reference_signature(u32, 64).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXTS, max_size=12), st.booleans())
+def test_sign_block_equals_signing_one_document_at_a_time(texts: list[str], with_template: bool) -> None:
+    hasher = WordHasher()
+    template = to_u32(shingle_hashes("the cat don't well-known the cat naïve 42")) if with_template else _EMPTY
+    signed = sign_block(texts, hasher, template)
+    assert len(signed) == len(texts)
+    for text, one in zip(texts, signed, strict=True):
+        words, u32 = document_shingles(text, WordHasher())
+        u32 = remove(u32, [template])
+        assert one.words == words
+        assert one.shingles.tolist() == u32.tolist()
+        assert one.signature.tolist() == minhash.reference_signature(u32).tolist()
+        assert one.sample.tolist() == sampled(u32).tolist()
+
+
+def test_sign_block_spans_several_signature_runs() -> None:
+    texts = [" ".join(f"w{i}x{j}" for j in range(i % 700)) for i in range(60)]  # ~21,000 shingles, empty ones too
+    for text, one in zip(texts, sign_block(texts, WordHasher(), _EMPTY), strict=True):
+        assert one.signature.tolist() == minhash.reference_signature(document_shingles(text, WordHasher())[1]).tolist()
+
+
+_EMPTY = np.empty(0, dtype=np.uint32)
