@@ -31,7 +31,7 @@ import numpy as np
 
 from doccheck.extract import extract_text
 from doccheck.matching import minhash
-from doccheck.matching.columns import CampaignColumns
+from doccheck.matching.columns import CampaignColumns, DigestSet
 from doccheck.matching.shingles import (
     SAMPLE_MOD,
     SHINGLE,
@@ -181,8 +181,10 @@ def match_cohort(
     result = CohortResult()
 
     # 1. sign the new documents; the run's documents already stored are reused as they are.
-    known = {_key_digest(*key) for key in store.keys(campaign, scheme)}
-    this_run: set[int] = set()  # 128-bit digests of (document_id, content_hash): ~90 bytes a document
+    known = DigestSet()
+    for stored_key in store.keys(campaign, scheme):
+        known.add(_key_digest(*stored_key))
+    this_run = DigestSet()  # (document_id, content_hash) of this run's documents, 16 bytes each
     hasher = WordHasher()
     pending: list[dict[str, Any]] = []
     block: list[tuple[tuple[str, str], str]] = []  # (key, text) waiting to be signed together
@@ -221,7 +223,7 @@ def match_cohort(
         ):
             docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
                      _key_digest(document_id, content_hash) in this_run)  # fmt: skip
-        keys, current = docs.finish()
+        current = docs.finish()
         n = len(docs)
         result.documents = int(current.sum())
         result.earlier_documents = n - result.documents
@@ -233,22 +235,22 @@ def match_cohort(
             for a in range(len(group)):
                 for b in range(a + 1, len(group)):
                     i, j = group[a], group[b]
-                    if (current[i] or current[j]) and docs.document_ids[i] != docs.document_ids[j]:
+                    if (current[i] or current[j]) and docs.document_id(i) != docs.document_id(j):
                         pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
 
         # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
         max_df = options.df_limit(n)
-        by_band = minhash.key_pairs(keys, current) if n >= 2 else set()
-        del keys
+        by_band = minhash.key_pairs(docs.band_columns(), current) if n >= 2 else set()
         by_sample, frequent_samples = docs.samples.pairs(
             current, max_df=max_df, min_shared=options.min_sampled_shared,
             max_postings=min(max_df, options.max_postings),
         )  # fmt: skip
+        names = {k: docs.document_id(k) for pair in (*pairs, *by_band, *by_sample) for k in pair}
     finally:
         docs.close()
     candidates = {
         (i, j) for (i, j) in by_band | by_sample
-        if (i, j) not in pairs and docs.document_ids[i] != docs.document_ids[j] and (current[i] or current[j])
+        if (i, j) not in pairs and names[i] != names[j] and (current[i] or current[j])
     }  # fmt: skip
 
     # 5. exact verification from the stored shingle sets.
@@ -300,8 +302,8 @@ def match_cohort(
         )
         result.pairs.append(
             {
-                "document_id": docs.document_ids[i],
-                "matched_document_id": docs.document_ids[j],
+                "document_id": names[i],
+                "matched_document_id": names[j],
                 "kind": m["kind"],
                 "percent": round(100.0 * min(m["ci"], 1.0), 1),
                 "matched_percent": round(100.0 * min(m["cj"], 1.0), 1),
@@ -344,10 +346,10 @@ def _rows_of(
     ]
 
 
-def _key_digest(document_id: str, content_hash: str) -> int:
-    """A document's identity as one int (instead of a tuple holding both strings alive)."""
+def _key_digest(document_id: str, content_hash: str) -> bytes:
+    """A document's identity in 16 bytes (instead of a tuple holding both strings alive)."""
     data = f"{len(document_id)}:{document_id}{content_hash}".encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "little")
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _boilerplate(

@@ -1,4 +1,4 @@
-"""What the matcher keeps per document of the campaign: compact columns, ~250 bytes a document.
+"""What the matcher keeps per document of the campaign: compact columns, ~60 bytes a document.
 
 Why: the matcher compares every document of a campaign (this run's and earlier runs') at
 once, so what it holds per document bounds a term's memory (issue 10). Python objects per
@@ -6,23 +6,28 @@ document (a tuple, two numpy arrays, a dict entry: ~3.7 KB) are replaced by
 
 * ``array`` / ``bytearray`` columns: row id, words, shingle count, run (a code), this-run flag,
   and a 16-byte BLAKE2b digest of the content hash (identical documents are equal digests);
-* the document id (a Python string: it names the pair in the report);
-* the LSH band keys, ``bands`` × uint32 (:func:`doccheck.matching.minhash.band_keys`),
-  computed per block of signatures, which are then dropped;
-* the sampled shingles go to a :class:`~doccheck.matching.containment.SampleSpill` on disk.
+* on disk, in temporary files: the document ids (read back for candidate pairs only), the LSH
+  band keys, ``bands`` × uint32 (:func:`doccheck.matching.minhash.band_keys`, computed per
+  block of signatures, which are then dropped, and read back one band at a time), and the
+  sampled shingles (a :class:`~doccheck.matching.containment.SampleSpill`).
+
+:class:`DigestSet` is the matcher's set of this run's documents in 16 bytes each.
 """
 
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from array import array
+from collections.abc import Iterator
+from typing import IO
 
 import numpy as np
 
 from doccheck.matching import minhash
 from doccheck.matching.containment import SampleSpill
 
-__all__ = ["CampaignColumns"]
+__all__ = ["CampaignColumns", "DigestSet"]
 
 #: Documents whose signatures are turned into band keys at once (~0.5 MB of signatures).
 BLOCK = 1024
@@ -34,7 +39,10 @@ class CampaignColumns:
     def __init__(self, num_perm: int, bands: int, rows: int) -> None:
         self.num_perm, self.bands, self.rows = num_perm, bands, rows
         self.row_ids = array("q")
-        self.document_ids: list[str] = []
+        self._ids: IO[bytes] = tempfile.TemporaryFile(prefix="doccheck-ids-")  # noqa: SIM115 - as long as the columns
+        self._id_at = array("q", [0])  # document i's id spans _id_at[i] .. _id_at[i + 1] in _ids
+        self._keys: IO[bytes] = tempfile.TemporaryFile(prefix="doccheck-bands-")  # noqa: SIM115
+        self._key_blocks: list[int] = []  # documents per block of band keys (band-major in _keys)
         self.digests = bytearray()
         self.run_codes = array("i")
         self.run_names: list[str] = []
@@ -43,7 +51,6 @@ class CampaignColumns:
         self.sizes = array("q")
         self.current = bytearray()
         self.samples = SampleSpill()
-        self._key_blocks: list[np.ndarray] = []
         self._signatures: list[bytes] = []
         self._sample_data: list[bytes] = []
 
@@ -68,7 +75,9 @@ class CampaignColumns:
         if len(sample) % 4:
             raise ValueError(f"stored sample of {document_id!r} has {len(sample)} bytes, not a multiple of 4")
         self.row_ids.append(row_id)
-        self.document_ids.append(document_id)
+        encoded = document_id.encode("utf-8", "surrogatepass")
+        self._ids.write(encoded)
+        self._id_at.append(self._id_at[-1] + len(encoded))
         self.digests += hashlib.blake2b(content_hash.encode("utf-8"), digest_size=16).digest()
         code = self._run_index.get(run_id)
         if code is None:
@@ -88,7 +97,8 @@ class CampaignColumns:
             return
         first = len(self) - len(self._signatures)
         matrix = np.frombuffer(b"".join(self._signatures), dtype="<u4").reshape(-1, self.num_perm)
-        self._key_blocks.append(minhash.band_keys(matrix, self.bands, self.rows))
+        self._keys.write(np.ascontiguousarray(minhash.band_keys(matrix, self.bands, self.rows).T).tobytes())
+        self._key_blocks.append(len(matrix))
         lengths = [len(s) // 4 for s in self._sample_data]
         values = np.frombuffer(b"".join(self._sample_data), dtype="<u4").astype(np.uint32)
         if len(values):
@@ -96,12 +106,28 @@ class CampaignColumns:
             self.samples.add(values, owners)
         self._signatures, self._sample_data = [], []
 
-    def finish(self) -> tuple[np.ndarray, np.ndarray]:
-        """(band keys ``(n, bands)`` uint32, this-run flags ``(n,)`` bool) once every row is added."""
+    def finish(self) -> np.ndarray:
+        """This-run flags ``(n,)`` bool, once every row is added."""
         self._flush()
-        keys = np.concatenate(self._key_blocks) if self._key_blocks else np.empty((0, self.bands), dtype=np.uint32)
-        self._key_blocks = []
-        return keys, np.frombuffer(bytes(self.current), dtype=np.uint8).astype(bool)
+        self._ids.flush()
+        self._keys.flush()
+        return np.frombuffer(bytes(self.current), dtype=np.uint8).astype(bool)
+
+    def band_columns(self) -> Iterator[np.ndarray]:
+        """The band keys of every document, one band (``(n,)`` uint32) at a time."""
+        for band in range(self.bands):
+            parts: list[bytes] = []
+            at = 0
+            for size in self._key_blocks:
+                self._keys.seek(at + band * size * 4)
+                parts.append(self._keys.read(size * 4))
+                at += self.bands * size * 4
+            yield np.frombuffer(b"".join(parts), dtype="<u4").astype(np.uint32)
+
+    def document_id(self, i: int) -> str:
+        """Row ``i``'s document id (read back from disk)."""
+        self._ids.seek(self._id_at[i])
+        return self._ids.read(self._id_at[i + 1] - self._id_at[i]).decode("utf-8", "surrogatepass")
 
     def identical_groups(self) -> list[list[int]]:
         """Rows sharing a content hash (groups of two or more, rows ascending)."""
@@ -124,5 +150,43 @@ class CampaignColumns:
         return self.run_names[self.run_codes[i]]
 
     def close(self) -> None:
-        """Delete the sample files."""
+        """Delete the temporary files."""
         self.samples.close()
+        self._ids.close()
+        self._keys.close()
+
+
+_DIGEST = np.dtype([("hi", "<u8"), ("lo", "<u8")])
+
+
+class DigestSet:
+    """A set of 16-byte digests in 16 bytes each: a sorted array, plus a small set merged into it
+    every ``merge_every`` additions (a Python set of ints costs ~90 bytes an entry)."""
+
+    def __init__(self, merge_every: int = 8192) -> None:
+        self._sorted = np.empty(0, dtype=_DIGEST)
+        self._recent: set[bytes] = set()
+        self._merge_every = merge_every
+
+    def __len__(self) -> int:
+        return len(self._sorted) + len(self._recent)
+
+    def add(self, digest: bytes) -> None:
+        if digest in self:
+            return
+        self._recent.add(digest)
+        if len(self._recent) >= self._merge_every:
+            merged = np.concatenate([self._sorted, np.frombuffer(b"".join(self._recent), dtype=_DIGEST)])
+            merged.sort()
+            self._sorted, self._recent = merged, set()
+
+    def __contains__(self, digest: object) -> bool:
+        if not isinstance(digest, bytes) or len(digest) != _DIGEST.itemsize:
+            return False
+        if digest in self._recent:
+            return True
+        if not len(self._sorted):
+            return False
+        query = np.frombuffer(digest, dtype=_DIGEST)
+        i = int(np.searchsorted(self._sorted, query)[0])
+        return i < len(self._sorted) and bool(self._sorted[i : i + 1] == query)

@@ -173,15 +173,15 @@ def bands_agree(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
     return bool(same.all(axis=1).any())
 
 
-def key_pairs(keys: np.ndarray, current: np.ndarray) -> set[tuple[int, int]]:
-    """Pairs ``(i, j)``, ``i < j``, of rows with the same key in some band column of ``keys``
-    (from :func:`band_keys`), one side a ``current`` row: one band sorted at a time."""
-    n = keys.shape[0]
+def key_pairs(columns: Iterable[np.ndarray], current: np.ndarray) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of rows with the same key in some band (each of ``columns``
+    is one band's keys of every row, from :func:`band_keys`), one side a ``current`` row:
+    one band sorted at a time."""
+    n = len(current)
     pairs: set[tuple[int, int]] = set()
     if n < 2:
         return pairs
-    for band in range(keys.shape[1]):
-        key = np.ascontiguousarray(keys[:, band])
+    for key in columns:
         order = np.argsort(key, kind="stable")
         sorted_keys = key[order]
         starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])

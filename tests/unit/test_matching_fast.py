@@ -80,3 +80,18 @@ def test_sign_block_spans_several_signature_runs() -> None:
 
 
 _EMPTY = np.empty(0, dtype=np.uint32)
+
+
+def test_digest_set_holds_what_was_added_across_merges() -> None:
+    import hashlib
+
+    from doccheck.matching.columns import DigestSet
+
+    digests = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(1000)]
+    ds = DigestSet(merge_every=64)
+    for d in digests[:500]:
+        ds.add(d)
+    ds.add(digests[0])  # again: still one entry
+    assert len(ds) == 500
+    assert all(d in ds for d in digests[:500]) and not any(d in ds for d in digests[500:])
+    assert b"short" not in ds and "text" not in ds
