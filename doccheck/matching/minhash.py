@@ -1,4 +1,4 @@
-"""MinHash signatures and LSH candidates, with ``datasketch`` (chosen over ``rensa``: docs/matching.md).
+"""MinHash signatures and LSH candidates, datasketch's scheme (chosen over ``rensa``: docs/matching.md).
 
 Why datasketch: signatures live in the ledger for as long as a campaign does, and datasketch
 2.0 names its permutation scheme (``affine32``) and requires it to load stored hash values
@@ -9,6 +9,12 @@ loaded back into any of its sketches or indexes; at ~0.1 ms a document datasketc
 
 Signatures are computed over the 32-bit shingle hashes the ledger keeps (see
 :mod:`doccheck.matching.shingles`), so they can always be recomputed from stored data.
+
+Since issue 10 the matcher computes datasketch's scheme itself (same permutations, same
+pre-mix, same affine map: :func:`signature`), several documents at a time, and imports
+datasketch only for the reference (:func:`reference_signature`, the tests) and for band
+parameters it has not recorded (:data:`KNOWN_BAND_PARAMS`): datasketch's ``update_batch``
+calls a hash function once per value in Python, and its import pulls in scipy.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
-from datasketch import MinHash, MinHashLSH
 
 __all__ = [
     "NUM_PERM",
@@ -45,6 +50,8 @@ def _identity(value: int) -> int:
 @lru_cache(maxsize=4)
 def _permutations(num_perm: int) -> object:
     """datasketch draws its permutations at every MinHash(); draw them once per size."""
+    from datasketch import MinHash
+
     return MinHash(num_perm=num_perm, seed=SEED, hashfunc=_identity, scheme=SCHEME).permutations
 
 
@@ -74,6 +81,8 @@ def signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
 
 def reference_signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
     """The signature through datasketch's own ``update_batch`` (the definition; for tests)."""
+    from datasketch import MinHash
+
     m = MinHash(num_perm=num_perm, seed=SEED, hashfunc=_identity, scheme=SCHEME, permutations=_permutations(num_perm))
     if len(u32):
         m.update_batch(u32.tolist())
@@ -85,15 +94,35 @@ _EMPTY = np.uint32(0xFFFFFFFF)
 
 @lru_cache(maxsize=4)
 def _affine(num_perm: int) -> tuple[np.ndarray, np.ndarray]:
-    """datasketch's permutation parameters (a, b) for ``num_perm``, as uint32 arrays."""
-    perms = np.asarray(_permutations(num_perm))
-    return perms[0].astype(np.uint32), perms[1].astype(np.uint32)
+    """datasketch's affine32 permutation parameters (a, b) for ``num_perm``, as uint32 arrays.
+
+    Drawn as ``MinHash._init_permutations`` draws them (``RandomState(seed)``: odd ``a`` below
+    2^32, then ``b``), so that matching need not import datasketch, whose import pulls in
+    scipy (~55 MB of a dry run's memory, issue 10); ``tests/unit/test_matching_fast.py``
+    holds them equal to datasketch's own.
+    """
+    gen = np.random.RandomState(SEED)
+    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    return a, b
+
+
+#: datasketch's ``MinHashLSH(threshold, num_perm, weights)`` (b, r) for the settings in use,
+#: so that the default match imports neither datasketch nor scipy (a test holds them equal).
+KNOWN_BAND_PARAMS: dict[tuple[float, int, tuple[float, float]], tuple[int, int]] = {
+    (0.3, 128, (0.2, 0.8)): (42, 3),
+}
 
 
 @lru_cache(maxsize=16)
 def band_params(threshold: float, num_perm: int, weights: tuple[float, float] = (0.2, 0.8)) -> tuple[int, int]:
     """(bands, rows) for ``threshold``: datasketch's own optimisation of the false-positive and
     false-negative areas (weights favour recall: a false candidate costs one exact check)."""
+    known = KNOWN_BAND_PARAMS.get((threshold, num_perm, weights))
+    if known is not None:
+        return known
+    from datasketch import MinHashLSH
+
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
     return int(lsh.b), int(lsh.r)
 

@@ -95,3 +95,30 @@ def test_digest_set_holds_what_was_added_across_merges() -> None:
     assert len(ds) == 500
     assert all(d in ds for d in digests[:500]) and not any(d in ds for d in digests[500:])
     assert b"short" not in ds and "text" not in ds
+
+
+def test_permutations_and_band_params_are_datasketchs_own() -> None:
+    from datasketch import MinHash, MinHashLSH
+
+    for num_perm in (64, 128, 256):
+        a, b = minhash._affine(num_perm)
+        theirs = MinHash(num_perm=num_perm, seed=minhash.SEED, scheme=minhash.SCHEME).permutations
+        assert a.tolist() == theirs[0].tolist() and b.tolist() == theirs[1].tolist()
+    for (threshold, num_perm, weights), params in minhash.KNOWN_BAND_PARAMS.items():
+        lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
+        assert params == (lsh.b, lsh.r)
+
+
+def test_matching_does_not_import_datasketch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from doccheck.matching.cohort import match_cohort; from doccheck.matching.store import MemoryStore\n"
+        "class D:\n  def __init__(s, i, t): s.document_id, s.content_hash, s.text = i, i, t\n"
+        "t = ' '.join(f'w{i}' for i in range(60))\n"
+        "r = match_cohort([D('a', t), D('b', t + ' more')], campaign='c', run_id='r')\n"
+        "print(len(r.pairs), 'datasketch' in sys.modules, 'scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["1", "False", "False"]
