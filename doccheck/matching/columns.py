@@ -156,37 +156,43 @@ class CampaignColumns:
         self._keys.close()
 
 
-_DIGEST = np.dtype([("hi", "<u8"), ("lo", "<u8")])
-
-
 class DigestSet:
-    """A set of 16-byte digests in 16 bytes each: a sorted array, plus a small set merged into it
-    every ``merge_every`` additions (a Python set of ints costs ~90 bytes an entry)."""
+    """A set of 16-byte digests in 16 bytes each: two sorted uint64 columns (first and second
+    half), plus a small set merged into them every ``merge_every`` additions (a Python set of
+    ints costs ~90 bytes an entry)."""
 
     def __init__(self, merge_every: int = 8192) -> None:
-        self._sorted = np.empty(0, dtype=_DIGEST)
+        self._hi = np.empty(0, dtype=np.uint64)
+        self._lo = np.empty(0, dtype=np.uint64)
         self._recent: set[bytes] = set()
         self._merge_every = merge_every
 
     def __len__(self) -> int:
-        return len(self._sorted) + len(self._recent)
+        return len(self._hi) + len(self._recent)
 
     def add(self, digest: bytes) -> None:
         if digest in self:
             return
         self._recent.add(digest)
         if len(self._recent) >= self._merge_every:
-            merged = np.concatenate([self._sorted, np.frombuffer(b"".join(self._recent), dtype=_DIGEST)])
-            merged.sort()
-            self._sorted, self._recent = merged, set()
+            new = np.frombuffer(b"".join(self._recent), dtype="<u8").reshape(-1, 2)
+            hi = np.concatenate([self._hi, new[:, 0]])
+            lo = np.concatenate([self._lo, new[:, 1]])
+            order = np.lexsort((lo, hi))
+            self._hi, self._lo, self._recent = hi[order], lo[order], set()
 
     def __contains__(self, digest: object) -> bool:
-        if not isinstance(digest, bytes) or len(digest) != _DIGEST.itemsize:
+        if not isinstance(digest, bytes) or len(digest) != 16:
             return False
         if digest in self._recent:
             return True
-        if not len(self._sorted):
+        if not len(self._hi):
             return False
-        query = np.frombuffer(digest, dtype=_DIGEST)
-        i = int(np.searchsorted(self._sorted, query)[0])
-        return i < len(self._sorted) and bool(self._sorted[i : i + 1] == query)
+        hi = np.uint64(int.from_bytes(digest[:8], "little"))
+        i = int(self._hi.searchsorted(hi))
+        lo = int.from_bytes(digest[8:], "little")
+        while i < len(self._hi) and self._hi[i] == hi:
+            if int(self._lo[i]) == lo:
+                return True
+            i += 1
+        return False
