@@ -63,7 +63,10 @@ def dry_run(
     SQLite file that does not exist is not created). Raises ``ManifestError`` for
     configuration errors, as ``load_plan`` does. ``background``: match in a second process
     fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
-    manifest is at least :data:`BACKGROUND_BYTES` and the machine has two cores or more.
+    manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
+    ``DOCCHECK_MATCH_BACKGROUND=1`` is set. Off by default: on the shared 2-core machine it
+    did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
+    (docs/benchmarks.md, "Term scale after issue 10").
     """
     started = time.monotonic()
     tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
@@ -74,7 +77,11 @@ def dry_run(
 
         run = partial(match_stream, campaign=tally.campaign, database_url=database_url, templates=tuple(templates))
         if background is None:
-            background = (os.cpu_count() or 1) >= 2 and Path(manifest).stat().st_size >= BACKGROUND_BYTES
+            background = (
+                os.environ.get("DOCCHECK_MATCH_BACKGROUND") == "1"
+                and (os.cpu_count() or 1) >= 2
+                and Path(manifest).stat().st_size >= BACKGROUND_BYTES
+            )
         if background:
             from doccheck.matching.background import match_in_background
 
