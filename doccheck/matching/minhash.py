@@ -33,6 +33,7 @@ __all__ = [
     "bands_agree",
     "key_pairs",
     "lsh_pairs",
+    "range_signatures",
     "reference_signature",
     "signature",
 ]
@@ -64,18 +65,44 @@ def signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
     Python, which was most of the matcher's signing time (issue 10).
     ``tests/unit/test_matching_fast.py`` holds the two equal.
     """
+    values = np.asarray(u32, dtype=np.uint32)
+    out: np.ndarray = range_signatures(values, np.array([0, len(values)], dtype=np.int64), num_perm)[0]
+    return out
+
+
+#: Values whose permutations are taken at once (num_perm × this × 4 bytes: 4 MB, whatever the
+#: document's size; measured: 4,096 and more are 3x faster per value than 2,048).
+SIGN_VALUES = 8192
+
+
+def range_signatures(values: np.ndarray, bounds: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
+    """``(documents, num_perm)`` signatures of the uint32 value ranges ``bounds[d]:bounds[d+1]``
+    (:func:`signature` of each range), several short ranges per pass, a long one in slices."""
+    docs = len(bounds) - 1
+    out = np.full((docs, num_perm), _EMPTY, dtype=np.uint32)
     a, b = _affine(num_perm)
-    if not len(u32):
-        return np.full(num_perm, _EMPTY, dtype=np.uint32)
-    hv = np.asarray(u32, dtype=np.uint32)
-    hv = hv ^ (hv >> np.uint32(16))
+    hv = values ^ (values >> np.uint32(16))  # datasketch's MurmurHash3 pre-mix (_fmix, 32 bits)
     hv = hv * np.uint32(0x85EBCA6B)
     hv = hv ^ (hv >> np.uint32(13))
     hv = hv * np.uint32(0xC2B2AE35)
     hv = hv ^ (hv >> np.uint32(16))
-    phv = np.multiply.outer(a, hv)  # (num_perm, n), wraps mod 2^32 as datasketch's does
-    phv += b[:, None]
-    out: np.ndarray = phv.min(axis=1)
+    buffer = np.empty((num_perm, min(SIGN_VALUES, len(values))), dtype=np.uint32)  # reused: no page faults per pass
+    d = 0
+    while d < docs:
+        # documents d..end-1 hold at most SIGN_VALUES values (or end = d + 1: one long document)
+        end = min(max(int(np.searchsorted(bounds, bounds[d] + SIGN_VALUES, side="right")) - 1, d + 1), docs)
+        lo, hi = int(bounds[d]), int(bounds[end])
+        for start in range(lo, hi, SIGN_VALUES):  # one pass unless one document is longer
+            stop = min(start + SIGN_VALUES, hi)
+            phv = buffer[:, : stop - start]
+            np.multiply(a[:, None], hv[None, start:stop], out=phv)  # wraps mod 2^32, as datasketch's affine32
+            np.add(phv, b[:, None], out=phv)
+            if end == d + 1:
+                np.minimum(out[d], phv.min(axis=1), out=out[d])
+            else:
+                nonempty = np.flatnonzero(bounds[d + 1 : end + 1] > bounds[d:end]) + d
+                out[nonempty] = np.minimum.reduceat(phv, bounds[nonempty] - lo, axis=1).T
+        d = end
     return out
 
 

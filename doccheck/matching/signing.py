@@ -26,10 +26,6 @@ __all__ = ["BLOCK", "Signed", "sign_block"]
 
 #: Documents signed together (their word hashes: ~3 KB each).
 BLOCK = 128
-#: Distinct shingles whose permutations are taken at once (num_perm × this × 4 bytes: 4 MB;
-#: measured: 4,096 and more are 3x faster per value than 2,048; a longer document is taken whole).
-_SIGN_VALUES = 8192
-
 _MULTIPLIERS = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD],
     dtype=np.uint64,
@@ -109,28 +105,4 @@ def sign_block(
 
 def _signatures(values: np.ndarray, bounds: np.ndarray, num_perm: int) -> np.ndarray:
     """``(documents, num_perm)`` MinHash signatures of the value ranges ``bounds[d]:bounds[d+1]``."""
-    docs = len(bounds) - 1
-    out = np.full((docs, num_perm), 0xFFFFFFFF, dtype=np.uint32)
-    a, b = minhash._affine(num_perm)
-    hv = values ^ (values >> np.uint32(16))
-    hv = hv * np.uint32(0x85EBCA6B)
-    hv = hv ^ (hv >> np.uint32(13))
-    hv = hv * np.uint32(0xC2B2AE35)
-    hv = hv ^ (hv >> np.uint32(16))
-    longest = int(np.diff(bounds).max()) if docs else 0
-    buffer = np.empty((num_perm, max(_SIGN_VALUES, longest)), dtype=np.uint32)  # reused: no page faults per run
-    d = 0
-    while d < docs:
-        # a run of documents holding at most _SIGN_VALUES values (at least one document)
-        end = int(np.searchsorted(bounds, bounds[d] + _SIGN_VALUES, side="right")) - 1
-        end = min(max(end, d + 1), docs)
-        lo, hi = int(bounds[d]), int(bounds[end])
-        if hi > lo:
-            phv = buffer[:, : hi - lo]
-            np.multiply(a[:, None], hv[None, lo:hi], out=phv)  # wraps mod 2^32, as datasketch's affine32
-            np.add(phv, b[:, None], out=phv)
-            nonempty = np.flatnonzero(bounds[d + 1 : end + 1] > bounds[d:end]) + d
-            mins = np.minimum.reduceat(phv, bounds[nonempty] - lo, axis=1)
-            out[nonempty] = mins.T
-        d = end
-    return out
+    return minhash.range_signatures(values, bounds, num_perm)

@@ -122,3 +122,16 @@ def test_matching_does_not_import_datasketch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["1", "False", "False"]
+
+
+def test_a_long_document_is_signed_in_slices_with_the_same_result() -> None:
+    rng = np.random.default_rng(5)
+    long_one = np.unique(rng.integers(0, 2**32, 3 * minhash.SIGN_VALUES + 17, dtype=np.uint64).astype(np.uint32))
+    short = long_one[:40]
+    assert minhash.signature(long_one).tolist() == minhash.reference_signature(long_one).tolist()
+    values = np.concatenate([short, long_one, short])
+    bounds = np.array([0, len(short), len(short), len(short) + len(long_one), len(values)])
+    got = minhash.range_signatures(values, bounds)
+    assert got[0].tolist() == got[3].tolist() == minhash.reference_signature(short).tolist()
+    assert got[1].tolist() == [0xFFFFFFFF] * minhash.NUM_PERM  # an empty range
+    assert got[2].tolist() == minhash.reference_signature(long_one).tolist()
