@@ -135,3 +135,34 @@ def test_a_long_document_is_signed_in_slices_with_the_same_result() -> None:
     assert got[0].tolist() == got[3].tolist() == minhash.reference_signature(short).tolist()
     assert got[1].tolist() == [0xFFFFFFFF] * minhash.NUM_PERM  # an empty range
     assert got[2].tolist() == minhash.reference_signature(long_one).tolist()
+
+
+def test_matching_memory_is_flat_in_the_number_of_documents() -> None:
+    """What the matcher holds per document is a few columns, not the documents (issue 10)."""
+    import random
+    import tracemalloc
+
+    from doccheck.matching.cohort import match_cohort
+    from doccheck.matching.spill import SpillStore
+
+    vocabulary = [f"w{i}" for i in range(3000)]
+
+    class Row:
+        def __init__(self, i: int, text: str) -> None:
+            self.document_id, self.content_hash, self.text, self.path = f"student-{i:06d}", f"h{i}", text, None
+
+    def peak(n: int) -> int:
+        rnd = random.Random(3)
+        rows = (Row(i, " ".join(rnd.choices(vocabulary, k=60))) for i in range(n))
+        store = SpillStore()
+        tracemalloc.start()
+        try:
+            result = match_cohort(rows, campaign="term", run_id="r", store=store)
+            assert result.documents == n
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            store.close()
+
+    small, large = peak(2_000), peak(8_000)
+    assert large < 1.5 * small, (small, large)
