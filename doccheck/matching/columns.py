@@ -47,8 +47,8 @@ class CampaignColumns:
         self.run_codes = array("i")
         self.run_names: list[str] = []
         self._run_index: dict[str, int] = {}
-        self.words = array("q")
-        self.sizes = array("q")
+        self.words = array("i")  # 4 bytes: a document has at most a few million words
+        self.sizes = array("i")
         self.current = bytearray()
         self.samples = SampleSpill()
         self._signatures: list[bytes] = []
