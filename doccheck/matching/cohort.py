@@ -13,8 +13,10 @@ one run is never compared with itself. This module does that comparison locally:
 5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard`` or the overlap covers ≥ ``min_both``
    of each side, else ``copied_section`` when it covers ≥ ``min_containment`` of one side.
 
-Memory: signatures and samples of every document (~0.8 KB each); full shingle sets only for
-the documents of candidate pairs, and a streamed count for boilerplate.
+Memory: ~60 bytes of columns per document of the campaign (:mod:`doccheck.matching.columns`;
+band keys, ids and samples wait in temporary files); full shingle sets only for the documents
+of candidate pairs, and a streamed count for boilerplate. New documents are signed 128 at a
+time (:mod:`doccheck.matching.signing`).
 """
 
 from __future__ import annotations
