@@ -6,8 +6,8 @@ back only once, streamed, and the shingle sets only for candidate pairs. For a 1
 dry run that grew with the manifest (issue 10). :class:`SpillStore` answers the same five
 questions; each row goes to two anonymous temporary files (deleted on close or exit):
 its metadata, signature and samples to one (read back in order), its shingle set to the
-other (read back by offset). What stays in memory is 16 bytes a row (two offsets) plus a
-code for its campaign and scheme.
+other (read back by offset). What stays in memory is 10 bytes a row (its shingles' offset and a
+code for its campaign and scheme).
 """
 
 from __future__ import annotations
