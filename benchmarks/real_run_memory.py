@@ -16,12 +16,9 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
   a ``BatchRef`` per batch), then per ref ``load_batch`` (seek, re-read, re-plan that batch
   only) and ``submit_batch``;
 * **orchestrated**: the real run's whole path as the flow and the notebook run it
-  (``run_checks`` with ``LocalSteps``): recording, cohort matching over a second streamed
-  read, batch refs submitted, the run closed and its reports and report.html written
-  (``wait=False``: no waiting). Its "after planning" column is the end.
-
-``orchestrated-one-pass``: the same with ``doccheck.pipeline.one_pass.OnePassLocalSteps``, whose
-cohort matching rides along the recording's read instead of reading the manifest again.
+  (``run_checks`` with ``LocalSteps``): recording and cohort matching in one streamed read
+  (``orchestrate.prepare_run``), batch refs submitted, the run closed and its reports and
+  report.html written (``wait=False``: no waiting). Its "after planning" column is the end.
 
 The figures: each mode's peaks and the streamed / whole ratio (target: streamed < 300 MB for
 20,000 rows). Submission only: waiting for results is not measured.
@@ -97,11 +94,9 @@ async def send():
     return total
 
 if mode.startswith("orchestrated"):
-    from doccheck.pipeline.one_pass import OnePassLocalSteps
-    steps_class = OnePassLocalSteps if mode == "orchestrated-one-pass" else LocalSteps
     async def orchestrated():
         async with AsyncDocCheckClient(base_url, api_key) as client:
-            return await run_checks(options, steps_class(ledger, client))
+            return await run_checks(options, LocalSteps(ledger, client))
     summary = asyncio.run(orchestrated())
     documents, planned_s, planned_rss = summary.documents, summary.elapsed_seconds, rss_mb()
     result = BatchResult(submitted=summary.submitted, failed=summary.submit_failed)

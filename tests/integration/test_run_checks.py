@@ -1,9 +1,9 @@
-"""``run_checks`` with ``OnePassLocalSteps`` (``doccheck.pipeline.one_pass``) against the emulator.
+"""``run_checks`` with ``LocalSteps`` (the notebook's steps) against the emulator, streamed.
 
-The same manifest run through the orchestration twice, once with ``LocalSteps`` (recorded,
-then read again for cohort matching) and once with ``OnePassLocalSteps`` (matching rides along
-the recording's one read), must give the same summary: documents, rejections, modes, words,
-cost, cohort pairs, every product finished; on SQLite and on PostgreSQL.
+The manifest is recorded and cohort-matched in one read (``orchestrate.prepare_run``) and
+sent batch by batch from references; the run's summary must say what the dry run of the same
+manifest says (documents, rejections, modes, words, cost, cohort pairs), with every document
+sent once and every product finished; on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
+from doccheck.dry_run import dry_run
 from doccheck.ledger import Ledger
 from doccheck.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
 from doccheck.pipeline.batches import BatchRef
-from doccheck.pipeline.one_pass import OnePassLocalSteps
 from doccheck.pipeline.orchestrate import LocalSteps, run_checks
 from doccheck.summary import RunSummary
 from tests.fixtures.emulator import EmulatorHandle
@@ -63,10 +63,9 @@ def _options(manifest: Path, campaign: str, out: Path) -> RunOptions:
     )  # fmt: skip
 
 
-async def _run(steps_class: type[LocalSteps], ledger: Ledger, emulator: EmulatorHandle, key: str,
-               options: RunOptions) -> RunSummary:  # fmt: skip
+async def _run(ledger: Ledger, emulator: EmulatorHandle, key: str, options: RunOptions) -> RunSummary:
     async with AsyncDocCheckClient(emulator.base_url, key) as client:
-        return await run_checks(options, steps_class(ledger, client, params={"test": True}))
+        return await run_checks(options, LocalSteps(ledger, client, params={"test": True}))
 
 
 def _same_run(database_url: str, emulator: EmulatorHandle, tmp_path: Path) -> None:
@@ -74,38 +73,34 @@ def _same_run(database_url: str, emulator: EmulatorHandle, tmp_path: Path) -> No
     manifest = _manifest(tmp_path)
     tag = uuid.uuid4().hex[:8]
     with closing(Ledger(database_url)) as ledger:
-        two = asyncio.run(
-            _run(LocalSteps, ledger, emulator, key, _options(manifest, f"two-pass-{tag}", tmp_path / "w"))
-        )
-        one = asyncio.run(
-            _run(OnePassLocalSteps, ledger, emulator, key, _options(manifest, f"one-pass-{tag}", tmp_path / "s"))
-        )
-        assert one.status == two.status == "finished", (one, two)
-        for name in ("documents", "rejected", "counts_by_mode", "total_words", "estimated_cost_cents", "submitted",
-                     "pending", "spent_cents", "products"):  # fmt: skip
-            assert getattr(one, name) == getattr(two, name), name
-        assert one.documents == 22 and one.rejected == 1 and one.submitted == 22
-        assert one.cohort_matches["pairs"] == two.cohort_matches["pairs"] >= 1
-        assert one.rejections == two.rejections
+        one = asyncio.run(_run(ledger, emulator, key, _options(manifest, f"run-{tag}", tmp_path / "s")))
+        planned = dry_run(manifest, campaign=f"run-{tag}", products=["ai", "similarity"], metadata_columns=["section"])
+        assert one.status == "finished", one
+        for name in ("documents", "rejected", "counts_by_mode", "total_words", "estimated_cost_cents"):
+            assert getattr(one, name) == getattr(planned, name), name
+        assert one.documents == 22 and one.rejected == 1 and one.submitted == 22 and one.pending == 0
+        assert emulator.account_state(key)["checks"] == 22
+        assert one.cohort_matches["pairs"] == planned.cohort_matches["pairs"] >= 1
+        assert one.rejections == planned.rejections
         assert one.run_id is not None
         assert ledger.document_metadata(one.run_id)["s-03"] == {"document_id": "s-03", "section": "1"}
         assert one.report_dir and Path(one.report_dir, "submissions.parquet").exists()
 
 
-def test_a_one_pass_run_summarises_like_the_two_pass_run(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_a_streamed_run_summarises_like_its_dry_run(emulator: EmulatorHandle, tmp_path: Path) -> None:
     _same_run(f"sqlite:///{tmp_path / 'ledger.db'}", emulator, tmp_path)
 
 
 @pytest.mark.postgres
-def test_a_one_pass_run_on_postgres(emulator: EmulatorHandle, postgres_database: str, tmp_path: Path) -> None:
+def test_a_streamed_run_on_postgres(emulator: EmulatorHandle, postgres_database: str, tmp_path: Path) -> None:
     _same_run(postgres_database, emulator, tmp_path)
 
 
 def test_prepared_batches_are_refs_without_texts(tmp_path: Path) -> None:
-    from doccheck.pipeline.one_pass import prepare_one_pass
+    from doccheck.pipeline.orchestrate import prepare_run
 
     with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
-        prepared = prepare_one_pass(ledger, _options(_manifest(tmp_path), "refs", tmp_path))
+        prepared = prepare_run(ledger, _options(_manifest(tmp_path), "refs", tmp_path))
     assert all(isinstance(b, BatchRef) for b in prepared.batches) and len(prepared.batches) == 5
     assert prepared.documents == 22 and prepared.products == 44 and prepared.cohort["pairs"] >= 1
     assert ESSAY[:40] not in repr(prepared)
