@@ -302,11 +302,11 @@ def _recording_peak(tmp_path: Path, rows: int) -> int:
 
 
 def test_recording_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
-    small = _recording_peak(tmp_path, 10_000)
-    large = _recording_peak(tmp_path, 40_000)
-    # Holding the plan would cost > 40,000 × 500 bytes of text alone (20 MB); recording keeps one batch.
+    small = _recording_peak(tmp_path, 2_500)
+    large = _recording_peak(tmp_path, 10_000)
+    # Holding the plan would cost > 10,000 × 1 KB of text alone (10 MB); recording keeps one batch.
     assert large < 1.5 * small, (small, large)
-    assert large < 8 * 1024 * 1024, large
+    assert large < 6 * 1024 * 1024, large
 
 
 def _jsonl_peak(path: Path, rows: int) -> int:
