@@ -30,9 +30,11 @@ from prefect.artifacts import acreate_markdown_artifact
 from doccheck import reports
 from doccheck.downloads import parse_kinds
 from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline.shards import check_shared_ledger
 from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.planning import Plan
 from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.flows.fan_out import submit_sharded
 from prefect_doccheck.flows.summary import RunSummary, money_fields
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, publish_run_artifacts, track_progress
@@ -163,6 +165,7 @@ async def bulk_check(
     credentials: DocCheckCredentials | str | None = None,
     submit_deadline: float = DEFAULT_SUBMIT_DEADLINE_SECONDS,
     templates: list[str] | str = [],  # noqa: B006 - files every student was given (cohort matching ignores them)
+    shards: int = 1,
 ) -> RunSummary:
     """Check every document of ``manifest`` and write the Parquet reports under ``out_dir``.
 
@@ -174,6 +177,8 @@ async def bulk_check(
     finished checks into ``<run folder>/files/``; ``report.html`` links them.
     ``submit_deadline``: seconds during which documents that met 429/5xx/network errors
     are requeued; what is still unsent then is ``retry_later`` and the run ``incomplete``.
+    ``shards`` > 1: the documents are submitted by that many runs of the ``bulk-check-shard``
+    deployment on its work pool (``prefect_doccheck.flows.fan_out``; PostgreSQL ledger).
     """
     started = time.monotonic()
     logger = get_run_logger()
@@ -194,6 +199,7 @@ async def bulk_check(
     base = resolve_base_url(base_url or base_url_of(key_source))
     resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
+    check_shared_ledger(db_url, shards)  # shards > 1 on SQLite: the fix, before anything is recorded
     await check_service(base, key_source)
 
     async with AsyncExitStack() as stack:
@@ -213,7 +219,7 @@ async def bulk_check(
 
         budget = Budget(max_spend_cents) if max_spend_cents is not None else None
         deadline_at = time.time() + submit_deadline
-        groups = batches(plan.documents, batch_size)
+        groups = batches(plan.documents, batch_size) if shards <= 1 else []  # shards > 1: sent below
         per_batch = max(1, concurrency // max(1, min(parallel_batches, len(groups) or 1)))
         progress.reset("submit", len(plan.documents))
         product_count = sum(len(doc.products) for doc in plan.documents)
@@ -248,6 +254,13 @@ async def bulk_check(
                     raise result
                 total = total.merge(result)
             await watch.push()
+        if shards > 1:
+            total = await submit_sharded(
+                run_id=run_id, shards=shards, manifest=str(plan.manifest), campaign=plan.campaign,
+                products=product_list, metadata_columns=_as_list(metadata_columns), key_source=key_source,
+                base_url=base, database_url=database_url, batch_size=batch_size, concurrency=concurrency,
+                webhook_url=webhook_url, submit_deadline=submit_deadline, max_spend_cents=max_spend_cents,
+            )  # fmt: skip
         watch.mark_submitted()
         logger.info(
             "submitted: %d new, %d replayed, %d already in the ledger, %d failed, %d left unsent (budget)",
