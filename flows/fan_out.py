@@ -108,7 +108,7 @@ async def _worker_alive(client: Any, flow_run: FlowRun, stale_after: float | Non
         return True
     limit = stale_after if stale_after is not None else 3 * float(worker.heartbeat_interval_seconds or 30)
     age = (datetime.now(UTC) - worker.last_heartbeat_time).total_seconds()
-    return age <= limit
+    return bool(age <= limit)
 
 
 async def _read_result(client: Any, flow_run_id: UUID) -> dict[str, int] | None:
@@ -183,7 +183,7 @@ async def run_shards(
     total = BatchResult()
     for shard in state:
         if shard.result:
-            total = total.merge(BatchResult(**shard.result))
+            total = total.merge(BatchResult(**shard.result))  # type: ignore[arg-type] # counters only
     failed = [s.error for s in state if s.error]
     if failed:
         raise ShardsFailed(

@@ -21,18 +21,17 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import BatchResult, Budget
 from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
 from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.plan_stream import PlanTally, iter_planned
 from doccheck.planning import PlannedDocument
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from prefect_doccheck.tasks.credentials import base_url_of, resolve_credentials, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks.credentials import base_url_of, resolve_base_url, resolve_credentials, resolve_database_url
 from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
 from prefect_doccheck.tasks.shard import submit_shard_batch
 
@@ -135,9 +134,19 @@ async def bulk_check_shard(
         pending.add(
             asyncio.ensure_future(
                 submit_shard_batch(
-                    batch, run_id=run_id, shard=shard, batch_number=number, base_url=base, database_url=db_url,
-                    api_key_block=key_source, concurrency=per_batch, webhook_url=webhook_url, budget=budget,
-                    deadline_at=deadline_at, rate_limit=limit, lease_seconds=claim_lease_seconds,
+                    batch,
+                    run_id=run_id,
+                    shard=shard,
+                    batch_number=number,
+                    base_url=base,
+                    database_url=db_url,
+                    api_key_block=key_source,
+                    concurrency=per_batch,
+                    webhook_url=webhook_url,
+                    budget=budget,
+                    deadline_at=deadline_at,
+                    rate_limit=limit,
+                    lease_seconds=claim_lease_seconds,
                 )  # fmt: skip
             )
         )

@@ -41,9 +41,7 @@ def open_paced_client(base_url: str, api_key_block: KeySource, limit: FleetRateL
             transport=transport,
             upload_transport=upload,
         )
-    return AsyncDocCheckClient(
-        base_url, resolve_api_key(api_key_block), transport=transport, upload_transport=upload
-    )
+    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), transport=transport, upload_transport=upload)
 
 
 @task(

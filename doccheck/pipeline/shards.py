@@ -12,6 +12,7 @@ shard, not two, settles their one check. BLAKE2b, not ``hash()``: Python salts
 from __future__ import annotations
 
 import hashlib
+
 from sqlalchemy.engine import make_url
 
 from doccheck.errors import DocCheckBaseError
