@@ -36,10 +36,12 @@ from prefect.client.schemas.filters import (
 )
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import arun_deployment
+from prefect.exceptions import ObjectNotFound
 from prefect.states import Crashed
 
 from doccheck.errors import DocCheckBaseError
 from doccheck.pipeline import BatchResult
+from doccheck.pipeline.shards import ShardConfigError
 from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
 
 __all__ = ["DEFAULT_DEPLOYMENT", "ShardsFailed", "run_shards", "shard_deployment_name"]
@@ -82,14 +84,21 @@ async def _start(shard: _Shard, *, deployment: str, run_id: str, shards: int, pa
     key = f"{_parent_id()}:{run_id}:shard-{shard.number}"
     if shard.attempts:
         key += f":retry-{shard.attempts}"
-    flow_run = await arun_deployment(
-        name=deployment,
-        parameters={**parameters, "run_id": run_id, "shard": shard.number, "shards": shards},
-        idempotency_key=key,
-        as_subflow=True,
-        timeout=0,
-        tags=[f"doccheck-run:{run_id}", f"shard:{shard.number}"],
-    )
+    try:
+        flow_run = await arun_deployment(
+            name=deployment,
+            parameters={**parameters, "run_id": run_id, "shard": shard.number, "shards": shards},
+            idempotency_key=key,
+            as_subflow=True,
+            timeout=0,
+            tags=[f"doccheck-run:{run_id}", f"shard:{shard.number}"],
+        )
+    except ObjectNotFound:
+        raise ShardConfigError(
+            f"the Prefect server has no deployment {deployment!r}: deploy it from the project folder "
+            "(prefect deploy --prefect-file deployments/prefect.yaml --name bulk-check-shard), start workers "
+            "on its pool, and set PREFECT_API_URL to that server (or DOCCHECK_SHARD_DEPLOYMENT to its name)"
+        ) from None
     shard.flow_run_id = flow_run.id
     shard.history.append(str(flow_run.id))
 

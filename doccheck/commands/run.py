@@ -93,6 +93,15 @@ def run(
             help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable.",
         ),
     ] = None,
+    shards: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=1024,
+            help="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
+            "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
+        ),
+    ] = 1,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -135,6 +144,7 @@ def run(
             download=download,
             submit_deadline=submit_deadline,
             templates=[str(t) for t in template or []],
+            shards=shards,
         )
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
