@@ -81,7 +81,7 @@ async def bulk_check_shard(
     products: list[str] = ["ai"],  # noqa: B006 - Prefect shows the default in the UI
     metadata_columns: list[str] = [],  # noqa: B006
     batch_size: int = 100,
-    parallel_batches: int = 2,
+    parallel_batches: int = 1,
     concurrency: int = 8,
     base_url: str | None = None,
     database_url: str | None = None,
@@ -99,7 +99,9 @@ async def bulk_check_shard(
 
     ``campaign`` must be the parent's resolved campaign (it is part of every key).
     ``rate_limit_*`` name the fleet's global concurrency limit (``tasks/rate_limit.py``);
-    the parent creates it. ``claim_lease_seconds``: how long a dead worker's keys stay
+    the parent creates it. ``parallel_batches``: batches in flight at once, sharing
+    ``concurrency`` (1: each batch gets all of it; a shard does not know its size ahead
+    of the stream, so splitting would starve a shard of one batch). ``claim_lease_seconds``: how long a dead worker's keys stay
     claimed before another shard run may take them over.
     """
     logger = get_run_logger()
