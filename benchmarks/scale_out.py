@@ -188,9 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         database = fresh_database(pg)
         print(f"scale out: {args.n} documents in {args.shards} shards, {args.concurrency} in flight per shard, "
               f"emulator latency {args.latency_ms} ms, fleet rate limit {args.rate or 'none'}/s")  # fmt: skip
-        print(
-            f"{'workers':>7} {'wall s':>7} {'docs/s':>7} {'checks/s at emulator':>21} {'peak 1 s':>9} {'speed-up':>9}"
-        )
+        print(f"{'workers':>7} {'wall s':>7} {'docs/s':>7} {'checks/s at emulator':>21} {'while busy':>11} "
+              f"{'peak 1 s':>9} {'speed-up':>9}")  # fmt: skip
         baseline: float | None = None
         for count in levels:
             env = {"DOCCHECK_API_KEY": API_KEY, "DOCCHECK_BASE_URL": base_url, "PREFECT_LOGGING_LEVEL": "WARNING"}
