@@ -51,6 +51,9 @@ log = logging.getLogger(__name__)
 #: ``flow name/deployment name`` of the shard deployment in ``deployments/prefect.yaml``.
 DEFAULT_DEPLOYMENT = "bulk-check-shard/bulk-check-shard"
 
+#: Minimum seconds without a worker heartbeat before its running shard is called lost.
+DEFAULT_LOST_AFTER_SECONDS = 60.0
+
 _FAILED = {StateType.FAILED, StateType.CRASHED, StateType.CANCELLED}
 _ACTIVE_ON_WORKER = {StateType.RUNNING, StateType.PENDING, StateType.CANCELLING}
 
@@ -115,9 +118,18 @@ async def _worker_alive(client: Any, flow_run: FlowRun, stale_after: float | Non
         return False  # the worker is gone from its pool altogether
     if worker.last_heartbeat_time is None:
         return True
-    limit = stale_after if stale_after is not None else 3 * float(worker.heartbeat_interval_seconds or 30)
+    limit = stale_after if stale_after is not None else lost_after(worker.heartbeat_interval_seconds)
     age = (datetime.now(UTC) - worker.last_heartbeat_time).total_seconds()
     return bool(age <= limit)
+
+
+def lost_after(heartbeat_interval_seconds: float | None) -> float:
+    """Seconds without a worker heartbeat after which its running shards count as lost:
+    three heartbeat intervals (Prefect's own rule for marking a worker offline), and at
+    least ``DOCCHECK_SHARD_LOST_AFTER_SECONDS`` (default 60): a busy machine delays
+    heartbeats, and a shard wrongly called lost is run twice (safe, but wasted work)."""
+    floor = float(os.environ.get("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "") or DEFAULT_LOST_AFTER_SECONDS)
+    return max(3 * float(heartbeat_interval_seconds or 30), floor)
 
 
 async def _read_result(client: Any, flow_run_id: UUID) -> dict[str, int] | None:
@@ -151,7 +163,7 @@ async def run_shards(
     ``parameters``: the shard flow's parameters other than run_id/shard/shards (names and
     URLs only, never the key). ``max_retries``: new runs per shard after a failure or a
     loss. ``stale_after``: seconds without a worker heartbeat after which a running shard
-    is lost (default three heartbeat intervals of that worker). Raises
+    is lost (default :func:`lost_after` of that worker's heartbeat interval). Raises
     :class:`ShardsFailed` when shards are still failed after their retries (once every
     other shard has finished, so their work is kept).
     """

@@ -90,6 +90,7 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     manifest = _manifest(tmp_path, DOCS)
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     monkeypatch.setenv("DOCCHECK_CLAIM_LEASE_SECONDS", "15")  # a dead worker's keys free after 15 s
+    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "12")  # heartbeats every 3 s: lost after 12 s
     outcome: dict[str, Any] = {}
 
     def parent() -> None:

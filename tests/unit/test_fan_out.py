@@ -98,8 +98,8 @@ def test_a_failed_shard_is_started_again_under_a_retry_key(monkeypatch: pytest.M
 
 
 def test_a_shard_on_a_silent_worker_is_crashed_and_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
-    """w1 (odd shards) stopped sending heartbeats 60 s ago: its running shard is lost."""
-    api = FakeAPI({(1, 0): [StateType.RUNNING] * 100}, {"w0": 0, "w1": 60})
+    """w1 (odd shards) stopped sending heartbeats 10 min ago: its running shard is lost."""
+    api = FakeAPI({(1, 0): [StateType.RUNNING] * 100}, {"w0": 0, "w1": 600})
     total = _run(api, monkeypatch, 2)
     assert api.keys[-1] == "parent:run1:shard-1:retry-1"
     assert [state for _, state in api.forced] == ["CRASHED"]
