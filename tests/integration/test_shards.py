@@ -27,7 +27,7 @@ import pytest
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.fleet import Worker, create_pool, deploy_shard, kill_worker, start_worker, stop_worker
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server]
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server, pytest.mark.slow]
 
 DOCS = 2000
 SHARDS = 6
