@@ -101,8 +101,9 @@ async def bulk_check_shard(
     ``rate_limit_*`` name the fleet's global concurrency limit (``tasks/rate_limit.py``);
     the parent creates it. ``parallel_batches``: batches in flight at once, sharing
     ``concurrency`` (1: each batch gets all of it; a shard does not know its size ahead
-    of the stream, so splitting would starve a shard of one batch). ``claim_lease_seconds``: how long a dead worker's keys stay
-    claimed before another shard run may take them over.
+    of the stream, so splitting would starve a shard of one batch).
+    ``claim_lease_seconds``: how long a dead worker's keys stay claimed before another
+    shard run may take them over.
     """
     logger = get_run_logger()
     validate_shard(shard, shards)
