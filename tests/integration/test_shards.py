@@ -75,6 +75,7 @@ def fleet(
             stop_worker(worker)
 
 
+@pytest.mark.timeout(900)  # ~3 min on an idle machine, 5 on a loaded one (plus PostgreSQL's teardown)
 def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     fleet: tuple[str, str, list[Worker]],
     isolated_emulator: EmulatorHandle,
@@ -90,7 +91,8 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     manifest = _manifest(tmp_path, DOCS)
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     monkeypatch.setenv("DOCCHECK_CLAIM_LEASE_SECONDS", "15")  # a dead worker's keys free after 15 s
-    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "12")  # heartbeats every 3 s: lost after 12 s
+    # heartbeats every 3 s; lost after 30 s (a loaded machine delays heartbeats by 10 s and more)
+    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "30")
     outcome: dict[str, Any] = {}
 
     def parent() -> None:
@@ -152,11 +154,21 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     assert int(submissions["charged_cents"].sum()) == state["charged_cents"]
 
     # Shards ran on several workers; the killed worker's shards were marked CRASHED and rerun.
+    # (A run wrongly called lost on a busy machine may still complete: harmless, as the
+    # checks above show, so only "at least" is asserted about completed runs.)
     runs = _shard_runs(pool)
+    worker_of = {r.id: (r.labels or {}).get("prefect.worker.name") for r in runs}
     completed = [r for r in runs if r.state and r.state.is_completed()]
-    assert len(completed) == SHARDS
-    assert len({(r.labels or {}).get("prefect.worker.name") for r in completed}) >= 2
-    crashed = [r for r in runs if r.state and r.state.is_crashed()]
-    assert crashed and all((r.labels or {}).get("prefect.worker.name") == victim.name for r in crashed)
     assert {int(r.parameters["shard"]) for r in completed} == set(range(SHARDS))
-    assert len(runs) == SHARDS + len(crashed)
+    assert len({worker_of[r.id] for r in completed}) >= 2
+    on_victim = {int(r.parameters["shard"]) for r in runs if worker_of[r.id] == victim.name}
+    assert on_victim, "the killed worker ran no shard"
+    finished_there = {int(r.parameters["shard"]) for r in completed if worker_of[r.id] == victim.name}
+    lost = on_victim - finished_there
+    assert lost, "the killed worker was running no shard"
+    crashed = [r for r in runs if r.state and r.state.is_crashed()]
+    assert {int(r.parameters["shard"]) for r in crashed if worker_of[r.id] == victim.name} == lost
+    for shard in lost:  # each shard the killed worker was running finished on another worker
+        assert any(int(r.parameters["shard"]) == shard and worker_of[r.id] != victim.name for r in completed)
+    # The shards got names and URLs, never the key.
+    assert all(key not in repr(r.parameters) for r in runs)
