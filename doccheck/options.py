@@ -115,6 +115,13 @@ class SubmissionOptions(_Group):
     concurrency: int = Field(default=8, ge=1, le=64, description="Requests in flight at once.")
     batch_size: int = Field(default=100, ge=1, le=10_000, description="Documents per Prefect task run.")
     parallel_batches: int = Field(default=2, ge=1, le=16, description="Batches submitted at the same time.")
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
+        "(PostgreSQL ledger); 1: this process.",
+    )
     max_spend_cents: int | None = Field(
         default=None, ge=0, description="The campaign's budget: stop before this many cents would be spent."
     )

@@ -36,6 +36,7 @@ from doccheck.options import (
     WaitingOptions,
 )
 from doccheck.pipeline.orchestrate import run_checks
+from doccheck.pipeline.shards import check_shared_ledger
 from doccheck.summary import RunSummary
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
@@ -91,7 +92,9 @@ async def bulk_check(
     the finished checks into ``<run folder>/files/``; ``report.html`` links them.
     ``submission.submit_deadline``: seconds during which documents that met 429/5xx/network
     errors are requeued; what is still unsent then is ``retry_later`` and the run ``incomplete``.
-    ``bulk_check(**RunOptions(...).flow_parameters())`` runs a :class:`RunOptions`.
+    ``submission.shards`` > 1: the documents are submitted by that many runs of the
+    ``bulk-check-shard`` deployment on its work pool (``prefect_doccheck.flows.fan_out``;
+    PostgreSQL ledger). ``bulk_check(**RunOptions(...).flow_parameters())`` runs a :class:`RunOptions`.
     """
     options = RunOptions(source=source, submission=submission, waiting=waiting, output=output,
                          connection=connection, dry_run=dry_run)  # fmt: skip
@@ -104,6 +107,7 @@ async def bulk_check(
     base = resolve_base_url(connection.base_url or base_url_of(key_source))
     resolve_api_key(key_source)
     db_url = resolve_database_url(connection.database_url)
+    check_shared_ledger(db_url, submission.shards)  # shards > 1 on SQLite: the fix, before anything is recorded
     await check_service(base, key_source)
 
     async with AsyncExitStack() as stack:

@@ -86,6 +86,20 @@ class TaskSteps:
         )  # fmt: skip
         return result
 
+    async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
+        """Fan the submission out to ``bulk-check-shard`` flow runs (``flows.fan_out``)."""
+        from prefect_doccheck.flows.fan_out import submit_sharded
+
+        source, sub = options.source, options.submission
+        result: BatchResult = await submit_sharded(
+            run_id=prepared.run_id, shards=sub.shards, manifest=prepared.manifest, campaign=prepared.campaign,
+            products=source.products, metadata_columns=source.metadata_columns, key_source=self.key_source,
+            base_url=self.base_url, database_url=options.connection.database_url, batch_size=sub.batch_size,
+            concurrency=sub.concurrency, webhook_url=sub.webhook_url, submit_deadline=sub.submit_deadline,
+            max_spend_cents=sub.max_spend_cents,
+        )  # fmt: skip
+        return result
+
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
         progress.reset("wait")
         result: WaitResult = await wait_results(

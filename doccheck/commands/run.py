@@ -102,6 +102,15 @@ def run(
             help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable.",
         ),
     ] = None,
+    shards: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=1024,
+            help="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
+            "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
+        ),
+    ] = 1,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -114,7 +123,7 @@ def run(
             wait=wait, wait_timeout=wait_timeout, max_spend_cents=max_spend_cents, metadata_columns=metadata_columns,
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
-            submit_deadline=submit_deadline, templates=[str(t) for t in template or []],
+            submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards,
         )  # fmt: skip
     except ValidationError as exc:
         raise fail(err, option_error(exc)) from None

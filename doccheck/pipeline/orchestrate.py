@@ -108,6 +108,10 @@ class Steps(Protocol):
         """Submit one batch (row-level refusals are data in the result, not exceptions)."""
         ...
 
+    async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
+        """Have ``submission.shards`` workers submit the run's documents (a work pool)."""
+        ...
+
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
         """Wait until every product of the run is final or the timeout passes."""
         ...
@@ -150,7 +154,11 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     started = time.monotonic()
     prepared = await steps.prepare(options)
     await observer.prepared(prepared)
-    total = await submit_all(prepared, steps, options, observer)
+    if options.submission.shards > 1:
+        total = await steps.submit_shards(prepared, options)
+        await observer.batches_done(total)
+    else:
+        total = await submit_all(prepared, steps, options, observer)
     observer.submitted(total)
 
     waited: WaitResult | None = None
@@ -364,6 +372,11 @@ class LocalSteps:
                                   concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
                                   on_progress=progress, deadline_at=deadline_at)  # fmt: skip
         return loaded.result().merge(sent)
+
+    async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
+        from doccheck.client import ConfigurationError
+
+        raise ConfigurationError("shards run on Prefect workers: use the bulk_check flow (or `doccheck run --shards`)")
 
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
         from doccheck.pipeline.collect import wait_for_results

@@ -492,6 +492,7 @@ async def submit_batch(
     budget: Budget | None = None,
     on_progress: ProgressCallback | None = None,
     deadline_at: float | None = None,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
 ) -> BatchResult:
     """Submit a batch of ``PlannedDocument`` for the run ``run_id``.
 
@@ -520,6 +521,7 @@ async def submit_batch(
         on_progress=on_progress,
         total=len(documents),
         deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
+        lease_seconds=lease_seconds,
     )
     to_send: list[tuple[Any, SubmissionRow | None]] = []
     seen: set[str] = set()

@@ -38,11 +38,12 @@ def _serve_module() -> Any:
 def test_prefect_yaml_deployments_point_at_real_flows() -> None:
     config = _config()
     deployments = {d["name"]: d for d in config["deployments"]}
-    assert set(deployments) == {"weekly-course-check", "on-check-events"}
+    assert set(deployments) == {"weekly-course-check", "on-check-events", "bulk-check-shard"}
+    assert deployments["bulk-check-shard"]["entrypoint"] == "flows/shard.py:bulk_check_shard"
     assert deployments["weekly-course-check"]["entrypoint"] == "flows/bulk_check.py:bulk_check"
     for deployment in deployments.values():
         flow = _entry(deployment["entrypoint"])
-        assert flow.name in ("bulk-check", "collect-results")
+        assert flow.name in ("bulk-check", "collect-results", "bulk-check-shard")
         accepted = set(inspect.signature(flow.fn).parameters)
         assert set(deployment.get("parameters", {})) <= accepted, deployment["name"]
         # credentials only by name

@@ -1,0 +1,293 @@
+"""Fan a recorded run out to N shard flow runs on a work pool, follow them, retry the lost.
+
+Why ``run_deployment``: the shards then run wherever the pool's workers are (processes
+on many machines, Docker, Kubernetes), show in the UI as subflow runs of the parent, and
+an ``idempotency_key`` per parent run, run and shard means a retried parent finds its
+children instead of doubling them. The parent does not wait inside ``run_deployment``
+(``timeout=0``): it follows all children at once and acts on each.
+
+A shard is retried (a new flow run, idempotency key suffixed ``:retry-K``) when its run
+ends FAILED, CRASHED or CANCELLED, or when it is *lost*: RUNNING or PENDING on a worker
+that stopped sending heartbeats (its machine died with it; Prefect itself would show it
+RUNNING forever). The lost run is marked CRASHED first so the UI tells the truth.
+Re-running is safe because the ledger's claims and reconciliation keep every key to one
+check, whatever the old run managed to send.
+
+Results come from each shard's result artifact (see ``flows/shard.py``), so the parent
+needs no shared result storage with the workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from prefect import get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    ArtifactFilterType,
+)
+from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.deployments import arun_deployment
+from prefect.exceptions import ObjectNotFound
+from prefect.states import Crashed
+
+from doccheck.errors import DocCheckBaseError
+from doccheck.pipeline import BatchResult
+from doccheck.pipeline.shards import ShardConfigError
+from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
+
+__all__ = ["DEFAULT_DEPLOYMENT", "ShardsFailed", "run_shards", "shard_deployment_name"]
+
+log = logging.getLogger(__name__)
+
+#: ``flow name/deployment name`` of the shard deployment in ``deployments/prefect.yaml``.
+DEFAULT_DEPLOYMENT = "bulk-check-shard/bulk-check-shard"
+
+#: Minimum seconds without a worker heartbeat before its running shard is called lost.
+DEFAULT_LOST_AFTER_SECONDS = 60.0
+
+_FAILED = {StateType.FAILED, StateType.CRASHED, StateType.CANCELLED}
+_ACTIVE_ON_WORKER = {StateType.RUNNING, StateType.PENDING, StateType.CANCELLING}
+
+
+class ShardsFailed(DocCheckBaseError, RuntimeError):
+    """Some shards failed after all their retries; their documents are unsent in the ledger."""
+
+
+def shard_deployment_name(name: str | None = None) -> str:
+    """The shard deployment: ``name``, else ``DOCCHECK_SHARD_DEPLOYMENT``, else the default."""
+    return (name or os.environ.get("DOCCHECK_SHARD_DEPLOYMENT", "") or DEFAULT_DEPLOYMENT).strip()
+
+
+@dataclass
+class _Shard:
+    number: int
+    attempts: int = 0
+    flow_run_id: UUID | None = None
+    result: dict[str, int] | None = None
+    error: str | None = None
+    history: list[str] = field(default_factory=list)
+
+
+def _parent_id() -> str:
+    from prefect.runtime import flow_run
+
+    return str(flow_run.get_id() or "local")
+
+
+async def _start(shard: _Shard, *, deployment: str, run_id: str, shards: int, parameters: dict[str, Any]) -> None:
+    key = f"{_parent_id()}:{run_id}:shard-{shard.number}"
+    if shard.attempts:
+        key += f":retry-{shard.attempts}"
+    try:
+        flow_run = await arun_deployment(
+            name=deployment,
+            parameters={**parameters, "run_id": run_id, "shard": shard.number, "shards": shards},
+            idempotency_key=key,
+            as_subflow=True,
+            timeout=0,
+            tags=[f"doccheck-run:{run_id}", f"shard:{shard.number}"],
+        )
+    except ObjectNotFound:
+        raise ShardConfigError(
+            f"the Prefect server has no deployment {deployment!r}: deploy it from the project folder "
+            "(prefect deploy --prefect-file deployments/prefect.yaml --name bulk-check-shard), start workers "
+            "on its pool, and set PREFECT_API_URL to that server (or DOCCHECK_SHARD_DEPLOYMENT to its name)"
+        ) from None
+    shard.flow_run_id = flow_run.id
+    shard.history.append(str(flow_run.id))
+
+
+async def _worker_alive(client: Any, flow_run: FlowRun, stale_after: float | None) -> bool:
+    """False when the worker that took ``flow_run`` stopped sending heartbeats."""
+    worker_name = (flow_run.labels or {}).get("prefect.worker.name")
+    pool = flow_run.work_pool_name
+    if not worker_name or not pool:
+        return True  # not (yet) on a worker we can see: nothing to judge
+    workers = await client.read_workers_for_work_pool(pool)
+    worker = next((w for w in workers if w.name == worker_name), None)
+    if worker is None:
+        return False  # the worker is gone from its pool altogether
+    if worker.last_heartbeat_time is None:
+        return True
+    limit = stale_after if stale_after is not None else lost_after(worker.heartbeat_interval_seconds)
+    age = (datetime.now(UTC) - worker.last_heartbeat_time).total_seconds()
+    return bool(age <= limit)
+
+
+def lost_after(heartbeat_interval_seconds: float | None) -> float:
+    """Seconds without a worker heartbeat after which its running shards count as lost:
+    three heartbeat intervals (Prefect's own rule for marking a worker offline), and at
+    least ``DOCCHECK_SHARD_LOST_AFTER_SECONDS`` (default 60): a busy machine delays
+    heartbeats, and a shard wrongly called lost is run twice (safe, but wasted work)."""
+    floor = float(os.environ.get("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "") or DEFAULT_LOST_AFTER_SECONDS)
+    return max(3 * float(heartbeat_interval_seconds or 30), floor)
+
+
+async def _read_result(client: Any, flow_run_id: UUID) -> dict[str, int] | None:
+    artifacts = await client.read_artifacts(
+        artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]), type=ArtifactFilterType(any_=["table"])
+        )
+    )
+    for artifact in artifacts:
+        if artifact.description != SHARD_RESULT_DESCRIPTION:
+            continue
+        data = artifact.data
+        rows = json.loads(data) if isinstance(data, str) else data
+        if isinstance(rows, list) and rows and isinstance(rows[0], dict):
+            return {k: int(rows[0].get(k, 0) or 0) for k in RESULT_FIELDS}
+    return None
+
+
+async def run_shards(
+    *,
+    run_id: str,
+    shards: int,
+    parameters: dict[str, Any],
+    deployment: str | None = None,
+    max_retries: int = 2,
+    poll_interval: float = 2.0,
+    stale_after: float | None = None,
+) -> BatchResult:
+    """Run shards ``0..shards-1`` of ``run_id`` as flow runs of ``deployment`` and merge their results.
+
+    ``parameters``: the shard flow's parameters other than run_id/shard/shards (names and
+    URLs only, never the key). ``max_retries``: new runs per shard after a failure or a
+    loss. ``stale_after``: seconds without a worker heartbeat after which a running shard
+    is lost (default :func:`lost_after` of that worker's heartbeat interval). Raises
+    :class:`ShardsFailed` when shards are still failed after their retries (once every
+    other shard has finished, so their work is kept).
+    """
+    name = shard_deployment_name(deployment)
+    state = [_Shard(k) for k in range(shards)]
+    for shard in state:
+        await _start(shard, deployment=name, run_id=run_id, shards=shards, parameters=parameters)
+    active = list(state)
+    async with get_client() as client:
+        while active:
+            await asyncio.sleep(poll_interval)
+            for shard in list(active):
+                assert shard.flow_run_id is not None
+                flow_run = await client.read_flow_run(shard.flow_run_id)
+                kind = flow_run.state.type if flow_run.state else None
+                if kind == StateType.COMPLETED:
+                    shard.result = await _read_result(client, shard.flow_run_id) or {}
+                    active.remove(shard)
+                    continue
+                reason: str | None = None
+                if kind in _FAILED:
+                    reason = f"{flow_run.state.name if flow_run.state else kind}"
+                elif kind in _ACTIVE_ON_WORKER and not await _worker_alive(client, flow_run, stale_after):
+                    reason = "lost (its worker stopped sending heartbeats)"
+                    await client.set_flow_run_state(
+                        shard.flow_run_id, Crashed(message="doccheck: the worker running this shard is gone"),
+                        force=True,
+                    )  # fmt: skip
+                if reason is None:
+                    continue
+                if shard.attempts >= max_retries:
+                    shard.error = f"shard {shard.number}: {reason} after {shard.attempts + 1} runs"
+                    active.remove(shard)
+                    continue
+                log.warning("shard %d of run %s %s; starting it again", shard.number, run_id, reason)
+                shard.attempts += 1
+                await _start(shard, deployment=name, run_id=run_id, shards=shards, parameters=parameters)
+    total = BatchResult()
+    for shard in state:
+        if shard.result:
+            total = total.merge(BatchResult(**shard.result))  # type: ignore[arg-type] # counters only
+    failed = [s.error for s in state if s.error]
+    if failed:
+        raise ShardsFailed(
+            "; ".join(failed) + f". Their documents are unsent; run the same command again to continue (run {run_id})"
+        )
+    return total
+
+
+def credentials_name(key_source: Any) -> tuple[str | None, str | None]:
+    """``(credentials, api_key_block)`` parameters for the shards: block *names* only.
+
+    A ``DocCheckCredentials`` object that was never saved has no name a worker could load,
+    and its key must not become a parameter: refused with the fix."""
+    from doccheck.client import ConfigurationError
+    from prefect_doccheck.credentials import DocCheckCredentials
+
+    if isinstance(key_source, DocCheckCredentials):
+        name = getattr(key_source, "_block_document_name", None)
+        if not name:
+            raise ConfigurationError(
+                "shards load the credentials on their workers by block name: save the DocCheckCredentials "
+                "block (.save('doccheck')) and pass its name, or give the workers DOCCHECK_API_KEY"
+            )
+        return str(name), None
+    if isinstance(key_source, str) and key_source:
+        return None, key_source
+    return None, None
+
+
+async def submit_sharded(
+    *,
+    run_id: str,
+    shards: int,
+    manifest: str,
+    campaign: str,
+    products: list[str],
+    metadata_columns: list[str],
+    key_source: Any,
+    base_url: str,
+    database_url: str | None,
+    batch_size: int,
+    concurrency: int,
+    webhook_url: str | None,
+    submit_deadline: float,
+    max_spend_cents: int | None,
+) -> BatchResult:
+    """What ``bulk_check(..., shards=N)`` calls in place of its submit loop.
+
+    Creates the fleet's rate limit when ``DOCCHECK_RATE_LIMIT_PER_SECOND`` is set, then
+    :func:`run_shards` with the shard flow's parameters. ``database_url`` is passed only
+    when the parent was given it as a parameter (it may carry a password, and the
+    parameters are stored in the Prefect API); otherwise the workers use their own
+    ``DOCCHECK_DATABASE_URL``, and a shard whose ledger lacks the run fails naming the fix.
+    ``DOCCHECK_CLAIM_LEASE_SECONDS`` shortens the claim lease (how soon a dead worker's keys
+    may be taken over); ``DOCCHECK_SHARD_RETRIES`` sets the retries per shard (default 2).
+    """
+    from pathlib import Path
+
+    from prefect_doccheck.tasks.rate_limit import ensure_rate_limit, rate_limit_from_env
+
+    limit = rate_limit_from_env()
+    await ensure_rate_limit(limit)
+    credentials, api_key_block = credentials_name(key_source)
+    parameters: dict[str, Any] = {
+        "manifest": str(Path(manifest).resolve()),
+        "campaign": campaign,
+        "products": products,
+        "metadata_columns": metadata_columns,
+        "batch_size": batch_size,
+        "concurrency": concurrency,
+        "base_url": base_url,
+        "database_url": database_url,
+        "credentials": credentials,
+        "api_key_block": api_key_block,
+        "webhook_url": webhook_url,
+        "submit_deadline": submit_deadline,
+        "max_spend_cents": max_spend_cents,
+        "rate_limit_name": limit.name if limit.enabled else None,
+        "rate_limit_per_second": limit.per_second if limit.enabled else None,
+        "rate_limit_chunk": limit.chunk,
+    }
+    lease = os.environ.get("DOCCHECK_CLAIM_LEASE_SECONDS", "").strip()
+    if lease:
+        parameters["claim_lease_seconds"] = float(lease)
+    retries = int(os.environ.get("DOCCHECK_SHARD_RETRIES", "2") or 2)
+    return await run_shards(run_id=run_id, shards=shards, parameters=parameters, max_retries=retries)

@@ -1,0 +1,176 @@
+"""The ``bulk-check-shard`` flow: one shard of a recorded run, submitted from a worker.
+
+The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows.fan_out`)
+records the run and every document in the ledger, then starts N runs of this flow's
+deployment on a work pool. Each child streams the manifest itself
+(:func:`doccheck.plan_stream.iter_planned`: texts never travel through the Prefect API,
+and memory stays one batch), keeps the documents whose Idempotency-Key hashes to its
+shard (:mod:`doccheck.pipeline.shards`) and submits them in batches. Claims in the
+shared ledger make a retried or re-run shard safe: a key already submitted is skipped,
+a key whose request was in flight when a worker died is reconciled, never sent twice.
+
+Parameters carry names and URLs only: ``credentials`` is the *name* of a
+``DocCheckCredentials`` block, ``api_key_block`` of a Secret block; without either the
+worker's ``DOCCHECK_API_KEY`` is used. The result is returned and also published as a
+table artifact of this flow run, which is how the parent reads it from another machine
+(a flow's return value is stored where the worker runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_table_artifact
+
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline import BatchResult, Budget
+from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
+from doccheck.plan_stream import PlanTally, iter_planned
+from doccheck.planning import PlannedDocument
+from prefect_doccheck.tasks.credentials import base_url_of, resolve_base_url, resolve_credentials, resolve_database_url
+from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
+from prefect_doccheck.tasks.shard import submit_shard_batch
+
+__all__ = ["SHARD_RESULT_DESCRIPTION", "bulk_check_shard", "result_row"]
+
+#: Description of the table artifact holding a shard's result (the parent looks for it).
+SHARD_RESULT_DESCRIPTION = "doccheck shard result"
+
+#: BatchResult counters published by a shard (its ``failures`` are in the ledger).
+RESULT_FIELDS = (
+    "total", "submitted", "replayed", "already_done", "failed", "skipped_budget", "cost_cents",
+    "retry_later", "in_flight_elsewhere", "reconciled", "requeued",
+)  # fmt: skip
+
+
+def result_row(result: BatchResult) -> dict[str, int]:
+    """The shard's counters as one table row (JSON-safe)."""
+    return {name: int(getattr(result, name)) for name in RESULT_FIELDS}
+
+
+def _shard_run_name() -> str:
+    from prefect.runtime import flow_run
+
+    p = flow_run.parameters
+    return f"shard {int(p.get('shard', 0)) + 1}/{p.get('shards', '?')} of {str(p.get('run_id', ''))[:8]}"
+
+
+def _check_run_recorded(database_url: str, run_id: str) -> None:
+    """Fail at once, naming the fix, when this worker's ledger is not the parent's."""
+    from doccheck.ledger.engine import redact_url
+    from prefect_doccheck.tasks.pipeline import ledger_for
+
+    if ledger_for(database_url).get_run(run_id) is None:
+        raise ShardConfigError(
+            f"run {run_id} is not in this worker's ledger ({redact_url(database_url)}): the parent and every "
+            "worker must share one ledger; set DOCCHECK_DATABASE_URL on the workers to the parent's"
+        )
+
+
+@flow(name="bulk-check-shard", flow_run_name=_shard_run_name, validate_parameters=True)
+async def bulk_check_shard(
+    run_id: str,
+    shard: int,
+    shards: int,
+    manifest: str,
+    campaign: str,
+    products: list[str] = ["ai"],  # noqa: B006 - Prefect shows the default in the UI
+    metadata_columns: list[str] = [],  # noqa: B006
+    batch_size: int = 100,
+    parallel_batches: int = 1,
+    concurrency: int = 8,
+    base_url: str | None = None,
+    database_url: str | None = None,
+    credentials: str | None = None,
+    api_key_block: str | None = None,
+    webhook_url: str | None = None,
+    submit_deadline: float = DEFAULT_SUBMIT_DEADLINE_SECONDS,
+    max_spend_cents: int | None = None,
+    rate_limit_name: str | None = None,
+    rate_limit_per_second: float | None = None,
+    rate_limit_chunk: int | None = None,
+    claim_lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> dict[str, int]:
+    """Submit the documents of shard ``shard`` of ``shards`` of the recorded run ``run_id``.
+
+    ``campaign`` must be the parent's resolved campaign (it is part of every key).
+    ``rate_limit_*`` name the fleet's global concurrency limit (``tasks/rate_limit.py``);
+    the parent creates it. ``parallel_batches``: batches in flight at once, sharing
+    ``concurrency`` (1: each batch gets all of it; a shard does not know its size ahead
+    of the stream, so splitting would starve a shard of one batch).
+    ``claim_lease_seconds``: how long a dead worker's keys stay claimed before another
+    shard run may take them over.
+    """
+    logger = get_run_logger()
+    validate_shard(shard, shards)
+    db_url = resolve_database_url(database_url)
+    check_shared_ledger(db_url, shards)
+    key_source = await resolve_credentials(credentials, api_key_block)
+    base = resolve_base_url(base_url or base_url_of(key_source))
+    _check_run_recorded(db_url, run_id)
+    limit = rate_limit_from_env(rate_limit_name, rate_limit_per_second, rate_limit_chunk)
+    budget = Budget(max_spend_cents) if max_spend_cents is not None else None
+    deadline_at = time.time() + submit_deadline
+
+    total = BatchResult()
+    pending: set[asyncio.Task[BatchResult]] = set()
+    window = max(1, parallel_batches)
+    per_batch = max(1, concurrency // window)
+    number = 0
+
+    async def drain(keep: int) -> None:
+        nonlocal total
+        while len(pending) > keep:
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for finished in done:
+                pending.discard(finished)
+                total = total.merge(finished.result())  # a failed batch fails the shard: the parent retries it
+
+    async def send(batch: list[PlannedDocument]) -> None:
+        nonlocal number
+        number += 1
+        await drain(window - 1)
+        pending.add(
+            asyncio.ensure_future(
+                submit_shard_batch(
+                    batch,
+                    run_id=run_id,
+                    shard=shard,
+                    batch_number=number,
+                    base_url=base,
+                    database_url=db_url,
+                    api_key_block=key_source,
+                    concurrency=per_batch,
+                    webhook_url=webhook_url,
+                    budget=budget,
+                    deadline_at=deadline_at,
+                    rate_limit=limit,
+                    lease_seconds=claim_lease_seconds,
+                )  # fmt: skip
+            )
+        )
+
+    tally = PlanTally(campaign=campaign, manifest=Path(manifest))
+    batch: list[PlannedDocument] = []
+    try:
+        for doc in iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns):
+            if not in_shard(doc.idempotency_key, shard, shards):
+                continue
+            batch.append(doc)
+            if len(batch) >= batch_size:
+                await send(batch)
+                batch = []
+        if batch:
+            await send(batch)
+        await drain(0)
+    finally:
+        for task in pending:
+            task.cancel()
+    row = result_row(total)
+    logger.info("shard %d/%d of run %s: %s", shard + 1, shards, run_id, row)
+    await acreate_table_artifact(table=[{"shard": shard, **row}], description=SHARD_RESULT_DESCRIPTION)
+    return row

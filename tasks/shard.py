@@ -1,0 +1,81 @@
+"""The shard's submit task: ``submit_batch`` through a client paced by the fleet's rate limit.
+
+Why a task of its own rather than ``submit_documents``: the fleet-wide rate limit has to
+sit under every request the client makes (see :mod:`doccheck.pipeline.pacing`), so the
+task builds its client with a :class:`~doccheck.pipeline.pacing.PacedTransport`. The
+rest is ``submit_documents``'s contract: same retries on transient errors only, same
+ledger (claims make a retried batch or a rerun shard safe), no key in parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from prefect import task
+
+from doccheck.client import AsyncDocCheckClient
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.pipeline import BatchResult, Budget, submit_batch
+from doccheck.pipeline.pacing import PacedTransport
+from prefect_doccheck.credentials import DocCheckCredentials
+from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
+from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for
+from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
+
+__all__ = ["open_paced_client", "submit_shard_batch"]
+
+
+def open_paced_client(base_url: str, api_key_block: KeySource, limit: FleetRateLimit | None) -> AsyncDocCheckClient:
+    """An async client whose service requests wait for the fleet's rate limit (uploads to
+    the storage origin are not paced: the service's limit does not count them)."""
+    pacer = fleet_pacer(limit) if limit is not None else None
+    transport = PacedTransport(pacer) if pacer is not None else None
+    upload = httpx.AsyncHTTPTransport() if transport is not None else None
+    if isinstance(api_key_block, DocCheckCredentials):
+        return AsyncDocCheckClient(
+            base_url,
+            api_key_block.api_key,
+            timeout=api_key_block.httpx_timeout(),
+            transport=transport,
+            upload_transport=upload,
+        )
+    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), transport=transport, upload_transport=upload)
+
+
+@task(
+    name="submit shard batch",
+    task_run_name="shard {shard}: submit batch {batch_number}",
+    **TRANSIENT_RETRIES,
+)
+async def submit_shard_batch(
+    documents: Sequence[Any],
+    *,
+    run_id: str,
+    shard: int,
+    batch_number: int,
+    base_url: str,
+    database_url: str,
+    api_key_block: KeySource = None,
+    concurrency: int = 8,
+    webhook_url: str | None = None,
+    budget: Budget | None = None,
+    deadline_at: float | None = None,
+    rate_limit: FleetRateLimit | None = None,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> BatchResult:
+    """Submit one batch of the shard's documents under the fleet's rate limit."""
+    ledger = ledger_for(database_url)
+    async with open_paced_client(base_url, api_key_block, rate_limit) as client:
+        return await submit_batch(
+            client,
+            ledger,
+            run_id,
+            documents,
+            concurrency=concurrency,
+            webhook_url=webhook_url,
+            budget=budget,
+            deadline_at=deadline_at,
+            lease_seconds=lease_seconds,
+        )

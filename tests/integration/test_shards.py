@@ -1,0 +1,177 @@
+"""Scale out (issue 12): one run in six shards on three process workers, one killed mid-shard.
+
+Everything is real: the session's ``prefect server``, a fresh PostgreSQL database, the
+emulator over HTTP, a process work pool with the shard deployment deployed from this
+checkout by ``prefect deploy`` (``deployments/prefect.yaml``), and three ``prefect worker
+start`` processes. The parent ``bulk_check(..., shards=6)`` runs in this process. Once
+the shards are under way, one worker is SIGKILLed together with its flow runs, as a
+machine dying would. The test then shows: every document has exactly one check at the
+emulator, the shards ran on at least two workers, the lost shards were run again (their
+old runs marked CRASHED), and the reports list every document with its check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from tests.factories import flow_kwargs
+from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.fleet import Worker, create_pool, deploy_shard, kill_worker, start_worker, stop_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server, pytest.mark.slow]
+
+DOCS = 2000
+SHARDS = 6
+WORDS = ("river", "mill", "bridge", "market", "flood", "harvest", "lantern", "orchard", "quarry", "meadow",
+         "harbour", "beacon", "granary", "ferry", "willow", "thatch")  # fmt: skip
+
+
+def _manifest(folder: Path, count: int) -> Path:
+    rows = []
+    for i in range(count):
+        words = " ".join(WORDS[(i >> (2 * j)) % len(WORDS)] for j in range(12))
+        rows.append({"document_id": f"s-{i:05d}", "text": f"Essay {i}. {words}. " * 4, "products": "ai"})
+    path = folder / "manifest.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _shard_runs(pool: str) -> list[Any]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import WorkPoolFilter, WorkPoolFilterName
+
+    with get_client(sync_client=True) as client:
+        return list(
+            client.read_flow_runs(work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])), limit=200)
+        )
+
+
+@pytest.fixture
+def fleet(
+    prefect_server: Any, isolated_emulator: EmulatorHandle, tmp_path: Path
+) -> Iterator[tuple[str, str, list[Worker]]]:
+    pool = f"shards-{uuid.uuid4().hex[:6]}"
+    key = isolated_emulator.new_account(balance_cents=10**9)
+    create_pool(prefect_server.api_url, pool)
+    deploy_shard(prefect_server.api_url, pool)
+    env = {"DOCCHECK_API_KEY": key, "DOCCHECK_BASE_URL": isolated_emulator.base_url}
+    workers = [
+        start_worker(prefect_server.api_url, pool, f"{pool}-w{i}", tmp_path, env, limit=2, heartbeat_seconds=3)
+        for i in range(3)
+    ]
+    try:
+        yield pool, key, workers
+    finally:
+        for worker in workers:
+            stop_worker(worker)
+
+
+@pytest.mark.timeout(900)  # ~3 min on an idle machine, 5 on a loaded one (plus PostgreSQL's teardown)
+def test_six_shards_three_workers_one_killed_exactly_one_check_each(
+    fleet: tuple[str, str, list[Worker]],
+    isolated_emulator: EmulatorHandle,
+    postgres_database: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect_doccheck.flows.bulk_check import bulk_check
+
+    pool, key, workers = fleet
+    emulator = isolated_emulator
+    emulator.set_faults(latency_ms=25)
+    manifest = _manifest(tmp_path, DOCS)
+    monkeypatch.setenv("DOCCHECK_API_KEY", key)
+    monkeypatch.setenv("DOCCHECK_CLAIM_LEASE_SECONDS", "15")  # a dead worker's keys free after 15 s
+    # heartbeats every 3 s; lost after 30 s (a loaded machine delays heartbeats by 10 s and more)
+    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "30")
+    outcome: dict[str, Any] = {}
+
+    def parent() -> None:
+        try:
+            outcome["summary"] = asyncio.run(
+                bulk_check(
+                    **flow_kwargs(
+                        manifest=str(manifest),
+                        products=["ai"],
+                        out_dir=str(tmp_path / "reports"),
+                        campaign=f"fleet-{pool}",
+                        database_url=postgres_database,
+                        base_url=emulator.base_url,
+                        shards=SHARDS,
+                        batch_size=50,
+                        concurrency=4,
+                        wait=True,
+                        wait_timeout=180,
+                        poll_interval=1,
+                    )
+                )  # fmt: skip
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            outcome["error"] = exc
+
+    started = time.monotonic()
+    thread = threading.Thread(target=parent, daemon=True)
+    thread.start()
+
+    # Kill one worker while it runs a shard and the checks are still coming in.
+    victim: Worker | None = None
+    seen: list[tuple[int, int, int]] = []  # (seconds, checks, shards running): the failure message
+    while victim is None and time.monotonic() - started < 300 and thread.is_alive():
+        time.sleep(0.5)
+        created = emulator.account_state(key)["checks"]
+        running = [r for r in _shard_runs(pool) if r.state and r.state.is_running()]
+        seen.append((int(time.monotonic() - started), created, len(running)))
+        on_worker = {(r.labels or {}).get("prefect.worker.name") for r in running} - {None}
+        if created >= DOCS // 10 and created < DOCS * 0.7 and on_worker:
+            victim = next(w for w in workers if w.name in on_worker)
+            kill_worker(victim)
+            killed_at_checks = created
+    logs = "\n".join(f"--- {w.name}\n{w.log()[-3000:]}" for w in workers)
+    assert victim is not None, f"no shard was seen running mid-way: {seen[::10]}; worker logs:\n{logs}"
+
+    thread.join(timeout=360)
+    assert not thread.is_alive(), f"the parent flow did not finish; worker logs:\n{logs}"
+    assert "error" not in outcome, f"{outcome.get('error')!r}\n{logs}"
+    summary = outcome["summary"]
+
+    # Exactly one check per document at the service, whatever the killed shard had sent.
+    state = emulator.account_state(key)
+    assert state["checks"] == DOCS, (state, killed_at_checks)
+    assert summary.status == "finished" and summary.documents == DOCS and summary.pending == 0
+
+    # The reports list every document with its own check.
+    submissions = pq.read_table(Path(summary.report_dir) / "submissions.parquet").to_pandas()
+    assert len(submissions) == DOCS
+    assert submissions["check_id"].notna().all()
+    assert submissions["check_id"].nunique() == DOCS
+    assert int(submissions["charged_cents"].sum()) == state["charged_cents"]
+
+    # Shards ran on several workers; the killed worker's shards were marked CRASHED and rerun.
+    # (A run wrongly called lost on a busy machine may still complete: harmless, as the
+    # checks above show, so only "at least" is asserted about completed runs.)
+    runs = _shard_runs(pool)
+    worker_of = {r.id: (r.labels or {}).get("prefect.worker.name") for r in runs}
+    completed = [r for r in runs if r.state and r.state.is_completed()]
+    assert {int(r.parameters["shard"]) for r in completed} == set(range(SHARDS))
+    assert len({worker_of[r.id] for r in completed}) >= 2
+    on_victim = {int(r.parameters["shard"]) for r in runs if worker_of[r.id] == victim.name}
+    assert on_victim, "the killed worker ran no shard"
+    finished_there = {int(r.parameters["shard"]) for r in completed if worker_of[r.id] == victim.name}
+    lost = on_victim - finished_there
+    assert lost, "the killed worker was running no shard"
+    crashed = [r for r in runs if r.state and r.state.is_crashed()]
+    assert {int(r.parameters["shard"]) for r in crashed if worker_of[r.id] == victim.name} == lost
+    for shard in lost:  # each shard the killed worker was running finished on another worker
+        assert any(int(r.parameters["shard"]) == shard and worker_of[r.id] != victim.name for r in completed)
+    # The shards got names and URLs, never the key.
+    assert all(key not in repr(r.parameters) for r in runs)

@@ -1,0 +1,114 @@
+"""``run_shards`` decisions with a scripted Prefect API (the real one is in
+tests/integration/test_shards.py): idempotency keys per run and shard, a failed shard
+started again under a ``:retry-K`` key, a shard on a silent worker marked CRASHED and
+started again, results merged from the artifacts, and ``ShardsFailed`` after the retries."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+from prefect.client.schemas.objects import StateType
+
+from prefect_doccheck.flows import fan_out
+from prefect_doccheck.flows.shard import SHARD_RESULT_DESCRIPTION
+
+
+class FakeAPI:
+    """Flow runs whose states follow a script per (shard, attempt)."""
+
+    def __init__(self, script: dict[tuple[int, int], list[StateType]], worker_beat_age: dict[str, float]) -> None:
+        self.script = script
+        self.beat_age = worker_beat_age
+        self.runs: dict[UUID, dict[str, Any]] = {}
+        self.keys: list[str] = []
+        self.forced: list[tuple[UUID, str]] = []
+
+    async def run_deployment(self, *, name: str, parameters: dict[str, Any], idempotency_key: str, **kw: Any) -> Any:
+        self.keys.append(idempotency_key)
+        attempt = sum(1 for r in self.runs.values() if r["shard"] == parameters["shard"])
+        run_id = uuid4()
+        self.runs[run_id] = {"shard": parameters["shard"], "attempt": attempt, "polls": 0}
+        return SimpleNamespace(id=run_id)
+
+    # -- the client ------------------------------------------------------------------
+    async def __aenter__(self) -> FakeAPI:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def read_flow_run(self, run_id: UUID) -> Any:
+        run = self.runs[run_id]
+        states = self.script.get((run["shard"], run["attempt"]), [StateType.COMPLETED])
+        kind = states[min(run["polls"], len(states) - 1)]
+        run["polls"] += 1
+        if run.get("crashed"):
+            kind = StateType.CRASHED
+        worker = f"w{run['shard'] % 2}"
+        return SimpleNamespace(
+            id=run_id, state=SimpleNamespace(type=kind, name=kind.value.title()),
+            labels={"prefect.worker.name": worker}, work_pool_name="pool",
+        )  # fmt: skip
+
+    async def read_workers_for_work_pool(self, pool: str) -> list[Any]:
+        now = datetime.now(UTC)
+        return [SimpleNamespace(name=n, last_heartbeat_time=now - timedelta(seconds=age), heartbeat_interval_seconds=2)
+                for n, age in self.beat_age.items()]  # fmt: skip
+
+    async def set_flow_run_state(self, run_id: UUID, state: Any, force: bool = False) -> None:
+        self.runs[run_id]["crashed"] = True
+        self.forced.append((run_id, state.type.value))
+
+    async def read_artifacts(self, artifact_filter: Any) -> list[Any]:
+        (run_id,) = artifact_filter.flow_run_id.any_
+        shard = self.runs[run_id]["shard"]
+        row = {"shard": shard, "total": 10, "submitted": 10, "cost_cents": 5}
+        return [SimpleNamespace(description=SHARD_RESULT_DESCRIPTION, data=json.dumps([row]))]
+
+
+def _run(api: FakeAPI, monkeypatch: pytest.MonkeyPatch, shards: int, max_retries: int = 2) -> Any:
+    monkeypatch.setattr(fan_out, "arun_deployment", api.run_deployment)
+    monkeypatch.setattr(fan_out, "get_client", lambda: api)
+    monkeypatch.setattr(fan_out, "_parent_id", lambda: "parent")
+    return asyncio.run(
+        fan_out.run_shards(
+            run_id="run1", shards=shards, parameters={"manifest": "m.csv"}, max_retries=max_retries, poll_interval=0
+        )  # fmt: skip
+    )
+
+
+def test_all_shards_complete_and_results_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeAPI({}, {"w0": 0, "w1": 0})
+    total = _run(api, monkeypatch, 3)
+    assert api.keys == ["parent:run1:shard-0", "parent:run1:shard-1", "parent:run1:shard-2"]
+    assert (total.total, total.submitted, total.cost_cents) == (30, 30, 15)
+
+
+def test_a_failed_shard_is_started_again_under_a_retry_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeAPI({(1, 0): [StateType.RUNNING, StateType.FAILED]}, {"w0": 0, "w1": 0})
+    total = _run(api, monkeypatch, 2)
+    assert api.keys == ["parent:run1:shard-0", "parent:run1:shard-1", "parent:run1:shard-1:retry-1"]
+    assert total.total == 20 and not api.forced
+
+
+def test_a_shard_on_a_silent_worker_is_crashed_and_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """w1 (odd shards) stopped sending heartbeats 10 min ago: its running shard is lost."""
+    api = FakeAPI({(1, 0): [StateType.RUNNING] * 100}, {"w0": 0, "w1": 600})
+    total = _run(api, monkeypatch, 2)
+    assert api.keys[-1] == "parent:run1:shard-1:retry-1"
+    assert [state for _, state in api.forced] == ["CRASHED"]
+    assert total.total == 20
+
+
+def test_shards_failed_after_their_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = {(0, k): [StateType.CRASHED] for k in range(3)}
+    api = FakeAPI(script, {"w0": 0, "w1": 0})
+    with pytest.raises(fan_out.ShardsFailed, match=r"shard 0: Crashed after 3 runs.*run the same command again"):
+        _run(api, monkeypatch, 2, max_retries=2)
+    assert api.keys.count("parent:run1:shard-1") == 1  # the good shard ran once, and finished
