@@ -18,15 +18,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from doccheck import domain
+from doccheck.client import assumptions
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import record_charge
+from doccheck.ledger.money import ensure_budget_row, record_charge
+from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
 from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow, utcnow
 
 if TYPE_CHECKING:
@@ -39,11 +42,13 @@ R = TypeVar("R")
 __all__ = [
     "Answer",
     "AnswerRecorder",
+    "ClaimPrepareRecorder",
     "ClaimRequest",
     "GroupCommit",
     "Prepare",
     "record_answers",
     "record_claims",
+    "record_claims_then_prepare",
     "record_prepares",
 ]
 
@@ -116,9 +121,8 @@ def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
         if rows:
             _update_submissions(conn, rows)
             grouped = [a for a in answers if a.key not in slow_keys]
-            for a in grouped:
-                d = data[a.key]
-                record_charge(conn, str(d["id"]), current[a.key].campaign, d.get("cost"))
+            _record_new_charges(conn, [(str(data[a.key]["id"]), current[a.key].campaign, data[a.key].get("cost"))
+                                       for a in grouped], now)  # fmt: skip
             conn.execute(
                 update(c)
                 .where(c.c.idempotency_key == bindparam("k"), c.c.owner == bindparam("o"))
@@ -128,6 +132,71 @@ def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
     for a in slow:
         ledger.mark_submitted(a.key, a.check, mode=a.mode, upload_id=a.upload_id)
         ledger.claims.release(a.key, a.owner, settled=True)
+
+
+def _record_new_charges(conn: Any, charges: list[tuple[str, str | None, Any]], now: datetime) -> None:
+    """``record_charge`` of many checks: one multi-row insert of the charges never seen,
+    counted in their campaigns' budgets at once (one ``UPDATE`` per campaign).
+
+    The grouped answers are fresh checks (all products processing, no outcome yet), so
+    no refund is due but the one the service may state: the rows are written as
+    ``record_charge`` leaves them (``budget_counted`` true, ``refunded_cents`` from the
+    stated refund). A check whose charge is already stored (a poll or an event came
+    first), or without a campaign, goes through ``record_charge`` itself: the insert's
+    ``ON CONFLICT DO NOTHING … RETURNING`` says which.
+    """
+    costs = table_of(CheckCostRow)
+    budgets = table_of(CampaignBudgetRow)
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    rows: dict[str, dict[str, Any]] = {}
+    sources: dict[str, tuple[str | None, Any]] = {}
+    slow: list[tuple[str, str | None, Any]] = []
+    for check_id, campaign, cost in charges:
+        if cost is None:
+            continue  # as record_charge: nothing to store
+        if not campaign or check_id in rows:
+            slow.append((check_id, campaign, cost))
+            continue
+        sources[check_id] = (campaign, cost)
+        stated = _int_or_none(cost.get(assumptions.REFUND_FIELD) if isinstance(cost, dict) else None)
+        stated = None if stated is None else max(stated, 0)
+        charged = assumptions.charged_cents(cost)
+        ai, similarity = assumptions.product_cents(cost, "ai"), assumptions.product_cents(cost, "similarity")
+        refund = assumptions.refunded_cents(
+            {"total_cents": charged, "ai_cents": ai, "similarity_cents": similarity}, [], stated=stated
+        )
+        rows[check_id] = {
+            "check_id": check_id, "campaign": campaign, "charged_cents": charged, "ai_cents": ai,
+            "similarity_cents": similarity, "refunded_cents": refund, "stated_refund_cents": stated,
+            "budget_counted": True, "created_at": now, "updated_at": now,
+        }  # fmt: skip
+    inserted: set[str] = set()
+    for chunk in _chunks(list(rows.values()), 200):
+        inserted.update(conn.execute(
+            dialect.insert(costs).values(chunk).on_conflict_do_nothing(index_elements=["check_id"])
+            .returning(costs.c.check_id)
+        ).scalars())  # fmt: skip
+    spent: dict[str, int] = {}
+    for check_id in inserted:
+        row = rows[check_id]
+        spent[row["campaign"]] = spent.get(row["campaign"], 0) + row["charged_cents"]
+    for campaign in sorted(spent):
+        ensure_budget_row(conn, campaign)
+        conn.execute(
+            update(budgets)
+            .where(budgets.c.campaign == campaign)
+            .values(spent_cents=budgets.c.spent_cents + spent[campaign], updated_at=now)
+        )
+    slow += [(check_id, campaign, cost) for check_id, (campaign, cost) in sources.items() if check_id not in inserted]
+    for check_id, campaign, cost in slow:
+        record_charge(conn, check_id, campaign, cost)
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
@@ -195,11 +264,17 @@ def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
 
 @dataclass(frozen=True)
 class ClaimRequest:
-    """One key to claim for ``owner`` (``Claims.claim``), then its submission read afresh."""
+    """One key to claim for ``owner`` (``Claims.claim``), then its submission read afresh.
+
+    ``prepare``: also record ``submitting`` + ``sending`` in the same transaction when the
+    claim is won and the key has no submission row yet (nothing to reconcile, nothing
+    else to do before the request).
+    """
 
     key: str
     owner: str
     lease_seconds: float
+    prepare: Prepare | None = None
 
 
 def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any]]:
@@ -208,40 +283,108 @@ def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool,
     Returns ``(won, submission row or None)`` per item. A key held by someone else is
     tried again with ``Claims.claim`` after the transaction (its dead-owner take-over).
     """
+    return [(won, row) for won, row, _ in record_claims_then_prepare(ledger, items)]
+
+
+def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any, bool]]:
+    """Claims of many keys in one transaction of a few multi-row statements, each
+    followed, where asked and possible, by ``submitting`` + ``sending``.
+
+    Returns ``(won, submission row or None, prepared)`` per item: ``prepared`` means the
+    row now says ``submitting`` and the claim ``in_doubt`` (committed): send at once. The
+    statements: one conditional ``UPDATE … RETURNING`` takes every free, expired or own
+    claim; one ``INSERT … ON CONFLICT DO NOTHING RETURNING`` creates the claims never
+    taken (a row that exists is held by another owner); one ``SELECT`` reads the
+    submissions; then one ``INSERT … ON CONFLICT DO NOTHING`` of the ``submitting`` rows
+    and one ``UPDATE`` of their claims. Same rules as ``Claims.claim`` (rowcounts decide,
+    no read-then-write), so atomic on SQLite and PostgreSQL alike. A key held by someone
+    else is tried again with ``Claims.claim`` after the transaction (its dead-owner
+    take-over), and is then never prepared here.
+    """
+    if not items:
+        return []
     s, c = table_of(SubmissionRow), table_of(ClaimRow)
-    won: dict[str, bool] = {}
+    dialect = postgresql if ledger.engine.dialect.name == "postgresql" else sqlite
+    won: set[str] = set()
+    prepared: set[str] = set()
+    keys = list(dict.fromkeys(it.key for it in items))
     with ledger.engine.begin() as conn:
         now = utcnow()
+        by_lease: dict[tuple[str, float], list[str]] = {}
         for it in items:
-            expires = now + timedelta(seconds=it.lease_seconds)
-            got = conn.execute(
-                update(c)
-                .where(
-                    c.c.idempotency_key == it.key, or_(c.c.owner.is_(None), c.c.owner == it.owner, c.c.expires_at < now)
-                )
-                .values(owner=it.owner, expires_at=expires, updated_at=now)
-            ).rowcount
-            if not got:
-                try:
-                    with conn.begin_nested():
-                        conn.execute(insert(c).values(idempotency_key=it.key, owner=it.owner, expires_at=expires,
-                                                      in_doubt=False, updated_at=now))  # fmt: skip
-                    got = 1
-                except IntegrityError:  # the row exists: held by another owner
-                    got = 0
-            won[it.key] = bool(got)
-        rows = {
-            r.idempotency_key: r for r in conn.execute(select(s).where(s.c.idempotency_key.in_([i.key for i in items])))
-        }
-    out: list[tuple[bool, Any]] = []
+            by_lease.setdefault((it.owner, it.lease_seconds), []).append(it.key)
+        for (owner, lease), group in by_lease.items():
+            expires = now + timedelta(seconds=lease)
+            for chunk in _chunks(list(dict.fromkeys(group))):
+                won.update(conn.execute(
+                    update(c)
+                    .where(c.c.idempotency_key.in_(chunk),
+                           or_(c.c.owner.is_(None), c.c.owner == owner, c.c.expires_at < now))
+                    .values(owner=owner, expires_at=expires, updated_at=now)
+                    .returning(c.c.idempotency_key)
+                ).scalars())  # fmt: skip
+                fresh = [k for k in chunk if k not in won]
+                if fresh:
+                    won.update(conn.execute(
+                        dialect.insert(c)
+                        .values([{"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False,
+                                  "updated_at": now} for k in fresh])
+                        .on_conflict_do_nothing(index_elements=["idempotency_key"])
+                        .returning(c.c.idempotency_key)
+                    ).scalars())  # fmt: skip
+        rows: dict[str, Any] = {}
+        for chunk in _chunks(keys):
+            rows.update((r.idempotency_key, r) for r in conn.execute(select(s).where(s.c.idempotency_key.in_(chunk))))
+        todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won and it.key not in rows}
+        if todo:
+            prepared = _prepare_new(conn, dialect, list(todo.values()), now)
+    out: list[tuple[bool, Any, bool]] = []
     for it in items:
-        if won[it.key]:
-            out.append((True, rows.get(it.key)))
+        if it.key in won:
+            out.append((True, rows.get(it.key), it.key in prepared))
         elif ledger.claims.claim(it.key, it.owner, it.lease_seconds):  # a dead holder on this host
-            out.append((True, ledger.submission_for_key(it.key)))
+            out.append((True, ledger.submission_for_key(it.key), False))
         else:
-            out.append((False, ledger.submission_for_key(it.key)))
+            out.append((False, ledger.submission_for_key(it.key), False))
     return out
+
+
+def _prepare_new(conn: Any, dialect: Any, items: list[Prepare], now: datetime) -> set[str]:
+    """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed
+    and found without a submission row: two multi-row statements. Returns the keys done
+    (a row another writer inserted meanwhile is left to the one-by-one path)."""
+    s, c = table_of(SubmissionRow), table_of(ClaimRow)
+    done: set[str] = set()
+    for chunk in _chunks(items):
+        done.update(conn.execute(
+            dialect.insert(s)
+            .values([{"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id,
+                      "products": list(p.products), "mode": p.mode, "state": "submitting", "error_code": None,
+                      "error_message": None, "attempts": 1, "replayed": False, "created_at": now, "updated_at": now}
+                     for p in chunk])
+            .on_conflict_do_nothing(index_elements=["idempotency_key"])
+            .returning(s.c.idempotency_key)
+        ).scalars())  # fmt: skip
+    sent: set[str] = set()
+    by_owner: dict[str, list[str]] = {}
+    for p in items:
+        if p.key in done:
+            by_owner.setdefault(p.owner, []).append(p.key)
+    for owner, keys in by_owner.items():
+        for chunk in _chunks(keys):
+            sent.update(conn.execute(
+                update(c)
+                .where(c.c.idempotency_key.in_(chunk), c.c.owner == owner)
+                .values(in_doubt=True, sent_by=owner, first_sent_at=func.coalesce(c.c.first_sent_at, now),
+                        updated_at=now)
+                .returning(c.c.idempotency_key)
+            ).scalars())  # fmt: skip
+    return sent
+
+
+def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
+    """Bounded statements: SQLite allows 32,766 bound parameters, PostgreSQL 65,535."""
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 class GroupCommit(Generic[T, R]):
@@ -295,3 +438,10 @@ def PrepareRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Prepare
 def ClaimRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[ClaimRequest, tuple[bool, Any]]:  # noqa: N802
     """The group commit of claims (and the fresh read of their submissions)."""
     return GroupCommit(ledger, writer, record_claims)
+
+
+def ClaimPrepareRecorder(  # noqa: N802 - a factory
+    ledger: Ledger, writer: LedgerWriter
+) -> GroupCommit[ClaimRequest, tuple[bool, Any, bool]]:
+    """The group commit of claims, each with ``submitting`` + ``sending`` when possible."""
+    return GroupCommit(ledger, writer, record_claims_then_prepare)

@@ -41,7 +41,14 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, AnswerRecorder, ClaimRecorder, ClaimRequest, Prepare, PrepareRecorder
+from doccheck.ledger.bulk import (
+    Answer,
+    AnswerRecorder,
+    ClaimPrepareRecorder,
+    ClaimRequest,
+    Prepare,
+    PrepareRecorder,
+)
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -68,6 +75,11 @@ DEFAULT_SUBMIT_DEADLINE_SECONDS = 900.0
 REQUEUE_POLICY = RetryPolicy(initial=1.0, max_backoff=30.0, max_retry_after=60.0)
 #: Backoff while another live process holds a key (it will usually finish it).
 ELSEWHERE_POLICY = RetryPolicy(initial=0.5, max_backoff=5.0)
+
+#: Documents in progress per request slot: the ledger work of the next documents overlaps
+#: the requests in flight (a crash leaves at most ``concurrency`` extra keys marked
+#: ``sending`` but not sent yet; the resume reconciles them like any key in doubt).
+PIPELINE_DEPTH = 2
 
 #: Errors after which the request may succeed later: requeued, never a final failure.
 TRANSIENT_ERRORS = (RateLimitError, ServerError, NetworkError)
@@ -141,6 +153,12 @@ class BatchResult:
         )
 
 
+def _groupable(doc: Any) -> bool:
+    """Text and multipart documents: one request, so ``submitting`` and ``sending`` are
+    written together, in a grouped commit (upload mode records its upload id between them)."""
+    return (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
+
+
 def _error_code(exc: DocCheckError) -> str:
     return exc.code or (f"http_{exc.status_code}" if exc.status_code else type(exc).__name__)
 
@@ -169,7 +187,12 @@ class _BatchSubmitter:
         self.webhook_url = webhook_url
         self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = on_progress
+        #: Requests in flight at the service (``concurrency``): held around the requests only.
         self.sem = asyncio.Semaphore(max(1, concurrency))
+        #: Documents in progress (ledger writes + request): twice the requests, so the next
+        #: documents' claims and ``sending`` commit while the requests travel and the ledger's
+        #: latency stays out of the request slots (issue 10).
+        self.window = asyncio.Semaphore(max(1, PIPELINE_DEPTH * concurrency))
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
@@ -187,7 +210,8 @@ class _BatchSubmitter:
         #: Answers are recorded (and their claims released) in groups: one transaction for many.
         self.answers = AnswerRecorder(ledger, self.writer)
         self.prepares = PrepareRecorder(ledger, self.writer)
-        self.claims = ClaimRecorder(ledger, self.writer)
+        #: Claims (+ ``submitting``/``sending`` when nothing stands between them) by group commit.
+        self.claims = ClaimPrepareRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -224,7 +248,7 @@ class _BatchSubmitter:
             attempt = 0
             while True:
                 attempt += 1
-                async with self.sem:
+                async with self.window:
                     delay = await self._attempt(doc, attempt)
                 if delay is None:
                     return
@@ -240,8 +264,11 @@ class _BatchSubmitter:
         """One try under the key's claim. Returns None when the document is settled (a
         check, a final refusal, or left for a later run), else the seconds to wait."""
         key = doc.idempotency_key
-        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds))
-        won, current = claimed if claimed is not None else (False, None)
+        # Nothing between the claim and ``submitting``/``sending`` (no budget to reserve; a
+        # key never recorded needs no reconciliation): all three in the claim's transaction.
+        prepare = self._prepare_of(doc) if self.budget is None and _groupable(doc) else None
+        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds, prepare))
+        won, current, prepared = claimed if claimed is not None else (False, None, False)
         if not won:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1  # the other process finished it meanwhile
@@ -257,7 +284,7 @@ class _BatchSubmitter:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1
                 return None
-            return await self._submit(doc, current, attempt)
+            return await self._submit(doc, current, attempt, prepared=prepared)
         finally:
             self.held.discard(key)
             if key in self.released:
@@ -274,7 +301,8 @@ class _BatchSubmitter:
         doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
         if doubt is None or not needs_reconciliation(doubt, self.owner):
             return False
-        check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
+        async with self.sem:  # GET /checks pages: requests like any other
+            check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
         if check is None:
             return False
         log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
@@ -306,9 +334,16 @@ class _BatchSubmitter:
         self.result.retry_later += 1
         return None
 
-    async def _submit(self, doc: Any, previous: SubmissionRow | None, attempt: int = 1) -> float | None:
+    def _prepare_of(self, doc: Any) -> Prepare:
+        return Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
+
+    async def _submit(
+        self, doc: Any, previous: SubmissionRow | None, attempt: int = 1, *, prepared: bool = False
+    ) -> float | None:
+        """``prepared``: the claim's transaction already recorded ``submitting`` and
+        ``sending`` (a key never recorded, no budget): send at once."""
         try:
-            if await self._reconcile(doc, previous):
+            if not prepared and await self._reconcile(doc, previous):
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return await self._requeue(doc, exc, attempt)
@@ -325,11 +360,11 @@ class _BatchSubmitter:
                 )
                 return None
         # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
-        grouped = (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
-        if grouped:
-            held = await self.prepares.record(
-                Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
-            )
+        grouped = _groupable(doc)
+        if prepared:
+            held = True
+        elif grouped:
+            held = await self.prepares.record(self._prepare_of(doc))
         else:
             await self._db(
                 self.ledger.mark_submitting,
@@ -423,16 +458,19 @@ class _BatchSubmitter:
                 raise DocCheckError("a text-mode document has no text", code="invalid_input")
             if not marked:
                 await self._sending(doc)
-            sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
+            async with self.sem:
+                sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
             if not marked:
                 await self._sending(doc)
-            sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
+            async with self.sem:
+                sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
             return sub.check, sub.upload_id
-        return await self._send_upload(doc, previous_upload_id)
+        async with self.sem:  # several requests and ledger writes, in order, in one slot (as before)
+            return await self._send_upload(doc, previous_upload_id)
 
     async def _send_upload(self, doc: Any, previous_upload_id: str | None) -> tuple[Check, str | None]:
         """The upload flow step by step, so the upload id is in the ledger before the bytes
