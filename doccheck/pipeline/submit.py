@@ -361,11 +361,10 @@ class _BatchSubmitter:
                 return None
         # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
         grouped = _groupable(doc)
-        if prepared:
-            held = True
-        elif grouped:
+        held: bool | None = True  # ``prepared``: written with the claim
+        if grouped and not prepared:
             held = await self.prepares.record(self._prepare_of(doc))
-        else:
+        elif not grouped:
             await self._db(
                 self.ledger.mark_submitting,
                 doc.idempotency_key,
