@@ -147,7 +147,6 @@ def _record_new_charges(conn: Any, charges: list[tuple[str, str | None, Any]], n
     """
     costs = table_of(CheckCostRow)
     budgets = table_of(CampaignBudgetRow)
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     rows: dict[str, dict[str, Any]] = {}
     sources: dict[str, tuple[str | None, Any]] = {}
     slow: list[tuple[str, str | None, Any]] = []
@@ -170,12 +169,7 @@ def _record_new_charges(conn: Any, charges: list[tuple[str, str | None, Any]], n
             "similarity_cents": similarity, "refunded_cents": refund, "stated_refund_cents": stated,
             "budget_counted": True, "created_at": now, "updated_at": now,
         }  # fmt: skip
-    inserted: set[str] = set()
-    for chunk in _chunks(list(rows.values()), 200):
-        inserted.update(conn.execute(
-            dialect.insert(costs).values(chunk).on_conflict_do_nothing(index_elements=["check_id"])
-            .returning(costs.c.check_id)
-        ).scalars())  # fmt: skip
+    inserted = _insert_new(conn, costs, "check_id", list(rows.values()))
     spent: dict[str, int] = {}
     for check_id in inserted:
         row = rows[check_id]
@@ -304,7 +298,6 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
     if not items:
         return []
     s, c = table_of(SubmissionRow), table_of(ClaimRow)
-    dialect = postgresql if ledger.engine.dialect.name == "postgresql" else sqlite
     won: set[str] = set()
     prepared: set[str] = set()
     keys = list(dict.fromkeys(it.key for it in items))
@@ -315,7 +308,7 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
             by_lease.setdefault((it.owner, it.lease_seconds), []).append(it.key)
         for (owner, lease), group in by_lease.items():
             expires = now + timedelta(seconds=lease)
-            for chunk in _chunks(list(dict.fromkeys(group))):
+            for chunk in _chunks(sorted(set(group))):  # one order for every writer: no lock cycles
                 won.update(conn.execute(
                     update(c)
                     .where(c.c.idempotency_key.in_(chunk),
@@ -323,21 +316,16 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
                     .values(owner=owner, expires_at=expires, updated_at=now)
                     .returning(c.c.idempotency_key)
                 ).scalars())  # fmt: skip
-                fresh = [k for k in chunk if k not in won]
-                if fresh:
-                    won.update(conn.execute(
-                        dialect.insert(c)
-                        .values([{"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False,
-                                  "updated_at": now} for k in fresh])
-                        .on_conflict_do_nothing(index_elements=["idempotency_key"])
-                        .returning(c.c.idempotency_key)
-                    ).scalars())  # fmt: skip
+                won |= _insert_new(conn, c, "idempotency_key", [
+                    {"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False, "updated_at": now}
+                    for k in chunk if k not in won
+                ])  # fmt: skip
         rows: dict[str, Any] = {}
         for chunk in _chunks(keys):
             rows.update((r.idempotency_key, r) for r in conn.execute(select(s).where(s.c.idempotency_key.in_(chunk))))
         todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won and it.key not in rows}
         if todo:
-            prepared = _prepare_new(conn, dialect, list(todo.values()), now)
+            prepared = _prepare_new(conn, list(todo.values()), now)
     out: list[tuple[bool, Any, bool]] = []
     for it in items:
         if it.key in won:
@@ -349,22 +337,18 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
     return out
 
 
-def _prepare_new(conn: Any, dialect: Any, items: list[Prepare], now: datetime) -> set[str]:
+def _prepare_new(conn: Any, items: list[Prepare], now: datetime) -> set[str]:
     """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed
     and found without a submission row: two multi-row statements. Returns the keys done
     (a row another writer inserted meanwhile is left to the one-by-one path)."""
     s, c = table_of(SubmissionRow), table_of(ClaimRow)
     done: set[str] = set()
-    for chunk in _chunks(items):
-        done.update(conn.execute(
-            dialect.insert(s)
-            .values([{"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id,
-                      "products": list(p.products), "mode": p.mode, "state": "submitting", "error_code": None,
-                      "error_message": None, "attempts": 1, "replayed": False, "created_at": now, "updated_at": now}
-                     for p in chunk])
-            .on_conflict_do_nothing(index_elements=["idempotency_key"])
-            .returning(s.c.idempotency_key)
-        ).scalars())  # fmt: skip
+    done = _insert_new(conn, s, "idempotency_key", [
+        {"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
+         "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None, "attempts": 1,
+         "replayed": False, "created_at": now, "updated_at": now}
+        for p in items
+    ])  # fmt: skip
     sent: set[str] = set()
     by_owner: dict[str, list[str]] = {}
     for p in items:
@@ -380,6 +364,21 @@ def _prepare_new(conn: Any, dialect: Any, items: list[Prepare], now: datetime) -
                 .returning(c.c.idempotency_key)
             ).scalars())  # fmt: skip
     return sent
+
+
+def _insert_new(conn: Any, table: Any, key: str, rows: list[dict[str, Any]]) -> set[str]:
+    """``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key`` of ``rows``; the keys inserted.
+
+    One statement for every row: an executemany, which SQLAlchemy sends as multi-row
+    ``VALUES`` batches ("insertmanyvalues", one compiled statement whatever the count).
+    """
+    if not rows:
+        return set()
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(table).on_conflict_do_nothing(index_elements=[key]).returning(table.c[key])
+    if len(rows) == 1:
+        return set(conn.execute(stmt, rows[0]).scalars())
+    return set(conn.execute(stmt, rows).scalars())
 
 
 def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
