@@ -41,14 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import (
-    Answer,
-    AnswerRecorder,
-    ClaimPrepareRecorder,
-    ClaimRequest,
-    Prepare,
-    PrepareRecorder,
-)
+from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -207,11 +200,11 @@ class _BatchSubmitter:
         self.uploads: dict[str, Upload] = {}
         #: The ledger's calls run on this thread, off the event loop (issue 10).
         self.writer = LedgerWriter()
-        #: Answers are recorded (and their claims released) in groups: one transaction for many.
-        self.answers = AnswerRecorder(ledger, self.writer)
+        #: Answers (recorded, their claims released) and claims (+ ``submitting``/``sending``
+        #: when nothing stands between them) by group commit: ONE transaction for every
+        #: document waiting at that moment, whichever of the two it waits for.
+        self.round = LedgerRound(ledger, self.writer)
         self.prepares = PrepareRecorder(ledger, self.writer)
-        #: Claims (+ ``submitting``/``sending`` when nothing stands between them) by group commit.
-        self.claims = ClaimPrepareRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -267,7 +260,7 @@ class _BatchSubmitter:
         # Nothing between the claim and ``submitting``/``sending`` (no budget to reserve; a
         # key never recorded needs no reconciliation): all three in the claim's transaction.
         prepare = self._prepare_of(doc) if self.budget is None and _groupable(doc) else None
-        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds, prepare))
+        claimed = await self.round.record(ClaimRequest(key, self.owner, self.lease_seconds, prepare))
         won, current, prepared = claimed if claimed is not None else (False, None, False)
         if not won:
             if current is not None and current.state == "submitted":
@@ -410,7 +403,7 @@ class _BatchSubmitter:
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
-        await self.answers.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
+        await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:

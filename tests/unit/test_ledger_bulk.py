@@ -226,3 +226,27 @@ def test_claims_then_prepare_equal_claim_submitting_sending(ledgers: tuple[Ledge
     assert [p for _, _, p in got] == [True, True, False, False, False, True]
     assert _snapshot(grouped) == _snapshot(one)
     assert record_claims_then_prepare(grouped, []) == []
+
+
+def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, Ledger]) -> None:
+    """One round (answers of the requests back + claims of the next documents) leaves the
+    ledger as the two separate group commits do, and answers each item in its place."""
+    from doccheck.ledger.bulk import record_answers_and_claims, record_claims_then_prepare
+
+    done = [f"a{i}" for i in range(3)]
+    for led in ledgers:
+        for key in done:
+            assert led.claims.claim(key, OWNER)
+            led.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode="text")
+            assert led.claims.mark_sending(key, OWNER)
+    answers = [Answer(k, Check.model_validate(check_json(f"chk-{k}")), "text", None, OWNER) for k in done]
+    claims = [ClaimRequest(f"n{i}", OWNER, 120.0, Prepare(f"n{i}", "c1", f"n{i}", ("ai",), "text", OWNER))
+              for i in range(3)]  # fmt: skip
+    one, grouped = ledgers
+    record_answers(one, answers)
+    expected = record_claims_then_prepare(one, claims)
+    mixed: list[Any] = [answers[0], claims[0], claims[1], answers[1], answers[2], claims[2]]
+    got = record_answers_and_claims(grouped, mixed)
+    assert got[0] is None and got[3] is None and got[4] is None
+    assert [(w, p) for w, _, p in (got[1], got[2], got[5])] == [(w, p) for w, _, p in expected] == [(True, True)] * 3
+    assert _snapshot(grouped) == _snapshot(one)
