@@ -63,6 +63,7 @@ class WriterTimes:
         self.queued: dict[str, float] = defaultdict(float)
         #: cProfile of the writer thread's calls (enabled around each call, on that thread).
         self.profile = cProfile.Profile()
+        self.cprofile = True
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
@@ -76,11 +77,13 @@ class WriterTimes:
             def timed() -> Any:
                 times.queued[name] += time.perf_counter() - submitted
                 w, c = time.perf_counter(), time.thread_time()
-                times.profile.enable()
+                if times.cprofile:
+                    times.profile.enable()
                 try:
                     return fn(*args, **kwargs)
                 finally:
-                    times.profile.disable()
+                    if times.cprofile:
+                        times.profile.disable()
                     times.wall[name] += time.perf_counter() - w
                     times.cpu[name] += time.thread_time() - c
                     times.count[name] += 1
@@ -139,6 +142,7 @@ def main() -> None:
     parser.add_argument("--postgres", default=None)
     parser.add_argument("--start-postgres", action="store_true")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--no-cprofile", action="store_true", help="timers only: CPU figures without profiler overhead")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         pg = args.postgres
@@ -175,21 +179,28 @@ def run(args: argparse.Namespace, pg: str | None) -> None:
             ledger = Ledger(url)
             before = emulator_checks(root)
             times = WriterTimes()
+            times.cprofile = not args.no_cprofile
             profile = cProfile.Profile()
             with times.installed():
                 c0, e0 = proc_cpu(me), proc_cpu(epid)
-                profile.enable()
+                if times.cprofile:
+                    profile.enable()
                 elapsed, result, requests = asyncio.run(submit(base_url, ledger, plan, args.concurrency))
-                profile.disable()
+                if times.cprofile:
+                    profile.disable()
                 c1, e1 = proc_cpu(me), proc_cpu(epid)
             if result.submitted != n or emulator_checks(root) - before != n:
                 raise SystemExit(f"{kind}: expected {n} new checks, got {result}")
             print(f"\n== submit_batch, {kind}: {n / elapsed:.1f} docs/s ({requests} requests); CPU ms/doc: "
-                  f"pipeline process {1000 * (c1 - c0) / n:.2f} (profiled), emulator {1000 * (e1 - e0) / n:.2f}")  # fmt: skip
+                  f"pipeline process {1000 * (c1 - c0) / n:.2f} {' (profiled)' if times.cprofile else ''}, emulator {1000 * (e1 - e0) / n:.2f}")  # fmt: skip
             print("writer thread, per document: call kind, calls, wall ms, CPU ms, queued ms (wait for the thread)")
             for name in sorted(times.wall, key=lambda k: -times.wall[k]):
                 print(f"  {name:60s} {times.count[name]:5d} {1000 * times.wall[name] / n:7.2f} "
                       f"{1000 * times.cpu[name] / n:7.2f} {1000 * times.queued[name] / n:7.2f}")  # fmt: skip
+            if not times.cprofile:
+                print(f"  writer thread CPU total {1000 * sum(times.cpu.values()) / n:.2f} ms/doc")
+                ledger.engine.dispose()
+                continue
             stats = pstats.Stats(profile)
             total = sum(areas(stats).values())
             print(f"event-loop thread (cProfile own time, {1000 * total / n:.2f} ms/doc incl. profiler overhead):")
