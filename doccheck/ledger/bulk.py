@@ -16,7 +16,7 @@ through ``Ledger.mark_submitted`` and ``Claims.release`` one by one, as before.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -31,7 +31,7 @@ from doccheck.client import assumptions
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger.tables import ClaimRow, DocumentRow, OutcomeRow, SubmissionRow, utcnow
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
@@ -52,6 +52,7 @@ __all__ = [
     "record_answers_and_claims",
     "record_claims",
     "record_claims_then_prepare",
+    "record_documents",
     "record_prepares",
 ]
 
@@ -478,6 +479,34 @@ def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]
     _answers_after(ledger, slow)
     claimed = iter(_claims_after(ledger, claims, won, rows, prepared))
     return [next(claimed) if isinstance(it, ClaimRequest) else None for it in items]
+
+
+def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[Any]) -> int:
+    """``Ledger.record_documents`` as one executemany (same rows, idempotent per run).
+
+    Why: the ORM version builds and validates one model object per row, ~0.5 ms a row on
+    a busy machine, before the first request of a batch can leave (issue 10).
+    """
+    d = table_of(DocumentRow)
+    with ledger.engine.begin() as conn:
+        existing = set(conn.execute(select(d.c.document_id).where(d.c.run_id == run_id)).scalars())
+        rows: list[dict[str, Any]] = []
+        for doc in documents:
+            if doc.document_id in existing:
+                continue
+            existing.add(doc.document_id)
+            rows.append({
+                "run_id": run_id, "campaign": campaign, "document_id": doc.document_id,
+                "row_number": getattr(doc, "row_number", None), "name": getattr(doc, "name", None),
+                "mode": getattr(doc, "mode", None), "content_hash": getattr(doc, "content_hash", None),
+                "size_bytes": getattr(doc, "size_bytes", None), "words": getattr(doc, "words", None),
+                "products": list(doc.products), "idempotency_key": doc.idempotency_key,
+                "estimated_cost_cents": getattr(doc, "estimated_cost_cents", None),
+                "metadata": {str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
+            })  # fmt: skip
+        if rows:
+            conn.execute(insert(d), rows)
+    return len(rows)
 
 
 class GroupCommit(Generic[T, R]):

@@ -41,7 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder
+from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.budget import Budget
@@ -540,7 +540,7 @@ async def submit_batch(
     document would fail. Documents sharing a key share one check.
     """
     campaign = ledger.campaign_of(run_id)
-    ledger.record_documents(run_id, documents)
+    record_documents(ledger, run_id, campaign, documents)  # Ledger.record_documents, one executemany
     previous = ledger.submissions_for_keys(d.idempotency_key for d in documents)
     submitter = _BatchSubmitter(
         client,

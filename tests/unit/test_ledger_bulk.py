@@ -250,3 +250,26 @@ def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, 
     assert got[0] is None and got[3] is None and got[4] is None
     assert [(w, p) for w, _, p in (got[1], got[2], got[5])] == [(w, p) for w, _, p in expected] == [(True, True)] * 3
     assert _snapshot(grouped) == _snapshot(one)
+
+
+def test_grouped_documents_equal_ledger_record_documents(ledgers: tuple[Ledger, Ledger]) -> None:
+    """``bulk.record_documents`` writes the rows ``Ledger.record_documents`` writes, and is
+    idempotent per run (a rerun of the batch adds nothing)."""
+    from doccheck.ledger.bulk import record_documents
+    from doccheck.ledger.tables import DocumentRow
+    from tests.factories import planned
+
+    batch = [planned(f"d{i}", row=i) for i in range(1, 6)]
+    batch[1] = planned("d2", row=2, products=("ai", "similarity"))
+    one, grouped = ledgers
+    runs = [led.start_run(campaign="c1", manifest="m.csv", products=["ai"]) for led in ledgers]
+    assert one.record_documents(runs[0], batch) == 5
+    assert record_documents(grouped, runs[1], "c1", batch) == 5
+    assert record_documents(grouped, runs[1], "c1", batch) == 0
+
+    def rows(led: Ledger) -> list[dict[str, Any]]:
+        with led.engine.connect() as conn:
+            found = [dict(r._mapping) for r in conn.execute(select(DocumentRow.__table__))]
+        return sorted(({k: v for k, v in r.items() if k not in {"id", "run_id"}} for r in found), key=repr)
+
+    assert rows(grouped) == rows(one) and len(rows(one)) == 5
