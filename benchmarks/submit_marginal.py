@@ -37,6 +37,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -47,9 +48,11 @@ for extra in (ROOT, ROOT / "benchmarks"):
 
 import pipeline_throughput  # noqa: E402
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
-from pipeline_throughput import API_KEY, emulator_checks, start_emulator, submit, write_manifest  # noqa: E402
+from pipeline_throughput import API_KEY, CountingTransport, emulator_checks, start_emulator, write_manifest  # noqa: E402
 
+from doccheck.client import AsyncDocCheckClient  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
+from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.planning import Plan, load_plan  # noqa: E402
 
 
@@ -78,6 +81,23 @@ async def raw_loop(base_url: str, plan: Plan, concurrency: int) -> float:
         started = time.perf_counter()
         await asyncio.gather(*(one(d) for d in plan.documents))
         return time.perf_counter() - started
+
+
+async def submit(
+    base_url: str, ledger: Ledger, plan: Plan, concurrency: int, emulator_pid: int
+) -> tuple[float, Any, tuple[float, float]]:
+    """``submit_batch`` over the plan: (seconds, BatchResult, CPU seconds of this process
+    and of the emulator), all three measured around ``submit_batch`` only (the run's
+    start and its closing summary are outside, as for the raw loop)."""
+    run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=["ai"])
+    async with AsyncDocCheckClient(base_url, API_KEY, transport=CountingTransport(), max_connections=64) as client:
+        c0, e0 = proc_cpu(os.getpid()), proc_cpu(emulator_pid)
+        started = time.perf_counter()
+        result = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency)
+        elapsed = time.perf_counter() - started
+        cpu = (proc_cpu(os.getpid()) - c0, proc_cpu(emulator_pid) - e0)
+    ledger.finish_run(run_id)
+    return elapsed, result, cpu
 
 
 def proc_cpu(pid: int) -> float:
@@ -128,9 +148,8 @@ def run(args: argparse.Namespace, postgres: str | None) -> None:
                 plan = load_plan(manifest, campaign=f"{kind}-{r}")
                 before = emulator_checks(root)
                 ledger = Ledger(url)
-                c0, e0 = proc_cpu(me), proc_cpu(epid)
-                elapsed, result, _ = asyncio.run(submit(base_url, ledger, plan, args.concurrency))
-                cpu[kind].append((proc_cpu(me) - c0, proc_cpu(epid) - e0))
+                elapsed, result, used = asyncio.run(submit(base_url, ledger, plan, args.concurrency, epid))
+                cpu[kind].append(used)
                 ledger.close()
                 if result.submitted != args.n or emulator_checks(root) - before != args.n:
                     raise SystemExit(f"{kind} round {r}: expected {args.n} new checks, got {result}")
