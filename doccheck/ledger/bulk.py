@@ -509,6 +509,12 @@ def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequ
     return len(rows)
 
 
+#: Event-loop turns a group commit waits before it takes its group (no timer, no latency
+#: beyond those turns): the documents woken by the previous commit, and the ones they let
+#: start, add their writes to the same transaction instead of the next one.
+GATHER_TURNS = 3
+
+
 class GroupCommit(Generic[T, R]):
     """Group commit on the batch's writer thread: ``await group.record(item)`` returns once
     ``many(ledger, items)`` has committed it together with every item that came meanwhile."""
@@ -530,6 +536,8 @@ class GroupCommit(Generic[T, R]):
 
     async def _flush(self) -> None:
         while self._pending:
+            for _ in range(GATHER_TURNS):  # let the coroutines woken with this one add theirs
+                await asyncio.sleep(0)
             group, self._pending = self._pending, []
             try:
                 results = await self.writer.call(self.many, self.ledger, [item for item, _ in group])
