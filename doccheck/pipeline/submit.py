@@ -72,6 +72,7 @@ ELSEWHERE_POLICY = RetryPolicy(initial=0.5, max_backoff=5.0)
 #: Documents in progress per request slot: the ledger work of the next documents overlaps
 #: the requests in flight (a crash leaves at most ``concurrency`` extra keys marked
 #: ``sending`` but not sent yet; the resume reconciles them like any key in doubt).
+#: Not at concurrency 1, which keeps one document at a time from claim to recorded answer.
 PIPELINE_DEPTH = 2
 
 #: Errors after which the request may succeed later: requeued, never a final failure.
@@ -184,8 +185,9 @@ class _BatchSubmitter:
         self.sem = asyncio.Semaphore(max(1, concurrency))
         #: Documents in progress (ledger writes + request): twice the requests, so the next
         #: documents' claims and ``sending`` commit while the requests travel and the ledger's
-        #: latency stays out of the request slots (issue 10).
-        self.window = asyncio.Semaphore(max(1, PIPELINE_DEPTH * concurrency))
+        #: latency stays out of the request slots (issue 10). Concurrency 1 stays strictly one
+        #: document at a time: no request leaves while another document's answer is unrecorded.
+        self.window = asyncio.Semaphore(PIPELINE_DEPTH * concurrency if concurrency > 1 else 1)
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
