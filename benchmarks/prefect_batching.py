@@ -12,7 +12,7 @@ trivial work per item (one SHA-256), so the figures are orchestration overhead:
 
 - baseline "mapped": a sync flow, ``hash_item.map(range(N))`` (N task runs, Prefect's
   default thread-pool task runner), then every future's result;
-- "batched" (the project's shape): an async flow, items cut by ``prefect_doccheck.flows.bulk_check.batches``
+- "batched" (the project's shape): an async flow, items cut by ``doccheck.pipeline.orchestrate.batches``
   into lists of ``--batch-size``, one async task per batch, ``--parallel`` at a time with
   ``asyncio.gather`` (N / 100 task runs).
 
@@ -60,7 +60,7 @@ def child(mode: str, n: int, batch_size: int, parallel: int, settle_timeout: flo
     from prefect.cache_policies import NONE
     from prefect.runtime import flow_run
 
-    from prefect_doccheck.flows.bulk_check import batches
+    from doccheck.pipeline.orchestrate import batches
     from prefect_doccheck.flows.runtime import drain_prefect
 
     @task(name="hash item", cache_policy=NONE)

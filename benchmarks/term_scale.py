@@ -42,8 +42,9 @@ print(json.dumps({"seconds": time.monotonic() - t, "documents": s.documents, "pa
 
 FLOW_DRY_RUN = """
 import asyncio, sys
+from doccheck.options import RunOptions
 from prefect_doccheck.flows.bulk_check import bulk_check
-asyncio.run(bulk_check(manifest=sys.argv[1], dry_run=True, database_url="sqlite:///" + sys.argv[2]))
+asyncio.run(bulk_check(**RunOptions.from_flat(manifest=sys.argv[1], dry_run=True, database_url="sqlite:///" + sys.argv[2]).flow_parameters()))
 """
 
 

@@ -52,13 +52,16 @@ def bulk_check_parameters() -> dict[str, Any]:
     Only names and places: never a key or a secret (``api_key_block`` and ``credentials``
     are blocks' names).
     """
-    params: dict[str, Any] = {
+    source: dict[str, Any] = {
         "manifest": _env("DOCCHECK_MANIFEST") or str(ROOT / "sample_data" / "manifest.csv"),
         "products": (_env("DOCCHECK_PRODUCTS") or "ai,similarity").split(","),
-        "out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports",
     }
-    for name, env in (("campaign", "DOCCHECK_CAMPAIGN"), ("api_key_block", "DOCCHECK_API_KEY_BLOCK"),
-                      ("credentials", "DOCCHECK_CREDENTIALS_BLOCK"), ("webhook_url", "DOCCHECK_WEBHOOK_URL")):  # fmt: skip
+    if _env("DOCCHECK_CAMPAIGN"):
+        source["campaign"] = _env("DOCCHECK_CAMPAIGN")
+    params: dict[str, Any] = {"source": source, "output": {"out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports"}}
+    if _env("DOCCHECK_WEBHOOK_URL"):
+        params["submission"] = {"webhook_url": _env("DOCCHECK_WEBHOOK_URL")}
+    for name, env in (("api_key_block", "DOCCHECK_API_KEY_BLOCK"), ("credentials", "DOCCHECK_CREDENTIALS_BLOCK")):
         if _env(env):
             params[name] = _env(env)
     return params

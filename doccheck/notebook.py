@@ -5,7 +5,9 @@ validate every row, submit with deterministic Idempotency-Keys recorded in the l
 rerun of the same cell charges nothing), wait for results; and returns the four report
 tables as DataFrames with the SAME schemas as the Parquet reports
 (``doccheck.reports.to_dataframes``). ``plan_dataframe(df)`` is the dry run (what would be
-sent and what it would cost). No Prefect needed: the library pipeline is called directly.
+sent and what it would cost). No Prefect needed: the run is the same orchestration as the
+flow's (``doccheck.pipeline.orchestrate.run_checks``) with its steps called directly, and the
+arguments become the same options model (``doccheck.options.RunOptions``).
 ``use_prefect=True`` runs the ``bulk_check`` flow instead, for a run that shows in the
 Prefect UI.
 
@@ -42,12 +44,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from doccheck.notebook_progress import RunProgress, progress_display
+from doccheck.options import DEFAULTS, RunOptions
+from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
 
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
     import pandas as pd
 
-    from doccheck.pipeline.progress import Progress
-    from doccheck.planning import Plan
+    from doccheck.pipeline import BatchResult
+    from doccheck.summary import RunSummary
 
 __all__ = ["CheckResult", "PlanResult", "acheck_dataframe", "check_dataframe", "plan_dataframe"]
 
@@ -56,7 +60,6 @@ REPORT_NAMES = ("submissions", "ai_results", "similarity_results", "similarity_s
 # The manifest's column names (docs/manifest.md): the defaults for a DataFrame's columns.
 ID_COLUMN, TEXT_COLUMN, PATH_COLUMN, PRODUCTS_COLUMN, NAME_COLUMN = "document_id", "text", "path", "products", "name"
 RESERVED_COLUMNS = (ID_COLUMN, TEXT_COLUMN, PATH_COLUMN, PRODUCTS_COLUMN, NAME_COLUMN)
-SUBMIT_CHUNK = 100  # documents per submit call: the progress line's cost moves at this step
 
 
 @dataclass(eq=False)
@@ -206,34 +209,38 @@ def _manifest_rows(df: pd.DataFrame, columns: _Columns, *, base_dir: Path) -> li
     return rows
 
 
-def _load_plan(rows: list[dict[str, Any]], *, base_dir: Path, needs_base: bool, campaign: str,
-               products: Sequence[str], metadata_columns: Sequence[str]) -> Plan:  # fmt: skip
-    """Validate and plan the rows through a temporary JSONL manifest (line N = row N)."""
-    from doccheck.planning import load_plan
+def _write_manifest(rows: list[dict[str, Any]], *, base_dir: Path, needs_base: bool) -> str:
+    """The rows as a temporary JSONL manifest (line N = row N), validated like any manifest.
 
+    With a path column it is a hidden file in ``base_dir`` (paths are relative to it); the
+    caller removes it when the run is over."""
     folder = base_dir if needs_base else Path(tempfile.gettempdir())
     handle, name = tempfile.mkstemp(prefix=".doccheck-notebook-", suffix=".jsonl", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row) + "\n")  # ASCII escapes: a lone surrogate reaches validation
-        return load_plan(name, campaign=campaign, products=list(products), metadata_columns=list(metadata_columns))
-    finally:
-        os.unlink(name)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")  # ASCII escapes: a lone surrogate reaches validation
+    return name
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """Everything a run needs, checked before any event loop or thread starts."""
+    """Everything a run needs, checked before any event loop or thread starts.
 
-    plan: Plan
+    ``manifest`` is the temporary JSONL file of the DataFrame's rows: removed by
+    :meth:`discard` once the run (or the plan) is over."""
+
+    options: RunOptions
+    manifest: str
     rows: int
-    products: list[str]
-    database_url: str
     base_url: str = ""
     api_key: SecretStr | None = field(default=None, repr=False)
-    download: tuple[str, ...] = ()  # kinds of the service's files to fetch (doccheck.downloads)
-    templates: tuple[str, ...] = ()  # files every student was given (cohort matching ignores them)
+    write_files: bool = False  # out_dir or downloads: write the run folder as `doccheck run` does
+
+    def discard(self) -> None:
+        try:
+            os.unlink(self.manifest)
+        except FileNotFoundError:
+            pass
 
 
 def _prepare(
@@ -253,9 +260,11 @@ def _prepare(
     database_url: str | None = None,
     download: Sequence[str] | str = (),
     templates: Sequence[str] = (),
+    out_dir: str | os.PathLike[str] | None = None,
     needs_service: bool = True,
+    **run_options: Any,
 ) -> _Prepared:
-    """Check the call, validate and plan every row, find the service and the key.
+    """Check the call, write the rows as a manifest, build the run's options, find the service and key.
 
     Bad arguments and configuration raise here, in the caller's frame, as one short
     ``ValueError`` (``ConfigurationError`` for the service settings) that names the fix;
@@ -263,132 +272,94 @@ def _prepare(
     """
     from doccheck.client import ConfigurationError
     from doccheck.config import load_settings
-    from doccheck.downloads import parse_kinds
 
-    kinds = tuple(parse_kinds(download))
-    product_list = [p.strip() for p in products.split(",")] if isinstance(products, str) else list(products)
     base = Path(base_dir or os.getcwd()).resolve()
     columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
                                products_column=products_column, name_column=name_column,
                                metadata_columns=metadata_columns)  # fmt: skip
-    rows = _manifest_rows(df, columns, base_dir=base)
-    plan = _load_plan(rows, base_dir=base, needs_base=columns.path is not None, campaign=campaign,
-                      products=product_list, metadata_columns=columns.metadata)  # fmt: skip
     settings = load_settings(base_url=base_url, database_url=database_url)
-    if not needs_service:
-        return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url)
+    write_files = out_dir is not None or bool(download)
+    folder = (
+        str(out_dir)
+        if out_dir is not None
+        else tempfile.mkdtemp(prefix="doccheck-notebook-reports-")
+        if write_files
+        else None
+    )
+    options = RunOptions.from_flat(
+        manifest="-", campaign=campaign, products=products, metadata_columns=list(columns.metadata),
+        templates=list(templates), download=download, out_dir=folder, database_url=settings.database_url,
+        base_url=settings.base_url, **run_options,
+    )  # fmt: skip  # a wrong option raises (a ValueError) before anything is written
     key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key) if api_key else settings.api_key
-    if not settings.base_url:
-        raise ConfigurationError(
-            "no service address: set DOCCHECK_BASE_URL (or pass base_url=...), "
-            "e.g. http://127.0.0.1:8790/api/v1 for a local `doccheck emulator`"
-        )
-    if key is None or not key.get_secret_value():
-        raise ConfigurationError("no API key: set DOCCHECK_API_KEY in the environment (or pass api_key=...)")
-    from doccheck.client import DocCheckClient
+    if needs_service:
+        if not settings.base_url:
+            raise ConfigurationError(
+                "no service address: set DOCCHECK_BASE_URL (or pass base_url=...), "
+                "e.g. http://127.0.0.1:8790/api/v1 for a local `doccheck emulator`"
+            )
+        if key is None or not key.get_secret_value():
+            raise ConfigurationError("no API key: set DOCCHECK_API_KEY in the environment (or pass api_key=...)")
+        from doccheck.client import DocCheckClient
 
-    DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
-    return _Prepared(plan=plan, rows=len(df), products=product_list, database_url=settings.database_url,
-                     base_url=settings.base_url, api_key=key, download=kinds, templates=tuple(templates))  # fmt: skip
+        DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
+    rows = _manifest_rows(df, columns, base_dir=base)
+    manifest = _write_manifest(rows, base_dir=base, needs_base=columns.path is not None)
+    options = options.model_copy(update={"source": options.source.model_copy(update={"manifest": manifest})})
+    return _Prepared(options=options, manifest=manifest, rows=len(df), base_url=settings.base_url or "",
+                     api_key=key, write_files=write_files)  # fmt: skip
 
 
-async def _execute(
-    prepared: _Prepared,
-    *,
-    wait: bool,
-    timeout: float,
-    grace_seconds: float,
-    poll_interval: float,
-    concurrency: int,
-    max_spend_cents: int | None,
-    display: RunProgress,
-    out_dir: str | os.PathLike[str] | None = None,
-) -> CheckResult:
-    """Record the run, submit in chunks, wait for the results, read the tables back (and,
-    with ``out_dir`` or downloads, write the run folder as ``doccheck run`` does)."""
+class _DisplayObserver(RunObserver):
+    """Feeds the notebook's progress line from the run's events."""
+
+    def __init__(self, display: RunProgress) -> None:
+        self.display = display
+
+    async def prepared(self, prepared: Prepared) -> None:
+        self.display.update(documents=prepared.documents, products=prepared.products, phase="submit")
+
+    async def batches_done(self, total: BatchResult) -> None:
+        self.display.update(cost_cents=total.cost_cents)
+
+    def waiting(self) -> None:
+        self.display.update(phase="wait")
+
+
+async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
+    """Run ``run_checks`` with the library's own steps, then read the tables back as DataFrames."""
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
-    from doccheck.matching import match_plan, summary_of
-    from doccheck.pipeline import BatchResult, Budget, apply_events, report_tables, submit_batch, wait_for_results
+    from doccheck.pipeline import report_tables
     from doccheck.reports import to_dataframes
 
-    plan = prepared.plan
-    documents = plan.documents
-    product_count = sum(len(doc.products) for doc in documents)
-    display.update(documents=len(documents), products=product_count, phase="submit")
-    ledger = Ledger(prepared.database_url)
+    options = prepared.options
+    assert options.connection.database_url is not None and prepared.api_key is not None  # _prepare saw to it
+    ledger = Ledger(options.connection.database_url)
     try:
-        run_id = ledger.start_run(
-            campaign=plan.campaign, manifest="<DataFrame>", products=sorted({p for d in documents for p in d.products}),
-            params={"source": "notebook", "rows": prepared.rows, "products": prepared.products, "wait": wait},
-        )  # fmt: skip
-        ledger.record_documents(run_id, documents)
-        ledger.record_rejections(run_id, plan.rejections)
-        cohort = match_plan(
-            plan, run_id=run_id, ledger=ledger, templates=prepared.templates
-        )  # local pairs, before paying
-        budget = Budget(max_spend_cents) if max_spend_cents is not None else None
-        assert prepared.api_key is not None  # _prepare(needs_service=True) guarantees it
         async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
-            batch = BatchResult()
-            for start in range(0, len(documents), SUBMIT_CHUNK):
-                chunk = documents[start : start + SUBMIT_CHUNK]
-
-                def on_submit(p: Progress, offset: int = start) -> None:
-                    display.update(submitted=offset + p.done)
-
-                done = await submit_batch(client, ledger, run_id, chunk, concurrency=concurrency, budget=budget,
-                                          on_progress=on_submit)  # fmt: skip
-                batch = batch.merge(done)
-                display.update(submitted=start + len(chunk), cost_cents=batch.cost_cents)
-            waited = None
-            display.update(phase="wait")
-            if wait and documents:
-                waited = await wait_for_results(
-                    client, ledger, run_id, timeout=timeout, grace_seconds=grace_seconds,
-                    poll_interval=poll_interval, on_progress=lambda p: display.update(finished=p.done, products=p.total),
-                )  # fmt: skip
-            else:
-                apply_events(ledger)
+            steps = LocalSteps(
+                ledger, client, write_files=prepared.write_files,
+                params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
+                        "wait": options.waiting.wait},
+                on_submit=lambda done: display.update(submitted=done),
+                on_results=lambda done, total: display.update(finished=done, products=total),
+            )  # fmt: skip
+            summary = await run_checks(options, steps, _DisplayObserver(display))
+        run_id = summary.run_id
+        assert run_id is not None
         counts = ledger.outcome_counts(run_id=run_id)
         display.update(finished=counts["completed"] + counts["failed"], products=counts["total"], phase="done")
-        pending = counts["pending"]
-        summary = {
-            "documents": len(documents),
-            "rejected": len(plan.rejections),
-            "submitted": batch.submitted,
-            "reused": batch.replayed + batch.already_done,
-            "failed": batch.failed,
-            "skipped_budget": batch.skipped_budget,
-            "spent_cents": batch.cost_cents,
-            **{
-                k: v
-                for k, v in ledger.run_summary(run_id).items()
-                if k in ("checks", "charged_cents", "refunded_cents", "net_cents")
-            },  # fmt: skip
-            "completed": counts["completed"],
-            "failed_products": counts["failed"],
-            "pending": pending,
-            "timed_out": bool(waited and waited.timed_out),
-            "unsent_retry_later": batch.retry_later,
-            "in_flight_elsewhere": batch.in_flight_elsewhere,
-            "cohort_matches": summary_of(cohort),
-        }
-        status = "incomplete" if batch.incomplete else ("finished" if pending == 0 else "pending")
-        ledger.finish_run(run_id, status=status, summary=summary)
-        frames = to_dataframes(report_tables(ledger, run_id), metadata=plan.metadata_by_document() or None)
+        frames = to_dataframes(report_tables(ledger, run_id), metadata=ledger.document_metadata(run_id) or None)
         # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
         frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
-        documents, report_html, downloads = await _instructor_outputs(
-            ledger, run_id, prepared, kinds=prepared.download, out_dir=out_dir, concurrency=concurrency
-        )
-        if downloads is not None:
-            summary["downloads"] = downloads
+        documents = _documents_frame(ledger, run_id, summary)
     finally:
         ledger.close()
         display.close()
-    return CheckResult(**frames, run_id=run_id, campaign=plan.campaign, summary=summary, documents=documents,
-                       report_html=report_html)  # fmt: skip
+        prepared.discard()
+    return CheckResult(**frames, run_id=run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
+                       documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip
 
 
 async def acheck_dataframe(
@@ -397,7 +368,7 @@ async def acheck_dataframe(
     text_column: str | None = None,
     path_column: str | None = None,
     id_column: str = ID_COLUMN,
-    products: Sequence[str] | str = ("ai",),
+    products: Sequence[str] | str = tuple(DEFAULTS.source.products),
     products_column: str | None = None,
     name_column: str | None = None,
     metadata_columns: Sequence[str] = (),
@@ -406,11 +377,11 @@ async def acheck_dataframe(
     api_key: str | SecretStr | None = None,
     campaign: str = "notebook",
     database_url: str | None = None,
-    wait: bool = True,
-    timeout: float = 600,
-    grace_seconds: float = 30,
-    poll_interval: float = 2,
-    concurrency: int = 8,
+    wait: bool = DEFAULTS.waiting.wait,
+    timeout: float = DEFAULTS.waiting.timeout,
+    grace_seconds: float = DEFAULTS.waiting.grace_seconds,
+    poll_interval: float = DEFAULTS.waiting.poll_interval,
+    concurrency: int = DEFAULTS.submission.concurrency,
     max_spend_cents: int | None = None,
     progress: bool | None = None,
     download: Sequence[str] | str = (),
@@ -421,49 +392,28 @@ async def acheck_dataframe(
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download, templates=templates)  # fmt: skip
-    return await _execute(prepared, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
-                          poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents,
-                          display=progress_display(progress), out_dir=out_dir)  # fmt: skip
+                        database_url=database_url, download=download, templates=templates, out_dir=out_dir,
+                        wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
+                        concurrency=concurrency, max_spend_cents=max_spend_cents)  # fmt: skip
+    return await _execute(prepared, display=progress_display(progress))
 
 
-async def _instructor_outputs(ledger: Any, run_id: str, prepared: _Prepared, *, kinds: Sequence[str],
-                              out_dir: str | os.PathLike[str] | None,
-                              concurrency: int) -> tuple[pd.DataFrame, Path | None, dict[str, Any] | None]:  # fmt: skip
-    """The wide table; with ``out_dir`` or ``download``, also the run folder (Parquet reports,
-    files, report.html, documents.csv) as ``doccheck run`` writes it."""
+def _documents_frame(ledger: Any, run_id: str, summary: RunSummary) -> pd.DataFrame:
+    """The per-student wide table: the run folder's ``documents.parquet`` when one was
+    written, else built from the ledger's tables in memory."""
     import pandas as pd
-
-    from doccheck.client import AsyncDocCheckClient
-    from doccheck.instructor import build_documents, documents_table, names_from_ledger
-    from doccheck.instructor.outputs import write_run_outputs
-    from doccheck.pipeline import report_tables
-    from doccheck.reports import run_label, to_tables, write_reports
-
-    plan = prepared.plan
-    tables = report_tables(ledger, run_id)
-    metadata = plan.metadata_by_document() or None
-    if not kinds and out_dir is None:
-        rows = {name: t.to_pylist() for name, t in to_tables(tables, metadata).items()}
-        wide = documents_table(build_documents(rows, names=names_from_ledger(ledger, run_id)))
-        return wide.to_pandas(types_mapper=pd.ArrowDtype), None, None
-    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-reports-"))
-    label = run_label(plan.campaign, run_id)
-    paths = write_reports(folder, label, tables, metadata=metadata)
-    if kinds:
-        assert prepared.api_key is not None
-        async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
-            outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
-                                              ledger=ledger, client=client, download=kinds,
-                                              download_concurrency=min(concurrency, 8))  # fmt: skip
-    else:
-        outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
-                                          ledger=ledger)  # fmt: skip
     import pyarrow.parquet as pq
 
-    wide_frame = pq.read_table(outputs.paths.documents_parquet).to_pandas(types_mapper=pd.ArrowDtype)
-    downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None
-    return wide_frame, outputs.paths.report_html, downloads
+    if summary.report_dir:
+        return pq.read_table(Path(summary.report_dir) / "documents.parquet").to_pandas(types_mapper=pd.ArrowDtype)
+    from doccheck.instructor import build_documents, documents_table, names_from_ledger
+    from doccheck.pipeline import report_tables
+    from doccheck.reports import to_tables
+
+    tables = to_tables(report_tables(ledger, run_id), ledger.document_metadata(run_id) or None)
+    rows = {name: t.to_pylist() for name, t in tables.items()}
+    wide = documents_table(build_documents(rows, names=names_from_ledger(ledger, run_id)))
+    return wide.to_pandas(types_mapper=pd.ArrowDtype)
 
 
 def _run_sync(coro_factory: Any) -> Any:
@@ -484,7 +434,7 @@ def check_dataframe(
     text_column: str | None = None,
     path_column: str | None = None,
     id_column: str = ID_COLUMN,
-    products: Sequence[str] | str = ("ai",),
+    products: Sequence[str] | str = tuple(DEFAULTS.source.products),
     products_column: str | None = None,
     name_column: str | None = None,
     metadata_columns: Sequence[str] = (),
@@ -493,11 +443,11 @@ def check_dataframe(
     api_key: str | SecretStr | None = None,
     campaign: str = "notebook",
     database_url: str | None = None,
-    wait: bool = True,
-    timeout: float = 600,
-    grace_seconds: float = 30,
-    poll_interval: float = 2,
-    concurrency: int = 8,
+    wait: bool = DEFAULTS.waiting.wait,
+    timeout: float = DEFAULTS.waiting.timeout,
+    grace_seconds: float = DEFAULTS.waiting.grace_seconds,
+    poll_interval: float = DEFAULTS.waiting.poll_interval,
+    concurrency: int = DEFAULTS.submission.concurrency,
     max_spend_cents: int | None = None,
     progress: bool | None = None,
     use_prefect: bool = False,
@@ -523,8 +473,9 @@ def check_dataframe(
       ``wait=False`` returns once everything is submitted; ``timeout`` bounds the wait.
     - ``progress``: a live line in Jupyter (a bar in a terminal); ``False`` for quiet.
     - ``use_prefect=True`` runs the ``bulk_check`` flow (visible in the Prefect UI; reports
-      also written under ``out_dir``); the key then comes from ``api_key_block`` or the
-      environment (``api_key`` is set in this process's environment for the flow only).
+      also written under ``out_dir``); the key then comes from ``api_key_block``, or
+      ``api_key``/the environment handed to the flow as an unsaved ``DocCheckCredentials``
+      block (never written into ``os.environ``).
     - ``download``: ``("similarity_pdf", "pdf", "original")`` or a subset fetches those
       files of finished checks into ``<out_dir>/<run>/files/`` (a temporary folder when no
       ``out_dir``); with ``out_dir`` or ``download`` the run folder also gets the Parquet
@@ -538,33 +489,17 @@ def check_dataframe(
     raise: they come back in ``submissions`` as ``rejected``. Use :func:`plan_dataframe`
     first to see what a run will send and cost.
     """
-    if use_prefect:
-        return _check_with_prefect(
-            df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
-            products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
-            base_dir=base_dir, base_url=base_url, api_key=api_key, api_key_block=api_key_block, campaign=campaign,
-            database_url=database_url, wait=wait, timeout=timeout, grace_seconds=grace_seconds,
-            poll_interval=poll_interval, concurrency=concurrency, max_spend_cents=max_spend_cents, out_dir=out_dir,
-            download=download, templates=templates,
-        )  # fmt: skip
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download, templates=templates)  # fmt: skip
+                        database_url=database_url, download=download, templates=templates, out_dir=out_dir,
+                        wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
+                        concurrency=concurrency, max_spend_cents=max_spend_cents,
+                        needs_service=not (use_prefect and api_key_block))  # fmt: skip
+    if use_prefect:
+        return _check_with_prefect(prepared, api_key_block=api_key_block)
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
-    result: CheckResult = _run_sync(
-        lambda: _execute(
-            prepared,
-            wait=wait,
-            timeout=timeout,
-            grace_seconds=grace_seconds,
-            poll_interval=poll_interval,
-            concurrency=concurrency,
-            max_spend_cents=max_spend_cents,
-            display=display,
-            out_dir=out_dir,
-        )  # fmt: skip
-    )
+    result: CheckResult = _run_sync(lambda: _execute(prepared, display=display))
     return result
 
 
@@ -598,7 +533,7 @@ def plan_dataframe(
     text_column: str | None = None,
     path_column: str | None = None,
     id_column: str = ID_COLUMN,
-    products: Sequence[str] | str = ("ai",),
+    products: Sequence[str] | str = tuple(DEFAULTS.source.products),
     products_column: str | None = None,
     name_column: str | None = None,
     metadata_columns: Sequence[str] = (),
@@ -611,10 +546,17 @@ def plan_dataframe(
     """
     import pandas as pd
 
+    from doccheck.planning import load_plan
+
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
                         base_dir=base_dir, campaign=campaign, needs_service=False)  # fmt: skip
-    plan = prepared.plan
+    source = prepared.options.source
+    try:
+        plan = load_plan(source.manifest, campaign=source.campaign, products=source.products,
+                         metadata_columns=source.metadata_columns)  # fmt: skip
+    finally:
+        prepared.discard()
     documents = pd.DataFrame(
         [
             {
@@ -646,74 +588,41 @@ def plan_dataframe(
                       estimated_cost_cents=plan.estimated_cost_cents(), words=plan.total_words())  # fmt: skip
 
 
-def _check_with_prefect(df: pd.DataFrame, *, text_column: str | None, path_column: str | None, id_column: str,
-                        products: Sequence[str] | str, products_column: str | None, name_column: str | None,
-                        metadata_columns: Sequence[str], base_dir: str | os.PathLike[str] | None,
-                        base_url: str | None, api_key: str | SecretStr | None, api_key_block: str | None,
-                        campaign: str, database_url: str | None, wait: bool, timeout: float, grace_seconds: float,
-                        poll_interval: float, concurrency: int, max_spend_cents: int | None,
-                        out_dir: str | os.PathLike[str] | None,
-                        download: Sequence[str] | str = (), templates: Sequence[str] = ()) -> CheckResult:  # fmt: skip
-    """Run the ``bulk_check`` flow on a temporary manifest and read its reports back."""
+def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> CheckResult:
+    """Run the ``bulk_check`` flow on the prepared manifest and read its reports back.
+
+    The key travels as an unsaved ``DocCheckCredentials`` block (its ``SecretStr`` is
+    masked wherever Prefect serialises parameters), never through the environment."""
+    import pandas as pd
     import pyarrow.parquet as pq
 
     from doccheck.reports import REPORT_FILES, SCHEMAS
 
-    base = Path(base_dir or os.getcwd()).resolve()
-    columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
-                               products_column=products_column, name_column=name_column,
-                               metadata_columns=metadata_columns)  # fmt: skip
-    rows = _manifest_rows(df, columns, base_dir=base)
-    folder = base if columns.path is not None else Path(tempfile.mkdtemp(prefix="doccheck-notebook-"))
-    handle, manifest = tempfile.mkstemp(prefix=".doccheck-notebook-", suffix=".jsonl", dir=folder)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row) + "\n")  # ASCII escapes: a lone surrogate reaches validation
-    reports = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="doccheck-notebook-reports-"))
-    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-    previous = os.environ.get("DOCCHECK_API_KEY")
+    options = prepared.options
+    if options.output.out_dir == DEFAULTS.output.out_dir and not prepared.write_files:
+        folder = tempfile.mkdtemp(prefix="doccheck-notebook-reports-")
+        options = options.model_copy(update={"output": options.output.model_copy(update={"out_dir": folder})})
+    credentials: Any = None
+    if not api_key_block and prepared.api_key is not None:
+        from prefect_doccheck.credentials import DocCheckCredentials  # lazy: the library never imports prefect
+
+        credentials = DocCheckCredentials(base_url=prepared.base_url, api_key=prepared.api_key)
 
     def run() -> Any:
-        from prefect_doccheck.flows.bulk_check import bulk_check  # lazy: the library never imports prefect
+        from prefect_doccheck.flows.bulk_check import bulk_check
 
         return asyncio.run(
-            bulk_check(
-                manifest=manifest,
-                products=[products] if isinstance(products, str) else list(products),
-                out_dir=str(reports),
-                campaign=campaign,
-                concurrency=concurrency,
-                wait=wait,
-                wait_timeout=timeout,
-                max_spend_cents=max_spend_cents,
-                metadata_columns=list(columns.metadata),
-                base_url=base_url,
-                database_url=database_url,
-                grace_seconds=grace_seconds,
-                poll_interval=poll_interval,
-                api_key_block=api_key_block,
-                download=download if isinstance(download, str) else list(download),
-                templates=list(templates),
-            )  # fmt: skip
+            bulk_check(**options.flow_parameters(), credentials=credentials, api_key_block=api_key_block)
         )
 
     try:
-        if key and not api_key_block:
-            os.environ["DOCCHECK_API_KEY"] = key
         # A fresh thread (Jupyter's loop may be running here) with this thread's context, so
         # Prefect's settings context (e.g. a temporary PREFECT_API_URL) applies to the flow.
         context = contextvars.copy_context()
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             summary = pool.submit(context.run, run).result()
     finally:
-        os.unlink(manifest)
-        if key and not api_key_block:
-            if previous is None:
-                os.environ.pop("DOCCHECK_API_KEY", None)
-            else:
-                os.environ["DOCCHECK_API_KEY"] = previous
-    import pandas as pd
-
+        prepared.discard()
     run_dir = Path(summary.report_dir)
     frames = {
         name: pq.read_table(run_dir / REPORT_FILES[name]).to_pandas(types_mapper=pd.ArrowDtype) for name in SCHEMAS

@@ -49,6 +49,7 @@ class PlanTally:
     campaign: str
     manifest: Path
     documents: int = 0
+    products: int = 0  # product checks requested over the documents (progress totals)
     modes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
     words: int = 0
     unknown_words: int = 0
@@ -58,6 +59,7 @@ class PlanTally:
     def add(self, doc: PlannedDocument) -> None:
         """Count one planned document (its text is not kept)."""
         self.documents += 1
+        self.products += len(doc.products)
         self.modes[doc.mode] += 1
         self.words += doc.words or 0
         self.unknown_words += doc.words is None

@@ -13,10 +13,12 @@ from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
 from doccheck.downloads import parse_kinds
+from doccheck.options import as_list
 from doccheck.pipeline.campaign_collect import runs_with_pending
+from doccheck.pipeline.orchestrate import products_from_summary
+from doccheck.reports import run_label
+from doccheck.summary import RunSummary, money_fields
 from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.flows.bulk_check import _as_list, products_from_summary, run_label
-from prefect_doccheck.flows.summary import RunSummary, money_fields
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
 from prefect_doccheck.tasks.credentials import (
     base_url_of,
@@ -56,7 +58,7 @@ async def collect_results(
     logger = get_run_logger()
     if not campaign and not run_id:
         raise ConfigurationError("give a campaign or a run id")
-    parse_kinds(_as_list(download))
+    parse_kinds(as_list(download))
     key_source = await resolve_credentials(credentials, api_key_block)
     base = resolve_base_url(base_url or base_url_of(key_source))
     resolve_api_key(key_source)
@@ -116,7 +118,7 @@ async def collect_results(
         )
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
-            base_url=base, api_key_block=key_source, download=_as_list(download), status=summary.status,
+            base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,
         )  # fmt: skip
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json())

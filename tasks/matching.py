@@ -8,37 +8,22 @@ from prefect import get_run_logger, task
 from prefect.artifacts import acreate_table_artifact
 from prefect.cache_policies import NONE
 
-from doccheck.matching import match_plan, summary_of
-from doccheck.matching.store import existing_ledger
-from doccheck.planning import Plan
+from doccheck.pipeline.batches import RecordedPlan
+from doccheck.pipeline.orchestrate import match_recorded
 from prefect_doccheck.tasks.artifacts import artifact_key
 
 
 @task(name="match cohort", task_run_name="match cohort", cache_policy=NONE)
-def match_cohort_task(plan: Plan, run_id: str | None, database_url: str | None, templates: list[str]) -> dict[str, Any]:
-    """Local near-duplicate pairs of the run (free, before anything is sent).
-
-    ``run_id`` None is a dry run: an existing ledger at ``database_url`` is only read."""
+def match_recorded_task(database_url: str, recorded: RecordedPlan, templates: list[str]) -> dict[str, Any]:
+    """Local near-duplicate pairs of a recorded run (free, before anything is sent), stored."""
     from prefect_doccheck.tasks.pipeline import ledger_for
 
-    if run_id is not None:
-        ledger = ledger_for(database_url) if database_url else None
-        return summary_of(match_plan(plan, run_id=run_id, ledger=ledger, templates=templates))
-    # Dry run: read an existing ledger (earlier runs of the campaign), never create or write one.
-    existing = existing_ledger(database_url)
-    try:
-        return summary_of(match_plan(plan, ledger=existing, templates=templates))
-    finally:
-        if existing is not None:
-            existing.close()
+    return match_recorded(ledger_for(database_url), recorded, templates)
 
 
-async def match_and_report(
-    plan: Plan, *, run_id: str | None = None, database_url: str | None = None, templates: list[str] | None = None
-) -> dict[str, Any]:
-    """Run the task, log every shown pair, and publish the top pairs as a table artifact."""
+async def publish_cohort(summary: dict[str, Any], campaign: str) -> None:
+    """Log every shown pair and publish the top pairs as a table artifact."""
     logger = get_run_logger()
-    summary = match_cohort_task(plan, run_id, database_url, list(templates or []))
     logger.info(
         "cohort matching: %d pairs (%d identical, %d near-duplicate, %d copied section) among %d documents "
         "(+%d from earlier runs)",
@@ -55,7 +40,6 @@ async def match_and_report(
     if summary["top"]:
         await acreate_table_artifact(
             table=summary["top"],
-            key=artifact_key(plan.campaign, "cohort"),
-            description=f"{plan.campaign}: top {len(summary['top'])} of {summary['pairs']} near-duplicate pairs (local)",
+            key=artifact_key(campaign, "cohort"),
+            description=f"{campaign}: top {len(summary['top'])} of {summary['pairs']} near-duplicate pairs (local)",
         )
-    return summary

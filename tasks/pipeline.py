@@ -7,8 +7,10 @@ Prefect). A task only adds what orchestration needs:
   because every submission has a deterministic Idempotency-Key and the ledger skips what
   is already submitted; a 401 or a bad manifest is never retried;
 - **meaningful names** in the UI (``submit batch 3/20``, ``wait for results``);
-- **no caching** (``cache_policy=NONE``): inputs are documents and URLs whose hash means
-  nothing, and a cached "success" would hide new work;
+- **no caching** (``cache_policy=NONE``): inputs are batch references and URLs whose hash
+  means nothing, and a cached "success" would hide new work;
+- **references, not documents**: a submit task gets a ``BatchRef`` (rows, byte offset) and
+  re-reads its rows, so no student text is ever a parameter, a result or a state;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
   key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.credentials``).
 
@@ -19,7 +21,6 @@ the ledger is shared per database URL within the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from prefect.cache_policies import NONE
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
+from doccheck.options import RunOptions
 from doccheck.pipeline import (
     BatchResult,
     Budget,
@@ -36,10 +38,10 @@ from doccheck.pipeline import (
     apply_events,
     poll_pending,
     report_tables,
-    submit_batch,
     wait_for_results,
 )
-from doccheck.planning import Plan, load_plan
+from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
+from doccheck.pipeline.orchestrate import record_run
 from doccheck.reports import ReportPaths, write_reports
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -98,46 +100,29 @@ async def check_service(base_url: str, api_key_block: KeySource = None) -> None:
         await client.list_checks(limit=1)
 
 
-@task(name="plan manifest", task_run_name="plan {manifest}", cache_policy=NONE)
-def plan_manifest(
-    manifest: str,
-    campaign: str | None,
-    products: Sequence[str],
-    metadata_columns: Sequence[str],
-) -> Plan:
-    """Read, validate and plan the manifest (no retries: a bad manifest stays bad)."""
-    return load_plan(manifest, campaign=campaign, products=list(products), metadata_columns=list(metadata_columns))
-
-
 @task(
-    name="record run",
-    task_run_name="record run {plan.campaign}",
+    name="record plan",
+    task_run_name="record {options.source.manifest}",
     **TRANSIENT_RETRIES,
 )
-def record_run(database_url: str, plan: Plan, params: dict[str, Any]) -> str:
-    """Start the run in the ledger and record every planned document and rejected row.
+def record_plan_task(database_url: str, options: RunOptions, params: dict[str, Any], run_id: str) -> RecordedPlan:
+    """Validate, plan and record the manifest in one streamed pass (``orchestrate.record_run``).
 
-    Recording all documents up front means a run interrupted before its last batch still
-    reports the documents no batch reached (as ``unsent``) rather than losing them.
-    """
-    ledger = ledger_for(database_url)
-    products = sorted({p for doc in plan.documents for p in doc.products})
-    run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=products, params=params)
-    ledger.record_documents(run_id, plan.documents)
-    ledger.record_rejections(run_id, plan.rejections)
-    return run_id
+    ``run_id`` is chosen by the caller, so a retry records into the same run (rows already
+    recorded are skipped) instead of starting a second one. Returns counts and batch refs,
+    never a text."""
+    return record_run(ledger_for(database_url), options, params=params, run_id=run_id)
 
 
 @task(
     name="submit batch",
-    task_run_name="submit batch {batch_number}/{batch_count}",
+    task_run_name="submit batch {ref.number}/{batch_count}",
     **TRANSIENT_RETRIES,
 )
-async def submit_documents(
-    documents: Sequence[Any],
+async def submit_batch_ref(
+    ref: BatchRef,
     *,
-    run_id: str,
-    batch_number: int,
+    recorded: RecordedPlan,
     batch_count: int,
     base_url: str,
     database_url: str,
@@ -147,22 +132,18 @@ async def submit_documents(
     budget: Budget | None = None,
     deadline_at: float | None = None,
 ) -> BatchResult:
-    """Submit one batch (``submit_batch``); row-level refusals are data, not failures.
+    """Re-read one batch of the recorded manifest and submit it (``batches.submit_ref``).
 
-    ``deadline_at`` (epoch seconds) is the run's submit deadline shared by all batches."""
+    The task's input is a reference (rows, byte offset), not documents: no text reaches a
+    parameter, a result or a state. Rows changed since planning are refused, not sent."""
     ledger = ledger_for(database_url)
     async with open_client(base_url, api_key_block) as client:
-        return await submit_batch(
-            client,
-            ledger,
-            run_id,
-            documents,
-            concurrency=concurrency,
-            webhook_url=webhook_url,
-            budget=budget,
-            on_progress=progress.callback_for("submit", f"batch-{batch_number}"),
-            deadline_at=deadline_at,
-        )
+        return await submit_ref(
+            client, ledger, recorded.run_id, recorded.manifest, ref, campaign=recorded.campaign,
+            products=recorded.default_products, metadata_columns=recorded.metadata_columns,
+            concurrency=concurrency, webhook_url=webhook_url, budget=budget,
+            on_progress=progress.callback_for("submit", f"batch-{ref.number}"), deadline_at=deadline_at,
+        )  # fmt: skip
 
 
 @task(

@@ -228,3 +228,62 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
         assert r["completed_at"] is not None
     for r in rows["similarity_results"]:
         assert r["status"] == "completed" and 0 <= r["score"] <= 100 and r["source_count"] is not None, r
+
+
+def flow_kwargs(**flat: Any) -> dict[str, Any]:
+    """``bulk_check``'s keyword arguments from the CLI's flat option names (the option groups
+    of ``doccheck.options``), with ``credentials`` / ``api_key_block`` passed through."""
+    from doccheck.options import RunOptions
+
+    passthrough = {k: flat.pop(k) for k in ("credentials", "api_key_block") if k in flat}
+    return {**RunOptions.from_flat(**flat).flow_parameters(), **passthrough}
+
+
+#: Both products, in the order the ledger sorts them.
+BOTH = ("ai", "similarity")
+
+
+def apply_event(ledger: Ledger, event_id: str, check_id: str, product: str, failed: bool) -> None:
+    """Store and apply one signed-shape ``check.completed`` / ``check.failed`` event."""
+    from tests.fixtures.events import event_body
+
+    body = event_body(event_id, check_id, product, "check.failed" if failed else "check.completed",
+                      error={"code": "processing_failed", "message": "x"} if failed else None)  # fmt: skip
+    ledger.record_event(Event.model_validate_json(body), body)
+    ledger.apply_pending_events()
+
+
+WORDS = [
+    "river",
+    "mill",
+    "grain",
+    "water",
+    "wheel",
+    "stone",
+    "miller",
+    "flour",
+    "village",
+    "season",
+    "harvest",
+    "trade",
+    "cart",
+    "road",
+    "market",
+]
+
+
+def essay(i: int) -> str:
+    """A distinct ~120-200 word text per ``i`` (prices vary with length)."""
+    n = 120 + (i * 37) % 90
+    return " ".join(WORDS[(i * 7 + j * (i % 5 + 1)) % len(WORDS)] + (str(i) if j % 11 == 0 else "") for j in range(n))
+
+
+def essay_manifest(folder: Path, name: str, start: int, count: int) -> Path:
+    """A CSV manifest ``<name>.csv`` of ``count`` distinct essays ``d<start>``...: ids and texts."""
+    path = folder / f"{name}.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["document_id", "text"])
+        writer.writeheader()
+        for i in range(start, start + count):
+            writer.writerow({"document_id": f"d{i}", "text": essay(i)})
+    return path

@@ -167,24 +167,19 @@ def demo(
         os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
 
         def start():  # type: ignore[no-untyped-def]
+            from doccheck.options import RunOptions
             from prefect_doccheck.flows.bulk_check import bulk_check
 
-            return bulk_check(
-                manifest=str(manifest),
-                products=products,
-                out_dir=str(out),
-                campaign=DEMO_CAMPAIGN,
-                base_url=emulator.url,
-                database_url=database_url,
-                wait_timeout=120,
-                grace_seconds=5,
-                poll_interval=0.5,
-                batch_size=5,
+            options = RunOptions.from_flat(
+                manifest=str(manifest), products=products, out_dir=str(out), campaign=DEMO_CAMPAIGN,
+                base_url=emulator.url, database_url=database_url, wait_timeout=120, grace_seconds=5,
+                poll_interval=0.5, batch_size=5,
                 # One request at a time per batch (two batches in parallel): the emulator
                 # compares a submission with checks already indexed, so the sample's
                 # near-duplicate pair (same batch) must not be created concurrently.
                 concurrency=2,
-            )
+            )  # fmt: skip
+            return bulk_check(**options.flow_parameters())
 
         summary = run_flow(console, err, start)
     except ServiceError as exc:

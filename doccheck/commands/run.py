@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from doccheck.commands._runner import (
@@ -30,29 +31,35 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.downloads import parse_kinds
-from doccheck.pipeline.submit import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.options import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).
 EXIT_INCOMPLETE = 3
+
+
+_D = DEFAULTS  # every flag's default comes from the one options model (doccheck.options)
 
 
 def run(
     manifest: Annotated[Path, typer.Argument(help="CSV, Parquet or JSONL manifest (see docs/manifest.md).")],
     products: Annotated[
         str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
-    ] = "ai",
+    ] = ",".join(_D.source.products),
     out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports (a run folder + latest/).")] = Path(
-        "reports"
+        _D.output.out_dir
     ),
     campaign: Annotated[
         str | None, typer.Option(help="Namespace of the Idempotency-Keys (default: the manifest's file name).")
     ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at once.")] = 8,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the results before writing reports.")] = True,
-    wait_timeout: Annotated[float, typer.Option(min=0, help="Seconds to wait for results.")] = 600,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=64, help="Requests in flight at once.")
+    ] = _D.submission.concurrency,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the results before writing reports.")
+    ] = _D.waiting.wait,
+    wait_timeout: Annotated[float, typer.Option(min=0, help="Seconds to wait for results.")] = _D.waiting.timeout,
     max_spend_cents: Annotated[
-        int | None, typer.Option(min=0, help="Stop submitting before this many cents would be spent.")
+        int | None, typer.Option(min=0, help="The campaign's budget: stop before this many cents would be spent.")
     ] = None,
     metadata_columns: Annotated[
         str, typer.Option(help="Manifest columns sent to the service as metadata (comma-separated allowlist).")
@@ -67,11 +74,13 @@ def run(
     webhook_url: Annotated[
         str | None, typer.Option(help="Per-check webhook URL (default: the account's webhook).")
     ] = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Documents per Prefect task run.")] = 100,
-    grace_seconds: Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")] = 30,
+    batch_size: Annotated[int, typer.Option(min=1, help="Documents per Prefect task run.")] = _D.submission.batch_size,
+    grace_seconds: Annotated[
+        float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")
+    ] = _D.waiting.grace_seconds,
     poll_interval: Annotated[
         float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")
-    ] = 2,
+    ] = _D.waiting.poll_interval,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     download: Annotated[
         str,
@@ -82,7 +91,7 @@ def run(
     submit_deadline: Annotated[
         float,
         typer.Option(min=0, help="Seconds to keep retrying documents that met 429/5xx/network errors (then exit 3)."),
-    ] = DEFAULT_SUBMIT_DEADLINE_SECONDS,
+    ] = _D.submission.submit_deadline,
     template: Annotated[
         list[Path] | None,
         typer.Option(
@@ -97,14 +106,20 @@ def run(
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
     err = Console(stderr=True)
-    try:
-        parse_kinds(download)
-    except ValueError as exc:
-        raise fail(err, str(exc)) from None
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
+    try:
+        options = RunOptions.from_flat(
+            manifest=str(manifest), products=products, out_dir=str(out), campaign=campaign, concurrency=concurrency,
+            wait=wait, wait_timeout=wait_timeout, max_spend_cents=max_spend_cents, metadata_columns=metadata_columns,
+            dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
+            batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
+            submit_deadline=submit_deadline, templates=[str(t) for t in template or []],
+        )  # fmt: skip
+    except ValidationError as exc:
+        raise fail(err, option_error(exc)) from None
     if dry_run:  # plans in this process: no flow, no Prefect server (issue 10)
-        _print_summary(console, _dry_run(err, manifest, campaign, products, metadata_columns, database_url, template))
+        _print_summary(console, _dry_run(err, options))
         console.print("dry run: nothing was sent.")
         return
     require_service_settings(err, base_url)
@@ -115,27 +130,7 @@ def run(
     def start():  # type: ignore[no-untyped-def]
         from prefect_doccheck.flows.bulk_check import bulk_check
 
-        return bulk_check(
-            manifest=str(manifest),
-            products=products,
-            out_dir=str(out),
-            campaign=campaign,
-            concurrency=concurrency,
-            wait=wait,
-            wait_timeout=wait_timeout,
-            max_spend_cents=max_spend_cents,
-            metadata_columns=metadata_columns,
-            dry_run=dry_run,
-            base_url=base_url,
-            database_url=database_url,
-            webhook_url=webhook_url,
-            batch_size=batch_size,
-            grace_seconds=grace_seconds,
-            poll_interval=poll_interval,
-            download=download,
-            submit_deadline=submit_deadline,
-            templates=[str(t) for t in template or []],
-        )
+        return bulk_check(**options.flow_parameters())
 
     summary = run_flow(console, err, start, show_progress=progress and not dry_run)
     _print_summary(console, summary)
@@ -165,28 +160,21 @@ def _print_summary(console: Console, summary: Any) -> None:
         console.print(pairs)
 
 
-def _dry_run(
-    err: Console,
-    manifest: Path,
-    campaign: str | None,
-    products: str,
-    metadata_columns: str,
-    database_url: str | None,
-    template: list[Path] | None,
-) -> Any:
-    """``doccheck.dry_run`` with the flow's defaults; configuration errors exit with one line."""
+def _dry_run(err: Console, options: RunOptions) -> Any:
+    """``doccheck.dry_run`` with the run's options; configuration errors exit with one line."""
     from doccheck.commands._runner import describe_error
     from doccheck.config import load_settings
     from doccheck.dry_run import dry_run
 
+    source = options.source
     try:
         return dry_run(
-            manifest,
-            campaign=campaign,
-            products=products,
-            metadata_columns=metadata_columns,
-            database_url=database_url or load_settings().database_url,
-            templates=[str(t) for t in template or []],
+            source.manifest,
+            campaign=source.campaign,
+            products=source.products,
+            metadata_columns=source.metadata_columns,
+            database_url=options.connection.database_url or load_settings().database_url,
+            templates=source.templates,
         )
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err, describe_error(exc)) from None

@@ -33,7 +33,9 @@ from doccheck.manifest.types import (
     RejectCode,
     Rejection,
     Row,
+    RowCursor,
     RowProblem,
+    RowStart,
 )
 
 __all__ = [
@@ -93,31 +95,43 @@ def _clean_allowlist(metadata_columns: Sequence[str] | str) -> list[str]:
     return allowlist
 
 
-def _read_rows(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
-    """Columns and an iterator of (row number, row or the reader's problem with it)."""
+def _read_rows(
+    source: Path,
+    *,
+    cursor: RowCursor | None = None,
+    start: RowStart | None = None,
+    wanted: Sequence[str] = (),
+) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """Columns and an iterator of (row number, row or the reader's problem with it).
+
+    ``cursor``/``start`` as the readers take them. ``wanted``: the columns the caller will
+    look for (``document_id`` always is); a JSONL scan for its columns stops once all are seen.
+    """
     if not source.exists():
         raise ManifestError(f"manifest {source} does not exist")
     if not source.is_file():
         raise ManifestError(f"manifest {source} is not a file")
     ext = source.suffix.lower()
     if ext == ".csv":
-        return read_csv(source)
+        return read_csv(source, cursor=cursor, start=start)
     if ext in (".parquet", ".pq"):
-        return read_parquet(source)
+        return read_parquet(source, cursor=cursor, start=start)
     if ext in (".jsonl", ".ndjson"):
-        return _jsonl_with_columns(source)
+        return _jsonl_columns(source, wanted), iter_jsonl(source, cursor=cursor, start=start)
     raise ManifestError(f"manifest {source}: unsupported extension {ext or '(none)'!r}; use .csv, .parquet or .jsonl")
 
 
-def _jsonl_with_columns(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
-    """JSONL has no header: its columns are the keys of all lines, so the rows are read first.
+def _jsonl_columns(source: Path, wanted: Sequence[str]) -> list[str]:
+    """JSONL has no header: its columns are the keys of its lines, found by a first pass.
 
-    (Streaming JSONL in batches, issue 10, needs the allowlist check to move per row.)
+    The pass keeps only the keys (memory flat in the file's size, issue 10) and stops as soon
+    as ``document_id`` and every ``wanted`` column have been seen, which for an ordinary file
+    is its first line; only a manifest that lacks one is scanned to the end (to name what it has).
     """
-    parsed = list(iter_jsonl(source))
+    needed = {"document_id", *wanted}
     columns: list[str] = []
     seen: set[str] = set()
-    for _, row in parsed:
+    for _, row in iter_jsonl(source):
         if isinstance(row, dict):
             for key in row:
                 if key not in seen:
@@ -127,4 +141,6 @@ def _jsonl_with_columns(source: Path) -> tuple[list[str], Iterator[tuple[int, Ro
             # A line the reader refused is judged as a row of its own, not as a missing column.
             seen.add("document_id")
             columns.insert(0, "document_id")
-    return columns, iter(parsed)
+        if needed <= seen:
+            break
+    return columns

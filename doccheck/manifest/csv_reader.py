@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from doccheck.manifest.columns import canonical_columns
 from doccheck.manifest.limits import MAX_ID_CHARS, MAX_ROW_CHARS
-from doccheck.manifest.types import ManifestError, RejectCode, Row, RowProblem
+from doccheck.manifest.types import ManifestError, RejectCode, Row, RowCursor, RowProblem, RowStart
 
 __all__ = ["read_csv"]
 
@@ -39,11 +40,16 @@ class _RowTooLarge(Exception):
 
 
 class _Lines:
-    """The file's physical lines for ``csv.reader``, remembering those of the current row."""
+    """The file's physical lines for ``csv.reader``, remembering those of the current row.
 
-    def __init__(self, handle: IO[str]) -> None:
+    ``offset`` counts the bytes read so far: with ``newline=""`` nothing is translated and
+    the file is valid UTF-8, so a line's UTF-8 length is exactly the bytes it came from.
+    """
+
+    def __init__(self, handle: IO[str], *, line: int = 0, offset: int = 0) -> None:
         self._handle = handle
-        self.line = 0  # physical lines read so far
+        self.line = line  # physical lines read so far
+        self.offset = offset  # bytes read so far
         self.current: list[str] = []
         self._chars = 0
 
@@ -59,6 +65,7 @@ class _Lines:
         if not line:
             raise StopIteration
         self.line += 1
+        self.offset += len(line) if line.isascii() else len(line.encode("utf-8"))
         self._chars += len(line)
         self.current.append(line)
         if self._chars > MAX_ROW_CHARS:
@@ -66,12 +73,20 @@ class _Lines:
         return line
 
 
-def read_csv(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
-    """Columns and a row iterator; whole-file problems raise :class:`ManifestError` up front."""
-    _check_utf8(source)
+def read_csv(
+    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """Columns and a row iterator; whole-file problems raise :class:`ManifestError` up front.
+
+    ``cursor`` is told where each yielded row begins. ``start`` reads the header, then seeks
+    to that row (a batch of a run recorded earlier); the whole-file UTF-8 check is skipped
+    then (the rows read are still decoded strictly: a byte that is not UTF-8 raises).
+    """
+    if start is None:
+        _check_utf8(source)
     _allow_large_csv_fields()
     handle = source.open("r", encoding="utf-8-sig", newline="")
-    lines = _Lines(handle)
+    lines = _Lines(handle, offset=3 if _starts_with_bom(source) else 0)
     reader = csv.reader(lines)
     try:
         header = _next_record(source, reader, lines)
@@ -83,23 +98,52 @@ def read_csv(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProb
     except BaseException:
         handle.close()
         raise
-    return columns, _rows(source, handle, reader, lines, columns)
+    index = 0
+    if start is not None:
+        handle.close()
+        try:
+            raw = source.open("rb")
+            raw.seek(start.offset)
+        except OSError as exc:
+            raise ManifestError(
+                f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
+            ) from None
+        handle = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        lines = _Lines(handle, line=start.line - 1, offset=start.offset)
+        reader = csv.reader(lines)
+        index = start.row - 1
+    return columns, _rows(source, handle, reader, lines, columns, index, cursor or RowCursor())
+
+
+def _starts_with_bom(source: Path) -> bool:
+    try:
+        with source.open("rb") as handle:
+            return handle.read(3) == codecs.BOM_UTF8
+    except OSError:
+        return False
 
 
 def _rows(
-    source: Path, handle: IO[str], reader: Iterator[list[str]], lines: _Lines, columns: list[str]
+    source: Path,
+    handle: IO[str],
+    reader: Iterator[list[str]],
+    lines: _Lines,
+    columns: list[str],
+    index: int,
+    cursor: RowCursor,
 ) -> Iterator[tuple[int, Row | RowProblem]]:
     id_index = columns.index("document_id") if "document_id" in columns else None
-    index = 0
     with handle:
         while True:
             first_line = lines.line + 1
+            first_offset = lines.offset
             cells = _next_record(source, reader, lines)
             if cells is None:
                 return
             if not cells or not any(cell.strip() for cell in cells):
                 continue  # blank line
             index += 1
+            cursor.offset, cursor.line = first_offset, first_line
             row_id = _id_of(cells, id_index)
             if len(lines.current) > 1:
                 swallowed = _quote_problem(lines.current, columns, id_index)
@@ -120,6 +164,7 @@ def _rows(
                         ),
                     )
                     opener = index
+                    cursor.offset = cursor.line = None  # the swallowed rows have no start of their own
                     for line_number, swallowed_id in ids:
                         index += 1
                         yield (
@@ -161,6 +206,8 @@ def _next_record(source: Path, reader: Iterator[list[str]], lines: _Lines) -> li
         ) from None
     except csv.Error as exc:
         raise ManifestError(f"manifest {source} is not a readable CSV file: line {lines.line}: {exc}") from None
+    except UnicodeDecodeError:  # only when read from a ``start``: a full read checked the whole file first
+        raise ManifestError(f"manifest {source} is not UTF-8 near line {lines.line + 1}") from None
     except OSError as exc:
         raise ManifestError(
             f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"

@@ -19,7 +19,7 @@ from typing import Any
 
 from doccheck.manifest.columns import canonical_column
 from doccheck.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES
-from doccheck.manifest.types import ManifestError, RejectCode, Row, RowProblem
+from doccheck.manifest.types import ManifestError, RejectCode, Row, RowCursor, RowProblem, RowStart
 from doccheck.manifest.values import CellProblem, JsonNumber, NonFinite, cell_text
 
 __all__ = ["iter_jsonl", "parse_line"]
@@ -37,18 +37,28 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
-def iter_jsonl(source: Path) -> Iterator[tuple[int, Row | RowProblem]]:
-    """(line number, row or problem) for every non-blank line; bounded memory per line."""
+def iter_jsonl(
+    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+) -> Iterator[tuple[int, Row | RowProblem]]:
+    """(line number, row or problem) for every non-blank line; bounded memory per line.
+
+    ``cursor`` is told the byte offset of each yielded line; ``start`` seeks to a line
+    (a batch of a run recorded earlier) and numbers on from there.
+    """
     try:
         handle = source.open("rb")
+        if start is not None:
+            handle.seek(start.offset)
     except OSError as exc:
         raise ManifestError(
             f"manifest {source} is not a readable JSONL file: {exc.strerror or type(exc).__name__}"
         ) from None
+    cursor = cursor or RowCursor()
     with handle:
-        line_number = 0
+        line_number = 0 if start is None else start.row - 1
         while True:
             try:
+                offset = handle.tell()
                 line = handle.readline(MAX_LINE_BYTES + 1)
             except OSError as exc:
                 raise ManifestError(
@@ -57,6 +67,7 @@ def iter_jsonl(source: Path) -> Iterator[tuple[int, Row | RowProblem]]:
             if not line:
                 return
             line_number += 1
+            cursor.offset, cursor.line = offset, line_number
             if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             if len(line) > MAX_LINE_BYTES:

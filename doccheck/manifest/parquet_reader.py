@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from doccheck.manifest.columns import canonical_columns
-from doccheck.manifest.types import ManifestError, Row, RowProblem
+from doccheck.manifest.types import ManifestError, Row, RowCursor, RowProblem, RowStart
 from doccheck.manifest.values import CellProblem, cell_text
 
 __all__ = ["read_parquet"]
@@ -26,8 +26,15 @@ _BATCH_ROWS = 1024
 _BATCH_BYTES = 64 * 1024 * 1024
 
 
-def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
-    """Columns and a row iterator over the file's record batches."""
+def read_parquet(
+    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
+    """Columns and a row iterator over the file's record batches.
+
+    Parquet has no byte offsets (``cursor`` stays None). ``start`` begins at its ``row``: the
+    row groups before it are not read, and the rows before it in its group are decoded by
+    Arrow but never turned into Python values.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,10 +53,22 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
                 "store it as text (pandas: df['document_id'] = df['document_id'].astype('string') before to_parquet)"
             )
 
+    if cursor is not None:
+        cursor.offset = cursor.line = None
+
     def rows() -> Iterator[tuple[int, Row | RowProblem]]:
         index = 0
         try:
-            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet)):
+            groups, index = _groups_from(parquet, start.row - 1 if start is not None else 0)
+            if not groups:
+                return
+            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet), row_groups=groups):
+                if start is not None and index + batch.num_rows < start.row:
+                    index += batch.num_rows
+                    continue
+                if start is not None and index < start.row - 1:
+                    batch = batch.slice(start.row - 1 - index)
+                    index = start.row - 1
                 for record in batch.to_pylist():
                     index += 1
                     yield index, _row(list(record.values()), columns)
@@ -61,6 +80,18 @@ def read_parquet(source: Path) -> tuple[list[str], Iterator[tuple[int, Row | Row
             ) from None
 
     return columns, rows()
+
+
+def _groups_from(parquet: object, skip: int) -> tuple[list[int], int]:
+    """The row groups from the one holding row index ``skip`` (0-based) on, and that group's first index."""
+    meta = parquet.metadata  # type: ignore[attr-defined]
+    first = 0
+    for i in range(meta.num_row_groups):
+        rows = meta.row_group(i).num_rows
+        if first + rows > skip:
+            return list(range(i, meta.num_row_groups)), first
+        first += rows
+    return [], first
 
 
 def _batch_rows(parquet: object) -> int:

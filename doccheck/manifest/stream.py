@@ -6,9 +6,10 @@ Why: ``read_manifest`` returns every document with its text, which is what made 
 whole-manifest checks up front (``document_id`` column, allowlisted columns) and duplicate
 ids tracked in :class:`~doccheck.manifest.compact_ids.CompactIds` (~12 bytes per row), so a
 caller that keeps only what it needs (counts, keys, hashes) plans in memory that does not
-grow with the documents' texts. CSV and Parquet are read incrementally (CSV row by row, Parquet
-by record batch); JSONL still reads its lines first because its columns are the union of every
-line's keys.
+grow with the documents' texts. CSV and JSONL are read row by row, Parquet by record batch
+(JSONL's columns come from a first pass over its keys that stops once the needed ones are seen).
+A :class:`RowCursor` tells the caller where each row begins and a :class:`RowStart` reads from a
+given row on: how a real run re-reads one batch at a time (:mod:`doccheck.pipeline.batches`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from doccheck.manifest import _clean_allowlist, _read_rows
 from doccheck.manifest.columns import header_hint
 from doccheck.manifest.compact_ids import CompactIds
 from doccheck.manifest.products import parse_products
-from doccheck.manifest.types import ManifestDocument, ManifestError, Rejection
+from doccheck.manifest.types import ManifestDocument, ManifestError, Rejection, RowCursor, RowStart
 from doccheck.manifest.validate import validate_row
 
 __all__ = ["iter_manifest"]
@@ -32,10 +33,14 @@ def iter_manifest(
     *,
     default_products: Sequence[str] = ("ai",),
     metadata_columns: Sequence[str] = (),
+    cursor: RowCursor | None = None,
+    start: RowStart | None = None,
 ) -> Iterator[ManifestDocument | Rejection]:
     """Each row of ``path`` judged, in row order (same rules and reasons as ``read_manifest``).
 
     Whole-manifest problems raise :class:`ManifestError` before the first row is yielded.
+    ``cursor``: set to where each yielded row begins, before it is yielded. ``start``: judge
+    from that row on (duplicate ids are then only found among the rows read).
     """
     source = Path(path)
     try:
@@ -43,7 +48,7 @@ def iter_manifest(
     except ValueError as exc:
         raise ManifestError(f"invalid default products: {exc}") from None
     allowlist = _clean_allowlist(metadata_columns)
-    columns, rows = _read_rows(source)
+    columns, rows = _read_rows(source, cursor=cursor, start=start, wanted=allowlist)
     if "document_id" not in columns:
         raise ManifestError(
             f"manifest {source}: required column 'document_id' is missing "

@@ -18,7 +18,9 @@ __all__ = [
     "RejectCode",
     "Rejection",
     "Row",
+    "RowCursor",
     "RowProblem",
+    "RowStart",
 ]
 
 
@@ -118,3 +120,32 @@ class RowProblem:
     code: str
     why: str
     document_id: str | None = None
+
+
+@dataclass
+class RowCursor:
+    """Where the row a reader yielded last begins in the file; the reader sets it before each yield.
+
+    Why: a real run records the manifest once and re-reads one batch at a time (issue 10), so
+    it needs to seek straight to a batch's first row. ``offset`` is the byte offset of the
+    row's first physical line (CSV: after any blank lines before it; the BOM counted), None
+    when the row has no start of its own (a line swallowed by an unterminated CSV quote) or
+    the format has no byte offsets (Parquet). ``line`` is the physical line at ``offset``.
+    """
+
+    offset: int | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class RowStart:
+    """Read from this row on, not from the first: ``row`` as :attr:`Rejection.row_number`.
+
+    ``offset``/``line`` are a :class:`RowCursor`'s for that row (CSV, JSONL); Parquet uses
+    ``row`` only. Rows are numbered as in a full read; whole-manifest checks that need
+    earlier rows (duplicate ids) only see the rows read from here.
+    """
+
+    row: int
+    offset: int = 0
+    line: int = 1

@@ -6,7 +6,7 @@ them needs one line and the rules (what is stored, what a dry run touches) live 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
     from doccheck.planning import Plan
 
-__all__ = ["TOP_PAIRS", "match_plan", "pairs_table", "summary_of"]
+__all__ = ["TOP_PAIRS", "match_documents", "match_plan", "pairs_table", "summary_of"]
 
 #: Pairs shown in summaries, artifacts and the dry run (all of them are in the report).
 TOP_PAIRS = 20
@@ -40,6 +40,20 @@ def match_plan(
     with neither, the plan's documents are compared with each other only. ``templates`` are files whose text every
     student was given (removed before matching).
     """
+    return match_documents(plan.documents, plan.campaign, run_id=run_id, ledger=ledger, templates=templates,
+                           options=options)  # fmt: skip
+
+
+def match_documents(
+    documents: Iterable[Any],
+    campaign: str,
+    *,
+    run_id: str | None = None,
+    ledger: Ledger | None = None,
+    templates: Sequence[str] = (),
+    options: MatchOptions | None = None,
+) -> CohortResult:
+    """:func:`match_plan` over any iterable of planned documents (a stream: each is used and dropped)."""
     options = options or MatchOptions()
     if templates:
         options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
@@ -49,13 +63,11 @@ def match_plan(
         store = OverlayStore(ledger)
     else:
         store = LedgerStore(ledger)
-    result = match_cohort(
-        plan.documents, campaign=plan.campaign, run_id=run_id or "dry-run", store=store, options=options
-    )
+    result = match_cohort(documents, campaign=campaign, run_id=run_id or "dry-run", store=store, options=options)
     if ledger is not None and run_id is not None:
         from doccheck.ledger.signatures import replace_cohort_matches
 
-        replace_cohort_matches(ledger, run_id, plan.campaign, result.pairs)
+        replace_cohort_matches(ledger, run_id, campaign, result.pairs)
     return result
 
 

@@ -44,6 +44,7 @@ from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
+from doccheck.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.progress import ProgressCallback, report
@@ -58,10 +59,6 @@ DEFAULT_UPLOAD_CONCURRENCY = 4
 
 #: Codes by which a stored upload_id can no longer make a check: start a fresh upload.
 _STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed"}
-
-#: Seconds a run keeps requeueing documents that met a transient error (429, 5xx, network)
-#: before it leaves them ``retry_later`` and says the run is incomplete.
-DEFAULT_SUBMIT_DEADLINE_SECONDS = 900.0
 
 #: Backoff between requeued attempts of one document (after the client's own retries):
 #: 1 s doubling to 30 s, jittered; a 429's Retry-After is honoured up to 60 s.

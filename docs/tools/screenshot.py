@@ -181,11 +181,12 @@ def main() -> None:
         script = textwrap.dedent(
             f"""
             import asyncio
+            from doccheck.options import RunOptions
             from prefect_doccheck.flows.bulk_check import bulk_check
-            asyncio.run(bulk_check(manifest={str(data / "manifest.csv")!r}, products=["ai", "similarity"],
+            asyncio.run(bulk_check(**RunOptions.from_flat(manifest={str(data / "manifest.csv")!r}, products=["ai", "similarity"],
                 out_dir={str(work / "reports")!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},
                 database_url={"sqlite:///" + str(work / "ledger.db")!r}, grace_seconds=0, poll_interval=0.3,
-                batch_size=5, concurrency=1))
+                batch_size=5, concurrency=1).flow_parameters()))
             """
         )
         env = {**os.environ, "PREFECT_API_URL": api_url, "PREFECT_HOME": str(work / "client"),

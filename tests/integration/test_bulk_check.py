@@ -10,6 +10,7 @@ real-time receiver; the flow writes to the receiver's own ledger, where the even
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import uuid
 from pathlib import Path
@@ -23,9 +24,10 @@ import pytest
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.planning import load_plan
+from doccheck.summary import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
-from prefect_doccheck.flows.summary import RunSummary
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
@@ -61,7 +63,7 @@ def _text_manifest(folder: Path) -> Path:
 
 
 def _run(**params: Any) -> RunSummary:
-    return asyncio.run(bulk_check(**params))
+    return asyncio.run(bulk_check(**flow_kwargs(**params)))
 
 
 def _reports(out: Path) -> dict[str, pd.DataFrame]:
@@ -316,3 +318,11 @@ def test_flow_runs_are_visible_in_prefect(
     names = {t["name"] for t in task_runs}
     assert {"submit batch 1/2", "submit batch 2/2", "write reports"} <= names, names
     assert all(f"campaign:{campaign}" in t["tags"] for t in task_runs if t["name"].startswith("submit batch"))
+    # Tasks get batch references, never documents: no text reaches the Prefect API.
+    assert {"record " + str(tmp_path / "manifest.csv"), "match cohort"} <= names, names
+    logs = httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json()
+    events = httpx.post(f"{api}/events/filter", json={"filter": {"any_resource": {"id_prefix": ["prefect.flow-run."]}},
+                                                       "limit": 200}).json()  # fmt: skip
+    for record in (runs, task_runs, logs, events):
+        seen = json.dumps(record)
+        assert ESSAY[:60] not in seen and "trees and shade" not in seen

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from doccheck.options import RunOptions
 from prefect_doccheck.flows.bulk_check import bulk_check
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -61,11 +62,12 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = crashing_round
+    from doccheck.options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, out_dir, base_url, db_url = sys.argv[1:5]
-    asyncio.run(bulk_check(manifest=manifest, out_dir=out_dir, campaign="resume", base_url=base_url,
-                           database_url=db_url, concurrency=1, wait=False))
+    asyncio.run(bulk_check(**RunOptions.from_flat(manifest=manifest, out_dir=out_dir, campaign="resume", base_url=base_url,
+                           database_url=db_url, concurrency=1, wait=False).flow_parameters()))
     """
 )
 
@@ -99,11 +101,11 @@ def test_killed_between_answer_and_ledger_write_resumes_without_second_charge(
     assert at_crash["checks"] == 2  # the second check exists, the ledger does not know it
 
     summary = asyncio.run(
-        bulk_check(
+        bulk_check(**RunOptions.from_flat(
             manifest=str(manifest), out_dir=str(tmp_path / "reports"), campaign="resume",
             base_url=emulator.base_url, database_url=db_url, concurrency=1,
             grace_seconds=0, poll_interval=0.1, wait_timeout=30,
-        )
+        ).flow_parameters())
     )  # fmt: skip
     after = emulator.account_state(key)
     assert after["checks"] == 3  # only the document never sent is new

@@ -9,7 +9,6 @@ would cost about twice the cap.
 
 from __future__ import annotations
 
-import csv
 import os
 import subprocess
 import sys
@@ -21,22 +20,12 @@ import pytest
 from doccheck.ledger import Ledger
 from doccheck.ledger.campaign_budget import budget_state
 from doccheck.planning import load_plan
+from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle
-from tests.integration.test_money import essay
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
 CAP = 500
-
-
-def _half(folder: Path, name: str, start: int, count: int) -> Path:
-    path = folder / f"{name}.csv"
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["document_id", "text"])
-        writer.writeheader()
-        for i in range(start, start + count):
-            writer.writerow({"document_id": f"d{i}", "text": essay(i)})
-    return path
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -52,7 +41,7 @@ def test_two_concurrent_runs_share_one_campaign_budget(
     emu = isolated_emulator
     key = emu.new_account()
     campaign = f"budget-{uuid.uuid4().hex[:8]}"
-    halves = [_half(tmp_path, "a", 0, 85), _half(tmp_path, "b", 85, 85)]
+    halves = [essay_manifest(tmp_path, "a", 0, 85), essay_manifest(tmp_path, "b", 85, 85)]
     estimates = [load_plan(h, campaign=campaign, products="ai,similarity").estimated_cost_cents() for h in halves]
     assert all(e > CAP for e in estimates), estimates  # each half alone would take the whole cap
     Ledger(ledger_url).close()  # the schema exists before two processes race to create it

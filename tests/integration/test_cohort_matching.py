@@ -23,6 +23,7 @@ from doccheck.reports import COHORT_MATCHES_SCHEMA
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from prefect_doccheck.tasks.artifacts import artifact_key
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
@@ -87,14 +88,14 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     )  # fmt: skip
 
     # The dry run lists the pairs before anything is paid, and records nothing.
-    planned = asyncio.run(bulk_check(**{**params, "dry_run": True}))
+    planned = asyncio.run(bulk_check(**flow_kwargs(**{**params, "dry_run": True})))
     assert planned.cohort_matches["pairs"] == len(corpus.pairs)
     assert {frozenset({p["document_id"], p["matched_document_id"]}) for p in planned.cohort_matches["top"]} == set(
         corpus.pairs
     )
     assert emulator.account_state(key)["checks"] == 0 and not (tmp_path / "ledger.db").exists()
 
-    first = asyncio.run(bulk_check(**params))
+    first = asyncio.run(bulk_check(**flow_kwargs(**params)))
     assert first.cohort_matches["pairs"] == len(corpus.pairs)
     assert {k: first.cohort_matches[k] for k in ("identical", "near_duplicate", "copied_section")} == {
         "identical": 2, "near_duplicate": 4, "copied_section": 2,
@@ -138,7 +139,7 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     # A rerun stores no new signature and names the same pairs (no new check either).
     stored = _signature_rows(database_url, campaign)
     assert stored == len(texts)
-    rerun = asyncio.run(bulk_check(**params))
+    rerun = asyncio.run(bulk_check(**flow_kwargs(**params)))
     assert rerun.submitted == 0 and rerun.cohort_matches["pairs"] == len(corpus.pairs)
     assert _signature_rows(database_url, campaign) == stored
 
@@ -161,7 +162,7 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     assert "w2-same" in dry.output and "u005" in dry.output and "w2-alone" not in dry.output
     assert _signature_rows(database_url, campaign) == signatures_before
 
-    second = asyncio.run(bulk_check(**{**params, "manifest": str(week2)}))
+    second = asyncio.run(bulk_check(**flow_kwargs(**{**params, "manifest": str(week2)})))
     assert second.cohort_matches["documents"] == 4 and second.cohort_matches["earlier_documents"] == len(texts)
     matches = pq.read_table(out / "latest" / "cohort_matches.parquet").to_pandas()
     got = _pairs(matches)

@@ -20,8 +20,8 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch
 from doccheck.planning import load_plan
+from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle
-from tests.integration.test_campaign_budget import _half
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -46,8 +46,8 @@ def test_collect_by_campaign_finishes_every_run(
     ledger = Ledger(db)
     emu.set_faults(processing_seconds=3600)  # nothing finishes while the runs are alive
     try:
-        first = asyncio.run(_submit_only(emu, key, ledger, _half(tmp_path, "week1", 0, 4), campaign))
-        second = asyncio.run(_submit_only(emu, key, ledger, _half(tmp_path, "week2", 4, 3), campaign))
+        first = asyncio.run(_submit_only(emu, key, ledger, essay_manifest(tmp_path, "week1", 0, 4), campaign))
+        second = asyncio.run(_submit_only(emu, key, ledger, essay_manifest(tmp_path, "week2", 4, 3), campaign))
     finally:
         emu.reset_faults()
     assert ledger.outcome_counts(run_id=first)["pending"] == 8

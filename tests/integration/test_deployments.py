@@ -113,13 +113,9 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     flow_run = run_deployment(
         f"bulk-check/weekly-course-check{served.suffix}",
         parameters={
-            "manifest": str(_manifest(tmp_path)),
-            "products": ["ai", "similarity"],
-            "out_dir": str(out),
-            "campaign": campaign,
-            "grace_seconds": 0,
-            "poll_interval": 0.2,
-            "wait_timeout": 60,
+            "source": {"manifest": str(_manifest(tmp_path)), "products": ["ai", "similarity"], "campaign": campaign},
+            "output": {"out_dir": str(out)},
+            "waiting": {"grace_seconds": 0, "poll_interval": 0.2, "timeout": 60},
         },
         timeout=120,
         poll_interval=1,

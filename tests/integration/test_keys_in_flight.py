@@ -178,11 +178,12 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = stalling_round
+    from doccheck.options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, db_url, base_url = sys.argv[1:4]
-    asyncio.run(bulk_check(manifest=manifest, out_dir="reports", campaign="course", base_url=base_url,
-                           database_url=db_url, concurrency=6, wait=False))
+    asyncio.run(bulk_check(**RunOptions.from_flat(manifest=manifest, out_dir="reports", campaign="course", base_url=base_url,
+                           database_url=db_url, concurrency=6, wait=False).flow_parameters()))
     """
 )
 

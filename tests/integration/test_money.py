@@ -22,33 +22,10 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch, wait_for_results
 from doccheck.planning import load_plan
+from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
-
-WORDS = [
-    "river",
-    "mill",
-    "grain",
-    "water",
-    "wheel",
-    "stone",
-    "miller",
-    "flour",
-    "village",
-    "season",
-    "harvest",
-    "trade",
-    "cart",
-    "road",
-    "market",
-]
-
-
-def essay(i: int) -> str:
-    """A distinct ~120-200 word text per ``i`` (prices vary with length)."""
-    n = 120 + (i * 37) % 90
-    return " ".join(WORDS[(i * 7 + j * (i % 5 + 1)) % len(WORDS)] + (str(i) if j % 11 == 0 else "") for j in range(n))
 
 
 def write_manifest(folder: Path, count: int, duplicates: int) -> Path:

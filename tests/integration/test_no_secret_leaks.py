@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from doccheck.client import DocCheckClient
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import start_receiver, stop_receiver
 
@@ -105,16 +106,18 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
         campaign = f"leaks-{tag}"
         summary = asyncio.run(
             bulk_check(
-                manifest=str(manifest),
-                products=["ai", "similarity"],
-                out_dir=str(out),
-                campaign=campaign,
-                base_url=webhook_emulator.base_url,
-                database_url=database_url,
-                api_key_block=key_block,
-                grace_seconds=30,
-                poll_interval=0.2,
-                wait_timeout=60,
+                **flow_kwargs(
+                    manifest=str(manifest),
+                    products=["ai", "similarity"],
+                    out_dir=str(out),
+                    campaign=campaign,
+                    base_url=webhook_emulator.base_url,
+                    database_url=database_url,
+                    api_key_block=key_block,
+                    grace_seconds=30,
+                    poll_interval=0.2,
+                    wait_timeout=60,
+                )
             )  # fmt: skip
         )
         assert summary.status == "finished" and summary.submitted == 3, summary
@@ -201,15 +204,17 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
     campaign = f"block-leaks-{tag}"
     summary = asyncio.run(
         bulk_check(
-            manifest=str(manifest),
-            products=["ai"],
-            out_dir=str(out),
-            campaign=campaign,
-            database_url=database_url,
-            credentials=block_name,
-            grace_seconds=30,
-            poll_interval=0.2,
-            wait_timeout=60,
+            **flow_kwargs(
+                manifest=str(manifest),
+                products=["ai"],
+                out_dir=str(out),
+                campaign=campaign,
+                database_url=database_url,
+                credentials=block_name,
+                grace_seconds=30,
+                poll_interval=0.2,
+                wait_timeout=60,
+            )
         )  # fmt: skip
     )
     assert summary.status == "finished" and summary.submitted == 3, summary

@@ -109,7 +109,12 @@ def test_without_a_receiver_results_are_polled_from_the_start(emulator: Emulator
 
 @pytest.mark.prefect_server
 def test_check_dataframe_with_prefect(prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path) -> None:
+    import os
+
+    from prefect.client.orchestration import get_client
+
     key = emulator.new_account()
+    before = os.environ.get("DOCCHECK_API_KEY")
     df = pd.DataFrame({"document_id": ["a", "b"], "text": [TEXT, TEXT + " B."]})
     result = doccheck.check_dataframe(
         df, text_column="text", api_key=key, base_url=emulator.base_url, use_prefect=True,
@@ -120,6 +125,12 @@ def test_check_dataframe_with_prefect(prefect_server: Any, emulator: EmulatorHan
     assert set(result.ai_results["status"]) == {"completed"} and len(result.ai_results) == 2
     assert result.summary["status"] == "finished"
     assert (tmp_path / "reports" / "latest" / "ai_results.parquet").is_file()
+    # The key reached the flow as an unsaved credentials block: never through os.environ,
+    # and masked in the flow run's parameters on the server.
+    assert os.environ.get("DOCCHECK_API_KEY") == before
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+    assert runs and not any(key in repr(run.parameters) for run in runs)
 
 
 def _notebook_tool() -> Any:

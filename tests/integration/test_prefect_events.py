@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.client import DocCheckClient
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.receiver import ReceiverHandle, scope_for, start_receiver, stop_receiver
 from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
@@ -97,13 +98,15 @@ def test_verified_deliveries_become_prefect_events_that_trigger_collect_results(
         monkeypatch.setenv("DOCCHECK_API_KEY", key)
         summary = asyncio.run(
             bulk_check(
-                manifest=str(manifest),
-                products=["ai"],
-                out_dir=str(tmp_path / "first"),
-                campaign=campaign,
-                base_url=webhook_emulator.base_url,
-                database_url=events_receiver.database_url,
-                wait=False,
+                **flow_kwargs(
+                    manifest=str(manifest),
+                    products=["ai"],
+                    out_dir=str(tmp_path / "first"),
+                    campaign=campaign,
+                    base_url=webhook_emulator.base_url,
+                    database_url=events_receiver.database_url,
+                    wait=False,
+                )
             )  # fmt: skip
         )
         assert summary.submitted == 3

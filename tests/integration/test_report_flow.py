@@ -16,6 +16,7 @@ import pytest
 
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
+from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -43,12 +44,14 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
     )  # fmt: skip
     summary = asyncio.run(
         bulk_check(
-            manifest=str(manifest),
-            products=["ai", "similarity"],
-            campaign=campaign,
-            metadata_columns=["student"],
-            download="similarity_pdf,pdf",
-            **params,
+            **flow_kwargs(
+                manifest=str(manifest),
+                products=["ai", "similarity"],
+                campaign=campaign,
+                metadata_columns=["student"],
+                download="similarity_pdf,pdf",
+                **params,
+            )
         )  # fmt: skip
     )
     assert summary.status == "finished" and summary.downloads is not None

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, RowFailure
+from doccheck.pipeline.orchestrate import Prepared, close_run
 from doccheck.planning import Plan
-from prefect_doccheck.flows.bulk_check import _finish
-from tests.unit.test_ledger import check_json, planned
-from tests.unit.test_money import BOTH, _event
+from tests.factories import BOTH, apply_event, check_json, planned
 
 
 def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -> None:
@@ -32,12 +31,12 @@ def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -
     ledger.mark_submitted(docs[0].idempotency_key, check_json("chk-1", BOTH))
     ledger.mark_submitting("k-shared", campaign="c1", document_id="d2", products=BOTH, mode="text")
     ledger.mark_submitted("k-shared", check_json("chk-2", BOTH))
-    _event(ledger, "evt-1", "chk-2", "similarity", failed=True)
+    apply_event(ledger, "evt-1", "chk-2", "similarity", failed=True)
     batch = BatchResult(total=3, submitted=1, already_done=1, failed=1, cost_cents=3,
                         failures=[RowFailure("d1", docs[0].idempotency_key, "service_unavailable", "x")])  # fmt: skip
     plan = Plan(campaign="c1", documents=docs, rejections=[], manifest=tmp_path / "m.csv")
-    summary = _finish(run_id=run_id, plan=plan, database_url=db, batch=batch, waited=None, wait=False,
-                      report_dir="r", latest_dir="l", elapsed=1.0)  # fmt: skip
+    prepared = Prepared(run_id=run_id, manifest="m.csv", plan=plan, documents=3, products=6, batches=[])
+    summary = close_run(ledger, prepared, batch=batch, waited=None, wait=False, started=0.0)
     assert summary.submit_failed == 0  # recovered by the other process
     assert summary.documents == 3 and summary.checks == 2
     assert (summary.charged_cents, summary.refunded_cents, summary.net_cents) == (6, 2, 4)

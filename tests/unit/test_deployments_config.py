@@ -73,7 +73,7 @@ def test_serve_builds_the_same_deployments(monkeypatch: pytest.MonkeyPatch) -> N
     serve = _serve_module()
     bulk, collect = serve.build_deployments()
     assert bulk.name == "weekly-course-check" and bulk.entrypoint == "prefect_doccheck.flows.bulk_check.bulk_check"
-    assert bulk.parameters["manifest"] == "/data/course.csv"
+    assert bulk.parameters["source"]["manifest"] == "/data/course.csv"
     assert bulk.parameters["api_key_block"] == "my-key-block"
     assert "sk_never_a_parameter" not in repr(bulk.parameters)
     (schedule,) = bulk.schedules

@@ -10,16 +10,12 @@ from pathlib import Path
 import pytest
 
 from doccheck.markdown import escape_markdown
-from prefect_doccheck.flows.bulk_check import (
-    _as_list,
-    batches,
-    bulk_check,
-    campaign_name,
-    products_from_summary,
-    run_label,
-)
+from doccheck.options import SourceOptions, as_list
+from doccheck.pipeline.orchestrate import batches, products_from_summary
+from doccheck.reports import run_label
+from doccheck.summary import RunSummary
+from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
-from prefect_doccheck.flows.summary import RunSummary
 
 
 def test_batches_cover_every_document_once() -> None:
@@ -33,9 +29,9 @@ def test_batches_cover_every_document_once() -> None:
 
 
 def test_campaign_defaults_to_manifest_stem() -> None:
-    assert campaign_name("/data/essays-2026.csv", None) == "essays-2026"
-    assert campaign_name("/data/essays.csv", "  ") == "essays"
-    assert campaign_name("/data/essays.csv", "HIST101-A3") == "HIST101-A3"
+    assert SourceOptions(manifest="/data/essays-2026.csv").campaign_name == "essays-2026"
+    assert SourceOptions(manifest="/data/essays.csv", campaign="  ").campaign_name == "essays"
+    assert SourceOptions(manifest="/data/essays.csv", campaign="HIST101-A3").campaign_name == "HIST101-A3"
 
 
 def test_run_label_is_safe_and_unique_per_run() -> None:
@@ -47,10 +43,10 @@ def test_run_label_is_safe_and_unique_per_run() -> None:
 
 
 def test_products_accept_lists_and_strings() -> None:
-    assert _as_list("ai,similarity") == ["ai", "similarity"]
-    assert _as_list("ai;similarity") == ["ai", "similarity"]
-    assert _as_list(["ai", " similarity "]) == ["ai", "similarity"]
-    assert _as_list(None) == []
+    assert as_list("ai,similarity") == ["ai", "similarity"]
+    assert as_list("ai;similarity") == ["ai", "similarity"]
+    assert as_list(["ai", " similarity "]) == ["ai", "similarity"]
+    assert as_list(None) == []
 
 
 def test_products_from_ledger_counts() -> None:
@@ -65,15 +61,16 @@ def test_flows_never_take_the_api_key_as_a_parameter() -> None:
         assert "api_key_block" in params and "credentials" in params
 
 
-def test_bulk_check_parameters_match_the_issue() -> None:
+def test_bulk_check_takes_the_option_groups() -> None:
+    # One options model (doccheck.options): the flow's parameters are its groups, so the
+    # UI shows one form section per group and the defaults live in one place.
     params = inspect.signature(bulk_check.fn).parameters
-    for name in [
-        "manifest", "products", "out_dir", "campaign", "concurrency", "wait", "wait_timeout",
-        "max_spend_cents", "metadata_columns", "dry_run", "base_url", "database_url", "webhook_url",
-        "batch_size", "grace_seconds", "poll_interval",
-    ]:  # fmt: skip
-        assert name in params, name
-    assert params["batch_size"].default == 100
+    assert list(params) == [
+        "source", "submission", "waiting", "output", "connection", "credentials", "api_key_block", "dry_run",
+    ]  # fmt: skip
+    assert params["submission"].default.batch_size == 100
+    schema = bulk_check.parameters.model_dump()["properties"]
+    assert {"source", "submission", "waiting", "output", "connection"} <= set(schema)
 
 
 def test_summary_markdown_has_no_secrets_and_the_counts(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client.models import Event
 from doccheck.ledger import Ledger
 from doccheck.ledger.money import campaign_money, total_money
-from tests.fixtures.events import event_body
-from tests.unit.test_ledger import check_json, planned
+from tests.factories import BOTH, apply_event, check_json, planned
 
 
 @pytest.fixture
@@ -25,22 +23,12 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
     led.close()
 
 
-BOTH = ("ai", "similarity")
-
-
 def _submit(ledger: Ledger, run_id: str, doc_id: str, check_id: str, *, key: str | None = None, row: int = 1) -> str:
     doc = planned(doc_id, BOTH, row=row, **({"idempotency_key": key} if key else {}))
     ledger.record_documents(run_id, [doc])
     ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id=doc_id, products=BOTH, mode="text")
     ledger.mark_submitted(doc.idempotency_key, check_json(check_id, BOTH))
     return doc.idempotency_key
-
-
-def _event(ledger: Ledger, event_id: str, check_id: str, product: str, failed: bool) -> None:
-    body = event_body(event_id, check_id, product, "check.failed" if failed else "check.completed",
-                      error={"code": "processing_failed", "message": "x"} if failed else None)  # fmt: skip
-    ledger.record_event(Event.model_validate_json(body), body)
-    ledger.apply_pending_events()
 
 
 def _money(ledger: Ledger, *check_ids: str) -> tuple[int, int, int]:
@@ -79,9 +67,9 @@ def test_a_replay_charges_nothing_more(ledger: Ledger) -> None:
 def test_a_failed_product_is_refunded_once(ledger: Ledger) -> None:
     run_id = ledger.start_run(campaign="c1")
     _submit(ledger, run_id, "d1", "chk-1")
-    _event(ledger, "evt-1", "chk-1", "similarity", failed=True)
-    _event(ledger, "evt-1", "chk-1", "similarity", failed=True)  # a duplicate delivery
-    _event(ledger, "evt-2", "chk-1", "ai", failed=False)
+    apply_event(ledger, "evt-1", "chk-1", "similarity", failed=True)
+    apply_event(ledger, "evt-1", "chk-1", "similarity", failed=True)  # a duplicate delivery
+    apply_event(ledger, "evt-2", "chk-1", "ai", failed=False)
     assert _money(ledger, "chk-1") == (3, 2, 1)
     # a later poll that agrees changes nothing
     polled = check_json("chk-1", BOTH, status="failed",
@@ -102,7 +90,7 @@ def test_a_refund_stated_by_the_service_is_believed(ledger: Ledger) -> None:
 
 
 def test_an_event_before_the_answer_is_refunded_when_the_charge_arrives(ledger: Ledger) -> None:
-    _event(ledger, "evt-1", "chk-9", "ai", failed=True)  # the receiver was faster than mark_submitted
+    apply_event(ledger, "evt-1", "chk-9", "ai", failed=True)  # the receiver was faster than mark_submitted
     assert _money(ledger, "chk-9") == (0, 0, 0)
     run_id = ledger.start_run(campaign="c1")
     _submit(ledger, run_id, "d1", "chk-9")

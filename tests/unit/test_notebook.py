@@ -15,15 +15,16 @@ import doccheck
 from doccheck.client import ConfigurationError
 from doccheck.notebook import (
     CheckResult,
-    _load_plan,
     _manifest_rows,
     _prepare,
     _resolve_columns,
     _run_sync,
+    _write_manifest,
     check_dataframe,
     plan_dataframe,
 )
 from doccheck.notebook_progress import ProgressState, progress_display
+from doccheck.planning import load_plan
 from doccheck.reports import ReportTables, to_dataframes
 
 LONG = "The harbour lights came on one by one as the fishing boats returned in the evening. " * 4
@@ -34,8 +35,11 @@ def _plan(df: pd.DataFrame, base: Path, **kw):  # type: ignore[no-untyped-def]
             "name_column": None, "metadata_columns": ()}  # fmt: skip
     args.update(kw)
     rows = _manifest_rows(df, _resolve_columns(df, **args), base_dir=base)
-    return _load_plan(rows, base_dir=base, needs_base=args["path_column"] is not None, campaign="nb",
-                      products=["ai"], metadata_columns=args["metadata_columns"])  # fmt: skip
+    manifest = _write_manifest(rows, base_dir=base, needs_base=args["path_column"] is not None)
+    try:
+        return load_plan(manifest, campaign="nb", products=["ai"], metadata_columns=args["metadata_columns"])
+    finally:
+        Path(manifest).unlink()
 
 
 def test_text_rows_are_validated_like_manifest_rows(tmp_path: Path) -> None:
@@ -118,6 +122,7 @@ def test_the_key_is_in_no_repr(tmp_path: Path) -> None:
                         campaign="nb", base_url="http://127.0.0.1:9/api/v1", api_key=secret)  # fmt: skip
     assert secret not in repr(prepared) and secret not in str(prepared.__dict__)
     assert prepared.api_key is not None and prepared.api_key.get_secret_value() == secret
+    prepared.discard()
 
 
 def test_progress_line_and_quiet_mode() -> None:

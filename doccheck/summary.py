@@ -1,7 +1,8 @@
-"""What a flow run returns and logs: a plain pydantic summary (no secrets, no texts).
+"""What a run returns and logs: a plain pydantic summary (no secrets, no texts).
 
-Why a model: the CLI renders it as a table, tests assert on it, the Prefect UI shows it
-as the flow's result and as a markdown artifact; one shape serves all of them.
+Why a model: the CLI renders it as a table, tests assert on it, the notebook returns it as
+a dict, the Prefect UI shows it as the flow's result and as a markdown artifact; one shape
+serves all of them.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from pydantic import BaseModel, Field
 from doccheck.markdown import escape_markdown
 
 
-def money_fields(counts: dict[str, Any]) -> dict[str, int]:
+def money_fields(counts: dict[str, Any]) -> dict[str, Any]:
     """The money fields of a summary from ``Ledger.run_summary`` counts."""
     return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
 
 
 class RunSummary(BaseModel):
-    """The outcome of ``bulk_check`` or ``collect_results``.
+    """The outcome of a run (``bulk_check``, ``doccheck run``, ``check_dataframe``) or of ``collect_results``.
 
     ``status``: ``planned`` (dry run, nothing sent), ``finished`` (every accepted product
     has a terminal outcome), ``pending`` (some are still processing: run
@@ -46,6 +47,8 @@ class RunSummary(BaseModel):
     in_flight_elsewhere: int = 0
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
+    #: True when waiting ended at ``waiting.timeout`` with products still pending.
+    timed_out: bool = False
     spent_cents: int = 0
     #: Money as the service counts it, over the distinct checks of the run's documents
     #: (rows sharing a check count it once; a check made by an earlier run counts too).

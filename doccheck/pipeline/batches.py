@@ -1,0 +1,502 @@
+"""A real run's manifest in batches: recorded once as it streams by, re-read one batch at a time.
+
+Why: a :class:`~doccheck.planning.Plan` holds every document with its text, and the real run
+kept one for the whole run and passed lists of documents as task parameters, so a 20,000-row
+term grew with its texts (issue 10). Here the manifest is read ONCE by :func:`record_plan`:
+each row is validated and planned, and what the reports need (documents without their text,
+rejections) goes to the ledger in one transaction per batch. What stays in memory is a
+:class:`~doccheck.plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
+batch (rows, count, byte offset), small and JSON-serialisable, safe as a Prefect task
+parameter. :func:`load_batch` later seeks to one batch, re-reads and re-plans only its rows and
+returns the documents the ledger recorded for them (with their texts, for ``submit_batch``).
+
+A file edited between the two reads must not send what nobody planned: a recorded row whose
+re-read id or Idempotency-Key differs (or that is now rejected, or gone) is not sent; it
+becomes a row failure (``manifest_changed``) naming the row, the field and the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from doccheck.client import AsyncDocCheckClient
+from doccheck.ledger import Ledger
+from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow
+from doccheck.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.manifest.stream import iter_manifest
+from doccheck.manifest.types import RowCursor, RowStart
+from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
+from doccheck.plan_stream import PlanTally, plan_one, resolve_campaign
+from doccheck.planning import PlannedDocument
+
+__all__ = [
+    "MANIFEST_CHANGED",
+    "BatchRef",
+    "LoadedBatch",
+    "RecordedPlan",
+    "load_batch",
+    "read_batch",
+    "record_plan",
+    "submit_ref",
+]
+
+#: ``RowFailure.code`` (and the ledger's ``error_code``) of a row changed since it was planned.
+MANIFEST_CHANGED = "manifest_changed"
+#: Ids per ``IN (...)`` clause (SQLite's variable limit is far above; PostgreSQL has none to speak of).
+_IN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    """One batch of a recorded run: which manifest rows, how many documents, where they start.
+
+    Rows ``first_row``..``last_row`` are numbered as :attr:`Rejection.row_number` and
+    ``ManifestDocument.row_number``; the refs of a run cover every valid row exactly once (rows
+    rejected at planning lie in some ref too, and are never sent). ``offset``/``line``: the
+    byte offset and physical line of ``first_row`` in a CSV or JSONL file (None for Parquet,
+    which is read from ``first_row``'s row group). No text: safe as a task parameter.
+    """
+
+    number: int  # 1-based
+    first_row: int
+    last_row: int
+    documents: int  # valid documents in it
+    offset: int | None
+    line: int | None = None
+    estimated_cost_cents: int = 0
+
+    def start(self) -> RowStart:
+        """Where a reader starts to read this batch."""
+        return RowStart(row=self.first_row, offset=self.offset or 0, line=self.line or 1)
+
+    def to_dict(self) -> dict[str, int | None]:
+        """Plain JSON values (what a Prefect parameter or a log line holds)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BatchRef:
+        """The inverse of :meth:`to_dict`."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class RecordedPlan:
+    """What a real run keeps of its plan once the manifest is recorded: counts and refs, no texts.
+
+    The documents' allowlisted metadata is in the ledger (``Ledger.document_metadata``), where
+    the reports read it.
+    """
+
+    run_id: str
+    campaign: str
+    manifest: str
+    tally: PlanTally
+    batches: list[BatchRef]
+    #: The run's defaults for rows without their own products (what ``load_batch`` re-plans with).
+    default_products: tuple[str, ...] = ("ai",)
+    metadata_columns: tuple[str, ...] = ()
+
+    @property
+    def documents(self) -> int:
+        """Valid documents recorded."""
+        return self.tally.documents
+
+    def load(self, ledger: Ledger, ref: BatchRef) -> LoadedBatch:
+        """:func:`read_batch` of one of this plan's refs with the plan's own settings."""
+        return read_batch(
+            ledger,
+            self.run_id,
+            self.manifest,
+            ref,
+            campaign=self.campaign,
+            products=self.default_products,
+            metadata_columns=self.metadata_columns,
+        )
+
+
+@dataclass
+class LoadedBatch:
+    """A batch re-read for sending: its documents (with texts) and the rows not to send."""
+
+    ref: BatchRef
+    documents: list[PlannedDocument]
+    failures: list[RowFailure] = field(default_factory=list)
+
+    def result(self) -> BatchResult:
+        """The refused rows as a :class:`BatchResult` to ``merge`` with ``submit_batch``'s."""
+        return BatchResult(total=len(self.failures), failed=len(self.failures), failures=list(self.failures))
+
+
+def _settings(
+    products: str | Sequence[str] | None, metadata_columns: str | Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The run's default products and allowlist, parsed as ``load_plan`` parses them."""
+    try:
+        defaults = parse_products(products, default=("ai",))
+    except ValueError as exc:
+        raise ManifestError(f"invalid --products: {exc}") from None
+    if isinstance(metadata_columns, str):
+        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
+    return tuple(defaults), tuple(metadata_columns)
+
+
+class _Batcher:
+    """Cuts the row stream into refs of ``size`` documents, only where a row starts a record.
+
+    A new batch opens at a valid document once the current one is full (documents always start
+    a record of their own; rows swallowed by a broken CSV quote never do), so rejected rows
+    after the last full batch extend it rather than making an empty batch.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, int(size))
+        self.number = 0
+        self.first_row: int | None = None
+        self.offset: int | None = None
+        self.line: int | None = None
+        self.documents = 0
+        self.cost = 0
+        self.last_row = 0
+
+    def add(self, row: int, cursor: RowCursor, planned: PlannedDocument | None) -> BatchRef | None:
+        """Count one row; returns the batch this row closed (the row opens the next), if any."""
+        closed = None
+        if planned is not None and self.documents >= self.size:
+            closed = self._close()
+        if self.first_row is None:
+            self.first_row, self.offset, self.line = row, cursor.offset, cursor.line
+        if planned is not None:
+            self.documents += 1
+            self.cost += planned.estimated_cost_cents
+        self.last_row = row
+        return closed
+
+    def finish(self) -> BatchRef | None:
+        """The last batch (None when no row was valid)."""
+        return self._close() if self.documents else None
+
+    def _close(self) -> BatchRef:
+        assert self.first_row is not None
+        self.number += 1
+        ref = BatchRef(
+            number=self.number,
+            first_row=self.first_row,
+            last_row=self.last_row,
+            documents=self.documents,
+            offset=self.offset,
+            line=self.line,
+            estimated_cost_cents=self.cost,
+        )
+        self.first_row = self.offset = self.line = None
+        self.documents = self.cost = 0
+        return ref
+
+
+def _document_row(run_id: str, campaign: str, doc: PlannedDocument) -> dict[str, Any]:
+    """What ``Ledger.record_documents`` keeps of a document (never its text)."""
+    return {
+        "run_id": run_id,
+        "campaign": campaign,
+        "document_id": doc.document_id,
+        "row_number": doc.row_number,
+        "name": doc.name,
+        "mode": doc.mode,
+        "content_hash": doc.content_hash,
+        "size_bytes": doc.size_bytes,
+        "words": doc.words,
+        "products": list(doc.products),
+        "idempotency_key": doc.idempotency_key,
+        "estimated_cost_cents": doc.estimated_cost_cents,
+        "metadata": {str(k): v for k, v in (doc.metadata or {}).items()},
+    }
+
+
+def _write_group(ledger: Ledger, run_id: str, documents: list[dict[str, Any]], rejections: list[Rejection]) -> None:
+    """One transaction for a batch's documents and rejections; rows already there are skipped.
+
+    Idempotent like ``record_documents``/``record_rejections`` (same identities), but each
+    group looks up only its own ids, so a batch costs the same at row 100 and at row 100,000.
+    """
+    docs_t, rej_t = table_of(DocumentRow), table_of(RejectionRow)
+    with ledger.engine.begin() as conn:
+        if documents:
+            ids = [d["document_id"] for d in documents]
+            existing: set[str] = set()
+            for i in range(0, len(ids), _IN_CHUNK):
+                existing.update(
+                    conn.execute(
+                        select(docs_t.c.document_id).where(
+                            docs_t.c.run_id == run_id, docs_t.c.document_id.in_(ids[i : i + _IN_CHUNK])
+                        )
+                    ).scalars()
+                )
+            fresh = [d for d in documents if d["document_id"] not in existing]
+            if fresh:
+                conn.execute(insert(docs_t), fresh)
+        if rejections:
+            low, high = rejections[0].row_number, rejections[-1].row_number
+            seen = {
+                tuple(r)
+                for r in conn.execute(
+                    select(rej_t.c.row_number, rej_t.c.document_id, rej_t.c.code).where(
+                        rej_t.c.run_id == run_id, rej_t.c.row_number >= low, rej_t.c.row_number <= high
+                    )
+                )
+            }
+            rows = []
+            for r in rejections:
+                if (r.row_number, r.document_id, r.code) in seen:
+                    continue
+                seen.add((r.row_number, r.document_id, r.code))
+                rows.append(
+                    {
+                        "run_id": run_id,
+                        "row_number": r.row_number,
+                        "document_id": r.document_id,
+                        "field": r.field,
+                        "code": r.code,
+                        "reason": r.reason,
+                    }
+                )
+            if rows:
+                conn.execute(insert(rej_t), rows)
+
+
+def record_plan(
+    ledger: Ledger,
+    manifest: str | os.PathLike[str],
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    batch_size: int = 100,
+    on_batch: Callable[[BatchRef], None] | None = None,
+    run_id: str | None = None,
+) -> RecordedPlan:
+    """Start a run and record ``manifest`` in it, batch by batch, reading the file once.
+
+    Every row is validated and planned as ``load_plan`` does (``products``, the defaults for
+    rows without their own, and ``metadata_columns`` are parsed the same way; duplicate ids
+    are found over the whole manifest in compact form). Each batch of ``batch_size`` valid
+    documents is written with the rejected rows before it in one transaction, then handed to
+    ``on_batch`` (it may start sending while the rest is planned). Memory stays flat in the
+    manifest's size: only the current batch's ledger rows (no texts), the tally and the refs
+    are held. Whole-manifest problems raise :class:`ManifestError` before the run is started.
+    ``run_id``: record into this run, creating it if it is not in the ledger yet (a retried
+    task records into the same run; rows already recorded are skipped).
+    """
+    name = resolve_campaign(manifest, campaign)
+    defaults, allowlist = _settings(products, metadata_columns)
+    cursor = RowCursor()
+    outcomes = iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, cursor=cursor)
+    if run_id is None or ledger.get_run(run_id) is None:
+        run_id = ledger.start_run(
+            campaign=name, manifest=str(manifest), products=list(defaults), params=params, run_id=run_id
+        )
+    tally = PlanTally(campaign=name, manifest=Path(manifest))
+    batcher = _Batcher(batch_size)
+    refs: list[BatchRef] = []
+    documents: list[dict[str, Any]] = []
+    rejections: list[Rejection] = []
+    used_products: set[str] = set()
+
+    def close(ref: BatchRef | None) -> None:
+        """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
+        _write_group(ledger, run_id, documents, rejections)
+        documents.clear()
+        rejections.clear()
+        if ref is not None:
+            refs.append(ref)
+            if on_batch is not None:
+                on_batch(ref)
+
+    try:
+        for outcome in outcomes:
+            planned = None
+            if isinstance(outcome, Rejection):
+                tally.rejections.append(outcome)
+            else:
+                planned = plan_one(outcome, name)
+                tally.add(planned)
+                used_products.update(planned.products)
+            closed = batcher.add(outcome.row_number, cursor, planned)
+            if closed is not None:
+                close(closed)  # before this row: it opens the next batch
+            if planned is not None:
+                documents.append(_document_row(run_id, name, planned))
+            else:
+                rejections.append(outcome)  # type: ignore[arg-type]
+        close(batcher.finish())
+    except ManifestError as exc:  # found mid-file (a runaway row): the run stops here, said so
+        ledger.finish_run(run_id, status="failed", summary={"error": str(exc)})
+        raise
+    with ledger.session() as s:  # the products actually used, as record_run stored them
+        run = s.get(RunRow, run_id)
+        if run is not None:
+            run.products = sorted(used_products)
+            s.add(run)
+    return RecordedPlan(
+        run_id=run_id,
+        campaign=name,
+        manifest=str(manifest),
+        tally=tally,
+        batches=refs,
+        default_products=defaults,
+        metadata_columns=allowlist,
+    )
+
+
+def _recorded_rows(ledger: Ledger, run_id: str, ref: BatchRef) -> dict[int, dict[str, Any]]:
+    """The ledger's documents of ``run_id`` in the ref's rows, by row number."""
+    t = table_of(DocumentRow)
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(
+            select(t.c.row_number, t.c.document_id, t.c.idempotency_key, t.c.products, t.c.mode, t.c.content_hash)
+            .where(t.c.run_id == run_id, t.c.row_number >= ref.first_row, t.c.row_number <= ref.last_row)
+            .order_by(t.c.row_number)
+        ).mappings()
+        return {int(r["row_number"]): dict(r) for r in rows}
+
+
+def _changed_field(recorded: Mapping[str, Any], doc: PlannedDocument) -> str | None:
+    """Which field makes the re-read row differ from what was recorded (None: same)."""
+    if doc.document_id != recorded["document_id"]:
+        return "document_id"
+    if doc.idempotency_key == recorded["idempotency_key"]:
+        return None
+    if sorted(doc.products) != sorted(recorded["products"] or []):
+        return "products"
+    return "path" if doc.path is not None else "text"
+
+
+def read_batch(
+    ledger: Ledger,
+    run_id: str,
+    manifest: str | os.PathLike[str],
+    ref: BatchRef,
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+) -> LoadedBatch:
+    """Re-read only ``ref``'s rows and return the recorded documents to send, and those not to.
+
+    Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). The file is
+    opened at ``ref.offset`` (Parquet: ``ref.first_row``'s row group), so a batch costs the
+    same anywhere in the manifest. A recorded row that now reads differently (another id, text,
+    file or products), is now rejected or is gone is not returned: it is a :class:`RowFailure`
+    (``manifest_changed``) and, unless its key already has a submission, the ledger records the
+    failure so the reports show it.
+    """
+    name = campaign if campaign is not None else ledger.campaign_of(run_id)
+    defaults, allowlist = _settings(products, metadata_columns)
+    recorded = _recorded_rows(ledger, run_id, ref)
+    loaded = LoadedBatch(ref=ref, documents=[])
+    changed: dict[int, tuple[str, str]] = {}
+    seen: set[int] = set()
+    try:
+        outcomes = iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, start=ref.start())
+        for outcome in outcomes:
+            row = outcome.row_number
+            if row > ref.last_row:
+                break
+            if row not in recorded:
+                continue
+            seen.add(row)
+            if isinstance(outcome, Rejection):
+                changed[row] = (outcome.field, f"it is now rejected: {outcome.reason}")
+                continue
+            planned = plan_one(outcome, name)
+            what = _changed_field(recorded[row], planned)
+            if what is None:
+                loaded.documents.append(planned)
+            else:
+                changed[row] = (what, _difference(what, recorded[row], planned))
+    except ManifestError as exc:
+        for row in recorded:
+            if row not in seen:
+                changed[row] = ("row", f"the manifest can no longer be read there ({exc})")
+                seen.add(row)
+    for row in recorded:
+        if row not in seen:
+            changed[row] = ("row", "the row is no longer in the manifest")
+    for row, (what, why) in sorted(changed.items()):
+        loaded.failures.append(_refuse(ledger, name, recorded[row], row, what, why))
+    return loaded
+
+
+def _difference(what: str, recorded: Mapping[str, Any], doc: ManifestDocument) -> str:
+    if what == "document_id":
+        return f"its document_id is now {doc.document_id[:80]!r}, not {str(recorded['document_id'])[:80]!r}"
+    if what == "products":
+        return f"its products are now {', '.join(doc.products)}, not {', '.join(recorded['products'] or [])}"
+    return f"its {what} now has other content (SHA-256 {doc.content_hash[:12]}…, planned {str(recorded['content_hash'])[:12]}…)"
+
+
+def _refuse(ledger: Ledger, campaign: str, recorded: Mapping[str, Any], row: int, what: str, why: str) -> RowFailure:
+    message = (
+        f"row {row}, field {what!r}: manifest changed since the run was planned ({why}); not sent — "
+        "start a new run to check the changed file"
+    )
+    key = str(recorded["idempotency_key"])
+    if ledger.submission_for_key(key) is None:  # never overwrite a submission in flight or done
+        ledger.mark_submit_failed(
+            key,
+            code=MANIFEST_CHANGED,
+            message=message,
+            campaign=campaign,
+            document_id=str(recorded["document_id"]),
+            products=list(recorded["products"] or []),
+            mode=recorded["mode"],
+        )
+    return RowFailure(str(recorded["document_id"]), key, MANIFEST_CHANGED, message)
+
+
+def load_batch(
+    ledger: Ledger,
+    run_id: str,
+    manifest: str | os.PathLike[str],
+    ref: BatchRef,
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+) -> list[PlannedDocument]:
+    """The documents of ``ref`` to send (:func:`read_batch` without the refused rows, which it
+    records in the ledger as ``manifest_changed`` failures)."""
+    return read_batch(
+        ledger, run_id, manifest, ref, campaign=campaign, products=products, metadata_columns=metadata_columns
+    ).documents
+
+
+async def submit_ref(
+    client: AsyncDocCheckClient,
+    ledger: Ledger,
+    run_id: str,
+    manifest: str | os.PathLike[str],
+    ref: BatchRef,
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    **submit_options: Any,
+) -> BatchResult:
+    """One batch of a recorded run, end to end: :func:`read_batch` (off the event loop), then
+    :func:`~doccheck.pipeline.submit_batch` over its documents (``submit_options``: its
+    keywords, e.g. ``concurrency``, ``budget``, ``deadline_at``). The result counts the rows
+    refused as changed (``failed``, ``failures``) with what was sent: what a task returns."""
+    loaded = await asyncio.to_thread(
+        read_batch, ledger, run_id, manifest, ref, campaign=campaign, products=products,
+        metadata_columns=metadata_columns,
+    )  # fmt: skip
+    sent = await submit_batch(client, ledger, run_id, loaded.documents, **submit_options)
+    return loaded.result().merge(sent)

@@ -1,0 +1,414 @@
+"""The one orchestration of a run, shared by the ``bulk_check`` flow and the notebook.
+
+Why one: the notebook used to re-implement the flow's sequence (record, match, submit in
+batches, wait, close, report), and the two drifted. Here the sequence is written once;
+what differs is *how* each step runs, behind :class:`Steps`:
+
+- the flow's steps are Prefect tasks (retries, names in the UI, batch task runs;
+  ``prefect_doccheck.tasks.steps``);
+- the notebook's are the library functions called directly (:class:`LocalSteps`), so a
+  notebook needs no Prefect.
+
+What happens to the user is reported to a :class:`RunObserver` (the flow's progress
+artifact and log lines, the notebook's live line). The run is closed in the ledger and the
+summary built from the ledger's own counts (:func:`close_run`), so what the summary says is
+what the ledger holds, however many processes wrote it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from doccheck.ledger import Ledger
+from doccheck.options import RunOptions, WaitingOptions
+from doccheck.pipeline.batches import BatchRef, RecordedPlan, record_plan
+from doccheck.pipeline.budget import Budget
+from doccheck.pipeline.collect import WaitResult
+from doccheck.pipeline.submit import BatchResult
+from doccheck.summary import RunSummary, money_fields
+
+__all__ = [
+    "LocalSteps",
+    "PlanFigures",
+    "Prepared",
+    "RunObserver",
+    "Steps",
+    "batches",
+    "close_run",
+    "match_recorded",
+    "prepared_from",
+    "record_run",
+    "products_from_summary",
+    "summary_rejections",
+    "run_checks",
+]
+
+
+class PlanFigures(Protocol):
+    """What a summary needs of a plan (``doccheck.planning.Plan`` or a streamed tally)."""
+
+    @property
+    def campaign(self) -> str: ...
+    @property
+    def rejections(self) -> Sequence[Any]: ...
+    def counts_by_mode(self) -> dict[str, int]: ...
+    def total_words(self) -> int: ...
+    def estimated_cost_cents(self) -> int: ...
+
+
+@dataclass
+class Prepared:
+    """A recorded run before anything is sent: its id, its figures and its batches.
+
+    ``batches`` are what :meth:`Steps.submit` takes, one element per batch task run.
+    """
+
+    run_id: str
+    manifest: str
+    plan: PlanFigures
+    documents: int
+    products: int
+    batches: list[Any]
+    cohort: dict[str, Any] = field(default_factory=dict)
+    #: The streamed record of the run (its batches are ``BatchRef``s re-read one at a time).
+    recorded: RecordedPlan | None = None
+
+    @property
+    def campaign(self) -> str:
+        return self.plan.campaign
+
+
+class Steps(Protocol):
+    """How each step of a run is carried out (Prefect tasks, or direct library calls)."""
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger the run is recorded in (read by :func:`close_run`)."""
+        ...
+
+    async def prepare(self, options: RunOptions) -> Prepared:
+        """Plan the manifest, record the run and its documents, match the cohort."""
+        ...
+
+    async def submit(
+        self,
+        batch: Any,
+        *,
+        prepared: Prepared,
+        number: int,
+        count: int,
+        concurrency: int,
+        budget: Budget | None,
+        deadline_at: float,
+        options: RunOptions,
+    ) -> BatchResult:
+        """Submit one batch (row-level refusals are data in the result, not exceptions)."""
+        ...
+
+    async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
+        """Wait until every product of the run is final or the timeout passes."""
+        ...
+
+    async def apply_events(self) -> int:
+        """Apply stored webhook events (a run that does not wait still does this)."""
+        ...
+
+    async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
+        """Write the run's reports (Parquet, report.html, downloads) and fill their paths in."""
+        ...
+
+
+class RunObserver:
+    """Hooks for what a watcher sees; every method does nothing by default."""
+
+    async def prepared(self, prepared: Prepared) -> None:
+        """The run is recorded; ``prepared.documents`` will be submitted."""
+
+    async def batches_done(self, total: BatchResult) -> None:
+        """A window of batches finished; ``total`` is the run's sum so far."""
+
+    def submitted(self, total: BatchResult) -> None:
+        """Every batch is done."""
+
+    def waiting(self) -> None:
+        """Waiting for results starts."""
+
+    def waited(self, waited: WaitResult | None) -> None:
+        """Waiting ended (None: the run did not wait)."""
+
+
+async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | None = None) -> RunSummary:
+    """Record, submit, wait and report one run; returns the summary the ledger backs.
+
+    Configuration is the caller's to check first (service reachable, key present): this
+    records a run, so it should only start when the run can go somewhere.
+    """
+    observer = observer or RunObserver()
+    started = time.monotonic()
+    prepared = await steps.prepare(options)
+    await observer.prepared(prepared)
+    total = await submit_all(prepared, steps, options, observer)
+    observer.submitted(total)
+
+    waited: WaitResult | None = None
+    if options.waiting.wait and prepared.documents:
+        observer.waiting()
+        waited = await steps.wait(prepared.run_id, options.waiting)
+    else:
+        await steps.apply_events()
+    observer.waited(waited)
+
+    summary = close_run(steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started)
+    return await steps.write_outputs(summary, options)
+
+
+async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, observer: RunObserver) -> BatchResult:
+    """Every batch, ``parallel_batches`` at a time, under one budget and one submit deadline.
+
+    The client's concurrency is split between the batches that run together, so the
+    service sees at most ``concurrency`` requests in flight. A batch that raises (a fatal
+    error: 401, the ledger unreachable) fails the run after its window has finished.
+    """
+    sub = options.submission
+    budget = Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None
+    deadline_at = time.time() + sub.submit_deadline
+    groups = prepared.batches
+    window = max(1, sub.parallel_batches)
+    per_batch = max(1, sub.concurrency // max(1, min(window, len(groups) or 1)))
+    total = BatchResult()
+    for start in range(0, len(groups), window):
+        chunk = groups[start : start + window]
+        results = await asyncio.gather(
+            *(
+                steps.submit(
+                    batch,
+                    prepared=prepared,
+                    number=start + i + 1,
+                    count=len(groups),
+                    concurrency=per_batch,
+                    budget=budget,
+                    deadline_at=deadline_at,
+                    options=options,
+                )  # fmt: skip
+                for i, batch in enumerate(chunk)
+            ),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+            total = total.merge(result)
+        await observer.batches_done(total)
+    return total
+
+
+def batches(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """``items`` cut into lists of at most ``size`` (the last one shorter)."""
+    size = max(1, int(size))
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
+    """``{"ai_completed": 3, ...}`` (the ledger's counts) → ``{"ai": {"completed": 3}}``."""
+    out: dict[str, dict[str, int]] = {}
+    for key, count in raw.items():
+        product, _, status = key.partition("_")
+        out.setdefault(product, {})[status or "unknown"] = count
+    return out
+
+
+def summary_rejections(plan: PlanFigures) -> list[dict[str, str | int | None]]:
+    """The rejected rows as plain dicts (row, document_id, field, code, reason)."""
+    return [
+        {"row": r.row_number, "document_id": r.document_id, "field": r.field, "code": r.code, "reason": r.reason}
+        for r in plan.rejections
+    ]
+
+
+def close_run(
+    ledger: Ledger,
+    prepared: Prepared,
+    *,
+    batch: BatchResult,
+    waited: WaitResult | None,
+    wait: bool,
+    started: float,
+) -> RunSummary:
+    """Close the run in the ledger and build the summary from the ledger's own counts.
+
+    Status: ``finished`` when no product is pending, ``pending`` (waited, timed out) or
+    ``submitted`` (did not wait) otherwise, and ``incomplete`` whenever documents were left
+    unsent at the submit deadline (the exit status says so).
+    """
+    counts = ledger.run_summary(prepared.run_id)
+    products = products_from_summary(counts.get("products", {}))
+    pending = sum(c.get("pending", 0) for c in products.values())
+    status = "finished" if pending == 0 else ("pending" if wait else "submitted")
+    if batch.incomplete:
+        status = "incomplete"
+    plan = prepared.plan
+    summary = RunSummary(
+        status=status,
+        campaign=prepared.campaign,
+        manifest=prepared.manifest,
+        run_id=prepared.run_id,
+        documents=prepared.documents,
+        rejected=len(plan.rejections),
+        counts_by_mode=plan.counts_by_mode(),
+        total_words=plan.total_words(),
+        estimated_cost_cents=plan.estimated_cost_cents(),
+        submitted=batch.submitted,
+        reused=batch.replayed + batch.already_done,
+        # the ledger's count: a row that failed and was recovered since does not count
+        submit_failed=counts.get("submissions", {}).get("failed", 0),
+        unsent_budget=batch.skipped_budget,
+        unsent_retry_later=batch.retry_later,
+        in_flight_elsewhere=batch.in_flight_elsewhere,
+        products=products,
+        pending=pending,
+        timed_out=bool(waited and waited.timed_out),
+        spent_cents=batch.cost_cents,
+        **money_fields(counts),
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        rejections=summary_rejections(plan),
+        cohort_matches=prepared.cohort,
+    )
+    ledger.finish_run(prepared.run_id, status=status, summary=summary.model_dump(mode="json"))
+    return summary
+
+
+def record_run(ledger: Ledger, options: RunOptions, *, params: dict[str, Any] | None = None,
+               run_id: str | None = None) -> RecordedPlan:  # fmt: skip
+    """Start the run and record its manifest in one streamed pass (``doccheck.pipeline.batches``).
+
+    Documents (without their text) and rejected rows go to the ledger batch by batch, so a
+    run interrupted before its last batch still reports the documents no batch reached (as
+    ``unsent``); memory stays flat in the manifest's size. ``run_id``: record into this run
+    (a retried task records into the same run)."""
+    source = options.source
+    return record_plan(ledger, source.manifest, campaign=source.campaign_name, products=source.products,
+                       metadata_columns=source.metadata_columns, params=params,
+                       batch_size=options.submission.batch_size, run_id=run_id)  # fmt: skip
+
+
+def match_recorded(ledger: Ledger, recorded: RecordedPlan, templates: Sequence[str] = ()) -> dict[str, Any]:
+    """Cohort matching of a recorded run, fed by a second streamed read of its manifest.
+
+    Why a second read: the matcher needs each text once, and the first read (recording) keeps
+    none; reading again costs the parse, not memory. Signatures and pairs are stored."""
+    from pathlib import Path
+
+    from doccheck.matching import summary_of
+    from doccheck.matching.runs import match_documents
+    from doccheck.plan_stream import PlanTally, iter_planned
+
+    tally = PlanTally(campaign=recorded.campaign, manifest=Path(recorded.manifest))
+    documents = iter_planned(recorded.manifest, tally, products=recorded.default_products,
+                             metadata_columns=recorded.metadata_columns)  # fmt: skip
+    return summary_of(match_documents(documents, recorded.campaign, run_id=recorded.run_id, ledger=ledger,
+                                      templates=templates))  # fmt: skip
+
+
+def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
+    """The orchestration's view of a recorded run: its figures and its batch refs."""
+    return Prepared(run_id=recorded.run_id, manifest=recorded.manifest, plan=recorded.tally,
+                    documents=recorded.documents, products=recorded.tally.products, batches=list(recorded.batches),
+                    cohort=cohort, recorded=recorded)  # fmt: skip
+
+
+class LocalSteps:
+    """The steps as direct library calls in this process (the notebook; no Prefect).
+
+    The manifest is recorded in one streamed pass and each batch re-read when it is sent
+    (``doccheck.pipeline.batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and
+    ``on_results(done, total)`` feed a progress display; ``params`` are recorded with the
+    run (never a secret). ``write_files=False`` leaves the run folder unwritten (a notebook
+    without ``out_dir`` reads its tables from the ledger instead).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        client: Any,
+        *,
+        params: dict[str, Any] | None = None,
+        on_submit: Any = None,
+        on_results: Any = None,
+        write_files: bool = True,
+    ) -> None:
+        self._ledger = ledger
+        self._client = client
+        self._params = params or {}
+        self._on_submit = on_submit
+        self._on_results = on_results
+        self._write_files = write_files
+        self._submitted: dict[int, int] = {}
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    async def prepare(self, options: RunOptions) -> Prepared:
+        recorded = await asyncio.to_thread(record_run, self._ledger, options, params=self._params)
+        cohort = await asyncio.to_thread(match_recorded, self._ledger, recorded, options.source.templates)
+        return prepared_from(recorded, cohort)
+
+    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
+                     budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
+        from doccheck.pipeline.submit import submit_batch
+
+        def progress(p: Any) -> None:
+            self._submitted[number] = p.done
+            if self._on_submit is not None:
+                self._on_submit(sum(self._submitted.values()))
+
+        assert prepared.recorded is not None and isinstance(batch, BatchRef)
+        loaded = await asyncio.to_thread(prepared.recorded.load, self._ledger, batch)  # off the event loop
+        sent = await submit_batch(self._client, self._ledger, prepared.run_id, loaded.documents,
+                                  concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
+                                  on_progress=progress, deadline_at=deadline_at)  # fmt: skip
+        return loaded.result().merge(sent)
+
+    async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
+        from doccheck.pipeline.collect import wait_for_results
+
+        def progress(p: Any) -> None:
+            if self._on_results is not None:
+                self._on_results(p.done, p.total)
+
+        return await wait_for_results(self._client, self._ledger, run_id, timeout=waiting.timeout,
+                                      grace_seconds=waiting.grace_seconds, poll_interval=waiting.poll_interval,
+                                      on_progress=progress)  # fmt: skip
+
+    async def apply_events(self) -> int:
+        from doccheck.pipeline.collect import apply_events
+
+        return apply_events(self._ledger)
+
+    async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
+        """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
+        from pathlib import Path
+
+        from doccheck.instructor.outputs import write_run_outputs
+        from doccheck.pipeline.collect import report_tables
+        from doccheck.reports import run_label, write_reports
+
+        if not self._write_files or summary.run_id is None:
+            return summary
+        tables = report_tables(self._ledger, summary.run_id)
+        paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
+                              metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
+        outputs = await write_run_outputs(
+            paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
+            client=self._client if options.output.download else None, download=tuple(options.output.download),
+            download_concurrency=min(options.submission.concurrency, 8), status=summary.status,
+            spent_cents=summary.spent_cents,
+        )  # fmt: skip
+        summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
+        summary.report_html = str(outputs.paths.report_html)
+        summary.downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None
+        return summary

@@ -1,0 +1,169 @@
+"""The run's steps as Prefect tasks, and what the flow's watchers see, for ``run_checks``.
+
+Why here: ``doccheck.pipeline.orchestrate.run_checks`` is the one sequence of a run (the
+notebook runs it with direct library calls). The flow hands it :class:`TaskSteps`, whose
+every step is a task run (names, retries on transient errors, batches in the UI), and a
+:class:`FlowObserver` that logs and keeps the progress artifact current.
+
+Tasks receive the service URL, the ledger URL and where the key lives (a block or a
+block's name), never the key itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from doccheck.ledger import Ledger
+from doccheck.options import RunOptions, WaitingOptions
+from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline.batches import RecordedPlan
+from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepared_from
+from doccheck.summary import RunSummary
+from prefect_doccheck.tasks import progress
+from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
+from prefect_doccheck.tasks.credentials import KeySource
+from prefect_doccheck.tasks.instructor import instructor_report
+from prefect_doccheck.tasks.matching import match_recorded_task, publish_cohort
+from prefect_doccheck.tasks.pipeline import (
+    apply_webhook_events,
+    ledger_for,
+    record_plan_task,
+    submit_batch_ref,
+    wait_results,
+    write_run_reports,
+)
+
+__all__ = ["FlowObserver", "TaskSteps", "log_plan"]
+
+
+def log_plan(logger: Any, campaign: str, documents: int, counts_by_mode: dict[str, int], words: int,
+             cost_cents: int, rejections: list[str]) -> None:  # fmt: skip
+    """The plan's line (``plan for <campaign>: ...``) and one line per rejected row."""
+    counts = ", ".join(f"{k} {v}" for k, v in counts_by_mode.items())
+    logger.info("plan for %s: %d documents (%s), %d words, estimated %d cents", campaign, documents, counts, words,
+                cost_cents)  # fmt: skip
+    for reason in rejections:
+        logger.info("rejected: %s", reason)
+
+
+class TaskSteps:
+    """:class:`~doccheck.pipeline.orchestrate.Steps` as Prefect task runs."""
+
+    def __init__(self, *, base_url: str, database_url: str, key_source: KeySource, logger: Any = None) -> None:
+        self.logger = logger or logging.getLogger("doccheck.flows")
+        self.base_url = base_url
+        self.database_url = database_url
+        self.key_source = key_source
+
+    @property
+    def ledger(self) -> Ledger:
+        ledger: Ledger = ledger_for(self.database_url)
+        return ledger
+
+    async def prepare(self, options: RunOptions) -> Prepared:
+        params = {
+            "manifest": options.source.manifest,
+            "products": options.source.products,
+            "concurrency": options.submission.concurrency,
+            "max_spend_cents": options.submission.max_spend_cents,
+            "metadata_columns": options.source.metadata_columns,
+            "batch_size": options.submission.batch_size,
+            "base_url": self.base_url,
+        }
+        recorded: RecordedPlan = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
+        self.logger.info("run %s recorded in the ledger", recorded.run_id)
+        cohort = match_recorded_task(self.database_url, recorded, options.source.templates)
+        await publish_cohort(cohort, recorded.campaign)
+        return prepared_from(recorded, cohort)
+
+    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
+                     budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
+        result: BatchResult = await submit_batch_ref(
+            batch, recorded=prepared.recorded, batch_count=count, base_url=self.base_url,
+            database_url=self.database_url, api_key_block=self.key_source, concurrency=concurrency,
+            webhook_url=options.submission.webhook_url, budget=budget, deadline_at=deadline_at,
+        )  # fmt: skip
+        return result
+
+    async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
+        progress.reset("wait")
+        result: WaitResult = await wait_results(
+            run_id, base_url=self.base_url, database_url=self.database_url, api_key_block=self.key_source,
+            timeout=waiting.timeout, grace_seconds=waiting.grace_seconds, poll_interval=waiting.poll_interval,
+        )  # fmt: skip
+        return result
+
+    async def apply_events(self) -> int:
+        applied: int = apply_webhook_events(self.database_url)
+        return applied
+
+    async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
+        assert summary.run_id is not None
+        from doccheck.reports import run_label
+
+        label = run_label(summary.campaign, summary.run_id)
+        paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label)
+        summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
+        outputs = await instructor_report(
+            summary.report_dir, summary.latest_dir, campaign=summary.campaign, run_id=summary.run_id,
+            database_url=self.database_url, base_url=self.base_url, api_key_block=self.key_source,
+            download=list(options.output.download), status=summary.status,
+        )  # fmt: skip
+        summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
+        return summary
+
+
+class FlowObserver(RunObserver):
+    """Log lines and the progress artifact of a flow run (and the CLI's progress bar)."""
+
+    def __init__(self, logger: Any, stack: Any, *, wait: bool) -> None:
+        self._logger = logger
+        self._stack = stack
+        self._wait = wait
+        self._watch: Any = None
+        self._run_id = ""
+
+    async def prepared(self, prepared: Prepared) -> None:
+        """Reset the progress bar and open the progress artifact (kept open on the flow's stack)."""
+        self._run_id = prepared.run_id
+        plan = prepared.plan
+        log_plan(self._logger, prepared.campaign, prepared.documents, plan.counts_by_mode(), plan.total_words(),
+                 plan.estimated_cost_cents(), [r.reason for r in plan.rejections])  # fmt: skip
+        progress.reset("submit", prepared.documents)
+        manager: AbstractAsyncContextManager[Any] = track_progress(
+            artifact_key(prepared.campaign, "progress"), prepared.documents, prepared.products, wait=self._wait
+        )
+        self._watch = await self._stack.enter_async_context(manager)
+
+    async def batches_done(self, total: BatchResult) -> None:
+        if self._watch is not None:
+            await self._watch.push()
+
+    def submitted(self, total: BatchResult) -> None:
+        if self._watch is not None:
+            self._watch.mark_submitted()
+        self._logger.info(
+            "submitted: %d new, %d replayed, %d already in the ledger, %d failed, %d left unsent (budget)",
+            total.submitted, total.replayed, total.already_done, total.failed, total.skipped_budget,
+        )  # fmt: skip
+        if total.incomplete:
+            self._logger.warning(
+                "%d documents not sent before the submit deadline (%d after transient errors, %d in flight "
+                "in another run); run the same command again to continue",
+                total.incomplete, total.retry_later, total.in_flight_elsewhere,
+            )  # fmt: skip
+
+    def waited(self, waited: WaitResult | None) -> None:
+        if waited is None:
+            return
+        if self._watch is not None:
+            self._watch.mark_results(waited.completed + waited.failed)
+        if waited.timed_out:
+            self._logger.warning(
+                "%d products still pending at the wait timeout; run `doccheck collect --run-id %s` later",
+                len(waited.pending),
+                self._run_id,
+            )
