@@ -16,9 +16,9 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
   a ``BatchRef`` per batch), then per ref ``load_batch`` (seek, re-read, re-plan that batch
   only) and ``submit_batch``;
 * **orchestrated**: the real run's whole path as the flow and the notebook run it
-  (``run_checks`` with ``LocalSteps``): recording, cohort matching over a second streamed
-  read, batch refs submitted, the run closed and its reports and report.html written
-  (``wait=False``: no waiting). Its "after planning" column is the end.
+  (``run_checks`` with ``LocalSteps``): recording and cohort matching in one streamed read
+  (``orchestrate.prepare_run``), batch refs submitted, the run closed and its reports and
+  report.html written (``wait=False``: no waiting). Its "after planning" column is the end.
 
 The figures: each mode's peaks and the streamed / whole ratio (target: streamed < 300 MB for
 20,000 rows). Submission only: waiting for results is not measured.
@@ -67,7 +67,7 @@ if mode == "whole":
     def batches():
         for docs in slices:
             yield docs
-elif mode == "orchestrated":
+elif mode.startswith("orchestrated"):
     # the real run's whole path without Prefect: run_checks with LocalSteps (record, cohort
     # matching on a second streamed read, submit batch refs, close, reports), no waiting
     from doccheck.options import RunOptions
@@ -93,7 +93,7 @@ async def send():
             total = total.merge(await submit_batch(client, ledger, run_id, docs, concurrency=concurrency))
     return total
 
-if mode == "orchestrated":
+if mode.startswith("orchestrated"):
     async def orchestrated():
         async with AsyncDocCheckClient(base_url, api_key) as client:
             return await run_checks(options, LocalSteps(ledger, client))

@@ -6,9 +6,15 @@ For each size, a CSV manifest of generated text rows (``--words`` words each, ~6
 word: 400 words ≈ 2.5 KB a row, the issue's 250 MB per 100,000 rows) is dry-run in a fresh
 process with ``doccheck.dry_run.dry_run`` (validate → plan → cohort matching, what
 ``doccheck run --dry-run`` does); the child reports its peak RSS (``ru_maxrss``) and its
-seconds. The first size is the baseline: the figures are printed with their ratio to it.
+seconds (wall, and CPU: on a shared machine the CPU seconds say what the load hides). The
+first size is the baseline: the figures are printed with their ratio to it.
 
 ``--no-match``: validate and plan only, to tell planning's memory from cohort matching's.
+
+``--background bg|both``: the matching in a second process fed while the manifest is planned
+(``dry_run(background=True)``); peak RSS is then the parent's plus the child's (an upper
+bound of the pair's peak), CPU both processes'. ``both`` runs in-process and background
+alternately on the same manifest, the first one being the baseline.
 
 ``--startup``: wall seconds of ``doccheck run --dry-run`` on a 100-row manifest as a
 command (no Prefect server needed), against the flow's dry run (``bulk_check(dry_run=True)``)
@@ -35,9 +41,12 @@ CHILD = """
 import json, resource, sys, time
 t = time.monotonic()
 from doccheck.dry_run import dry_run
-s = dry_run(sys.argv[1], database_url=None, match=sys.argv[2] == "match")
+background = {"in": False, "bg": True, "auto": None}[sys.argv[3]]
+s = dry_run(sys.argv[1], database_url=None, match=sys.argv[2] == "match", background=background)
+u, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": time.monotonic() - t, "documents": s.documents, "pairs": s.cohort_matches.get("pairs"),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "cpu_seconds": u.ru_utime + u.ru_stime + c.ru_utime + c.ru_stime,
+                  "peak_rss_mb": (u.ru_maxrss + c.ru_maxrss) / 1024, "child_rss_mb": c.ru_maxrss / 1024}))
 """
 
 FLOW_DRY_RUN = """
@@ -59,9 +68,9 @@ def make_manifest(path: Path, rows: int, words: int, seed: int = 10) -> Path:
     return path
 
 
-def measure(manifest: Path, match: bool) -> dict[str, float]:
+def measure(manifest: Path, match: bool, background: str = "in") -> dict[str, float]:
     out = subprocess.run(
-        [PY, "-c", CHILD, str(manifest), "match" if match else "plan"],
+        [PY, "-c", CHILD, str(manifest), "match" if match else "plan", background],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -104,6 +113,12 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=400)
     parser.add_argument("--startup", action="store_true")
     parser.add_argument("--no-match", action="store_true", help="plan only (no cohort matching)")
+    parser.add_argument(
+        "--background",
+        choices=["in", "bg", "both"],
+        default="in",
+        help="match in this process (in), in a second process fed while planning (bg), or both, alternating",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="doccheck-scale-") as tmp:
         folder = Path(tmp)
@@ -113,15 +128,19 @@ def main() -> None:
         for rows in [int(r) for r in args.rows.split(",")]:
             manifest = make_manifest(folder / f"term{rows}.csv", rows, args.words)
             size_mb = manifest.stat().st_size / 1e6
-            figures = measure(manifest, not args.no_match)
+            modes = ["in", "bg"] if args.background == "both" else [args.background]
+            for mode in modes:
+                figures = measure(manifest, not args.no_match, mode)
+                base = base or figures
+                what = "plan only" if args.no_match else "dry run" if mode == "in" else "dry run, bg"
+                child = f" (child {figures['child_rss_mb']:.0f})" if mode == "bg" else ""
+                print(
+                    f"{what} {rows:>7} rows ({size_mb:.0f} MB CSV): peak RSS {figures['peak_rss_mb']:.0f} MB{child} "
+                    f"({figures['peak_rss_mb'] / base['peak_rss_mb']:.2f}x baseline), {figures['seconds']:.1f} s "
+                    f"({figures['seconds'] / base['seconds']:.2f}x; CPU {figures['cpu_seconds']:.1f} s), "
+                    f"{figures['documents']} documents, {figures['pairs']} pairs"
+                )
             manifest.unlink()
-            base = base or figures
-            print(
-                f"{'plan only' if args.no_match else 'dry run'} {rows:>7} rows ({size_mb:.0f} MB CSV): peak RSS {figures['peak_rss_mb']:.0f} MB "
-                f"({figures['peak_rss_mb'] / base['peak_rss_mb']:.2f}x baseline), {figures['seconds']:.1f} s "
-                f"({figures['seconds'] / base['seconds']:.2f}x), {figures['documents']} documents, "
-                f"{figures['pairs']} pairs"
-            )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,11 @@ from pydantic import BaseModel, Field
 
 from doccheck.plan_stream import PlanTally, iter_planned, resolve_campaign
 
-__all__ = ["DryRunSummary", "dry_run"]
+__all__ = ["BACKGROUND_BYTES", "DryRunSummary", "dry_run"]
+
+#: A manifest from this size on (~1,600 rows of 400 words) is matched in a second process:
+#: below it the process's start (~0.5 s) is not won back.
+BACKGROUND_BYTES = 4 * 1024 * 1024
 
 
 class DryRunSummary(BaseModel):
@@ -51,19 +55,39 @@ def dry_run(
     database_url: str | None = None,
     templates: Sequence[str] = (),
     match: bool = True,
+    background: bool | None = None,
 ) -> DryRunSummary:
     """Validate, plan and (``match``) cohort-match ``manifest``; nothing is sent or written.
 
     ``database_url``: a ledger to compare with the campaign's earlier runs, read only (a
     SQLite file that does not exist is not created). Raises ``ManifestError`` for
-    configuration errors, as ``load_plan`` does.
+    configuration errors, as ``load_plan`` does. ``background``: match in a second process
+    fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
+    manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
+    ``DOCCHECK_MATCH_BACKGROUND=1`` is set. Off by default: on the shared 2-core machine it
+    did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
+    (docs/benchmarks.md, "Term scale after issue 10").
     """
     started = time.monotonic()
     tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
     documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
     cohort: dict[str, Any] = {}
     if match:
-        cohort = _match(documents, tally.campaign, database_url, templates)
+        from doccheck.matching.runs import match_stream
+
+        run = partial(match_stream, campaign=tally.campaign, database_url=database_url, templates=tuple(templates))
+        if background is None:
+            background = (
+                os.environ.get("DOCCHECK_MATCH_BACKGROUND") == "1"
+                and (os.cpu_count() or 1) >= 2
+                and Path(manifest).stat().st_size >= BACKGROUND_BYTES
+            )
+        if background:
+            from doccheck.matching.background import match_in_background
+
+            cohort = match_in_background(documents, run)
+        else:
+            cohort = run(documents)
     else:
         for _ in documents:
             pass
@@ -82,28 +106,3 @@ def dry_run(
         ],
         cohort_matches=cohort,
     )
-
-
-def _match(documents: Any, campaign: str, database_url: str | None, templates: Sequence[str]) -> dict[str, Any]:
-    """Cohort matching as ``match_plan`` does it for a dry run, fed by the stream."""
-    from doccheck.matching import summary_of
-    from doccheck.matching.cohort import MatchOptions, match_cohort
-    from doccheck.matching.spill import SpillStore
-    from doccheck.matching.store import OverlayStore, SignatureStore, existing_ledger
-
-    options = MatchOptions()
-    if templates:
-        options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
-    ledger = existing_ledger(database_url)
-    spill = SpillStore()  # this run's shingle sets wait on disk, not in memory
-    try:
-        store: SignatureStore = spill
-        if ledger is not None:
-            overlay = OverlayStore(ledger)
-            overlay.memory = spill  # type: ignore[assignment]  # same interface as MemoryStore
-            store = overlay
-        return summary_of(match_cohort(documents, campaign=campaign, run_id="dry-run", store=store, options=options))
-    finally:
-        spill.close()
-        if ledger is not None:
-            ledger.close()

@@ -4,21 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import acreate_table_artifact
-from prefect.cache_policies import NONE
 
-from doccheck.pipeline.batches import RecordedPlan
-from doccheck.pipeline.orchestrate import match_recorded
 from prefect_doccheck.tasks.artifacts import artifact_key
-
-
-@task(name="match cohort", task_run_name="match cohort", cache_policy=NONE)
-def match_recorded_task(database_url: str, recorded: RecordedPlan, templates: list[str]) -> dict[str, Any]:
-    """Local near-duplicate pairs of a recorded run (free, before anything is sent), stored."""
-    from prefect_doccheck.tasks.pipeline import ledger_for
-
-    return match_recorded(ledger_for(database_url), recorded, templates)
 
 
 async def publish_cohort(summary: dict[str, Any], campaign: str) -> None:

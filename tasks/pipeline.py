@@ -41,7 +41,7 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
-from doccheck.pipeline.orchestrate import record_run
+from doccheck.pipeline.orchestrate import Prepared, prepare_run
 from doccheck.reports import ReportPaths, write_reports
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -105,13 +105,14 @@ async def check_service(base_url: str, api_key_block: KeySource = None) -> None:
     task_run_name="record {options.source.manifest}",
     **TRANSIENT_RETRIES,
 )
-def record_plan_task(database_url: str, options: RunOptions, params: dict[str, Any], run_id: str) -> RecordedPlan:
-    """Validate, plan and record the manifest in one streamed pass (``orchestrate.record_run``).
+def record_plan_task(database_url: str, options: RunOptions, params: dict[str, Any], run_id: str) -> Prepared:
+    """Validate, plan, record and cohort-match the manifest in one streamed read
+    (``orchestrate.prepare_run``).
 
     ``run_id`` is chosen by the caller, so a retry records into the same run (rows already
-    recorded are skipped) instead of starting a second one. Returns counts and batch refs,
-    never a text."""
-    return record_run(ledger_for(database_url), options, params=params, run_id=run_id)
+    recorded are skipped) instead of starting a second one. Returns counts, the cohort's
+    summary and batch refs, never a text."""
+    return prepare_run(ledger_for(database_url), options, params=params, run_id=run_id)
 
 
 @task(

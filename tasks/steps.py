@@ -19,14 +19,13 @@ from typing import Any
 from doccheck.ledger import Ledger
 from doccheck.options import RunOptions, WaitingOptions
 from doccheck.pipeline import BatchResult, Budget, WaitResult
-from doccheck.pipeline.batches import RecordedPlan
-from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepared_from
+from doccheck.pipeline.orchestrate import Prepared, RunObserver
 from doccheck.summary import RunSummary
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.instructor import instructor_report
-from prefect_doccheck.tasks.matching import match_recorded_task, publish_cohort
+from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     ledger_for,
@@ -73,11 +72,10 @@ class TaskSteps:
             "batch_size": options.submission.batch_size,
             "base_url": self.base_url,
         }
-        recorded: RecordedPlan = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
-        self.logger.info("run %s recorded in the ledger", recorded.run_id)
-        cohort = match_recorded_task(self.database_url, recorded, options.source.templates)
-        await publish_cohort(cohort, recorded.campaign)
-        return prepared_from(recorded, cohort)
+        prepared: Prepared = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
+        self.logger.info("run %s recorded in the ledger", prepared.run_id)
+        await publish_cohort(prepared.cohort, prepared.campaign)
+        return prepared
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip

@@ -19,6 +19,7 @@ from pathlib import PurePath
 
 from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ExtractionStopped, UnsupportedFileType
 from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits, mib
+from doccheck.extract.words import count_words as _count_words
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -76,7 +77,7 @@ def count_words(text: str) -> int:
     once and "--" counts zero times. The rule is simple and deterministic so that the
     caller can predict the billed word count exactly.
     """
-    return len(_WORD_RE.findall(text or ""))  # a list, not a generator: ~1.5x faster on a term (issue 10)
+    return _count_words(text or "")  # numpy over code points, equal to len(_WORD_RE.findall(text)) (issue 10)
 
 
 def words_of(text: str) -> list[str]:

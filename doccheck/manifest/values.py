@@ -52,6 +52,8 @@ def show(value: str, limit: int = 60) -> str:
 
 def unsafe_text(value: str) -> str | None:
     """Why ``value`` cannot be stored or sent (NUL, lone surrogate), or None when it can."""
+    if value.isascii() and "\x00" not in value:  # O(1) flag + memchr: no regex scan of an ordinary text (issue 10)
+        return None
     found = _UNSAFE.search(value)
     if found is None:
         return None

@@ -13,12 +13,15 @@ one run is never compared with itself. This module does that comparison locally:
 5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard`` or the overlap covers ≥ ``min_both``
    of each side, else ``copied_section`` when it covers ≥ ``min_containment`` of one side.
 
-Memory: signatures and samples of every document (~0.8 KB each); full shingle sets only for
-the documents of candidate pairs, and a streamed count for boilerplate.
+Memory: ~60 bytes of columns per document of the campaign (:mod:`doccheck.matching.columns`;
+band keys, ids and samples wait in temporary files); full shingle sets only for the documents
+of candidate pairs, and a streamed count for boilerplate. New documents are signed 128 at a
+time (:mod:`doccheck.matching.signing`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Iterable
@@ -30,19 +33,17 @@ import numpy as np
 
 from doccheck.extract import extract_text
 from doccheck.matching import minhash
-from doccheck.matching.containment import sampled_pairs
+from doccheck.matching.columns import CampaignColumns, DigestSet
 from doccheck.matching.shingles import (
     SAMPLE_MOD,
     SHINGLE,
     WordHasher,
     pack_u32,
-    remove,
-    sampled,
     shingle_hashes,
     to_u32,
     unpack_u32,
-    words_for_matching,
 )
+from doccheck.matching.signing import BLOCK, sign_block
 from doccheck.matching.store import MemoryStore, SignatureStore
 
 __all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
@@ -159,21 +160,6 @@ def _text_of(doc: Any) -> str:
     return extract_text(path.read_bytes(), path.name)
 
 
-@dataclass
-class _Docs:
-    """Column store of every document taking part (new and earlier ones)."""
-
-    row_ids: list[int] = field(default_factory=list)
-    document_ids: list[str] = field(default_factory=list)
-    hashes: list[str] = field(default_factory=list)
-    runs: list[str] = field(default_factory=list)
-    words: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    signatures: list[np.ndarray] = field(default_factory=list)
-    samples: list[np.ndarray] = field(default_factory=list)
-    current: list[bool] = field(default_factory=list)
-
-
 def match_cohort(
     documents: Iterable[Any],
     *,
@@ -197,91 +183,77 @@ def match_cohort(
     result = CohortResult()
 
     # 1. sign the new documents; the run's documents already stored are reused as they are.
-    known = store.keys(campaign, scheme)
-    this_run: set[tuple[str, str]] = set()
+    known = DigestSet()
+    for stored_key in store.keys(campaign, scheme):
+        known.add(_key_digest(*stored_key))
+    this_run = DigestSet()  # (document_id, content_hash) of this run's documents, 16 bytes each
     hasher = WordHasher()
     pending: list[dict[str, Any]] = []
+    block: list[tuple[tuple[str, str], str]] = []  # (key, text) waiting to be signed together
     for doc in documents:
         key = (str(doc.document_id), str(doc.content_hash))
-        if key in this_run:
+        digest = _key_digest(*key)
+        if digest in this_run:
             continue
-        this_run.add(key)
-        if key in known:
+        this_run.add(digest)
+        if digest in known:
             continue
         try:
             text = _text_of(doc)
         except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
             result.skipped.append({"document_id": key[0], "reason": f"document {key[0]!r}: cannot read text: {exc}"})
             continue
-        words = words_for_matching(text)
-        u32 = remove(to_u32(shingle_hashes(words, hasher)), [template])
-        pending.append(
-            {
-                "campaign": campaign,
-                "document_id": key[0],
-                "content_hash": key[1],
-                "run_id": run_id,
-                "scheme": scheme,
-                "words": len(words),
-                "shingle_count": int(len(u32)),
-                "signature": pack_u32(minhash.signature(u32, options.num_perm)),
-                "sample": pack_u32(sampled(u32)),
-                "shingles": pack_u32(u32),
-            }
-        )
+        block.append((key, text))
+        if len(block) >= BLOCK:
+            pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
+            block = []
         if len(pending) >= 500:
             store.add(pending)
             pending = []
+    pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
+    block = []
     store.add(pending)
     pending = []
 
-    # 2. load signatures and samples of the whole campaign (this run's and earlier ones).
-    docs = _Docs()
-    for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(campaign, scheme):
-        docs.row_ids.append(row_id)
-        docs.document_ids.append(document_id)
-        docs.hashes.append(content_hash)
-        docs.runs.append(first_run)
-        docs.words.append(words_n)
-        docs.sizes.append(size)
-        docs.signatures.append(unpack_u32(sig))
-        docs.samples.append(unpack_u32(sample))
-        docs.current.append((document_id, content_hash) in this_run)
-    n = len(docs.row_ids)
-    current = np.array(docs.current, dtype=bool)
-    result.documents = int(current.sum())
-    result.earlier_documents = n - result.documents
+    # 2. load signatures and samples of the whole campaign (this run's and earlier ones) into
+    #    compact columns: band keys in memory, samples spilled to disk, signatures dropped.
+    bands, rows = minhash.band_params(options.lsh_threshold, options.num_perm)
+    docs = CampaignColumns(options.num_perm, bands, rows)
+    try:
+        for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(
+            campaign, scheme
+        ):
+            docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
+                     _key_digest(document_id, content_hash) in this_run)  # fmt: skip
+        current = docs.finish()
+        n = len(docs)
+        result.documents = int(current.sum())
+        result.earlier_documents = n - result.documents
 
-    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+        pairs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    # 3. identical documents: same content hash under different document ids.
-    by_hash: dict[str, list[int]] = {}
-    for i, content_hash in enumerate(docs.hashes):
-        by_hash.setdefault(content_hash, []).append(i)
-    for group in by_hash.values():
-        for a in range(len(group)):
-            for b in range(a + 1, len(group)):
-                i, j = group[a], group[b]
-                if (current[i] or current[j]) and docs.document_ids[i] != docs.document_ids[j]:
-                    pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
+        # 3. identical documents: same content hash under different document ids.
+        for group in docs.identical_groups():
+            for a in range(len(group)):
+                for b in range(a + 1, len(group)):
+                    i, j = group[a], group[b]
+                    if (current[i] or current[j]) and docs.document_id(i) != docs.document_id(j):
+                        pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
 
-    # 4. candidates: LSH on the signatures ∪ shared sampled shingles.
-    max_df = options.df_limit(n)
-    candidates: set[tuple[int, int]] = set()
-    if n >= 2:
-        matrix = np.vstack(docs.signatures) if docs.signatures else np.empty((0, options.num_perm), np.uint32)
-        candidates |= minhash.lsh_pairs(matrix, np.flatnonzero(current).tolist(), threshold=options.lsh_threshold)
-        del matrix
-    by_sample, frequent_samples = sampled_pairs(
-        docs.samples, current, max_df=max_df, min_shared=options.min_sampled_shared,
-        max_postings=min(max_df, options.max_postings),
-    )  # fmt: skip
-    candidates |= by_sample
+        # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
+        max_df = options.df_limit(n)
+        by_band = minhash.key_pairs(docs.band_columns(), current) if n >= 2 else set()
+        by_sample, frequent_samples = docs.samples.pairs(
+            current, max_df=max_df, min_shared=options.min_sampled_shared,
+            max_postings=min(max_df, options.max_postings),
+        )  # fmt: skip
+        names = {k: docs.document_id(k) for pair in (*pairs, *by_band, *by_sample) for k in pair}
+    finally:
+        docs.close()
     candidates = {
-        (i, j) for (i, j) in candidates
-        if (i, j) not in pairs and docs.document_ids[i] != docs.document_ids[j] and (current[i] or current[j])
+        (i, j) for (i, j) in by_band | by_sample
+        if (i, j) not in pairs and names[i] != names[j] and (current[i] or current[j])
     }  # fmt: skip
-    result.candidates = len(candidates)
 
     # 5. exact verification from the stored shingle sets.
     if candidates:
@@ -289,6 +261,18 @@ def match_cohort(
         stored = store.shingles([docs.row_ids[k] for k in involved])
         sets = {k: unpack_u32(stored.get(docs.row_ids[k])) for k in involved}
         del stored
+        # A band key shared by chance (32 bits) is no candidate: the signatures, recomputed
+        # from the stored sets they were computed from, must agree on a whole band.
+        signatures: dict[int, np.ndarray] = {}
+        for i, j in [pair for pair in candidates if pair not in by_sample]:
+            for k in (i, j):
+                if k not in signatures:
+                    signatures[k] = minhash.signature(sets[k], options.num_perm)
+            if not minhash.bands_agree(signatures[i], signatures[j], bands, rows):
+                candidates.discard((i, j))
+        del signatures
+    result.candidates = len(candidates)
+    if candidates:
         inter = {pair: np.intersect1d(sets[pair[0]], sets[pair[1]], assume_unique=True) for pair in candidates}
         frequent = _boilerplate(store, campaign, scheme, inter.values(), frequent_samples, max_df)
         own = {k: len(s) - (int(np.isin(s, frequent, assume_unique=True).sum()) if len(frequent) else 0)
@@ -320,18 +304,54 @@ def match_cohort(
         )
         result.pairs.append(
             {
-                "document_id": docs.document_ids[i],
-                "matched_document_id": docs.document_ids[j],
+                "document_id": names[i],
+                "matched_document_id": names[j],
                 "kind": m["kind"],
                 "percent": round(100.0 * min(m["ci"], 1.0), 1),
                 "matched_percent": round(100.0 * min(m["cj"], 1.0), 1),
                 "matched_words": int(matched_words),
                 "jaccard": round(float(m["jac"]), 3),
-                "matched_run_id": None if current[j] else docs.runs[j],
+                "matched_run_id": None if current[j] else docs.run_of(j),
             }
         )
     result.elapsed_seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _rows_of(
+    block: list[tuple[tuple[str, str], str]],
+    hasher: WordHasher,
+    template: np.ndarray,
+    num_perm: int,
+    campaign: str,
+    run_id: str,
+    scheme: str,
+) -> list[dict[str, Any]]:
+    """The stored rows of a block of documents ((document_id, content_hash), text), signed together."""
+    if not block:
+        return []
+    signed = sign_block([text for _, text in block], hasher, template, num_perm)
+    return [
+        {
+            "campaign": campaign,
+            "document_id": document_id,
+            "content_hash": content_hash,
+            "run_id": run_id,
+            "scheme": scheme,
+            "words": one.words,
+            "shingle_count": int(len(one.shingles)),
+            "signature": pack_u32(one.signature),
+            "sample": pack_u32(one.sample),
+            "shingles": pack_u32(one.shingles),
+        }
+        for ((document_id, content_hash), _), one in zip(block, signed, strict=True)
+    ]
+
+
+def _key_digest(document_id: str, content_hash: str) -> bytes:
+    """A document's identity in 16 bytes (instead of a tuple holding both strings alive)."""
+    data = f"{len(document_id)}:{document_id}{content_hash}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _boilerplate(

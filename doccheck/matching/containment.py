@@ -20,11 +20,12 @@ materialising every pair occurrence of the campaign at once.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["CHUNK_PAIRS", "PART_PAIRS", "sampled_pairs"]
+__all__ = ["CHUNK_PAIRS", "PART_PAIRS", "SampleSpill", "sampled_pairs"]
 
 #: Pair occurrences generated at once (transient arrays of ~40 bytes each).
 CHUNK_PAIRS = 500_000
@@ -68,9 +69,17 @@ def sampled_pairs(
     sizes = df[keep]
     lists = starts[keep]
     del starts, df, keep
-    total = int((sizes * (sizes - 1) // 2).sum())
+    return _counted_pairs(owners, lists, sizes, current, n, min_shared), frequent
+
+
+def _counted_pairs(
+    owners: np.ndarray, lists: np.ndarray, sizes: np.ndarray, current: np.ndarray, n: int, min_shared: int
+) -> set[tuple[int, int]]:
+    """Pairs sharing at least ``min_shared`` posting lists (``owners[lists[k]:lists[k]+sizes[k]]``,
+    ascending), counted exactly in hash partitions of at most :data:`PART_PAIRS` occurrences."""
+    total = int((sizes.astype(np.int64) * (sizes - 1) // 2).sum())
     if total == 0:
-        return set(), frequent
+        return set()
     parts = max(1, math.ceil(total / PART_PAIRS))
     found: set[tuple[int, int]] = set()
     for part in range(parts):
@@ -84,7 +93,72 @@ def sampled_pairs(
         uniq, counts = np.unique(np.concatenate(keys), return_counts=True)
         del keys
         found.update((int(k // n), int(k % n)) for k in uniq[counts >= min_shared])
-    return found, frequent
+    return found
+
+
+class SampleSpill:
+    """The campaign's sampled shingles, (hash, owner) pairs, waiting in temporary files.
+
+    Why: an in-memory index holds every sample of the campaign at once (~50 a document,
+    8 bytes each while sorting: ~40 MB at 100,000 documents, issue 10). Here samples are
+    appended to :data:`PARTS` files by the top bits of their hash, and :meth:`pairs` sorts
+    one file at a time, keeping only the posting lists that can propose a pair (shared by 2
+    to ``max_postings`` documents), which are few: most sampled shingles are in one document.
+    """
+
+    PARTS = 64  # ~0.6 MB a part at 100,000 documents: the sort of one part is the transient peak
+
+    def __init__(self) -> None:
+        self._files = [tempfile.TemporaryFile(prefix="doccheck-samples-") for _ in range(self.PARTS)]  # noqa: SIM115
+        self.documents = 0
+
+    def add(self, values: np.ndarray, owners: np.ndarray) -> None:
+        """Append samples ``values`` (uint32) of documents ``owners`` (their row in the campaign)."""
+        combined = (values.astype(np.uint64) << np.uint64(32)) | owners.astype(np.uint64)
+        part = (values >> np.uint32(26)).astype(np.intp)  # 64 parts by the top 6 bits
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(self.PARTS + 1))
+        for k in range(self.PARTS):
+            if bounds[k + 1] > bounds[k]:
+                self._files[k].write(combined[order[bounds[k] : bounds[k + 1]]].tobytes())
+
+    def pairs(
+        self, current: np.ndarray, *, max_df: int, min_shared: int, max_postings: int | None = None
+    ) -> tuple[set[tuple[int, int]], np.ndarray]:
+        """As :func:`sampled_pairs` (same pairs, same boilerplate samples), one part in memory at a time."""
+        n = len(current)
+        limit = min(max_df, max_postings or max_df)
+        owners_kept: list[np.ndarray] = []
+        sizes_kept: list[np.ndarray] = []
+        frequent: list[np.ndarray] = []
+        for handle in self._files:
+            handle.flush()
+            handle.seek(0)
+            combined = np.frombuffer(handle.read(), dtype=np.uint64).copy()
+            if not len(combined):
+                continue
+            combined.sort()
+            values = (combined >> np.uint64(32)).astype(np.uint32)
+            starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+            df = np.diff(np.r_[starts, len(values)])
+            frequent.append(values[starts[df > max_df]])
+            keep = (df >= 2) & (df <= limit)
+            if keep.any():
+                members = np.repeat(keep, df)
+                owners_kept.append((combined[members] & np.uint64(0xFFFFFFFF)).astype(np.int32))
+                sizes_kept.append(df[keep])
+        boilerplate = np.concatenate(frequent) if frequent else np.empty(0, dtype=np.uint32)
+        if n < 2 or not sizes_kept:
+            return set(), boilerplate
+        owners = np.concatenate(owners_kept)
+        sizes = np.concatenate(sizes_kept)
+        lists = np.r_[0, np.cumsum(sizes)[:-1]]
+        return _counted_pairs(owners, lists, sizes, current, n, min_shared), boilerplate
+
+    def close(self) -> None:
+        """Delete the temporary files."""
+        for handle in self._files:
+            handle.close()
 
 
 def _pair_keys(

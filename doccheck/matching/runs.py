@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
     from doccheck.planning import Plan
 
-__all__ = ["TOP_PAIRS", "match_documents", "match_plan", "pairs_table", "summary_of"]
+__all__ = ["TOP_PAIRS", "match_documents", "match_plan", "match_stream", "pairs_table", "summary_of"]
 
 #: Pairs shown in summaries, artifacts and the dry run (all of them are in the report).
 TOP_PAIRS = 20
@@ -99,3 +99,34 @@ def pairs_table(summary: dict[str, Any] | None, title: str | None = None) -> Tab
             f"{p['jaccard']:.2f}",
         )
     return table
+
+
+def match_stream(
+    documents: Iterable[Any], *, campaign: str, database_url: str | None = None, templates: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A dry run's cohort matching of streamed documents: :func:`summary_of` the result.
+
+    Compared with the campaign's earlier runs when ``database_url`` names an existing ledger
+    (read only); this run's rows wait in a :class:`~doccheck.matching.spill.SpillStore`.
+    Module level and light to import (no planning, no pyarrow), so that
+    :mod:`doccheck.matching.background` can run it in its child process.
+    """
+    from doccheck.matching.spill import SpillStore
+    from doccheck.matching.store import existing_ledger
+
+    options = MatchOptions()
+    if templates:
+        options = replace(options, template_files=tuple(options.template_files) + tuple(str(t) for t in templates))
+    ledger = existing_ledger(database_url)
+    spill = SpillStore()  # this run's shingle sets wait on disk, not in memory
+    try:
+        store: SignatureStore = spill
+        if ledger is not None:
+            overlay = OverlayStore(ledger)
+            overlay.memory = spill  # type: ignore[assignment]  # same interface as MemoryStore
+            store = overlay
+        return summary_of(match_cohort(documents, campaign=campaign, run_id="dry-run", store=store, options=options))
+    finally:
+        spill.close()
+        if ledger is not None:
+            ledger.close()

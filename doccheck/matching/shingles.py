@@ -21,11 +21,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from doccheck.extract import _WORD_RE  # one definition of a word for the whole project
+from doccheck.extract.words import word_tokens
 
 __all__ = [
     "MAX_WORDS",
     "SHINGLE",
     "WordHasher",
+    "document_shingles",
     "pack_u32",
     "sampled",
     "shingle_hashes",
@@ -60,25 +62,38 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 class WordHasher:
-    """Stable 64-bit word hashes, each distinct word hashed once (a cache per matcher run)."""
+    """Stable 64-bit word hashes, each distinct word hashed once (a cache per matcher run).
 
-    def __init__(self, max_cache: int = 2_000_000) -> None:
-        self._cache: dict[str, int] = {}
+    Keyed by the word's UTF-8 bytes (what is hashed). The cache holds at most ``max_cache``
+    words (~130 bytes each): the frequent words of a campaign arrive early and stay; a rare
+    word past the cap is hashed each time it appears, never kept.
+    """
+
+    def __init__(self, max_cache: int = 250_000) -> None:
+        self._cache: dict[bytes, int] = {}
         self._max_cache = max_cache
 
     def __call__(self, words: Sequence[str]) -> np.ndarray:
+        return self.tokens([w.encode("utf-8") for w in words])
+
+    def tokens(self, tokens: Sequence[bytes]) -> np.ndarray:
+        """The hashes of ``tokens`` (UTF-8 words) in order, as uint64."""
         cache = self._cache
-        missing = {w for w in words if w not in cache}
-        for word in missing:
-            value = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-            if len(cache) < self._max_cache:
-                cache[word] = value
-            else:  # cache full: still hash this document's words, just do not keep them
-                cache = {**{w: cache[w] for w in words if w in cache}, word: value, **{
-                    m: int.from_bytes(hashlib.blake2b(m.encode("utf-8"), digest_size=8).digest(), "little")
-                    for m in missing}}  # fmt: skip
-                break
-        return np.fromiter((cache[w] for w in words), dtype=np.uint64, count=len(words))
+        try:  # the usual case once a campaign's vocabulary is cached: one C-level pass
+            return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+        except KeyError:
+            pass
+        values = list(map(cache.get, tokens))
+        for i, value in enumerate(values):
+            if value is None:
+                token = tokens[i]
+                value = cache.get(token)
+                if value is None:
+                    value = int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little")
+                    if len(cache) < self._max_cache:
+                        cache[token] = value
+                values[i] = value
+        return np.array(values, dtype=np.uint64)
 
 
 def words_for_matching(text: str) -> list[str]:
@@ -96,12 +111,42 @@ def shingle_hashes(text_or_words: str | Sequence[str], hasher: WordHasher | None
     words = words[:MAX_WORDS]
     if not words:
         return np.empty(0, dtype=np.uint64)
-    wh = (hasher or WordHasher())(words)
+    return np.unique(_raw_shingles((hasher or WordHasher())(words)))
+
+
+def _raw_shingles(wh: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of every run of SHINGLE word hashes, in order (not distinct)."""
     n = max(1, len(wh) - SHINGLE + 1)
     acc = np.zeros(n, dtype=np.uint64)
     for k in range(min(SHINGLE, len(wh))):
         acc = acc * np.uint64(0x100000001B3) + wh[k : k + n] * _MULTIPLIERS[k]
-    return np.unique(_splitmix64(acc))
+    return _splitmix64(acc)
+
+
+def document_shingles(text: str, hasher: WordHasher) -> tuple[int, np.ndarray]:
+    """(words, stored shingles) of a text: ``len(words_for_matching(text))`` and
+    ``to_u32(shingle_hashes(text, hasher))``, without a Python string per word.
+
+    The matcher's hot path (issue 10): words come from :func:`doccheck.extract.words.word_tokens`
+    (bytes, lower-cased, the same words), and the top 32 bits are kept before the one sort.
+    ``tests/unit/test_matching_fast.py`` holds it equal to the reference functions.
+    """
+    tokens = word_tokens(text)
+    words = len(tokens)
+    if not words:
+        return 0, np.empty(0, dtype=np.uint32)
+    raw = _raw_shingles(hasher.tokens(tokens[:MAX_WORDS] if words > MAX_WORDS else tokens))
+    return words, _distinct((raw >> np.uint64(32)).astype(np.uint32))
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a small array by sort and mask (numpy 2's hash-based unique costs ~30 µs a call)."""
+    values.sort()
+    keep = np.empty(len(values), dtype=bool)
+    keep[:1] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    out: np.ndarray = values[keep]
+    return out
 
 
 def to_u32(hashes: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,12 @@ __all__ = [
     "MANIFEST_CHANGED",
     "BatchRef",
     "LoadedBatch",
+    "PlanRecording",
     "RecordedPlan",
     "load_batch",
     "read_batch",
     "record_plan",
+    "start_recording",
     "submit_ref",
 ]
 
@@ -270,6 +272,132 @@ def _write_group(ledger: Ledger, run_id: str, documents: list[dict[str, Any]], r
                 conn.execute(insert(rej_t), rows)
 
 
+class PlanRecording:
+    """A run being recorded: :meth:`documents` streams the planned documents by, :meth:`finish` ends it.
+
+    Why a recording and not only :func:`record_plan`: cohort matching needs every document's
+    text once, and reading the manifest a second time for it would double a term's planning.
+    ``documents()`` yields each valid row's :class:`PlannedDocument` (text included) while the
+    batches are recorded underneath, so a consumer such as ``match_cohort(recording.documents(),
+    run_id=recording.run_id, ...)`` rides along the one pass; :meth:`finish` records whatever
+    the consumer did not read and returns the :class:`RecordedPlan`. Created by
+    :func:`start_recording`; a consumer that raises leaves a partly recorded run (``running``).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        manifest: str | os.PathLike[str],
+        *,
+        campaign: str | None,
+        products: str | Sequence[str] | None,
+        metadata_columns: str | Sequence[str],
+        params: Mapping[str, Any] | None,
+        batch_size: int,
+        on_batch: Callable[[BatchRef], None] | None,
+        run_id: str | None,
+    ) -> None:
+        self.ledger = ledger
+        self.manifest = str(manifest)
+        self.campaign = resolve_campaign(manifest, campaign)
+        self.default_products, self.metadata_columns = _settings(products, metadata_columns)
+        self._cursor = RowCursor()
+        self._outcomes = iter_manifest(
+            manifest, default_products=self.default_products, metadata_columns=self.metadata_columns,
+            cursor=self._cursor,
+        )  # fmt: skip
+        if run_id is None or ledger.get_run(run_id) is None:
+            run_id = ledger.start_run(campaign=self.campaign, manifest=self.manifest,
+                                      products=list(self.default_products), params=params, run_id=run_id)  # fmt: skip
+        self.run_id: str = run_id
+        self.tally = PlanTally(campaign=self.campaign, manifest=Path(manifest))
+        self.batches: list[BatchRef] = []
+        self._batcher = _Batcher(batch_size)
+        self._on_batch = on_batch
+        self._documents: list[dict[str, Any]] = []
+        self._rejections: list[Rejection] = []
+        self._used_products: set[str] = set()
+        self._stream: Iterator[PlannedDocument] | None = None
+        self._result: RecordedPlan | None = None
+
+    def documents(self) -> Iterator[PlannedDocument]:
+        """The valid rows, planned, in row order, recorded as they go by (iterate once)."""
+        if self._stream is None:
+            self._stream = self._record()
+        return self._stream
+
+    def finish(self) -> RecordedPlan:
+        """Record the rest of the manifest (if the consumer stopped early) and the run's products."""
+        if self._result is not None:
+            return self._result
+        for _ in self.documents():
+            pass
+        with self.ledger.session() as s:  # the products actually used, as record_run stored them
+            run = s.get(RunRow, self.run_id)
+            if run is not None:
+                run.products = sorted(self._used_products)
+                s.add(run)
+        self._result = RecordedPlan(
+            run_id=self.run_id, campaign=self.campaign, manifest=self.manifest, tally=self.tally,
+            batches=self.batches, default_products=self.default_products, metadata_columns=self.metadata_columns,
+        )  # fmt: skip
+        return self._result
+
+    def _close(self, ref: BatchRef | None) -> None:
+        """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
+        _write_group(self.ledger, self.run_id, self._documents, self._rejections)
+        self._documents.clear()
+        self._rejections.clear()
+        if ref is not None:
+            self.batches.append(ref)
+            if self._on_batch is not None:
+                self._on_batch(ref)
+
+    def _record(self) -> Iterator[PlannedDocument]:
+        try:
+            for outcome in self._outcomes:
+                if isinstance(outcome, Rejection):
+                    self.tally.rejections.append(outcome)
+                    if (closed := self._batcher.add(outcome.row_number, self._cursor, None)) is not None:
+                        self._close(closed)
+                    self._rejections.append(outcome)
+                    continue
+                planned = plan_one(outcome, self.campaign)
+                self.tally.add(planned)
+                self._used_products.update(planned.products)
+                if (closed := self._batcher.add(outcome.row_number, self._cursor, planned)) is not None:
+                    self._close(closed)  # before this row: it opens the next batch
+                self._documents.append(_document_row(self.run_id, self.campaign, planned))
+                yield planned
+            self._close(self._batcher.finish())
+        except ManifestError as exc:  # found mid-file (a runaway row): the run stops here, said so
+            self.ledger.finish_run(self.run_id, status="failed", summary={"error": str(exc)})
+            raise
+
+
+def start_recording(
+    ledger: Ledger,
+    manifest: str | os.PathLike[str],
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    batch_size: int = 100,
+    on_batch: Callable[[BatchRef], None] | None = None,
+    run_id: str | None = None,
+) -> PlanRecording:
+    """Check the manifest as a whole and start the run; the rows stream through the recording.
+
+    Arguments as :func:`record_plan`. Whole-manifest problems raise :class:`ManifestError`
+    here, before the run is started.
+    """
+    return PlanRecording(
+        ledger, manifest, campaign=campaign, products=products, metadata_columns=metadata_columns, params=params,
+        batch_size=batch_size, on_batch=on_batch, run_id=run_id,
+    )  # fmt: skip
+
+
 def record_plan(
     ledger: Ledger,
     manifest: str | os.PathLike[str],
@@ -290,69 +418,15 @@ def record_plan(
     documents is written with the rejected rows before it in one transaction, then handed to
     ``on_batch`` (it may start sending while the rest is planned). Memory stays flat in the
     manifest's size: only the current batch's ledger rows (no texts), the tally and the refs
-    are held. Whole-manifest problems raise :class:`ManifestError` before the run is started.
+    are held. Whole-manifest problems raise :class:`ManifestError` before the run is started;
+    one found mid-file (a row over the size bound) marks the run ``failed`` and is raised.
     ``run_id``: record into this run, creating it if it is not in the ledger yet (a retried
     task records into the same run; rows already recorded are skipped).
     """
-    name = resolve_campaign(manifest, campaign)
-    defaults, allowlist = _settings(products, metadata_columns)
-    cursor = RowCursor()
-    outcomes = iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, cursor=cursor)
-    if run_id is None or ledger.get_run(run_id) is None:
-        run_id = ledger.start_run(
-            campaign=name, manifest=str(manifest), products=list(defaults), params=params, run_id=run_id
-        )
-    tally = PlanTally(campaign=name, manifest=Path(manifest))
-    batcher = _Batcher(batch_size)
-    refs: list[BatchRef] = []
-    documents: list[dict[str, Any]] = []
-    rejections: list[Rejection] = []
-    used_products: set[str] = set()
-
-    def close(ref: BatchRef | None) -> None:
-        """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
-        _write_group(ledger, run_id, documents, rejections)
-        documents.clear()
-        rejections.clear()
-        if ref is not None:
-            refs.append(ref)
-            if on_batch is not None:
-                on_batch(ref)
-
-    try:
-        for outcome in outcomes:
-            planned = None
-            if isinstance(outcome, Rejection):
-                tally.rejections.append(outcome)
-            else:
-                planned = plan_one(outcome, name)
-                tally.add(planned)
-                used_products.update(planned.products)
-            closed = batcher.add(outcome.row_number, cursor, planned)
-            if closed is not None:
-                close(closed)  # before this row: it opens the next batch
-            if planned is not None:
-                documents.append(_document_row(run_id, name, planned))
-            else:
-                rejections.append(outcome)  # type: ignore[arg-type]
-        close(batcher.finish())
-    except ManifestError as exc:  # found mid-file (a runaway row): the run stops here, said so
-        ledger.finish_run(run_id, status="failed", summary={"error": str(exc)})
-        raise
-    with ledger.session() as s:  # the products actually used, as record_run stored them
-        run = s.get(RunRow, run_id)
-        if run is not None:
-            run.products = sorted(used_products)
-            s.add(run)
-    return RecordedPlan(
-        run_id=run_id,
-        campaign=name,
-        manifest=str(manifest),
-        tally=tally,
-        batches=refs,
-        default_products=defaults,
-        metadata_columns=allowlist,
-    )
+    return start_recording(
+        ledger, manifest, campaign=campaign, products=products, metadata_columns=metadata_columns, params=params,
+        batch_size=batch_size, on_batch=on_batch, run_id=run_id,
+    ).finish()  # fmt: skip
 
 
 def _recorded_rows(ledger: Ledger, run_id: str, ref: BatchRef) -> dict[int, dict[str, Any]]:
@@ -390,9 +464,10 @@ def read_batch(
 ) -> LoadedBatch:
     """Re-read only ``ref``'s rows and return the recorded documents to send, and those not to.
 
-    Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). The file is
-    opened at ``ref.offset`` (Parquet: ``ref.first_row``'s row group), so a batch costs the
-    same anywhere in the manifest. A recorded row that now reads differently (another id, text,
+    Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). A CSV or
+    JSONL file is opened at ``ref.offset``, so a batch costs the same anywhere in the manifest;
+    Parquet is read from ``ref.first_row``'s row group (Arrow decodes the group's rows before
+    it, docs/benchmarks.md). Rows appended since planning are not read. A recorded row that now reads differently (another id, text,
     file or products), is now rejected or is gone is not returned: it is a :class:`RowFailure`
     (``manifest_changed``) and, unless its key already has a submission, the ledger records the
     failure so the reports show it.

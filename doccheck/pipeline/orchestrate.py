@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from doccheck.ledger import Ledger
 from doccheck.options import RunOptions, WaitingOptions
-from doccheck.pipeline.batches import BatchRef, RecordedPlan, record_plan
+from doccheck.pipeline.batches import BatchRef, RecordedPlan, start_recording
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.submit import BatchResult
@@ -39,9 +39,8 @@ __all__ = [
     "Steps",
     "batches",
     "close_run",
-    "match_recorded",
+    "prepare_run",
     "prepared_from",
-    "record_run",
     "products_from_summary",
     "summary_rejections",
     "run_checks",
@@ -281,36 +280,31 @@ def close_run(
     return summary
 
 
-def record_run(ledger: Ledger, options: RunOptions, *, params: dict[str, Any] | None = None,
-               run_id: str | None = None) -> RecordedPlan:  # fmt: skip
-    """Start the run and record its manifest in one streamed pass (``doccheck.pipeline.batches``).
+def prepare_run(
+    ledger: Ledger, options: RunOptions, *, params: dict[str, Any] | None = None, run_id: str | None = None
+) -> Prepared:
+    """Start the run, record its manifest and match its cohort, in ONE streamed read of the file.
 
-    Documents (without their text) and rejected rows go to the ledger batch by batch, so a
-    run interrupted before its last batch still reports the documents no batch reached (as
-    ``unsent``); memory stays flat in the manifest's size. ``run_id``: record into this run
-    (a retried task records into the same run)."""
-    source = options.source
-    return record_plan(ledger, source.manifest, campaign=source.campaign_name, products=source.products,
-                       metadata_columns=source.metadata_columns, params=params,
-                       batch_size=options.submission.batch_size, run_id=run_id)  # fmt: skip
-
-
-def match_recorded(ledger: Ledger, recorded: RecordedPlan, templates: Sequence[str] = ()) -> dict[str, Any]:
-    """Cohort matching of a recorded run, fed by a second streamed read of its manifest.
-
-    Why a second read: the matcher needs each text once, and the first read (recording) keeps
-    none; reading again costs the parse, not memory. Signatures and pairs are stored."""
-    from pathlib import Path
-
+    Documents stream from ``doccheck.pipeline.batches.start_recording`` straight into the
+    cohort matcher while each batch (documents without their text, rejected rows) is written
+    to the ledger underneath: a run interrupted before its last batch still reports the
+    documents no batch reached (as ``unsent``), memory stays flat in the manifest's size,
+    and the file is parsed once. Blocking (call it in a thread from async code).
+    ``ManifestError`` for an unusable manifest is raised before the run is started;
+    ``run_id`` records into that run (a retried task records into the same run).
+    """
     from doccheck.matching import summary_of
     from doccheck.matching.runs import match_documents
-    from doccheck.plan_stream import PlanTally, iter_planned
 
-    tally = PlanTally(campaign=recorded.campaign, manifest=Path(recorded.manifest))
-    documents = iter_planned(recorded.manifest, tally, products=recorded.default_products,
-                             metadata_columns=recorded.metadata_columns)  # fmt: skip
-    return summary_of(match_documents(documents, recorded.campaign, run_id=recorded.run_id, ledger=ledger,
-                                      templates=templates))  # fmt: skip
+    source = options.source
+    recording = start_recording(
+        ledger, source.manifest, campaign=source.campaign_name, products=source.products,
+        metadata_columns=source.metadata_columns, params=params, batch_size=options.submission.batch_size,
+        run_id=run_id,
+    )  # fmt: skip
+    result = match_documents(recording.documents(), recording.campaign, run_id=recording.run_id, ledger=ledger,
+                             templates=source.templates)  # fmt: skip
+    return prepared_from(recording.finish(), summary_of(result))
 
 
 def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
@@ -353,9 +347,7 @@ class LocalSteps:
         return self._ledger
 
     async def prepare(self, options: RunOptions) -> Prepared:
-        recorded = await asyncio.to_thread(record_run, self._ledger, options, params=self._params)
-        cohort = await asyncio.to_thread(match_recorded, self._ledger, recorded, options.source.templates)
-        return prepared_from(recorded, cohort)
+        return await asyncio.to_thread(prepare_run, self._ledger, options, params=self._params)
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip

@@ -302,11 +302,11 @@ def _recording_peak(tmp_path: Path, rows: int) -> int:
 
 
 def test_recording_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
-    small = _recording_peak(tmp_path, 10_000)
-    large = _recording_peak(tmp_path, 40_000)
-    # Holding the plan would cost > 40,000 × 500 bytes of text alone (20 MB); recording keeps one batch.
+    small = _recording_peak(tmp_path, 2_500)
+    large = _recording_peak(tmp_path, 10_000)
+    # Holding the plan would cost > 10,000 × 1 KB of text alone (10 MB); recording keeps one batch.
     assert large < 1.5 * small, (small, large)
-    assert large < 8 * 1024 * 1024, large
+    assert large < 6 * 1024 * 1024, large
 
 
 def _jsonl_peak(path: Path, rows: int) -> int:
@@ -352,3 +352,73 @@ def test_jsonl_column_checks_still_see_every_line(tmp_path: Path) -> None:
     no_ids.write_text('{"text": "a"}\n{"text": "b", "name": "x"}\n', encoding="utf-8")
     with pytest.raises(ManifestError, match=r"'document_id' is missing \(columns found: 'text', 'name'\)"):
         load_plan(no_ids)
+
+
+def test_recording_a_batch_again_looks_up_only_its_own_ids(tmp_path: Path) -> None:
+    """``submit_batch`` records its documents again; that must not read the whole run's ids per batch."""
+    from sqlalchemy import event
+
+    manifest = tmp_path / "many.csv"
+    manifest.write_text("document_id,text\n" + "".join(f"m-{i},essay {i}\n" for i in range(600)), encoding="utf-8")
+    with closing(_ledger(tmp_path)) as ledger:
+        recorded = record_plan(ledger, manifest, batch_size=50)
+        docs = load_batch(ledger, recorded.run_id, manifest, recorded.batches[3])
+        seen: list[str] = []
+
+        def remember(conn: object, cursor: object, statement: str, *args: object) -> None:
+            if statement.lstrip().upper().startswith("SELECT") and "documents" in statement:
+                seen.append(statement)
+
+        event.listen(ledger.engine, "after_cursor_execute", remember)
+        try:
+            assert ledger.record_documents(recorded.run_id, docs) == 0
+        finally:
+            event.remove(ledger.engine, "after_cursor_execute", remember)
+        lookups = [s for s in seen if "document_id" in s and "run_id" in s]
+        assert lookups and all(" IN (" in s.upper() for s in lookups), seen
+
+
+def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
+    """One pass: match_cohort consumes recording.documents() while the batches are recorded."""
+    from doccheck.matching import match_plan
+    from doccheck.matching.cohort import match_cohort
+    from doccheck.matching.store import LedgerStore
+    from doccheck.pipeline.batches import start_recording
+
+    plan = load_plan(SAMPLE, products="ai,similarity")
+    with closing(_ledger(tmp_path, "whole.db")) as whole_ledger, closing(_ledger(tmp_path, "streamed.db")) as ledger:
+        whole = match_plan(plan, run_id=whole_ledger.start_run(campaign=plan.campaign), ledger=whole_ledger)
+        recording = start_recording(ledger, SAMPLE, products="ai,similarity", batch_size=2)
+        streamed = match_cohort(
+            recording.documents(), campaign=recording.campaign, run_id=recording.run_id, store=LedgerStore(ledger)
+        )
+        recorded = recording.finish()
+        assert recording.finish() is recorded  # finishing twice is harmless
+    assert streamed.summary() == whole.summary() and streamed.summary()["pairs"] >= 1
+    assert streamed.top() == whole.top()
+    assert recorded.documents == len(plan.documents) == sum(r.documents for r in recorded.batches)
+    assert recorded.tally.products == sum(len(d.products) for d in plan.documents)
+
+
+def test_a_recording_left_unread_is_finished_whole(tmp_path: Path) -> None:
+    from doccheck.pipeline.batches import start_recording
+
+    manifest = _write_csv(tmp_path / "term.csv", bom=True, newline="\r\n")
+    with closing(_ledger(tmp_path)) as ledger:
+        recording = start_recording(ledger, manifest, batch_size=2)
+        first = next(recording.documents())
+        assert first.document_id == "a-1" and first.text == "Plain essay one about rivers"
+        recorded = recording.finish()
+        assert recorded.documents == 9 and len(ledger.document_metadata(recorded.run_id)) == 9
+
+
+def test_a_batch_ref_is_a_plain_json_parameter() -> None:
+    """Prefect serialises task parameters with pydantic: a ref must survive that round trip."""
+    from pydantic import TypeAdapter
+    from pydantic_core import to_jsonable_python
+
+    ref = BatchRef(
+        number=3, first_row=201, last_row=305, documents=100, offset=512_000, line=420, estimated_cost_cents=7
+    )
+    assert to_jsonable_python(ref) == ref.to_dict() == json.loads(json.dumps(ref.to_dict()))
+    assert TypeAdapter(BatchRef).validate_python(ref.to_dict()) == ref == BatchRef.from_dict(ref.to_dict())
