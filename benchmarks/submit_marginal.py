@@ -1,7 +1,7 @@
 """Marginal submission throughput (issue 10): ``submit_batch`` vs a raw asyncio httpx loop.
 
 Run:  .venv/bin/python benchmarks/submit_marginal.py [--n 400] [--concurrency 16] [--latency-ms 20]
-                                                     [--postgres URL]
+                                                     [--postgres URL | --start-postgres] [--emulator-nodelay]
 
 One ``doccheck emulator`` subprocess with ``--latency-ms`` per request. In the same run,
 alternately (raw, pipeline, raw, pipeline: ``--rounds``):
@@ -11,7 +11,14 @@ alternately (raw, pipeline, raw, pipeline: ``--rounds``):
   and the emulator's own speed, no ledger;
 * **pipeline**: ``doccheck.pipeline.submit_batch`` over the same N planned documents in a
   fresh campaign and a fresh SQLite ledger (``--postgres URL``: also a fresh database on
-  that server), at the same concurrency: claims, ``submitting``, the answer, the release.
+  that server; ``--start-postgres``: a throwaway local cluster, see ``pg_cluster.py``), at
+  the same concurrency: claims, ``submitting``, the answer, the release.
+
+``--emulator-nodelay`` starts the emulator with TCP_NODELAY on its sockets
+(``emulator_nodelay.py``): without it every request waits ~40 ms for a delayed ACK on top
+of ``--latency-ms``, which hides the client's and the ledger's own costs. Each line also
+gives the CPU milliseconds per document of this process and of the emulator (``/proc``):
+on 2 shared cores they compete.
 
 Every round sends N new checks (fresh keys), so both sides do the same work at the
 service. Figures: docs/s of each, and pipeline / raw (target ≥ 0.9 at concurrency 16,
@@ -22,12 +29,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -36,9 +46,13 @@ for extra in (ROOT, ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from pipeline_throughput import API_KEY, emulator_checks, start_emulator, submit, write_manifest  # noqa: E402
+import pipeline_throughput  # noqa: E402
+from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
+from pipeline_throughput import API_KEY, CountingTransport, emulator_checks, start_emulator, write_manifest  # noqa: E402
 
+from doccheck.client import AsyncDocCheckClient  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
+from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.planning import Plan, load_plan  # noqa: E402
 
 
@@ -69,6 +83,29 @@ async def raw_loop(base_url: str, plan: Plan, concurrency: int) -> float:
         return time.perf_counter() - started
 
 
+async def submit(
+    base_url: str, ledger: Ledger, plan: Plan, concurrency: int, emulator_pid: int
+) -> tuple[float, Any, tuple[float, float]]:
+    """``submit_batch`` over the plan: (seconds, BatchResult, CPU seconds of this process
+    and of the emulator), all three measured around ``submit_batch`` only (the run's
+    start and its closing summary are outside, as for the raw loop)."""
+    run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=["ai"])
+    async with AsyncDocCheckClient(base_url, API_KEY, transport=CountingTransport(), max_connections=64) as client:
+        c0, e0 = proc_cpu(os.getpid()), proc_cpu(emulator_pid)
+        started = time.perf_counter()
+        result = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency)
+        elapsed = time.perf_counter() - started
+        cpu = (proc_cpu(os.getpid()) - c0, proc_cpu(emulator_pid) - e0)
+    ledger.finish_run(run_id)
+    return elapsed, result, cpu
+
+
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=400)
@@ -76,25 +113,44 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--postgres", default=None, help="also measure a PostgreSQL ledger (server URL)")
+    parser.add_argument("--start-postgres", action="store_true", help="also measure PostgreSQL on a throwaway cluster")
+    parser.add_argument("--emulator-nodelay", action="store_true", help="TCP_NODELAY on the emulator's sockets")
     args = parser.parse_args()
+    if args.emulator_nodelay:
+        wrapper = str(Path(__file__).resolve().parent / "emulator_nodelay.py")
+        pipeline_throughput.doccheck_command = lambda *a: [sys.executable, wrapper, *a]  # type: ignore[assignment]
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(throwaway_postgres()) if args.start_postgres else args.postgres
+        run(args, server)
+
+
+def run(args: argparse.Namespace, postgres: str | None) -> None:
+    """The alternating rounds; prints the figures."""
     work = Path(tempfile.mkdtemp(prefix="doccheck-bench-marginal-"))
     manifest = write_manifest(work / "corpus", args.n)
     emulator, root = start_emulator(work, args.latency_ms)
     base_url = f"{root}/api/v1"
     figures: dict[str, list[float]] = {"raw": [], "sqlite": [], "postgres": []}
+    cpu: dict[str, list[tuple[float, float]]] = {"raw": [], "sqlite": [], "postgres": []}
+    me, epid = os.getpid(), emulator.process.pid
     try:
         warm = load_plan(write_manifest(work / "warm", 20, seed=1), campaign="warmup")
         asyncio.run(raw_loop(base_url, warm, 4))
         for r in range(args.rounds):
             plan = load_plan(manifest, campaign=f"raw-{r}")
+            c0, e0 = proc_cpu(me), proc_cpu(epid)
             figures["raw"].append(args.n / asyncio.run(raw_loop(base_url, plan, args.concurrency)))
+            cpu["raw"].append((proc_cpu(me) - c0, proc_cpu(epid) - e0))
             ledgers = [("sqlite", f"sqlite:///{work / f'ledger-{r}.db'}")]
-            if args.postgres:
-                ledgers.append(("postgres", _fresh_postgres(args.postgres, f"bench_marginal_{uuid.uuid4().hex[:8]}")))
+            if postgres:
+                ledgers.append(("postgres", fresh_database(postgres, f"bench_marginal_{uuid.uuid4().hex[:8]}")))
             for kind, url in ledgers:
                 plan = load_plan(manifest, campaign=f"{kind}-{r}")
                 before = emulator_checks(root)
-                elapsed, result, _ = asyncio.run(submit(base_url, Ledger(url), plan, args.concurrency))
+                ledger = Ledger(url)
+                elapsed, result, used = asyncio.run(submit(base_url, ledger, plan, args.concurrency, epid))
+                cpu[kind].append(used)
+                ledger.close()
                 if result.submitted != args.n or emulator_checks(root) - before != args.n:
                     raise SystemExit(f"{kind} round {r}: expected {args.n} new checks, got {result}")
                 figures[kind].append(args.n / elapsed)
@@ -102,33 +158,26 @@ def main() -> None:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)
     raw = max(figures["raw"])
+
+    def cpu_text(kind: str) -> str:
+        mine = 1000 * sum(c for c, _ in cpu[kind]) / (args.n * len(cpu[kind]))
+        emu = 1000 * sum(e for _, e in cpu[kind]) / (args.n * len(cpu[kind]))
+        return f"CPU ms/doc: this process {mine:.2f}, emulator {emu:.2f}"
+
     print(
         f"marginal submission: {args.n} text documents, concurrency {args.concurrency}, "
-        f"emulator latency {args.latency_ms} ms, best of {args.rounds} rounds"
+        f"emulator latency {args.latency_ms} ms{' (TCP_NODELAY)' if args.emulator_nodelay else ''}, "
+        f"best of {args.rounds} rounds"
     )
-    print(f"raw httpx loop: {raw:.1f} docs/s (rounds: {', '.join(f'{x:.1f}' for x in figures['raw'])})")
+    print(f"raw httpx loop: {raw:.1f} docs/s (rounds: {', '.join(f'{x:.1f}' for x in figures['raw'])}); "
+          f"{cpu_text('raw')}")  # fmt: skip
     for kind in ("sqlite", "postgres"):
         if figures[kind]:
             best = max(figures[kind])
             print(
                 f"submit_batch, {kind} ledger: {best:.1f} docs/s = {best / raw:.2f}x raw "
-                f"(rounds: {', '.join(f'{x:.1f}' for x in figures[kind])})"
+                f"(rounds: {', '.join(f'{x:.1f}' for x in figures[kind])}); {cpu_text(kind)}"
             )
-
-
-def _fresh_postgres(server_url: str, name: str) -> str:
-    """A new empty database on ``server_url`` (its URL)."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    from doccheck.ledger.engine import normalize_url
-
-    url = make_url(normalize_url(server_url))
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return url.set(database=name).render_as_string(hide_password=False)
 
 
 if __name__ == "__main__":

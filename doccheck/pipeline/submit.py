@@ -41,7 +41,7 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, AnswerRecorder, ClaimRecorder, ClaimRequest, Prepare, PrepareRecorder
+from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
@@ -65,6 +65,12 @@ _STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed
 REQUEUE_POLICY = RetryPolicy(initial=1.0, max_backoff=30.0, max_retry_after=60.0)
 #: Backoff while another live process holds a key (it will usually finish it).
 ELSEWHERE_POLICY = RetryPolicy(initial=0.5, max_backoff=5.0)
+
+#: Documents in progress per request slot: the ledger work of the next documents overlaps
+#: the requests in flight (a crash leaves at most ``concurrency`` extra keys marked
+#: ``sending`` but not sent yet; the resume reconciles them like any key in doubt).
+#: Not at concurrency 1, which keeps one document at a time from claim to recorded answer.
+PIPELINE_DEPTH = 2
 
 #: Errors after which the request may succeed later: requeued, never a final failure.
 TRANSIENT_ERRORS = (RateLimitError, ServerError, NetworkError)
@@ -138,6 +144,12 @@ class BatchResult:
         )
 
 
+def _groupable(doc: Any) -> bool:
+    """Text and multipart documents: one request, so ``submitting`` and ``sending`` are
+    written together, in a grouped commit (upload mode records its upload id between them)."""
+    return (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
+
+
 def _error_code(exc: DocCheckError) -> str:
     return exc.code or (f"http_{exc.status_code}" if exc.status_code else type(exc).__name__)
 
@@ -166,7 +178,13 @@ class _BatchSubmitter:
         self.webhook_url = webhook_url
         self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = on_progress
+        #: Requests in flight at the service (``concurrency``): held around the requests only.
         self.sem = asyncio.Semaphore(max(1, concurrency))
+        #: Documents in progress (ledger writes + request): twice the requests, so the next
+        #: documents' claims and ``sending`` commit while the requests travel and the ledger's
+        #: latency stays out of the request slots (issue 10). Concurrency 1 stays strictly one
+        #: document at a time: no request leaves while another document's answer is unrecorded.
+        self.window = asyncio.Semaphore(PIPELINE_DEPTH * concurrency if concurrency > 1 else 1)
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
@@ -181,10 +199,11 @@ class _BatchSubmitter:
         self.uploads: dict[str, Upload] = {}
         #: The ledger's calls run on this thread, off the event loop (issue 10).
         self.writer = LedgerWriter()
-        #: Answers are recorded (and their claims released) in groups: one transaction for many.
-        self.answers = AnswerRecorder(ledger, self.writer)
+        #: Answers (recorded, their claims released) and claims (+ ``submitting``/``sending``
+        #: when nothing stands between them) by group commit: ONE transaction for every
+        #: document waiting at that moment, whichever of the two it waits for.
+        self.round = LedgerRound(ledger, self.writer)
         self.prepares = PrepareRecorder(ledger, self.writer)
-        self.claims = ClaimRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -221,7 +240,7 @@ class _BatchSubmitter:
             attempt = 0
             while True:
                 attempt += 1
-                async with self.sem:
+                async with self.window:
                     delay = await self._attempt(doc, attempt)
                 if delay is None:
                     return
@@ -237,8 +256,11 @@ class _BatchSubmitter:
         """One try under the key's claim. Returns None when the document is settled (a
         check, a final refusal, or left for a later run), else the seconds to wait."""
         key = doc.idempotency_key
-        claimed = await self.claims.record(ClaimRequest(key, self.owner, self.lease_seconds))
-        won, current = claimed if claimed is not None else (False, None)
+        # Nothing between the claim and ``submitting``/``sending`` (no budget to reserve; a
+        # key never recorded needs no reconciliation): all three in the claim's transaction.
+        prepare = self._prepare_of(doc) if self.budget is None and _groupable(doc) else None
+        claimed = await self.round.record(ClaimRequest(key, self.owner, self.lease_seconds, prepare))
+        won, current, prepared = claimed if claimed is not None else (False, None, False)
         if not won:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1  # the other process finished it meanwhile
@@ -254,7 +276,7 @@ class _BatchSubmitter:
             if current is not None and current.state == "submitted":
                 self.result.already_done += 1
                 return None
-            return await self._submit(doc, current, attempt)
+            return await self._submit(doc, current, attempt, prepared=prepared)
         finally:
             self.held.discard(key)
             if key in self.released:
@@ -271,7 +293,8 @@ class _BatchSubmitter:
         doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
         if doubt is None or not needs_reconciliation(doubt, self.owner):
             return False
-        check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
+        async with self.sem:  # GET /checks pages: requests like any other
+            check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
         if check is None:
             return False
         log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
@@ -303,9 +326,16 @@ class _BatchSubmitter:
         self.result.retry_later += 1
         return None
 
-    async def _submit(self, doc: Any, previous: SubmissionRow | None, attempt: int = 1) -> float | None:
+    def _prepare_of(self, doc: Any) -> Prepare:
+        return Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
+
+    async def _submit(
+        self, doc: Any, previous: SubmissionRow | None, attempt: int = 1, *, prepared: bool = False
+    ) -> float | None:
+        """``prepared``: the claim's transaction already recorded ``submitting`` and
+        ``sending`` (a key never recorded, no budget): send at once."""
         try:
-            if await self._reconcile(doc, previous):
+            if not prepared and await self._reconcile(doc, previous):
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return await self._requeue(doc, exc, attempt)
@@ -322,12 +352,11 @@ class _BatchSubmitter:
                 )
                 return None
         # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
-        grouped = (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
-        if grouped:
-            held = await self.prepares.record(
-                Prepare(doc.idempotency_key, self.campaign, doc.document_id, tuple(doc.products), doc.mode, self.owner)
-            )
-        else:
+        grouped = _groupable(doc)
+        held: bool | None = True  # ``prepared``: written with the claim
+        if grouped and not prepared:
+            held = await self.prepares.record(self._prepare_of(doc))
+        elif not grouped:
             await self._db(
                 self.ledger.mark_submitting,
                 doc.idempotency_key,
@@ -373,7 +402,7 @@ class _BatchSubmitter:
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
             return None
-        await self.answers.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
+        await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
         if self.budget is not None:
@@ -420,16 +449,19 @@ class _BatchSubmitter:
                 raise DocCheckError("a text-mode document has no text", code="invalid_input")
             if not marked:
                 await self._sending(doc)
-            sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
+            async with self.sem:
+                sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
             if not marked:
                 await self._sending(doc)
-            sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
+            async with self.sem:
+                sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
             return sub.check, sub.upload_id
-        return await self._send_upload(doc, previous_upload_id)
+        async with self.sem:  # several requests and ledger writes, in order, in one slot (as before)
+            return await self._send_upload(doc, previous_upload_id)
 
     async def _send_upload(self, doc: Any, previous_upload_id: str | None) -> tuple[Check, str | None]:
         """The upload flow step by step, so the upload id is in the ledger before the bytes
@@ -508,7 +540,7 @@ async def submit_batch(
     document would fail. Documents sharing a key share one check.
     """
     campaign = ledger.campaign_of(run_id)
-    ledger.record_documents(run_id, documents)
+    record_documents(ledger, run_id, campaign, documents)  # Ledger.record_documents, one executemany
     previous = ledger.submissions_for_keys(d.idempotency_key for d in documents)
     submitter = _BatchSubmitter(
         client,

@@ -51,6 +51,17 @@ CRASHING_RUN = textwrap.dedent(
         return original_many(ledger, answers)
 
     bulk.record_answers = crashing_many
+    original_round = bulk.record_answers_and_claims  # a round: answers + next claims, one transaction
+
+    def crashing_round(ledger, items):
+        for item in items:
+            if isinstance(item, bulk.Answer):
+                calls["n"] += 1
+                if calls["n"] == 2:
+                    os._exit(17)
+        return original_round(ledger, items)
+
+    bulk.record_answers_and_claims = crashing_round
     from doccheck.options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 

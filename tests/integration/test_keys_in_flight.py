@@ -168,6 +168,16 @@ CRASHING_RUN = textwrap.dedent(
         return original_many(ledger, answers)
 
     bulk.record_answers = stalling_many
+    original_round = bulk.record_answers_and_claims  # a round: answers + next claims, one transaction
+
+    def stalling_round(ledger, items):
+        calls["n"] += sum(isinstance(item, bulk.Answer) for item in items)
+        if calls["n"] >= 4:
+            print("STALLED", flush=True)
+            time.sleep(3600)  # the ledger's writer stops here: answers in flight are never recorded
+        return original_round(ledger, items)
+
+    bulk.record_answers_and_claims = stalling_round
     from doccheck.options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 

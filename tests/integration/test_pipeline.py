@@ -160,6 +160,17 @@ CRASH_CHILD = textwrap.dedent(
         return real_many(ledger, answers)
 
     bulk.record_answers = crashing_record_answers
+    real_round = bulk.record_answers_and_claims  # a round: answers + next claims, one transaction
+
+    def crashing_round(ledger, items):
+        for item in items:
+            if isinstance(item, bulk.Answer):
+                calls["n"] += 1
+                if calls["n"] == int(crash_at):
+                    os._exit(17)
+        return real_round(ledger, items)
+
+    bulk.record_answers_and_claims = crashing_round
     plan = load_plan(manifest, campaign=campaign, products="ai,similarity", metadata_columns=["group"])
 
     async def main():

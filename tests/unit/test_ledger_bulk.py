@@ -153,3 +153,123 @@ def test_grouped_claims_equal_claim_then_read(ledgers: tuple[Ledger, Ledger]) ->
     assert [w for w, _ in got] == [w for w, _ in expected] == [True, True, False]
     assert [(r.state if r else None) for _, r in got] == [(r.state if r else None) for _, r in expected]
     assert _snapshot(grouped) == _snapshot(one)
+
+
+def test_grouped_charges_equal_record_charge(ledgers: tuple[Ledger, Ledger]) -> None:
+    """The multi-row charges: a stated refund, a charge stored before the answer (an event
+    or a poll came first: ``ON CONFLICT`` sends it to ``record_charge``), a campaign whose
+    budget row exists and one whose row does not."""
+    from doccheck.ledger.money import record_charge
+
+    cases = [
+        ("m-refund", "c1", check_json("chk-r", ("ai", "similarity"),
+                                      cost={"ai_cents": 1, "similarity_cents": 2, "total_cents": 3,
+                                            "refunded_cents": 2})),
+        ("m-known", "c1", check_json("chk-k")),
+        ("m-plain", "c2", check_json("chk-p")),
+    ]  # fmt: skip
+    for led in ledgers:
+        with led.engine.begin() as conn:
+            record_charge(conn, "chk-k", None, check_json("chk-k")["cost"])  # known, no campaign yet
+            record_charge(conn, "chk-old", "c1", check_json("chk-old")["cost"])  # c1's budget row exists
+        for key, campaign, _ in cases:
+            assert led.claims.claim(key, OWNER)
+            led.mark_submitting(key, campaign=campaign, document_id=key, products=["ai"], mode="text")
+            assert led.claims.mark_sending(key, OWNER)
+    one, grouped = ledgers
+    for key, _, data in cases:
+        one.mark_submitted(key, Check.model_validate(data), mode="text")
+        one.claims.release(key, OWNER, settled=True)
+    record_answers(grouped, [Answer(key, Check.model_validate(data), "text", None, OWNER) for key, _, data in cases])
+    got = _snapshot(grouped)
+    assert got == _snapshot(one)
+    costs = {r["check_id"]: r for r in got["check_costs"]}
+    assert costs["chk-r"]["refunded_cents"] == 2 and costs["chk-r"]["stated_refund_cents"] == 2
+    assert costs["chk-k"]["campaign"] == "c1" and costs["chk-k"]["budget_counted"] is True
+    spent = {r["campaign"]: r["spent_cents"] for r in got["campaign_budgets"]}
+    assert spent == {"c1": 1 + 3 + 1, "c2": 1}
+
+
+def test_claims_then_prepare_equal_claim_submitting_sending(ledgers: tuple[Ledger, Ledger]) -> None:
+    """One transaction claims every key and prepares exactly the ones a one-by-one
+    submitter would send at once: won, never recorded, and asked to."""
+    from doccheck.ledger.bulk import record_claims_then_prepare
+
+    def prep(key: str) -> Prepare:
+        return Prepare(key, "c1", f"d-{key}", ("ai",), "text", OWNER)
+
+    items = [
+        ClaimRequest("new", OWNER, 120.0, prep("new")),
+        ClaimRequest("new-2", OWNER, 120.0, prep("new-2")),
+        ClaimRequest("plain", OWNER, 120.0),  # no prepare asked: claim only
+        ClaimRequest("failed", OWNER, 120.0, prep("failed")),  # a row exists: the usual path
+        ClaimRequest("held", OWNER, 120.0, prep("held")),  # another live owner: not won
+        ClaimRequest("expired", OWNER, 120.0, prep("expired")),  # another owner's lease ran out
+    ]
+    for led in ledgers:
+        assert led.claims.claim("held", "host:2:other")
+        assert led.claims.claim("expired", "host:2:other", lease_seconds=-1)
+        led.mark_submit_failed("failed", code="x", message="y", state="retry_later", campaign="c1",
+                               document_id="d-failed", products=["ai"], mode="text")  # fmt: skip
+    one, grouped = ledgers
+    expected = []
+    for it in items:
+        won = one.claims.claim(it.key, it.owner, it.lease_seconds)
+        row = one.submission_for_key(it.key)
+        ready = won and row is None and it.prepare is not None
+        if ready:
+            one.mark_submitting(it.key, campaign="c1", document_id=f"d-{it.key}", products=["ai"], mode="text")
+            assert one.claims.mark_sending(it.key, OWNER)
+        expected.append((won, row.state if row else None, ready))
+    got = record_claims_then_prepare(grouped, items)
+    assert [(w, r.state if r else None, p) for w, r, p in got] == expected
+    assert [p for _, _, p in got] == [True, True, False, False, False, True]
+    assert _snapshot(grouped) == _snapshot(one)
+    assert record_claims_then_prepare(grouped, []) == []
+
+
+def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, Ledger]) -> None:
+    """One round (answers of the requests back + claims of the next documents) leaves the
+    ledger as the two separate group commits do, and answers each item in its place."""
+    from doccheck.ledger.bulk import record_answers_and_claims, record_claims_then_prepare
+
+    done = [f"a{i}" for i in range(3)]
+    for led in ledgers:
+        for key in done:
+            assert led.claims.claim(key, OWNER)
+            led.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode="text")
+            assert led.claims.mark_sending(key, OWNER)
+    answers = [Answer(k, Check.model_validate(check_json(f"chk-{k}")), "text", None, OWNER) for k in done]
+    claims = [ClaimRequest(f"n{i}", OWNER, 120.0, Prepare(f"n{i}", "c1", f"n{i}", ("ai",), "text", OWNER))
+              for i in range(3)]  # fmt: skip
+    one, grouped = ledgers
+    record_answers(one, answers)
+    expected = record_claims_then_prepare(one, claims)
+    mixed: list[Any] = [answers[0], claims[0], claims[1], answers[1], answers[2], claims[2]]
+    got = record_answers_and_claims(grouped, mixed)
+    assert got[0] is None and got[3] is None and got[4] is None
+    assert [(w, p) for w, _, p in (got[1], got[2], got[5])] == [(w, p) for w, _, p in expected] == [(True, True)] * 3
+    assert _snapshot(grouped) == _snapshot(one)
+
+
+def test_grouped_documents_equal_ledger_record_documents(ledgers: tuple[Ledger, Ledger]) -> None:
+    """``bulk.record_documents`` writes the rows ``Ledger.record_documents`` writes, and is
+    idempotent per run (a rerun of the batch adds nothing)."""
+    from doccheck.ledger.bulk import record_documents
+    from doccheck.ledger.tables import DocumentRow
+    from tests.factories import planned
+
+    batch = [planned(f"d{i}", row=i) for i in range(1, 6)]
+    batch[1] = planned("d2", row=2, products=("ai", "similarity"))
+    one, grouped = ledgers
+    runs = [led.start_run(campaign="c1", manifest="m.csv", products=["ai"]) for led in ledgers]
+    assert one.record_documents(runs[0], batch) == 5
+    assert record_documents(grouped, runs[1], "c1", batch) == 5
+    assert record_documents(grouped, runs[1], "c1", batch) == 0
+
+    def rows(led: Ledger) -> list[dict[str, Any]]:
+        with led.engine.connect() as conn:
+            found = [dict(r._mapping) for r in conn.execute(select(DocumentRow.__table__))]
+        return sorted(({k: v for k, v in r.items() if k not in {"id", "run_id"}} for r in found), key=repr)
+
+    assert rows(grouped) == rows(one) and len(rows(one)) == 5

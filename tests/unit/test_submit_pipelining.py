@@ -1,0 +1,60 @@
+"""``submit_batch`` with the ledger work outside the request slots (issue 10): the
+``concurrency`` requests at once still hold, and each request leaves only after its key's
+claim, ``submitting`` row and ``sending`` mark are committed (docs/ledger.md's order)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import create_engine, select
+
+from doccheck.ledger import Ledger
+from doccheck.ledger.tables import ClaimRow, SubmissionRow
+from doccheck.pipeline import submit_batch
+from tests.fakes import FakeClient, docs, run
+
+
+class WatchingClient(FakeClient):
+    """Counts requests in flight and, as each one leaves, reads the key's rows through a
+    separate connection (what another process, or the resume after a crash, would see)."""
+
+    def __init__(self, database_url: str) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most = 0
+        self.seen: dict[str, tuple[str | None, bool | None, str | None]] = {}
+        self.engine = create_engine(database_url)
+
+    async def submit(self, document: Any, *, idempotency_key: str, **kw: Any) -> Any:
+        s, c = SubmissionRow.__table__, ClaimRow.__table__
+        with self.engine.connect() as conn:
+            state = conn.execute(select(s.c.state).where(s.c.idempotency_key == idempotency_key)).scalar()
+            claim = conn.execute(select(c.c.in_doubt, c.c.owner).where(c.c.idempotency_key == idempotency_key)).first()
+        self.seen[idempotency_key] = (state, claim.in_doubt if claim else None, claim.owner if claim else None)
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return await super().submit(document, idempotency_key=idempotency_key, **kw)
+        finally:
+            self.in_flight -= 1
+
+
+def test_requests_in_flight_stay_within_concurrency_and_leave_after_their_commit(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(url)
+    client, run_id = WatchingClient(url), ledger.start_run(campaign="c1")
+    batch = docs(24)
+    result = run(submit_batch(client, ledger, run_id, batch, concurrency=3))
+    assert result.submitted == 24 and client.calls.count("submit") == 24
+    assert client.most == 3  # the slots are used, never exceeded
+    for doc in batch:
+        state, in_doubt, owner = client.seen[doc.idempotency_key]
+        assert (state, in_doubt) == ("submitting", True), doc.document_id  # committed before the request
+        assert owner is not None
+    rows = ledger.submissions_for_keys(d.idempotency_key for d in batch)
+    assert {r.state for r in rows.values()} == {"submitted"}
+    assert ledger.claims.holders(d.idempotency_key for d in batch) == {}
+    client.engine.dispose()
+    ledger.close()
