@@ -1,7 +1,7 @@
 """Marginal submission throughput (issue 10): ``submit_batch`` vs a raw asyncio httpx loop.
 
 Run:  .venv/bin/python benchmarks/submit_marginal.py [--n 400] [--concurrency 16] [--latency-ms 20]
-                                                     [--postgres URL | --start-postgres] [--emulator-nodelay]
+                                                     [--postgres URL | --start-postgres]
 
 One ``doccheck emulator`` subprocess with ``--latency-ms`` per request. In the same run,
 alternately (raw, pipeline, raw, pipeline: ``--rounds``):
@@ -14,11 +14,8 @@ alternately (raw, pipeline, raw, pipeline: ``--rounds``):
   that server; ``--start-postgres``: a throwaway local cluster, see ``pg_cluster.py``), at
   the same concurrency: claims, ``submitting``, the answer, the release.
 
-``--emulator-nodelay`` starts the emulator with TCP_NODELAY on its sockets
-(``emulator_nodelay.py``): without it every request waits ~40 ms for a delayed ACK on top
-of ``--latency-ms``, which hides the client's and the ledger's own costs. Each line also
-gives the CPU milliseconds per document of this process and of the emulator (``/proc``):
-on 2 shared cores they compete.
+The emulator sets TCP_NODELAY on its sockets (``doccheck.emulator.server.bind``); before it
+did, every request also waited ~40 ms for a delayed ACK, which hid the pipeline's own costs.
 
 Every round sends N new checks (fresh keys), so both sides do the same work at the
 service. Figures: docs/s of each, and pipeline / raw (target ≥ 0.9 at concurrency 16,
@@ -46,7 +43,6 @@ for extra in (ROOT, ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-import pipeline_throughput  # noqa: E402
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from pipeline_throughput import API_KEY, CountingTransport, emulator_checks, start_emulator, write_manifest  # noqa: E402
 
@@ -114,11 +110,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--postgres", default=None, help="also measure a PostgreSQL ledger (server URL)")
     parser.add_argument("--start-postgres", action="store_true", help="also measure PostgreSQL on a throwaway cluster")
-    parser.add_argument("--emulator-nodelay", action="store_true", help="TCP_NODELAY on the emulator's sockets")
     args = parser.parse_args()
-    if args.emulator_nodelay:
-        wrapper = str(Path(__file__).resolve().parent / "emulator_nodelay.py")
-        pipeline_throughput.doccheck_command = lambda *a: [sys.executable, wrapper, *a]  # type: ignore[assignment]
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(throwaway_postgres()) if args.start_postgres else args.postgres
         run(args, server)
@@ -166,7 +158,7 @@ def run(args: argparse.Namespace, postgres: str | None) -> None:
 
     print(
         f"marginal submission: {args.n} text documents, concurrency {args.concurrency}, "
-        f"emulator latency {args.latency_ms} ms{' (TCP_NODELAY)' if args.emulator_nodelay else ''}, "
+        f"emulator latency {args.latency_ms} ms, "
         f"best of {args.rounds} rounds"
     )
     print(f"raw httpx loop: {raw:.1f} docs/s (rounds: {', '.join(f'{x:.1f}' for x in figures['raw'])}); "
