@@ -12,19 +12,19 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
 from doccheck.downloads import FILE_KINDS, files_by_document
-from doccheck.instructor.page import render_report
-from doccheck.instructor.spreadsheet import write_csv
-from doccheck.instructor.table import build_documents, documents_table
-from doccheck.reports import REPORT_FILES
+from doccheck.instructor.page import PageTally, generate_report
+from doccheck.instructor.spreadsheet import CsvChunks
+from doccheck.instructor.table import DocumentsBuilder, TopSources, checks_to_documents, documents_schema, documents_table
+from doccheck.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
     "COHORT_MATCHES_FILE",
@@ -54,13 +54,18 @@ class InstructorPaths:
     latest_report_html: Path | None = None
 
 
-def read_run_tables(run_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
-    """The run folder's Parquet reports as row dicts (a missing file is an empty table)."""
+def read_run_tables(run_dir: str | Path, columns: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The run folder's Parquet reports as row dicts (a missing file is an empty table);
+    only the ``columns`` each file has when given."""
     folder = Path(run_dir)
     rows: dict[str, list[dict[str, Any]]] = {}
     for name, filename in REPORT_FILES.items():
         path = folder / filename
-        rows[name] = pq.read_table(path).to_pylist() if path.is_file() else []
+        if not path.is_file():
+            rows[name] = []
+            continue
+        wanted = None if columns is None else [c for c in columns if c in pq.read_schema(path).names]
+        rows[name] = pq.read_table(path, columns=wanted).to_pylist()
     return rows
 
 
@@ -78,15 +83,6 @@ def names_from_ledger(ledger: Any, run_id: str) -> dict[str, str]:
     with ledger.session() as s:
         rows = s.exec(select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)).all()
     return {doc: name for doc, name in rows if name}
-
-
-def _atomic_text(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
@@ -115,34 +111,61 @@ def write_instructor_files(
 
     ``tables`` defaults to the run folder's Parquet reports, ``cohort_matches`` to its
     ``cohort_matches.parquet`` when present; the files already in ``<run>/files/`` are linked.
+    From the run folder, the wide table is built :data:`CHUNK` submissions at a time and
+    written as it goes (Parquet, CSV), then read back in chunks while the page is written:
+    a 20,000-document run never has its wide rows, its page or its CSV whole in memory.
     """
     folder = Path(run_dir)
-    tables = tables if tables is not None else read_run_tables(folder)
-    if cohort_matches is None:
-        # A report table of its own when the cohort comparison registers one, else its file.
-        present = tables.get("cohort_matches")
-        cohort_matches = list(present) if present is not None else _read_cohort(folder)
-    ids = [str(r["document_id"]) for r in tables.get("submissions", []) if r.get("document_id") is not None]
-    files = files_by_document(folder, ids, FILE_KINDS)
-    rows = build_documents(tables, names=names, cohort_matches=cohort_matches, files=files)
-    table = documents_table(rows)
+    documents: Callable[[], Iterable[Mapping[str, Any]]]
+    if tables is not None:
+        if cohort_matches is None:
+            # A report table of its own when the cohort comparison registers one, else its file.
+            present = tables.get("cohort_matches")
+            cohort_matches = list(present) if present is not None else _read_cohort(folder)
+        builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
+        given = list(tables.get("submissions", []))
+        meta = list(dict.fromkeys(k for r in given for k in r if k.startswith(META_PREFIX)))
+        chunks: Iterable[Sequence[Mapping[str, Any]]] = [given]
+    else:
+        if cohort_matches is None:
+            cohort_matches = _read_cohort(folder) or []
+        builder = _builder_from_folder(folder, names, cohort_matches)
+        subs_path = folder / REPORT_FILES["submissions"]
+        meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
+        chunks = _parquet_chunks(subs_path)
+    schema = documents_schema(meta)
+    tally = PageTally()
+    kept: list[dict[str, Any]] = []  # rows given in memory are rendered from memory, as they were built
 
     parquet_path = folder / DOCUMENTS_PARQUET
     tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
     try:
-        pq.write_table(table, tmp)
+        with pq.ParquetWriter(tmp, schema) as parquet, CsvChunks(folder / DOCUMENTS_CSV, schema.names) as csv_file:
+            for subs in chunks:
+                ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
+                rows = builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
+                table = documents_table(rows, schema)
+                parquet.write_table(table)
+                csv_file.write(table.to_pylist())
+                tally.add(rows)
+                if tables is not None:
+                    kept.extend(rows)
         os.replace(tmp, parquet_path)
     finally:
         tmp.unlink(missing_ok=True)
-    csv_path = write_csv(folder / DOCUMENTS_CSV, table.column_names, table.to_pylist())
-    page = dict(campaign=campaign, run_id=run_id, status=status, cohort_matches=cohort_matches,
-                download_failures=download_failures, spent_cents=spent_cents)  # fmt: skip
-    # Rendered once (the slow part for 10,000 rows); the file links' prefix differs per copy.
-    marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
-    html = render_report(rows, link_prefix=marker, **cast(dict[str, Any], page))
-    html_path = folder / REPORT_HTML
-    _atomic_text(html_path, html.replace(marker, ""))
+    csv_path = folder / DOCUMENTS_CSV
+    if tables is not None:
+        documents = lambda: kept  # noqa: E731
+    else:
+        documents = lambda: (r for batch in _parquet_chunks(parquet_path) for r in batch)  # noqa: E731
 
+    # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
+    marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
+                             cohort_matches=cohort_matches, download_failures=download_failures,
+                             spent_cents=spent_cents, link_prefix=marker)  # fmt: skip
+    html_path = folder / REPORT_HTML
+    targets = [(html_path, "")]
     latest_html: Path | None = None
     if latest_dir is not None:
         latest = Path(latest_dir)
@@ -150,5 +173,78 @@ def write_instructor_files(
         _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
         _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
         latest_html = latest / REPORT_HTML
-        _atomic_text(latest_html, html.replace(marker, f"../{quote(folder.name)}/"))
+        targets.append((latest_html, f"../{quote(folder.name)}/"))
+    _atomic_pieces(targets, pieces, marker)
     return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
+
+
+#: Submissions per chunk when the wide table is built from the run folder's files.
+CHUNK = 2000
+
+
+def _parquet_chunks(path: Path, columns: Sequence[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a Parquet file, :data:`CHUNK` at a time (nothing when it is absent)."""
+    if not path.is_file():
+        return
+    source = pq.ParquetFile(path)
+    wanted = None if columns is None else [c for c in columns if c in source.schema_arrow.names]
+    for batch in source.iter_batches(batch_size=CHUNK, columns=wanted):
+        yield batch.to_pylist()
+
+
+def _builder_from_folder(
+    folder: Path, names: Mapping[str, str] | None, cohort_matches: Sequence[Mapping[str, Any]] | None
+) -> DocumentsBuilder:
+    """The wide table's lookups from the run folder's reports, reading only the columns a
+    wide row takes (a run's source rows fold into one top source per document)."""
+
+    def by_document(name: str, columns: Sequence[str]) -> dict[Any, dict[str, Any]]:
+        found: dict[Any, dict[str, Any]] = {}
+        for batch in _parquet_chunks(folder / REPORT_FILES[name], columns):
+            found.update((r.get("document_id"), r) for r in batch)
+        return found
+
+    top = TopSources()
+    for batch in _parquet_chunks(folder / REPORT_FILES["similarity_sources"], _SOURCE_COLUMNS):
+        top.add(batch)
+    document_of_check: dict[str, str] = {}
+    for batch in _parquet_chunks(folder / REPORT_FILES["submissions"], ("check_id", "document_id")):
+        document_of_check.update(checks_to_documents(batch))
+    return DocumentsBuilder(
+        ai=by_document("ai_results", ("document_id", "status", "label", "score")),
+        sim=by_document("similarity_results", ("document_id", "status", "score", "matched_words")),
+        top_sources=top.best,
+        document_of_check=document_of_check,
+        names=names,
+        cohort_matches=cohort_matches,
+    )
+
+
+_SOURCE_COLUMNS = ("document_id", "source_id", "title", "url", "kind", "matched_words", "percent",
+                   "matched_document_id")  # fmt: skip
+
+
+def _atomic_pieces(targets: Sequence[tuple[Path, str]], pieces: Iterable[str], marker: str) -> None:
+    """Write the pieces to every target (``marker`` replaced by the target's prefix), each
+    through a temporary file renamed over it once complete."""
+    tmps = [path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}") for path, _ in targets]
+    handles = []
+    try:
+        handles = [open(tmp, "w", encoding="utf-8") for tmp in tmps]  # noqa: SIM115
+        prefixes = [prefix for _, prefix in targets]
+        for piece in pieces:
+            if marker in piece:
+                for handle, prefix in zip(handles, prefixes, strict=True):
+                    handle.write(piece.replace(marker, prefix))
+            else:
+                for handle in handles:
+                    handle.write(piece)
+        for handle in handles:
+            handle.close()
+        for tmp, (path, _) in zip(tmps, targets, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for handle in handles:
+            handle.close()
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
