@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -165,6 +166,10 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
     ]
 
 
+#: What the page lists of a rejected row.
+_REJECTED_KEYS = ("row_number", "document_id", "error_code", "error_message")
+
+
 class PageTally:
     """What the page shows above and beside its table, counted one document at a time:
     the cards, the two histograms' values and the rejected rows (so the page can be
@@ -175,8 +180,8 @@ class PageTally:
         self.flagged = 0
         self.pending = 0
         self.charged = 0
-        self.ai_scores: list[float] = []
-        self.sim_scores: list[float] = []
+        self.ai_scores = array("d")  # 8 bytes a score
+        self.sim_scores = array("d")
         self.rejected: list[Mapping[str, Any]] = []
         self.meta: list[str] = []
 
@@ -190,7 +195,7 @@ class PageTally:
                     seen.add(k)
             self.charged += int(r.get("cost_cents") or 0)
             if r.get("status") == "rejected":
-                self.rejected.append(r)
+                self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
                 continue
             self.accepted += 1
             self.flagged += 1 if r.get("flagged") else 0

@@ -13,6 +13,7 @@ at least :data:`FLAG_SIMILARITY_SCORE`, or it matches another document of the co
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -137,6 +138,19 @@ class DocumentsBuilder:
         self._document_of_check = document_of_check
         self._names = names or {}
         self._cohort = _cohort_index(cohort_matches)
+
+    def with_lookups(
+        self,
+        *,
+        ai: Mapping[Any, Mapping[str, Any]],
+        sim: Mapping[Any, Mapping[str, Any]],
+        top_sources: Mapping[Any, Mapping[str, Any]],
+        document_of_check: Mapping[str, str],
+    ) -> DocumentsBuilder:
+        """The same builder (names, cohort) with the lookups of one chunk of documents."""
+        other = copy.copy(self)
+        other._ai, other._sim, other._top, other._document_of_check = ai, sim, top_sources, document_of_check
+        return other
 
     @classmethod
     def from_tables(

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from doccheck.downloads import FILE_KINDS, files_by_document
@@ -129,7 +131,9 @@ def write_instructor_files(
     else:
         if cohort_matches is None:
             cohort_matches = _read_cohort(folder) or []
-        builder = _builder_from_folder(folder, names, cohort_matches)
+        builder = DocumentsBuilder(ai={}, sim={}, top_sources={}, document_of_check={}, names=names,
+                                   cohort_matches=cohort_matches)  # fmt: skip
+        lookups = _FolderLookups(folder)
         subs_path = folder / REPORT_FILES["submissions"]
         meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
         chunks = _parquet_chunks(subs_path)
@@ -143,7 +147,8 @@ def write_instructor_files(
         with pq.ParquetWriter(tmp, schema) as parquet, CsvChunks(folder / DOCUMENTS_CSV, schema.names) as csv_file:
             for subs in chunks:
                 ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
-                rows = builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
+                chunk_builder = builder if tables is not None else lookups.builder(builder, subs)
+                rows = chunk_builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
                 table = documents_table(rows, schema)
                 parquet.write_table(table)
                 csv_file.write(table.to_pylist())
@@ -192,32 +197,47 @@ def _parquet_chunks(path: Path, columns: Sequence[str] | None = None) -> Iterato
         yield batch.to_pylist()
 
 
-def _builder_from_folder(
-    folder: Path, names: Mapping[str, str] | None, cohort_matches: Sequence[Mapping[str, Any]] | None
-) -> DocumentsBuilder:
-    """The wide table's lookups from the run folder's reports, reading only the columns a
-    wide row takes (a run's source rows fold into one top source per document)."""
+class _FolderLookups:
+    """The product and source columns a wide row takes, kept as Arrow tables (columnar,
+    a few bytes a document) and turned into Python rows one chunk of documents at a time:
+    the wide table's Python memory does not grow with the run."""
 
-    def by_document(name: str, columns: Sequence[str]) -> dict[Any, dict[str, Any]]:
-        found: dict[Any, dict[str, Any]] = {}
-        for batch in _parquet_chunks(folder / REPORT_FILES[name], columns):
-            found.update((r.get("document_id"), r) for r in batch)
-        return found
+    def __init__(self, folder: Path) -> None:
+        self._ai = _arrow(folder / REPORT_FILES["ai_results"], ("document_id", "status", "label", "score"))
+        self._sim = _arrow(folder / REPORT_FILES["similarity_results"],
+                           ("document_id", "status", "score", "matched_words"))  # fmt: skip
+        self._sources = _arrow(folder / REPORT_FILES["similarity_sources"], _SOURCE_COLUMNS)
+        self._checks = _arrow(folder / REPORT_FILES["submissions"], ("check_id", "document_id"))
 
-    top = TopSources()
-    for batch in _parquet_chunks(folder / REPORT_FILES["similarity_sources"], _SOURCE_COLUMNS):
-        top.add(batch)
-    document_of_check: dict[str, str] = {}
-    for batch in _parquet_chunks(folder / REPORT_FILES["submissions"], ("check_id", "document_id")):
-        document_of_check.update(checks_to_documents(batch))
-    return DocumentsBuilder(
-        ai=by_document("ai_results", ("document_id", "status", "label", "score")),
-        sim=by_document("similarity_results", ("document_id", "status", "score", "matched_words")),
-        top_sources=top.best,
-        document_of_check=document_of_check,
-        names=names,
-        cohort_matches=cohort_matches,
-    )
+    def builder(self, base: DocumentsBuilder, submissions: Sequence[Mapping[str, Any]]) -> DocumentsBuilder:
+        """``base`` with the lookups of these submissions rows (rows in file order, so that
+        the last of a document wins and its top source is the first of equals, as in memory)."""
+        ids = pa.array([r.get("document_id") for r in submissions], pa.string())
+        top = TopSources()
+        top.add(_rows_of(self._sources, "document_id", ids))
+        named = pa.array([str(b.get("source_id")) for b in top.best.values() if b.get("kind") == "submission"],
+                         pa.string())  # fmt: skip
+        return base.with_lookups(
+            ai={r.get("document_id"): r for r in _rows_of(self._ai, "document_id", ids)},
+            sim={r.get("document_id"): r for r in _rows_of(self._sim, "document_id", ids)},
+            top_sources=top.best,
+            document_of_check=checks_to_documents(_rows_of(self._checks, "check_id", named)),
+        )
+
+
+def _arrow(path: Path, columns: Sequence[str]) -> pa.Table | None:
+    """These columns of a report file (None when the file is absent)."""
+    if not path.is_file():
+        return None
+    names = pq.read_schema(path).names
+    return pq.read_table(path, columns=[c for c in columns if c in names])
+
+
+def _rows_of(table: pa.Table | None, column: str, values: pa.Array) -> list[dict[str, Any]]:
+    """The rows of ``table`` whose ``column`` is one of ``values``, in table order."""
+    if table is None or len(values) == 0 or column not in table.column_names:
+        return []
+    return table.filter(pc.is_in(table[column], value_set=values)).to_pylist()
 
 
 _SOURCE_COLUMNS = ("document_id", "source_id", "title", "url", "kind", "matched_words", "percent",
