@@ -26,6 +26,8 @@ from doccheck.manifest import Rejection
 from doccheck.reports import write_reports
 from tests.factories import planned
 
+pytestmark = pytest.mark.integration
+
 RAW = {"padding": "x" * 8_000}  # a check's raw JSON: the reports must not read it
 
 
@@ -109,5 +111,6 @@ def pg_ledger(postgres_database: str) -> Iterator[Ledger]:
     led.close()
 
 
+@pytest.mark.postgres
 def test_report_writing_is_bounded_postgres(pg_ledger: Ledger, tmp_path: Path) -> None:
     assert_bounded(pg_ledger, tmp_path)
