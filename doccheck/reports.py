@@ -185,11 +185,11 @@ class LedgerReportTables(ReportTables):
             self._rows = rows
         return self._rows
 
-    submissions = property(lambda self: self._all()["submissions"])  # type: ignore[assignment]
-    ai_results = property(lambda self: self._all()["ai_results"])  # type: ignore[assignment]
-    similarity_results = property(lambda self: self._all()["similarity_results"])  # type: ignore[assignment]
-    similarity_sources = property(lambda self: self._all()["similarity_sources"])  # type: ignore[assignment]
-    cohort_matches = property(lambda self: self._all()["cohort_matches"])  # type: ignore[assignment]
+    submissions = property(lambda self: self._all()["submissions"])
+    ai_results = property(lambda self: self._all()["ai_results"])
+    similarity_results = property(lambda self: self._all()["similarity_results"])
+    similarity_sources = property(lambda self: self._all()["similarity_sources"])
+    cohort_matches = property(lambda self: self._all()["cohort_matches"])
 
 
 @dataclass(frozen=True)

@@ -199,7 +199,9 @@ class PageTally:
                 continue
             self.accepted += 1
             self.flagged += 1 if r.get("flagged") else 0
-            self.pending += sum(1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed"))
+            self.pending += sum(
+                1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
+            )
             if r.get("ai_score") is not None:
                 self.ai_scores.append(float(r["ai_score"]))
             if r.get("similarity_score") is not None:

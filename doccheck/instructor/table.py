@@ -89,7 +89,7 @@ def _products(value: Any) -> str | None:
     return ";".join(str(v) for v in value)
 
 
-def _cohort_index(cohort_matches: Sequence[Mapping[str, Any]] | None) -> dict[str, list[str]]:
+def _cohort_index(cohort_matches: Iterable[Mapping[str, Any]] | None) -> dict[str, list[str]]:
     """document_id → the other documents it was matched with (both directions, de-duplicated)."""
     index: dict[str, list[str]] = {}
     for row in cohort_matches or []:

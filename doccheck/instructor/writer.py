@@ -25,7 +25,13 @@ import pyarrow.parquet as pq
 from doccheck.downloads import FILE_KINDS, files_by_document
 from doccheck.instructor.page import PageTally, generate_report
 from doccheck.instructor.spreadsheet import CsvChunks
-from doccheck.instructor.table import DocumentsBuilder, TopSources, checks_to_documents, documents_schema, documents_table
+from doccheck.instructor.table import (
+    DocumentsBuilder,
+    TopSources,
+    checks_to_documents,
+    documents_schema,
+    documents_table,
+)
 from doccheck.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
@@ -237,7 +243,8 @@ def _rows_of(table: pa.Table | None, column: str, values: pa.Array) -> list[dict
     """The rows of ``table`` whose ``column`` is one of ``values``, in table order."""
     if table is None or len(values) == 0 or column not in table.column_names:
         return []
-    return table.filter(pc.is_in(table[column], value_set=values)).to_pylist()
+    rows: list[dict[str, Any]] = table.filter(pc.is_in(table[column], value_set=values)).to_pylist()
+    return rows
 
 
 _SOURCE_COLUMNS = ("document_id", "source_id", "title", "url", "kind", "matched_words", "percent",

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, tuple_
+from sqlalchemy import func, literal, tuple_
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
@@ -50,7 +50,7 @@ def _resolve_run(s: Session, run_id: str | None, campaign: str | None) -> str:
     return run.id
 
 
-def _product_status(o: OutcomeRow) -> str:
+def _product_status(o: Any) -> str:
     """``completed``/``failed`` only when the result is in the ledger, else ``pending``."""
     if o.status == ProductState.FAILED:
         return "failed"
@@ -103,7 +103,7 @@ def iter_report_chunks(
         with ledger.session() as s:
             stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid)  # type: ignore[call-overload]
             if last is not None:
-                stmt = stmt.where(tuple_(*order) > tuple_(*last))
+                stmt = stmt.where(tuple_(*order) > tuple_(*map(literal, last)))
             docs = s.execute(stmt.order_by(*order).limit(size)).all()
             if not docs:
                 break
@@ -115,7 +115,7 @@ def iter_report_chunks(
         with ledger.session() as s:
             stmt = select(RejectionRow).where(RejectionRow.run_id == rid)
             if last is not None:
-                stmt = stmt.where(tuple_(*by_row) > tuple_(*last))
+                stmt = stmt.where(tuple_(*by_row) > tuple_(*map(literal, last)))
             rejections = s.exec(stmt.order_by(*by_row).limit(size)).all()
             if not rejections:
                 break
@@ -129,7 +129,8 @@ def iter_report_chunks(
 def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
     """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
     keys = [d.idempotency_key for d in docs]
-    subs = {r.idempotency_key: r for r in s.execute(select(*_SUB_COLUMNS).where(col(SubmissionRow.idempotency_key).in_(keys))).all()}  # type: ignore[call-overload]  # noqa: E501
+    sub_stmt = select(*_SUB_COLUMNS).where(col(SubmissionRow.idempotency_key).in_(keys))  # type: ignore[call-overload]
+    subs = {r.idempotency_key: r for r in s.execute(sub_stmt).all()}
     check_ids = sorted({r.check_id for r in subs.values() if r.check_id})
     outcomes = {
         (o.check_id, o.product): o
@@ -251,9 +252,7 @@ def build_report_rows(
     return rows
 
 
-def _row_money(
-    check_id: str | None, sub: Any, money: dict[str, tuple[int, int]], counted: set[str]
-) -> tuple[int, int]:
+def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]], counted: set[str]) -> tuple[int, int]:
     """``(charged, refunded)`` of a report row: the check's money on the first row that
     points at it, 0 on the others (rows sharing a check are billed once). A ledger
     written before ``check_costs`` existed falls back to the submission's charge."""
@@ -283,7 +282,9 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
     check ids, so a 20,000-document run summarises in a few MB.
     """
     del ledger
-    n_rejected = int(s.execute(select(func.count()).select_from(RejectionRow).where(RejectionRow.run_id == run_id)).scalar_one())  # noqa: E501
+    n_rejected = int(
+        s.execute(select(func.count()).select_from(RejectionRow).where(RejectionRow.run_id == run_id)).scalar_one()
+    )  # noqa: E501
     states: Counter[str] = Counter()
     products: Counter[str] = Counter()
     modes: Counter[str] = Counter()
@@ -305,7 +306,7 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
             r.idempotency_key: r
             for r in s.execute(
                 select(SubmissionRow.idempotency_key, SubmissionRow.state, SubmissionRow.check_id,
-                       SubmissionRow.cost_cents)  # type: ignore[call-overload]
+                       SubmissionRow.cost_cents)
                 .where(col(SubmissionRow.idempotency_key).in_(keys))
             ).all()
         }  # fmt: skip
@@ -324,7 +325,7 @@ def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
     charged = sum(c for _, (c, _r) in found.items()) + sum(v for k, v in creation_cost.items() if k not in found)
     refunded = sum(r for _, r in found.values())
     for i in range(0, len(ids), 500):
-        stmt = select(OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched).where(  # type: ignore[call-overload]
+        stmt = select(OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched).where(
             col(OutcomeRow.check_id).in_(ids[i : i + 500])
         )
         for o in s.execute(stmt).all():
