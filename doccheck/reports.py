@@ -171,6 +171,9 @@ class LedgerReportTables(ReportTables):
         self._source = chunks
         self._rows: dict[str, list[Mapping[str, Any]]] | None = None
 
+    def __repr__(self) -> str:  # the dataclass repr would read the whole run
+        return f"{type(self).__name__}(<rows read in chunks>)"
+
     def chunks(self) -> Iterator[ReportChunk]:
         """The rows, chunk by chunk, in report order (a new read of the source)."""
         return iter(self._source())
