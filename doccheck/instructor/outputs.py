@@ -49,14 +49,15 @@ async def write_run_outputs(
             raise ValueError("downloading files needs a client")
         targets = targets_from_rows(read_run_tables(run_dir, columns=TARGET_COLUMNS))
         result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
-    names = names_from_ledger(ledger, run_id) if ledger is not None and run_id else None
+    # Names are read per chunk of the wide table, not the run's at once.
+    names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
     paths = write_instructor_files(
         run_dir,
         latest_dir,
         campaign=campaign,
         run_id=run_id,
         status=status,
-        names=names,
+        names_of=names_of,
         download_failures=[f.__dict__ for f in result.failures] if result else (),
         spent_cents=spent_cents,
     )

@@ -152,6 +152,12 @@ class DocumentsBuilder:
         other._ai, other._sim, other._top, other._document_of_check = ai, sim, top_sources, document_of_check
         return other
 
+    def with_names(self, names: Mapping[str, str]) -> DocumentsBuilder:
+        """The same builder with these names (one chunk's, read from the ledger)."""
+        other = copy.copy(self)
+        other._names = names
+        return other
+
     @classmethod
     def from_tables(
         cls,

@@ -82,14 +82,20 @@ def _read_cohort(run_dir: Path) -> list[dict[str, Any]] | None:
     return pq.ParquetFile(path).read().to_pylist() if path.is_file() else None
 
 
-def names_from_ledger(ledger: Any, run_id: str) -> dict[str, str]:
-    """document_id → name (the manifest's, or the file name) of a run's accepted documents."""
-    from sqlmodel import select
+def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """document_id → name (the manifest's, or the file name) of a run's accepted documents
+    (only of ``document_ids`` when given: one chunk of the wide table)."""
+    from sqlmodel import col, select
 
     from doccheck.ledger.tables import DocumentRow
 
+    stmt = select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)
+    if document_ids is not None:
+        if not document_ids:
+            return {}
+        stmt = stmt.where(col(DocumentRow.document_id).in_(list(document_ids)))
     with ledger.session() as s:
-        rows = s.exec(select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)).all()
+        rows = s.exec(stmt).all()
     return {doc: name for doc, name in rows if name}
 
 
@@ -114,11 +120,13 @@ def write_instructor_files(
     cohort_matches: Sequence[Mapping[str, Any]] | None = None,
     download_failures: Sequence[Mapping[str, Any]] = (),
     spent_cents: int | None = None,
+    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
     ``tables`` defaults to the run folder's Parquet reports, ``cohort_matches`` to its
     ``cohort_matches.parquet`` when present; the files already in ``<run>/files/`` are linked.
+    ``names_of(document_ids)``, when given instead of ``names``, is asked for each chunk's names.
     From the run folder, the wide table is built :data:`CHUNK` submissions at a time and
     written as it goes (Parquet, CSV), then read back in chunks while the page is written:
     a 20,000-document run never has its wide rows, its page or its CSV whole in memory.
@@ -154,6 +162,8 @@ def write_instructor_files(
             for subs in chunks:
                 ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
                 chunk_builder = builder if tables is not None else lookups.builder(builder, subs)
+                if names_of is not None:
+                    chunk_builder = chunk_builder.with_names(names_of(ids))
                 rows = chunk_builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
                 table = documents_table(rows, schema)
                 parquet.write_table(table)
