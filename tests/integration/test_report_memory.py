@@ -114,3 +114,33 @@ def pg_ledger(postgres_database: str) -> Iterator[Ledger]:
 @pytest.mark.postgres
 def test_report_writing_is_bounded_postgres(pg_ledger: Ledger, tmp_path: Path) -> None:
     assert_bounded(pg_ledger, tmp_path)
+
+
+def test_streamed_outputs_carry_names_and_rows_of_the_ledger(tmp_path: Path) -> None:
+    """The chunked path end to end (2,500 documents: two chunks of the wide table, three of the
+    report): names read per chunk from the ledger, every row once, in row order, the same rows
+    as the in-memory report."""
+    import asyncio
+
+    from doccheck.instructor.outputs import write_run_outputs
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    try:
+        run_id = fill(ledger, "c", 2_500)
+        tables = ledger.report_tables(run_id=run_id)
+        paths = write_reports(tmp_path / "out", "run", tables, metadata=ledger.document_metadata(run_id))
+        outputs = asyncio.run(write_run_outputs(paths.run_dir, paths.latest_dir, campaign="c", run_id=run_id,
+                                                ledger=ledger))  # fmt: skip
+        rows = ledger.report_rows(run_id=run_id)
+    finally:
+        ledger.close()
+    for name in ("submissions", "ai_results", "similarity_results", "similarity_sources"):
+        written = pq.read_table(paths.files()[name]).to_pylist()
+        assert [r["document_id"] for r in written] == [r["document_id"] for r in rows[name]], name
+    documents = pq.read_table(outputs.paths.documents_parquet).to_pylist()
+    assert [d["document_id"] for d in documents] == [*(f"c-d{i}" for i in range(2_500)), "c-bad"]
+    assert documents[0]["name"] == "c-d0.txt" and documents[2_499]["name"] == "c-d2499.txt"
+    assert documents[0]["meta_group"] == "A" and documents[-1]["status"] == "rejected"
+    # the top source: the one with the most matched words (the third of each document)
+    assert documents[7]["top_source_title"] == "source 2"
+    assert (paths.latest_dir / "documents.csv").read_bytes() == outputs.paths.documents_csv.read_bytes()
