@@ -108,7 +108,8 @@ def iter_report_chunks(
             if not docs:
                 break
             last = (docs[-1].row_number if docs[-1].row_number is not None else -1, docs[-1].id)
-            yield _document_chunk(s, docs, counted)
+            part = _document_chunk(s, docs, counted)
+        yield part  # outside the session: no transaction stays open while the caller writes
     last = None
     by_row = (func.coalesce(RejectionRow.row_number, -1), col(RejectionRow.id))
     while True:
@@ -121,9 +122,11 @@ def iter_report_chunks(
                 break
             tail = rejections[-1]
             last = (tail.row_number if tail.row_number is not None else -1, int(tail.id or 0))
-            yield {"submissions": [_rejected_row(r) for r in rejections]}
+            rejected = [_rejected_row(r) for r in rejections]
+        yield {"submissions": rejected}
     with ledger.session() as s:
-        yield {"cohort_matches": cohort_match_rows(s, rid)}
+        matches = cohort_match_rows(s, rid)
+    yield {"cohort_matches": matches}
 
 
 def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
