@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ __all__ = [
     "SIMILARITY_RESULTS_SCHEMA",
     "SIMILARITY_SOURCES_SCHEMA",
     "SUBMISSIONS_SCHEMA",
+    "LedgerReportTables",
     "ReportError",
     "ReportPaths",
     "ReportTables",
@@ -153,6 +154,47 @@ class ReportTables:
     cohort_matches: list[Mapping[str, Any]] = field(default_factory=list)
 
 
+#: One chunk of report rows: table name → rows (a table may be missing).
+ReportChunk = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+class LedgerReportTables(ReportTables):
+    """A ``ReportTables`` whose rows come in chunks from a source (the ledger), read again
+    on each use: :func:`write_reports` streams the chunks to Parquet, so writing the
+    reports of a 20,000-document run holds one chunk of rows at a time, never the run's.
+
+    The list attributes (``submissions``...) still work: the first one read collects every
+    chunk into lists (the whole run in memory, as a plain ``ReportTables`` holds it).
+    """
+
+    def __init__(self, chunks: Callable[[], Iterable[ReportChunk]]) -> None:  # noqa: D107
+        self._source = chunks
+        self._rows: dict[str, list[Mapping[str, Any]]] | None = None
+
+    def __repr__(self) -> str:  # the dataclass repr would read the whole run
+        return f"{type(self).__name__}(<rows read in chunks>)"
+
+    def chunks(self) -> Iterator[ReportChunk]:
+        """The rows, chunk by chunk, in report order (a new read of the source)."""
+        return iter(self._source())
+
+    def _all(self) -> dict[str, list[Mapping[str, Any]]]:
+        if self._rows is None:
+            rows: dict[str, list[Mapping[str, Any]]] = {name: [] for name in SCHEMAS}
+            for part in self.chunks():
+                for name, chunk_rows in part.items():
+                    if name in rows:
+                        rows[name].extend(chunk_rows)
+            self._rows = rows
+        return self._rows
+
+    submissions = property(lambda self: self._all()["submissions"])
+    ai_results = property(lambda self: self._all()["ai_results"])
+    similarity_results = property(lambda self: self._all()["similarity_results"])
+    similarity_sources = property(lambda self: self._all()["similarity_sources"])
+    cohort_matches = property(lambda self: self._all()["cohort_matches"])
+
+
 @dataclass(frozen=True)
 class ReportPaths:
     """Where one run's reports were written (files in ``run_dir``; same names in ``latest_dir``)."""
@@ -238,11 +280,15 @@ def write_reports(
     if not _SAFE_LABEL.match(run_label or "") or run_label in (LATEST, ".", "..") or run_label.startswith("."):
         raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
     out = Path(out_dir)
-    built = to_tables(tables, metadata)
     run_dir = out / run_label
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for name, table in built.items():
-        _write_atomic(table, run_dir / REPORT_FILES[name])
+    if isinstance(tables, LedgerReportTables):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write_streamed(run_dir, tables.chunks(), metadata)
+    else:
+        built = to_tables(tables, metadata)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, table in built.items():
+            _write_atomic(table, run_dir / REPORT_FILES[name])
 
     latest = out / LATEST
     staging = out / f".{LATEST}.tmp-{uuid.uuid4().hex}"
@@ -272,6 +318,45 @@ def _write_atomic(table: pa.Table, target: Path) -> None:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _write_streamed(
+    run_dir: Path, chunks: Iterable[ReportChunk], metadata: Mapping[str, Mapping[str, str]] | None
+) -> None:
+    """Every report file from chunks of rows: one Parquet writer per table, a record batch
+    per chunk, each file written next to its target and renamed over it at the end (all or
+    nothing: an error leaves the previous files of the folder as they were)."""
+    meta_columns = _metadata_columns(metadata)
+    schemas = {
+        name: pa.schema([*schema, *(pa.field(META_PREFIX + c, pa.string()) for c in meta_columns)])
+        for name, schema in SCHEMAS.items()
+    }
+    tmps = {name: run_dir / f".{REPORT_FILES[name]}.tmp-{uuid.uuid4().hex}" for name in SCHEMAS}
+    writers: dict[str, pq.ParquetWriter] = {}
+    try:
+        writers = {name: pq.ParquetWriter(tmps[name], schemas[name]) for name in SCHEMAS}
+        offsets = dict.fromkeys(SCHEMAS, 0)
+        for part in chunks:
+            for name, rows in part.items():
+                if name not in SCHEMAS or not rows:
+                    continue
+                if name == "submissions":
+                    rows = [_normalise_rejected(row) for row in rows]
+                table = _build_table(name, SCHEMAS[name], rows, offset=offsets[name])
+                if meta_columns:
+                    table = _join_metadata(table, metadata or {}, meta_columns)
+                writers[name].write_table(table)
+                offsets[name] += len(rows)
+        for writer in writers.values():
+            writer.close()
+        for name in SCHEMAS:
+            os.replace(tmps[name], run_dir / REPORT_FILES[name])
+    finally:
+        for writer in writers.values():
+            if writer.is_open:
+                writer.close()
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
 
 
 def _swap_in(staging: Path, latest: Path) -> None:
@@ -304,11 +389,11 @@ def _swap_in(staging: Path, latest: Path) -> None:
     raise ReportError(f"could not refresh {latest}: too many concurrent writers")
 
 
-def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]], offset: int = 0) -> pa.Table:
     arrays = []
     for fld in schema:
         values = []
-        for index, row in enumerate(rows):
+        for index, row in enumerate(rows, start=offset):
             try:
                 values.append(_coerce(row.get(fld.name), fld.type))
             except (TypeError, ValueError) as exc:

@@ -12,6 +12,9 @@ from typing import Any
 from doccheck.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
 from doccheck.instructor.writer import InstructorPaths, names_from_ledger, read_run_tables, write_instructor_files
 
+#: The report columns the download targets are chosen from (read alone: the rest stays on disk).
+TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
+
 __all__ = ["RunOutputs", "write_run_outputs"]
 
 
@@ -37,25 +40,24 @@ async def write_run_outputs(
     spent_cents: int | None = None,
 ) -> RunOutputs:
     """Download ``download`` kinds of every finished check of the run (needs ``client``),
-    then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest)."""
+    then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
+    built from the run folder's reports in chunks (see ``write_instructor_files``)."""
     kinds = parse_kinds(download)
-    tables = read_run_tables(run_dir)
     result: DownloadResult | None = None
     if kinds:
         if client is None:
             raise ValueError("downloading files needs a client")
-        result = await download_files(
-            client, targets_from_rows(tables), kinds, run_dir, concurrency=download_concurrency
-        )
-    names = names_from_ledger(ledger, run_id) if ledger is not None and run_id else None
+        targets = targets_from_rows(read_run_tables(run_dir, columns=TARGET_COLUMNS))
+        result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
+    # Names are read per chunk of the wide table, not the run's at once.
+    names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
     paths = write_instructor_files(
         run_dir,
         latest_dir,
         campaign=campaign,
         run_id=run_id,
         status=status,
-        names=names,
-        tables=tables,
+        names_of=names_of,
         download_failures=[f.__dict__ for f in result.failures] if result else (),
         spent_cents=spent_cents,
     )

@@ -17,7 +17,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
@@ -30,7 +31,7 @@ from markupsafe import Markup
 from doccheck.instructor.table import FILE_COLUMNS, FLAG_AI_SCORE, FLAG_SIMILARITY_SCORE
 from doccheck.reports import META_PREFIX
 
-__all__ = ["render_report"]
+__all__ = ["PageTally", "generate_report", "render_report"]
 
 _FILE_LABELS = {"similarity_pdf": "similarity PDF", "pdf": "report PDF", "original": "original"}
 
@@ -165,6 +166,70 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
     ]
 
 
+#: What the page lists of a rejected row.
+_REJECTED_KEYS = ("row_number", "document_id", "error_code", "error_message")
+
+
+class PageTally:
+    """What the page shows above and beside its table, counted one document at a time:
+    the cards, the two histograms' values and the rejected rows (so the page can be
+    written while the documents are read in chunks, never all held at once)."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.flagged = 0
+        self.pending = 0
+        self.charged = 0
+        self.ai_scores = array("d")  # 8 bytes a score
+        self.sim_scores = array("d")
+        self.rejected: list[Mapping[str, Any]] = []
+        self.meta: list[str] = []
+
+    def add(self, documents: Iterable[Mapping[str, Any]]) -> None:
+        """Count these rows of :func:`doccheck.instructor.table.build_documents`."""
+        seen = set(self.meta)
+        for r in documents:
+            for k in r:
+                if k not in seen and k.startswith(META_PREFIX):
+                    self.meta.append(k)
+                    seen.add(k)
+            self.charged += int(r.get("cost_cents") or 0)
+            if r.get("status") == "rejected":
+                self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
+                continue
+            self.accepted += 1
+            self.flagged += 1 if r.get("flagged") else 0
+            self.pending += sum(
+                1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
+            )
+            if r.get("ai_score") is not None:
+                self.ai_scores.append(float(r["ai_score"]))
+            if r.get("similarity_score") is not None:
+                self.sim_scores.append(float(r["similarity_score"]))
+
+
+class _TableRows:
+    """The table's rows for the template: sized (the page says how many) and read again
+    from ``documents`` (a callable returning an iterable) as the template writes them."""
+
+    def __init__(self, count: int, documents: Callable[[], Iterable[Mapping[str, Any]]], meta: Sequence[str],
+                 link_prefix: str) -> None:  # fmt: skip
+        self._count, self._documents, self._meta, self._prefix = count, documents, meta, link_prefix
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for r in self._documents():
+            if r.get("status") == "rejected":
+                continue
+            yield {
+                "document_id": r.get("document_id"),
+                "flagged": bool(r.get("flagged")),
+                "cells": _row_cells(r, self._meta, self._prefix),
+            }  # fmt: skip
+
+
 def render_report(
     documents: Sequence[Mapping[str, Any]],
     *,
@@ -183,29 +248,52 @@ def render_report(
     included; they are listed in their own section). ``link_prefix`` goes before each file
     link (``""`` in the run folder, ``"../<run folder>/"`` in ``latest/``).
     """
+    tally = PageTally()
+    tally.add(documents)
+    return "".join(
+        generate_report(
+            tally, lambda: documents, campaign=campaign, run_id=run_id, status=status, cohort_matches=cohort_matches,
+            download_failures=download_failures, spent_cents=spent_cents, link_prefix=link_prefix,
+            generated_at=generated_at,
+        )
+    )  # fmt: skip
+
+
+def generate_report(
+    tally: PageTally,
+    documents: Callable[[], Iterable[Mapping[str, Any]]],
+    *,
+    campaign: str,
+    run_id: str | None = None,
+    status: str | None = None,
+    cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+    download_failures: Sequence[Mapping[str, Any]] = (),
+    spent_cents: int | None = None,
+    link_prefix: str = "",
+    generated_at: datetime | None = None,
+) -> Iterator[str]:
+    """The page of :func:`render_report` as pieces of text, to write as they come.
+
+    ``tally`` has counted every document already; ``documents()`` yields them again (in
+    chunks read back from ``documents.parquet``, for a large run) while the table is written.
+    A value is never split across pieces, so a piece can be edited on its own.
+    """
     template, css, js = _assets()
-    meta = [k for k in dict.fromkeys(k for row in documents for k in row) if k.startswith(META_PREFIX)]
-    accepted = [r for r in documents if r.get("status") != "rejected"]
-    rejected = [r for r in documents if r.get("status") == "rejected"]
-    charged = sum(int(r.get("cost_cents") or 0) for r in documents)
-    flagged = sum(1 for r in accepted if r.get("flagged"))
-    pending = sum(
-        1 for r in accepted for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
-    )
+    meta = list(tally.meta)
+    charged = tally.charged
+    flagged = tally.flagged
     cards = [
-        {"label": "documents checked", "value": len(accepted)},
+        {"label": "documents checked", "value": tally.accepted},
         {"label": "flagged for a closer look", "value": flagged, "flag": bool(flagged)},
-        {"label": "rows rejected", "value": len(rejected)},
-        {"label": "results pending", "value": pending},
+        {"label": "rows rejected", "value": len(tally.rejected)},
+        {"label": "results pending", "value": tally.pending},
         {"label": "charged", "value": f"${(spent_cents if spent_cents is not None else charged) / 100:,.2f}"},
     ]
-    ai_scores = [float(r["ai_score"]) for r in accepted if r.get("ai_score") is not None]
-    sim_scores = [float(r["similarity_score"]) for r in accepted if r.get("similarity_score") is not None]
     pairs = [dict(p) for p in cohort_matches or []]
     pair_columns = list(dict.fromkeys(k for p in pairs for k in p)) if pairs else []
-    data = {"campaign": campaign, "run_id": run_id, "documents": len(accepted), "flagged": flagged,
-            "rejected": len(rejected), "charged_cents": charged}  # fmt: skip
-    return template.render(
+    data = {"campaign": campaign, "run_id": run_id, "documents": tally.accepted, "flagged": flagged,
+            "rejected": len(tally.rejected), "charged_cents": charged}  # fmt: skip
+    return template.generate(
         csp=content_security_policy(css, js),
         css=Markup(css),
         js=Markup(js),
@@ -217,24 +305,17 @@ def render_report(
         flag_ai=FLAG_AI_SCORE,
         flag_similarity=f"{FLAG_SIMILARITY_SCORE:g}",
         charts=[
-            _histogram(ai_scores, 1.0, "AI score", "bar-ai"),
-            _histogram(sim_scores, 100.0, "Similarity score (%)", "bar-sim", unit=" %"),
+            _histogram(tally.ai_scores, 1.0, "AI score", "bar-ai"),
+            _histogram(tally.sim_scores, 100.0, "Similarity score (%)", "bar-sim", unit=" %"),
         ],
         columns=_columns(meta),
-        rows=[
-            {
-                "document_id": r.get("document_id"),
-                "flagged": bool(r.get("flagged")),
-                "cells": _row_cells(r, meta, link_prefix),
-            }  # fmt: skip
-            for r in accepted
-        ],
+        rows=_TableRows(tally.accepted, documents, meta, link_prefix),
         pairs=pairs,
         pair_columns=pair_columns,
         pairs_note="No cohort comparison in this run."
         if cohort_matches is None
         else "No two documents of the cohort matched.",
-        rejected=rejected,
+        rejected=tally.rejected,
         download_failures=list(download_failures),
         data_json=script_json(data),
     )

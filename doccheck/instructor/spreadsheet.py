@@ -20,11 +20,12 @@ import csv
 import io
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-__all__ = ["FORMULA_PREFIXES", "csv_text", "neutralise", "write_csv"]
+__all__ = ["FORMULA_PREFIXES", "CsvChunks", "csv_text", "neutralise", "write_csv"]
 
 #: First characters a spreadsheet reads as the start of a formula (OWASP).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -68,3 +69,38 @@ def write_csv(path: str | Path, columns: Sequence[str], rows: Sequence[Mapping[s
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+class CsvChunks:
+    """The same file as :func:`write_csv`, written chunk by chunk (a large run's rows are
+    never all in memory): a temporary file gets the BOM and the header, then each chunk's
+    rows; leaving the ``with`` block without an error renames it over ``path``, an error
+    removes it."""
+
+    def __init__(self, path: str | Path, columns: Sequence[str]) -> None:  # noqa: D107
+        self.path = Path(path)
+        self._columns = list(columns)
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp-{uuid.uuid4().hex}")
+
+    def __enter__(self) -> CsvChunks:
+        # newline="": the csv module writes its own "\r\n", untranslated.
+        self._handle = open(self._tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._handle.write(BOM)
+        self._writer = csv.writer(self._handle, lineterminator="\r\n")
+        self._writer.writerow([neutralise(c) for c in self._columns])
+        return self
+
+    def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append these rows (cells as :func:`csv_text` writes them)."""
+        columns = self._columns
+        self._writer.writerows([_cell(row.get(c)) for c in columns] for row in rows)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self._handle.close()
+            if exc_type is None:
+                self._tmp.replace(self.path)
+        finally:
+            self._tmp.unlink(missing_ok=True)

@@ -10,8 +10,10 @@ check appears in the product tables, as ``pending`` with its check id until it i
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func, literal, tuple_
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
@@ -48,7 +50,7 @@ def _resolve_run(s: Session, run_id: str | None, campaign: str | None) -> str:
     return run.id
 
 
-def _product_status(o: OutcomeRow) -> str:
+def _product_status(o: Any) -> str:
     """``completed``/``failed`` only when the result is in the ledger, else ``pending``."""
     if o.status == ProductState.FAILED:
         return "failed"
@@ -57,41 +59,100 @@ def _product_status(o: OutcomeRow) -> str:
     return "pending"
 
 
-def build_report_rows(
-    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None
-) -> dict[str, list[dict[str, Any]]]:
-    """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists."""
-    with ledger.session() as s:
-        rid = _resolve_run(s, run_id, campaign)
-        docs = s.exec(select(DocumentRow).where(DocumentRow.run_id == rid).order_by(col(DocumentRow.row_number))).all()
-        rejections = s.exec(
-            select(RejectionRow).where(RejectionRow.run_id == rid).order_by(col(RejectionRow.row_number))
-        ).all()
-        keys = select(DocumentRow.idempotency_key).where(DocumentRow.run_id == rid)
-        subs = {
-            r.idempotency_key: r
-            for r in s.exec(select(SubmissionRow).where(col(SubmissionRow.idempotency_key).in_(keys))).all()
-        }
-        check_ids = select(SubmissionRow.check_id).where(col(SubmissionRow.idempotency_key).in_(keys))
-        outcomes: dict[tuple[str, str], OutcomeRow] = {
-            (o.check_id, o.product): o
-            for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(check_ids))).all()
-        }
-        money = money_of_checks(
-            s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)
-        )
+#: Documents per chunk of the streamed report: the memory of writing a run's reports is
+#: bounded by this (a few MB), not by the run's size.
+REPORT_CHUNK = 1000
 
+REPORT_TABLES = ("submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches")
+
+_DOC_COLUMNS = (DocumentRow.id, DocumentRow.document_id, DocumentRow.row_number, DocumentRow.mode,
+                DocumentRow.idempotency_key, DocumentRow.products, DocumentRow.words)  # fmt: skip
+_SUB_COLUMNS = (SubmissionRow.idempotency_key, SubmissionRow.state, SubmissionRow.check_id, SubmissionRow.mode,
+                SubmissionRow.words, SubmissionRow.error_code, SubmissionRow.error_message,
+                SubmissionRow.cost_cents)  # fmt: skip
+# Never ``raw`` (the whole check JSON): only the columns the report shows.
+_OUTCOME_COLUMNS = (OutcomeRow.check_id, OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched,
+                    OutcomeRow.score, OutcomeRow.label, OutcomeRow.matched_words, OutcomeRow.source_count,
+                    OutcomeRow.sources, OutcomeRow.error_code, OutcomeRow.completed_at)  # fmt: skip
+
+
+def resolve_run(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> str:
+    """The run id given, or the campaign's latest run (KeyError when there is none)."""
+    with ledger.session() as s:
+        return _resolve_run(s, run_id, campaign)
+
+
+def iter_report_chunks(
+    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None, chunk: int = REPORT_CHUNK
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The report rows of a run, ``chunk`` documents at a time, in report order.
+
+    Each item maps a table name (:data:`REPORT_TABLES`) to the rows of that chunk (a table
+    can be missing from an item). Concatenating the items table by table gives exactly the
+    rows of :func:`build_report_rows`: documents by row number, their product and source
+    rows, then the rejected rows, then the cohort pairs. Only the report's columns are read
+    (never a check's raw JSON) and nothing of a chunk is kept once it is yielded, except
+    the ids of the checks already billed (each check's money goes on its first row).
+    """
+    rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
+    size = max(1, chunk)
+    counted: set[str] = set()
+    last: tuple[int, int] | None = None  # keyset: (row_number or -1, id) of the last document read
+    order = (func.coalesce(DocumentRow.row_number, -1), col(DocumentRow.id))
+    while True:
+        with ledger.session() as s:
+            stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid)  # type: ignore[call-overload]
+            if last is not None:
+                stmt = stmt.where(tuple_(*order) > tuple_(*map(literal, last)))
+            docs = s.execute(stmt.order_by(*order).limit(size)).all()
+            if not docs:
+                break
+            last = (docs[-1].row_number if docs[-1].row_number is not None else -1, docs[-1].id)
+            part = _document_chunk(s, docs, counted)
+        yield part  # outside the session: no transaction stays open while the caller writes
+    last = None
+    by_row = (func.coalesce(RejectionRow.row_number, -1), col(RejectionRow.id))
+    while True:
+        with ledger.session() as s:
+            stmt = select(RejectionRow).where(RejectionRow.run_id == rid)
+            if last is not None:
+                stmt = stmt.where(tuple_(*by_row) > tuple_(*map(literal, last)))
+            rejections = s.exec(stmt.order_by(*by_row).limit(size)).all()
+            if not rejections:
+                break
+            tail = rejections[-1]
+            last = (tail.row_number if tail.row_number is not None else -1, int(tail.id or 0))
+            rejected = [_rejected_row(r) for r in rejections]
+        yield {"submissions": rejected}
+    with ledger.session() as s:
+        matches = cohort_match_rows(s, rid)
+    yield {"cohort_matches": matches}
+
+
+def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
+    keys = [d.idempotency_key for d in docs]
+    sub_stmt = select(*_SUB_COLUMNS).where(col(SubmissionRow.idempotency_key).in_(keys))  # type: ignore[call-overload]
+    subs = {r.idempotency_key: r for r in s.execute(sub_stmt).all()}
+    check_ids = sorted({r.check_id for r in subs.values() if r.check_id})
+    outcomes = {
+        (o.check_id, o.product): o
+        for o in s.execute(select(*_OUTCOME_COLUMNS).where(col(OutcomeRow.check_id).in_(check_ids))).all()  # type: ignore[call-overload]
+    } if check_ids else {}  # fmt: skip
+    money = money_of_checks(
+        s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)
+    )
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
     sim: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
-    counted: set[str] = set()
     for d in docs:
         sub = subs.get(d.idempotency_key)
         state = sub.state if sub else SubmissionState.PLANNED
         check_id = sub.check_id if sub and state == SubmissionState.SUBMITTED else None
         words = (sub.words if sub and sub.words is not None else None) or d.words
         charged, refunded = _row_money(check_id, sub, money, counted)
+        products = list(d.products or [])
         submissions.append(
             {
                 "document_id": d.document_id,
@@ -99,7 +160,7 @@ def build_report_rows(
                 "mode": (sub.mode if sub and sub.mode else d.mode),
                 "idempotency_key": d.idempotency_key,
                 "check_id": check_id,
-                "products": list(d.products),
+                "products": products,
                 "status": STATE_TO_STATUS.get(state, state),
                 "error_code": sub.error_code if sub and state != SubmissionState.SUBMITTED else None,
                 "error_message": sub.error_message if sub and state != SubmissionState.SUBMITTED else None,
@@ -112,7 +173,7 @@ def build_report_rows(
         )
         if check_id is None:
             continue
-        for product in d.products:
+        for product in products:
             o = outcomes.get((check_id, product))
             status = _product_status(o) if o else "pending"
             common = {
@@ -157,37 +218,44 @@ def build_report_rows(
                             "percent": src.get("percent"),
                         }
                     )
-    with ledger.session() as s:
-        own = document_ids_for_checks(s, None, (src["source_id"] for src in sources if src.get("kind") == "submission"))
-        matches = cohort_match_rows(s, rid)
+    own = document_ids_for_checks(s, None, (src["source_id"] for src in sources if src.get("kind") == "submission"))
     for src in sources:
         src["matched_document_id"] = own.get(src["source_id"]) if src.get("kind") == "submission" else None
-    for r in rejections:
-        submissions.append(
-            {
-                "document_id": r.document_id,
-                "row_number": r.row_number,
-                "mode": "rejected",
-                "idempotency_key": None,
-                "check_id": None,
-                "products": [],
-                "status": "rejected",
-                "error_code": r.code,
-                "error_message": r.reason,
-                "words": None,
-                "cost_cents": 0,
-                "charged_cents": 0,
-                "refunded_cents": 0,
-                "net_cents": 0,
-            }
-        )
-    return {"submissions": submissions, "ai_results": ai, "similarity_results": sim, "similarity_sources": sources,
-            "cohort_matches": matches}  # fmt: skip
+    return {"submissions": submissions, "ai_results": ai, "similarity_results": sim, "similarity_sources": sources}
 
 
-def _row_money(
-    check_id: str | None, sub: SubmissionRow | None, money: dict[str, tuple[int, int]], counted: set[str]
-) -> tuple[int, int]:
+def _rejected_row(r: RejectionRow) -> dict[str, Any]:
+    return {
+        "document_id": r.document_id,
+        "row_number": r.row_number,
+        "mode": "rejected",
+        "idempotency_key": None,
+        "check_id": None,
+        "products": [],
+        "status": "rejected",
+        "error_code": r.code,
+        "error_message": r.reason,
+        "words": None,
+        "cost_cents": 0,
+        "charged_cents": 0,
+        "refunded_cents": 0,
+        "net_cents": 0,
+    }
+
+
+def build_report_rows(
+    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists
+    (the whole run in memory: for tests and small runs; reports stream with :func:`iter_report_chunks`)."""
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in REPORT_TABLES}
+    for part in iter_report_chunks(ledger, run_id=run_id, campaign=campaign):
+        for name, chunk_rows in part.items():
+            rows[name].extend(chunk_rows)
+    return rows
+
+
+def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]], counted: set[str]) -> tuple[int, int]:
     """``(charged, refunded)`` of a report row: the check's money on the first row that
     points at it, 0 on the others (rows sharing a check are billed once). A ledger
     written before ``check_costs`` existed falls back to the submission's charge."""
@@ -200,49 +268,80 @@ def _row_money(
 
 
 def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> Any:
-    """The rows wrapped in ``doccheck.reports.ReportTables`` (imported lazily: the ledger
-    does not need pyarrow to record things)."""
-    from doccheck.reports import ReportTables
+    """The run's report as a ``doccheck.reports.LedgerReportTables`` (imported lazily: the
+    ledger does not need pyarrow to record things): a ``ReportTables`` that reads its rows
+    only when asked, so ``write_reports`` can stream them chunk by chunk from the ledger."""
+    from doccheck.reports import LedgerReportTables
 
-    rows = build_report_rows(ledger, run_id=run_id, campaign=campaign)
-    return ReportTables(**cast(dict[str, Any], rows))
+    rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
+    return LedgerReportTables(lambda: iter_report_chunks(ledger, run_id=rid))
 
 
 def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
-    """Counts for the end-of-run table and the run row's ``summary`` column."""
+    """Counts for the end-of-run table and the run row's ``summary`` column.
+
+    Read in pages of :data:`REPORT_CHUNK` documents, report columns only (never a
+    document's metadata nor a check's raw JSON): what stays is counters and the run's
+    check ids, so a 20,000-document run summarises in a few MB.
+    """
     del ledger
-    docs = s.exec(select(DocumentRow).where(DocumentRow.run_id == run_id)).all()
-    n_rejected = len(s.exec(select(RejectionRow.id).where(RejectionRow.run_id == run_id)).all())
-    keys = [d.idempotency_key for d in docs]
-    subs: dict[str, SubmissionRow] = {}
-    for i in range(0, len(keys), 500):
-        stmt = select(SubmissionRow).where(col(SubmissionRow.idempotency_key).in_(keys[i : i + 500]))
-        subs.update({r.idempotency_key: r for r in s.exec(stmt).all()})
+    n_rejected = int(
+        s.execute(select(func.count()).select_from(RejectionRow).where(RejectionRow.run_id == run_id)).scalar_one()
+    )  # noqa: E501
     states: Counter[str] = Counter()
     products: Counter[str] = Counter()
-    check_ids = set()
-    for d in docs:
-        sub = subs.get(d.idempotency_key)
-        state = STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"
-        states[state] += 1
-        if sub and sub.state == SubmissionState.SUBMITTED and sub.check_id:
-            check_ids.add(sub.check_id)
-    ids = list(check_ids)
+    modes: Counter[str] = Counter()
+    creation_cost: dict[str, int] = {}  # check id → its first submission's charge (ledgers without check_costs)
+    n_docs = words = estimated = 0
+    after = 0
+    while True:
+        docs = s.execute(
+            select(DocumentRow.id, DocumentRow.idempotency_key, DocumentRow.words, DocumentRow.estimated_cost_cents,
+                   DocumentRow.mode)  # type: ignore[call-overload]
+            .where(DocumentRow.run_id == run_id, col(DocumentRow.id) > after)
+            .order_by(col(DocumentRow.id)).limit(REPORT_CHUNK)
+        ).all()  # fmt: skip
+        if not docs:
+            break
+        after = docs[-1].id
+        keys = [d.idempotency_key for d in docs]
+        subs = {
+            r.idempotency_key: r
+            for r in s.execute(
+                select(SubmissionRow.idempotency_key, SubmissionRow.state, SubmissionRow.check_id,
+                       SubmissionRow.cost_cents)
+                .where(col(SubmissionRow.idempotency_key).in_(keys))
+            ).all()
+        }  # fmt: skip
+        for d in docs:
+            n_docs += 1
+            words += d.words or 0
+            estimated += d.estimated_cost_cents or 0
+            if d.mode:
+                modes[d.mode] += 1
+            sub = subs.get(d.idempotency_key)
+            states[STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"] += 1
+            if sub and sub.state == SubmissionState.SUBMITTED and sub.check_id:
+                creation_cost.setdefault(sub.check_id, int(sub.cost_cents or 0))
+    ids = list(creation_cost)
     found = money_of_checks(s.connection(), ids)
-    charged = sum(c for c, _ in found.values()) + cost_without_record(subs, found)
+    charged = sum(c for _, (c, _r) in found.items()) + sum(v for k, v in creation_cost.items() if k not in found)
     refunded = sum(r for _, r in found.values())
     for i in range(0, len(ids), 500):
-        for o in s.exec(select(OutcomeRow).where(col(OutcomeRow.check_id).in_(ids[i : i + 500]))).all():
+        stmt = select(OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched).where(
+            col(OutcomeRow.check_id).in_(ids[i : i + 500])
+        )
+        for o in s.execute(stmt).all():
             products[f"{o.product}_{_product_status(o)}"] += 1
     return {
-        "documents": len(docs),
+        "documents": n_docs,
         "rejected": n_rejected,
         "submissions": dict(states),
         "products": dict(products),
-        "checks": len(check_ids),
-        "words": sum(d.words or 0 for d in docs),
-        "estimated_cost_cents": sum(d.estimated_cost_cents or 0 for d in docs),
-        "modes": dict(Counter(d.mode for d in docs if d.mode)),
+        "checks": len(ids),
+        "words": words,
+        "estimated_cost_cents": estimated,
+        "modes": dict(modes),
         "cost_cents": charged - refunded,  # net, as the service counts it (each check once)
         "charged_cents": charged,
         "refunded_cents": refunded,
