@@ -41,54 +41,12 @@ for extra in (ROOT, ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from pipeline_throughput import API_KEY, emulator_checks, start_emulator, write_manifest  # noqa: E402
 
 from doccheck.commands.services import free_port, prefect_command, start_service  # noqa: E402
 from doccheck.options import RunOptions  # noqa: E402
 from tests.fixtures.fleet import create_pool, deploy_shard, start_worker, stop_worker  # noqa: E402
-
-
-def start_postgres(work: Path) -> tuple[str, Any]:
-    """A throwaway cluster (as ``tests/fixtures/postgres.py`` starts one); returns (url, stop)."""
-    from tests.fixtures.postgres import _as_postgres, _wait_ready, find_pg_bin
-
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        raise SystemExit("PostgreSQL is not installed: pass --postgres URL")
-    data, sock = work / "pg", work / "sock"
-    data.mkdir()
-    sock.mkdir()
-    if os.geteuid() == 0:
-        import pwd
-
-        pw = pwd.getpwnam("postgres")
-        for p in (work, data, sock):
-            os.chown(p, pw.pw_uid, pw.pw_gid)
-    port = free_port()
-    init = _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"])
-    if init.returncode != 0:
-        raise SystemExit(f"initdb failed: {init.stderr}")
-    options = f"-k {sock} -p {port} -h 127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300"
-    started = _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(work / "pg.log"), "-o", options,
-                            "-w", "-t", "60", "start"])  # fmt: skip
-    if started.returncode != 0:
-        raise SystemExit(f"pg_ctl start failed: {started.stderr}")
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    _wait_ready(url)
-
-    def stop() -> None:
-        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
-
-    return url, stop
-
-
-def fresh_database(server_url: str) -> str:
-    import psycopg
-
-    name = f"scale_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return server_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 class Sampler:
@@ -175,10 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.postgres:
             pg = args.postgres
         else:
-            pg_work = Path(tempfile.mkdtemp(prefix="doccheck-scale-out-pg-"))  # owned by postgres below
-            pg, stop_pg = start_postgres(pg_work)
-            stops.append(lambda: shutil.rmtree(pg_work, ignore_errors=True))
-            stops.append(stop_pg)
+            cluster = throwaway_postgres("-c max_connections=300")  # a worker's flow runs each hold a pool
+            pg = cluster.__enter__()
+            stops.append(lambda: cluster.__exit__(None, None, None))
         emulator, root = start_emulator(work, args.latency_ms)
         stops.append(lambda: emulator.stop())
         base_url = f"{root}/api/v1"
