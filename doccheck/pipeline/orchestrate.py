@@ -37,7 +37,6 @@ __all__ = [
     "Prepared",
     "RunObserver",
     "Steps",
-    "batches",
     "close_run",
     "prepare_run",
     "prepared_from",
@@ -211,12 +210,6 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
             total = total.merge(result)
         await observer.batches_done(total)
     return total
-
-
-def batches(items: Sequence[Any], size: int) -> list[list[Any]]:
-    """``items`` cut into lists of at most ``size`` (the last one shorter)."""
-    size = max(1, int(size))
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
 def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:

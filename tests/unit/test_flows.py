@@ -11,21 +11,11 @@ import pytest
 
 from doccheck.markdown import escape_markdown
 from doccheck.options import SourceOptions, as_list
-from doccheck.pipeline.orchestrate import batches, products_from_summary
+from doccheck.pipeline.orchestrate import products_from_summary
 from doccheck.reports import run_label
 from doccheck.summary import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
-
-
-def test_batches_cover_every_document_once() -> None:
-    items = list(range(10_000))
-    cut = batches(items, 100)
-    assert len(cut) == 100
-    assert [x for b in cut for x in b] == items
-    assert batches(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
-    assert batches([], 100) == []
-    assert batches([1, 2], 0) == [[1], [2]]
 
 
 def test_campaign_defaults_to_manifest_stem() -> None:
