@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from doccheck.client import AsyncDocCheckClient  # noqa: E402
+from doccheck.client import AsyncDocCheckClient, ConnectionLanes  # noqa: E402
 from doccheck.commands.services import Service, doccheck_command, free_port, start_service  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.pipeline import submit_batch  # noqa: E402
@@ -72,10 +72,11 @@ WORDS = [
 
 
 class CountingTransport(httpx.AsyncBaseTransport):
-    """Counts every request the client sends (the rerun must send none)."""
+    """Counts every request the client sends (the rerun must send none), around the
+    client's own default transport (``ConnectionLanes``, 64 lanes)."""
 
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+    def __init__(self, lanes: int = 64) -> None:
+        self.inner = ConnectionLanes(lanes)
         self.requests = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -337,7 +337,10 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     assert options.connection.database_url is not None and prepared.api_key is not None  # _prepare saw to it
     ledger = Ledger(options.connection.database_url)
     try:
-        async with AsyncDocCheckClient(prepared.base_url, prepared.api_key.get_secret_value()) as client:
+        lanes = max(20, options.submission.concurrency)  # a connection for each request in flight
+        async with AsyncDocCheckClient(
+            prepared.base_url, prepared.api_key.get_secret_value(), max_connections=lanes
+        ) as client:
             steps = LocalSteps(
                 ledger, client, write_files=prepared.write_files,
                 params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,

@@ -69,12 +69,16 @@ def close_ledgers() -> None:
         _ledgers.clear()
 
 
-def open_client(base_url: str, api_key_block: KeySource = None) -> AsyncDocCheckClient:
+def open_client(base_url: str, api_key_block: KeySource = None, *, concurrency: int = 0) -> AsyncDocCheckClient:
     """An async client for ``base_url`` with the key from ``resolve_api_key`` (and the
-    timeouts of a ``DocCheckCredentials`` block when that is where the key lives)."""
+    timeouts of a ``DocCheckCredentials`` block when that is where the key lives), with a
+    connection lane for each of ``concurrency`` requests (at least the client's 20)."""
+    lanes = max(20, concurrency)
     if isinstance(api_key_block, DocCheckCredentials):
-        return AsyncDocCheckClient(base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout())
-    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block))
+        return AsyncDocCheckClient(
+            base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout(), max_connections=lanes
+        )
+    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), max_connections=lanes)
 
 
 #: Task options for steps that only read/write the ledger or call the service: retried a
@@ -138,7 +142,7 @@ async def submit_batch_ref(
     The task's input is a reference (rows, byte offset), not documents: no text reaches a
     parameter, a result or a state. Rows changed since planning are refused, not sent."""
     ledger = ledger_for(database_url)
-    async with open_client(base_url, api_key_block) as client:
+    async with open_client(base_url, api_key_block, concurrency=concurrency) as client:
         return await submit_ref(
             client, ledger, recorded.run_id, recorded.manifest, ref, campaign=recorded.campaign,
             products=recorded.default_products, metadata_columns=recorded.metadata_columns,

@@ -33,6 +33,7 @@ from doccheck.client.errors import (
     UploadExpiredError,
     ValidationError,
 )
+from doccheck.client.lanes import ConnectionLanes
 from doccheck.client.models import (
     AiResult,
     Check,
@@ -61,6 +62,7 @@ __all__ = [
     "CheckList",
     "ConfigurationError",
     "ConflictError",
+    "ConnectionLanes",
     "Cost",
     "DocCheckClient",
     "DocCheckError",

@@ -16,6 +16,7 @@ from tenacity import AsyncRetrying
 
 from doccheck.client import _core
 from doccheck.client.errors import DocCheckError, LocalValidationError
+from doccheck.client.lanes import ConnectionLanes
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
@@ -27,7 +28,9 @@ class AsyncDocCheckClient:
     """Client of the document-check service (async). ``async with``, or ``await aclose()``.
 
     Two connection pools: the authenticated one for the service, and a plain one for the
-    signed upload addresses (another origin, which must never see the API key).
+    signed upload addresses (another origin, which must never see the API key). The
+    service's pool is :class:`~doccheck.client.lanes.ConnectionLanes` (``max_connections``
+    lanes) unless a ``transport`` is given.
     """
 
     def __init__(
@@ -51,6 +54,8 @@ class AsyncDocCheckClient:
             upload_transport=upload_transport,
             max_connections=max_connections,
         )
+        if service["transport"] is None:  # the service's requests go through lanes (see .lanes)
+            service["transport"] = ConnectionLanes(max_connections)
         self._http = httpx.AsyncClient(**service)
         self._storage = httpx.AsyncClient(**storage)
 

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
+from doccheck.client import ConnectionLanes
+
 __all__ = ["Acquire", "ChunkPacer", "PacedTransport"]
 
 #: ``await acquire(n)``: block until ``n`` request slots of the shared limit are granted.
@@ -58,8 +60,7 @@ class PacedTransport(httpx.AsyncBaseTransport):
     def __init__(self, pacer: ChunkPacer, inner: httpx.AsyncBaseTransport | None = None, *,
                  max_connections: int = 20) -> None:  # fmt: skip
         self.pacer = pacer
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(limits=limits)
+        self.inner = inner if inner is not None else ConnectionLanes(max_connections)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await self.pacer.permit()
