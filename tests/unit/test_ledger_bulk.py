@@ -273,3 +273,35 @@ def test_grouped_documents_equal_ledger_record_documents(ledgers: tuple[Ledger, 
         return sorted(({k: v for k, v in r.items() if k not in {"id", "run_id"}} for r in found), key=repr)
 
     assert rows(grouped) == rows(one) and len(rows(one)) == 5
+
+
+def test_a_round_compiles_its_statements_once(tmp_path: Path) -> None:
+    """From the second round on, every statement of a round (the ``ON CONFLICT`` upserts
+    included, which SQLAlchemy 2.0 does not cache by itself) comes from the compiled cache."""
+    from sqlalchemy import event
+    from sqlalchemy.engine.interfaces import CacheStats
+
+    from doccheck.ledger.bulk import record_answers_and_claims
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    hits: list[tuple[str, Any]] = []
+
+    @event.listens_for(ledger.engine, "after_cursor_execute")
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        if context is not None and context.compiled is not None:
+            hits.append((statement.split()[0], context.cache_hit))
+
+    def round_of(n: int, prefix: str) -> None:
+        claims = [ClaimRequest(f"{prefix}{i}", OWNER, 120.0, Prepare(f"{prefix}{i}", "c1", f"{prefix}{i}", ("ai",),
+                                                                     "text", OWNER)) for i in range(n)]  # fmt: skip
+        assert all(p for _, _, p in record_answers_and_claims(ledger, claims))  # type: ignore[arg-type]
+        answers = [Answer(f"{prefix}{i}", Check.model_validate(check_json(f"chk-{prefix}{i}")), "text", None, OWNER)
+                   for i in range(n)]  # fmt: skip
+        record_answers_and_claims(ledger, answers)  # type: ignore[arg-type]
+
+    round_of(3, "a")
+    hits.clear()
+    round_of(3, "b")
+    assert {kind for kind, _ in hits} >= {"INSERT", "UPDATE", "SELECT"}
+    assert [h for h in hits if h[1] != CacheStats.CACHE_HIT] == []
+    ledger.close()
