@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -597,15 +598,37 @@ async def submit_batch(
         to_send.append((doc, prev))
     renewer = asyncio.create_task(submitter.renew_claims())
     try:
-        async with asyncio.TaskGroup() as group:
-            for doc, prev in to_send:
-                group.create_task(submitter.run_one(doc, prev))
+        with collections_skip_older_objects():
+            async with asyncio.TaskGroup() as group:
+                for doc, prev in to_send:
+                    group.create_task(submitter.run_one(doc, prev))
     except BaseExceptionGroup as eg:
         raise first_error(eg) from None
     finally:
         renewer.cancel()
         submitter.writer.close()
     return submitter.result
+
+
+@contextlib.contextmanager
+def collections_skip_older_objects() -> Iterator[None]:
+    """While a batch is submitted, the garbage collector's full passes skip every object
+    that existed before it (``gc.freeze``), and take them back after (``gc.unfreeze``).
+
+    Why: a process that has imported SQLAlchemy, pydantic's schemas and Prefect tracks
+    ~10^5 long-lived objects, and the batch's allocations set off a full pass every ~1,000
+    documents that walks all of them: ~100 ms each, ~0.1 ms a document (issue 10,
+    docs/benchmarks.md). Nothing is leaked: the objects are unfrozen at the end, whatever
+    happens, and left alone when the program froze some itself.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def first_error(group: BaseExceptionGroup) -> BaseException:

@@ -106,3 +106,37 @@ def test_concurrency_one_commits_each_write_alone(tmp_path: Any, monkeypatch: An
     assert result.submitted == 6
     assert sizes == [1] * 12
     ledger.close()
+
+
+class FreezeWatchingClient(FakeClient):
+    """Notes the garbage collector's frozen count while each request is made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frozen: list[int] = []
+
+    async def submit(self, document: Any, **kw: Any) -> Any:
+        import gc
+
+        self.frozen.append(gc.get_freeze_count())
+        return await super().submit(document, **kw)
+
+
+def test_a_batch_freezes_older_objects_for_its_duration_only(tmp_path: Any) -> None:
+    """Full collections skip the objects older than the batch while it runs; afterwards they
+    are collectable again, and a program's own freeze is left alone."""
+    import gc
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    client = FreezeWatchingClient()
+    assert gc.get_freeze_count() == 0
+    run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(5), concurrency=2))
+    assert min(client.frozen) > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        run(submit_batch(FreezeWatchingClient(), ledger, ledger.start_run(campaign="c2"), docs(3), concurrency=2))
+        assert gc.get_freeze_count() > 0  # not unfrozen by the batch
+    finally:
+        gc.unfreeze()
+    ledger.close()
