@@ -4,6 +4,7 @@ over ``httpx.AsyncClient`` (for the pipeline's bounded-concurrency submission)."
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -18,7 +19,7 @@ from doccheck.client import _core
 from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.lanes import ConnectionLanes
 from doccheck.client.models import Check, CheckList, Upload, Webhook
-from doccheck.client.retry import RetryPolicy, tenacity_kwargs
+from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
 
 T = TypeVar("T")
@@ -90,8 +91,22 @@ class AsyncDocCheckClient:
         return response
 
     async def _send(self, spec: _core.RequestSpec) -> httpx.Response:
-        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+        started = time.monotonic()
+        try:
+            return await self._send_once(spec)
+        except Exception as exc:  # noqa: BLE001 - decided by the retry policy, re-raised as is
+            if not first_failure_retryable(exc, self.retry, spec.retry):
+                raise
+            first = exc
+        return await self._retry(spec, first, time.monotonic() - started)
+
+    async def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
+        """Tenacity's loop after a first failure, which it sees as its attempt 1."""
+        replay = [first]
+        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
             with attempt:
+                if replay:
+                    raise replay.pop()
                 response = await self._send_once(spec)
         return response
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,7 +18,7 @@ from tenacity import Retrying
 from doccheck.client import _core
 from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
-from doccheck.client.retry import RetryPolicy, tenacity_kwargs
+from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
 
 T = TypeVar("T")
@@ -83,8 +84,22 @@ class DocCheckClient:
         return response
 
     def _send(self, spec: _core.RequestSpec) -> httpx.Response:
-        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what)):
+        started = time.monotonic()
+        try:
+            return self._send_once(spec)
+        except Exception as exc:  # noqa: BLE001 - decided by the retry policy, re-raised as is
+            if not first_failure_retryable(exc, self.retry, spec.retry):
+                raise
+            first = exc
+        return self._retry(spec, first, time.monotonic() - started)
+
+    def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
+        """Tenacity's loop after a first failure, which it sees as its attempt 1."""
+        replay = [first]
+        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
             with attempt:
+                if replay:
+                    raise replay.pop()
                 response = self._send_once(spec)
         return response
 

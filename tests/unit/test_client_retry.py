@@ -127,6 +127,29 @@ def test_deadline_stops_before_sleeping_past_it() -> None:
     assert len(rec.requests) == 1 and info.value.retry_after == 2.0
 
 
+def test_the_first_attempts_time_counts_against_the_deadline() -> None:
+    """The first attempt runs outside tenacity; the seconds it took (``spent``) are deducted
+    from the deadline of the retries that follow, as if one loop had run from the start."""
+    from tenacity import Retrying
+
+    from doccheck.client.retry import tenacity_kwargs
+
+    policy = RetryPolicy(max_attempts=10, initial=0.001, max_backoff=0.001, deadline_seconds=1.0)
+    for spent, expected in ((0.0, 10), (5.0, 1)):
+        calls = 0
+
+        def failing() -> None:
+            nonlocal calls
+            calls += 1
+            raise ServerError("unavailable", status_code=503)
+
+        with pytest.raises(ServerError):
+            for attempt in Retrying(**tenacity_kwargs(policy, RetryMode.SAFE, "GET /checks", spent=spent)):
+                with attempt:
+                    failing()
+        assert calls == expected, spent
+
+
 def test_backoff_grows_and_is_jittered_and_capped() -> None:
     p = RetryPolicy(initial=1.0, max_backoff=8.0)
     for attempt, base in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (7, 8.0)]:
