@@ -128,8 +128,24 @@ def lost_after(heartbeat_interval_seconds: float | None) -> float:
     three heartbeat intervals (Prefect's own rule for marking a worker offline), and at
     least ``DOCCHECK_SHARD_LOST_AFTER_SECONDS`` (default 60): a busy machine delays
     heartbeats, and a shard wrongly called lost is run twice (safe, but wasted work)."""
-    floor = float(os.environ.get("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "") or DEFAULT_LOST_AFTER_SECONDS)
+    floor = env_number("DOCCHECK_SHARD_LOST_AFTER_SECONDS", DEFAULT_LOST_AFTER_SECONDS, minimum=0)
     return max(3 * float(heartbeat_interval_seconds or 30), floor)
+
+
+def env_number(name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+    """``name`` from the environment as a number of at least ``minimum`` (``default`` when
+    unset or empty), or a ``ValueError`` that names the variable and what it must be."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    kind = "a whole number" if integer else "a number"
+    try:
+        value = float(int(raw)) if integer else float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}") from None
+    if not value >= minimum:  # also refuses nan
+        raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}")
+    return value
 
 
 async def _read_result(client: Any, flow_run_id: UUID) -> dict[str, int] | None:
@@ -286,8 +302,7 @@ async def submit_sharded(
         "rate_limit_per_second": limit.per_second if limit.enabled else None,
         "rate_limit_chunk": limit.chunk,
     }
-    lease = os.environ.get("DOCCHECK_CLAIM_LEASE_SECONDS", "").strip()
-    if lease:
-        parameters["claim_lease_seconds"] = float(lease)
-    retries = int(os.environ.get("DOCCHECK_SHARD_RETRIES", "2") or 2)
+    if os.environ.get("DOCCHECK_CLAIM_LEASE_SECONDS", "").strip():
+        parameters["claim_lease_seconds"] = env_number("DOCCHECK_CLAIM_LEASE_SECONDS", 0, minimum=1)
+    retries = int(env_number("DOCCHECK_SHARD_RETRIES", 2, minimum=0, integer=True))
     return await run_shards(run_id=run_id, shards=shards, parameters=parameters, max_retries=retries)
