@@ -2,6 +2,8 @@
 
 Batches hold up to 1,024 rows, fewer when the rows are wide (about 64 MiB of uncompressed data
 per batch, from the row groups' metadata), so a manifest of long texts is not decoded at once.
+A read that stops mid-file keeps its place for the next read of the same file from a later
+row (``_resume``), so the batches of a run read in order decode the file once.
 
 Ids are identifiers, not quantities: a ``document_id`` column stored as floating point
 cannot tell ``1.50`` from ``1.5`` or ``12`` from ``12.0`` any more (pandas turns an integer
@@ -12,8 +14,12 @@ written form; ±inf in any cell rejects that row; NaN means "not given", as in p
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from doccheck.manifest.columns import canonical_columns
 from doccheck.manifest.types import ManifestError, Row, RowCursor, RowProblem, RowStart
@@ -55,31 +61,96 @@ def read_parquet(
 
     if cursor is not None:
         cursor.offset = cursor.line = None
+    identity = _identity(source)
 
     def rows() -> Iterator[tuple[int, Row | RowProblem]]:
-        index = 0
+        skip = start.row - 1 if start is not None else 0
+        index = skip
+        place = _resume(identity, skip)
         try:
-            groups, index = _groups_from(parquet, start.row - 1 if start is not None else 0)
-            if not groups:
-                return
-            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet), row_groups=groups):
-                if start is not None and index + batch.num_rows < start.row:
-                    index += batch.num_rows
+            if place is None:
+                groups, first = _groups_from(parquet, skip)
+                if not groups:
+                    return
+                place = _Place(parquet.iter_batches(batch_size=_batch_rows(parquet), row_groups=groups), None, first)
+            while True:
+                batch = place.batch
+                if batch is None or place.first + batch.num_rows <= index:
+                    if batch is not None:
+                        place.first += batch.num_rows
+                    place.batch = batch = next(place.batches, None)
+                    if batch is None:
+                        place = None  # read to the end: nothing to keep
+                        return
                     continue
-                if start is not None and index < start.row - 1:
-                    batch = batch.slice(start.row - 1 - index)
-                    index = start.row - 1
-                for record in batch.to_pylist():
+                for record in batch.slice(index - place.first).to_pylist():
                     index += 1
                     yield index, _row(list(record.values()), columns)
         except ManifestError:
             raise
         except Exception as exc:  # noqa: BLE001 - a corrupt page further on
+            place = None
             raise ManifestError(
                 f"manifest {source} is not a readable Parquet file after row {index}: {_short(exc)}"
             ) from None
+        finally:
+            if place is not None and identity is not None:
+                _keep(identity, place)
 
     return columns, rows()
+
+
+@dataclass
+class _Place:
+    """Where a partly read Parquet file stands: the rest of its record batches, the batch in
+    hand (holding the last row yielded) and the 0-based index of that batch's first row."""
+
+    batches: Iterator[Any]
+    batch: Any
+    first: int
+
+
+#: Partly read files by identity (path, size, mtime, inode), most recent last.
+_PLACES: OrderedDict[tuple[str, int, int, int], _Place] = OrderedDict()
+_PLACES_LOCK = threading.Lock()
+#: Files whose place is kept at once (each holds one record batch, up to ~64 MiB).
+_PLACES_KEPT = 2
+
+
+def _identity(source: Path) -> tuple[str, int, int, int] | None:
+    try:
+        st = source.stat()
+    except OSError:
+        return None
+    return (str(source.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _resume(identity: tuple[str, int, int, int] | None, skip: int) -> _Place | None:
+    """The place a previous read of this same file stopped at, if row index ``skip`` is at or
+    after the start of its batch in hand (taken: one reader at a time).
+
+    Why: a Parquet row group cannot be entered in the middle; Arrow decodes it from its first
+    row. Batches are read in order, so without this every batch of a manifest written as one
+    big row group (pandas' default up to 1 Mi rows) decoded all the rows before it: quadratic
+    in the manifest's size (issue 10, docs/benchmarks.md). A file changed since (size, mtime
+    or inode) is read afresh, so an edited manifest is still seen as edited.
+    """
+    if identity is None:
+        return None
+    with _PLACES_LOCK:
+        place = _PLACES.get(identity)
+        if place is None or place.first > skip:
+            return None
+        del _PLACES[identity]
+        return place
+
+
+def _keep(identity: tuple[str, int, int, int], place: _Place) -> None:
+    with _PLACES_LOCK:
+        _PLACES[identity] = place
+        _PLACES.move_to_end(identity)
+        while len(_PLACES) > _PLACES_KEPT:
+            _PLACES.popitem(last=False)
 
 
 def _groups_from(parquet: object, skip: int) -> tuple[list[int], int]:

@@ -466,8 +466,8 @@ def read_batch(
 
     Arguments as given to :func:`record_plan` (``campaign`` defaults to the run's). A CSV or
     JSONL file is opened at ``ref.offset``, so a batch costs the same anywhere in the manifest;
-    Parquet is read from ``ref.first_row``'s row group (Arrow decodes the group's rows before
-    it, docs/benchmarks.md). Rows appended since planning are not read. A recorded row that now reads differently (another id, text,
+    Parquet resumes where the previous read of the same file stopped, else starts at
+    ``ref.first_row``'s row group (Arrow decodes the group's rows before it, docs/benchmarks.md). Rows appended since planning are not read. A recorded row that now reads differently (another id, text,
     file or products), is now rejected or is gone is not returned: it is a :class:`RowFailure`
     (``manifest_changed``) and, unless its key already has a submission, the ledger records the
     failure so the reports show it.

@@ -194,6 +194,41 @@ def test_parquet_batches_read_from_their_row_group(tmp_path: Path) -> None:
     assert len(plan.documents) == 11
 
 
+def test_parquet_batches_resume_where_the_previous_read_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest written as ONE row group (pandas' default) is decoded once for all its
+    batches read in order, not once per batch from its first row; a batch read out of order
+    or a file changed since is read afresh, and an edited row is still refused."""
+    manifest = tmp_path / "one-group.parquet"
+    ids = [f"g-{i}" for i in range(1, 3001)]
+    pq.write_table(pa.table({"document_id": ids, "text": [f"essay {i} on tides" for i in range(1, 3001)]}), manifest)
+    assert pq.ParquetFile(manifest).metadata.num_row_groups == 1
+    opened: list[int] = []
+    original = pq.ParquetFile.iter_batches
+
+    def counted(self: pq.ParquetFile, *args: object, **kwargs: object) -> object:
+        opened.append(1)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", counted)
+    with closing(_ledger(tmp_path)) as ledger:
+        recorded = record_plan(ledger, manifest, batch_size=100)
+        assert len(recorded.batches) == 30
+        opened.clear()
+        read = [d.document_id for ref in recorded.batches for d in load_batch(ledger, recorded.run_id, manifest, ref)]
+        assert read == ids
+        assert len(opened) == 1  # one decoding pass for the 30 batches
+        again = load_batch(ledger, recorded.run_id, manifest, recorded.batches[4])  # out of order: afresh
+        assert [d.document_id for d in again] == ids[400:500] and len(opened) == 2
+        texts = [f"essay {i} on tides" for i in range(1, 3001)]
+        texts[2949] = "an essay rewritten after planning"
+        pq.write_table(pa.table({"document_id": ids, "text": texts}), manifest)
+        loaded = read_batch(ledger, recorded.run_id, manifest, recorded.batches[-1])
+        assert [f.document_id for f in loaded.failures] == ["g-2950"]
+        assert loaded.failures[0].code == MANIFEST_CHANGED and len(loaded.documents) == 99
+
+
 def test_the_sample_manifest_with_files(tmp_path: Path) -> None:
     with closing(_ledger(tmp_path)) as ledger:
         _check_recorded_like_load_plan(ledger, SAMPLE, 2, products="ai,similarity")
