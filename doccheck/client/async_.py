@@ -56,7 +56,7 @@ class AsyncDocCheckClient:
             max_connections=max_connections,
         )
         if service["transport"] is None:  # the service's requests go through lanes (see .lanes)
-            service["transport"] = ConnectionLanes(max_connections)
+            service["transport"] = ConnectionLanes(max_connections, verify=service["verify"])
         self._http = httpx.AsyncClient(**service)
         self._storage = httpx.AsyncClient(**storage)
 

@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from doccheck.client._config import tls_context
+
 __all__ = ["ConnectionLanes"]
 
 
@@ -52,7 +54,8 @@ class ConnectionLanes(httpx.AsyncBaseTransport):
     """``lanes`` single-connection transports; a request waits for a free one.
 
     ``verify`` and ``trust_env`` are passed to every lane, with ONE TLS context for all of
-    them (loading the CA bundle costs ~20 ms a context). Waiting for a lane honours the
+    them (loading the CA bundle costs ~20 ms a context): the process's default one
+    (``_config.tls_context``) unless ``verify`` says otherwise. Waiting for a lane honours the
     request's ``pool`` timeout, as httpx's pool does, and raises ``httpx.PoolTimeout``.
     """
 
@@ -66,9 +69,12 @@ class ConnectionLanes(httpx.AsyncBaseTransport):
     ) -> None:
         if lanes < 1:
             raise ValueError(f"lanes must be at least 1, not {lanes}")
-        context = (
-            verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify, trust_env=trust_env)
-        )
+        if isinstance(verify, ssl.SSLContext):
+            context = verify
+        elif verify is True and trust_env:
+            context = tls_context()  # the process's, made once
+        else:
+            context = httpx.create_ssl_context(verify, trust_env=trust_env)
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=keepalive_expiry)
         self._lanes = [
             httpx.AsyncHTTPTransport(verify=context, trust_env=trust_env, limits=limits) for _ in range(lanes)

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import certifi
 import httpx
 import pytest
 
@@ -320,3 +321,18 @@ def test_errors_pickle_round_trip() -> None:
     ):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e) and vars(back) == vars(e)
+
+
+def test_clients_share_one_tls_context_per_certificate_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the CA bundle costs ~20 ms: every client of a process uses the same context,
+    and a different ``SSL_CERT_FILE`` gets its own."""
+    from doccheck.client._config import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first = tls_context()
+    assert tls_context() is first
+    bundle = Path(certifi.where())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    other = tls_context()
+    assert other is not first and tls_context() is other
