@@ -7,8 +7,8 @@ fail with ``ConnectionNotAvailable`` and go round the pool again, and every pass
 every idle connection with two system calls (``getpeername`` and ``poll``)
 (encode/httpcore#1110, #1035). The pipeline starts requests in bursts: a grouped ledger
 commit wakes several documents at once. Measured at concurrency 16 (issue 10): ~2.7 extra
-passes a request and ~9 idle connections scanned each time, about a third of the
-submitting process's CPU.
+passes a request and ~9 idle connections probed each time; lanes took the submitting
+process from ~2.5 to ~1.9 ms of CPU a document (docs/benchmarks.md).
 
 A lane is an ``httpx.AsyncHTTPTransport`` limited to one connection. A request takes a free
 lane (the most recently used first, so its connection is warm), and gives it back when its

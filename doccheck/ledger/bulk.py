@@ -573,8 +573,6 @@ class GroupCommit(Generic[T, R]):
         self._pending: list[tuple[T, asyncio.Future[R | None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._enough: asyncio.Event | None = None
-        #: Items per commit, in order (for benchmarks and tests).
-        self.sizes: list[int] = []
 
     async def record(self, item: T) -> R | None:
         """Return ``item``'s result once it is committed."""
@@ -608,7 +606,6 @@ class GroupCommit(Generic[T, R]):
         while self._pending:
             await self._gather()
             group, self._pending = self._pending, []
-            self.sizes.append(len(group))
             try:
                 results = await self.writer.call(self.many, self.ledger, [item for item, _ in group])
             except Exception:  # noqa: BLE001 - one bad item must not fail the others: one by one

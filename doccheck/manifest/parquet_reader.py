@@ -66,10 +66,10 @@ def read_parquet(
     def rows() -> Iterator[tuple[int, Row | RowProblem]]:
         skip = start.row - 1 if start is not None else 0
         index = skip
-        place = _resume(identity, skip)
+        groups, first = _groups_from(parquet, skip)
+        place = _resume(identity, first, skip)
         try:
             if place is None:
-                groups, first = _groups_from(parquet, skip)
                 if not groups:
                     return
                 place = _Place(parquet.iter_batches(batch_size=_batch_rows(parquet), row_groups=groups), None, first)
@@ -125,9 +125,11 @@ def _identity(source: Path) -> tuple[str, int, int, int] | None:
     return (str(source.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _resume(identity: tuple[str, int, int, int] | None, skip: int) -> _Place | None:
-    """The place a previous read of this same file stopped at, if row index ``skip`` is at or
-    after the start of its batch in hand (taken: one reader at a time).
+def _resume(identity: tuple[str, int, int, int] | None, group_first: int, skip: int) -> _Place | None:
+    """The place a previous read of this same file stopped at, if its batch in hand starts
+    in the row group of row index ``skip`` (which starts at ``group_first``) and at or before
+    ``skip`` (taken: one reader at a time). A place in an earlier group is left: reading on
+    from it would decode whole groups that a fresh read skips.
 
     Why: a Parquet row group cannot be entered in the middle; Arrow decodes it from its first
     row. Batches are read in order, so without this every batch of a manifest written as one
@@ -139,7 +141,7 @@ def _resume(identity: tuple[str, int, int, int] | None, skip: int) -> _Place | N
         return None
     with _PLACES_LOCK:
         place = _PLACES.get(identity)
-        if place is None or place.first > skip:
+        if place is None or not group_first <= place.first <= skip:
             return None
         del _PLACES[identity]
         return place
