@@ -19,7 +19,7 @@ calls a hash function once per value in Python, and its import pulls in scipy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -171,31 +171,21 @@ def lsh_pairs(
     documents) are returned: earlier runs' pairs were reported by earlier runs.
     """
     n = signatures.shape[0] if signatures.ndim == 2 else 0
-    pairs: set[tuple[int, int]] = set()
     if n < 2:
-        return pairs
+        return set()
     bands, rows = band_params(threshold, signatures.shape[1], weights)
     is_query = np.zeros(n, dtype=bool)
     is_query[list(queries)] = True
-    for band in range(bands):
-        block = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
-        key = np.zeros(n, dtype=np.uint64)
-        for col in range(block.shape[1]):
-            key = (key ^ block[:, col]) * np.uint64(0x100000001B3) + np.uint64(col + 1)
-        order = np.argsort(key, kind="stable")
-        sorted_keys = key[order]
-        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-        sizes = np.diff(np.r_[starts, n])
-        for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
-            members = order[start : start + size]
-            if not is_query[members].any():
-                continue
-            for a in range(size):
-                for b in range(a + 1, size):
-                    i, j = int(members[a]), int(members[b])
-                    if is_query[i] or is_query[j]:
-                        pairs.add((i, j) if i < j else (j, i))
-    return pairs
+
+    def keys() -> Iterator[np.ndarray]:
+        for band in range(bands):
+            block = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
+            key = np.zeros(n, dtype=np.uint64)
+            for col in range(block.shape[1]):
+                key = (key ^ block[:, col]) * np.uint64(0x100000001B3) + np.uint64(col + 1)
+            yield key
+
+    return key_pairs(keys(), is_query)
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
