@@ -328,7 +328,7 @@ class _DisplayObserver(RunObserver):
 
 async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     """Run ``run_checks`` with the library's own steps, then read the tables back as DataFrames."""
-    from doccheck.client import AsyncDocCheckClient
+    from doccheck.client import AsyncDocCheckClient, lanes_for
     from doccheck.ledger import Ledger
     from doccheck.pipeline import report_tables
     from doccheck.reports import to_dataframes
@@ -337,9 +337,10 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     assert options.connection.database_url is not None and prepared.api_key is not None  # _prepare saw to it
     ledger = Ledger(options.connection.database_url)
     try:
-        lanes = max(20, options.submission.concurrency)  # a connection for each request in flight
         async with AsyncDocCheckClient(
-            prepared.base_url, prepared.api_key.get_secret_value(), max_connections=lanes
+            prepared.base_url,
+            prepared.api_key.get_secret_value(),
+            max_connections=lanes_for(options.submission.concurrency),
         ) as client:
             steps = LocalSteps(
                 ledger, client, write_files=prepared.write_files,

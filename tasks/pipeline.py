@@ -24,10 +24,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prefect import task
 from prefect.cache_policies import NONE
 
-from doccheck.client import AsyncDocCheckClient
+from doccheck.client import AsyncDocCheckClient, lanes_for
 from doccheck.ledger import Ledger
 from doccheck.options import RunOptions
 from doccheck.pipeline import (
@@ -69,16 +70,26 @@ def close_ledgers() -> None:
         _ledgers.clear()
 
 
-def open_client(base_url: str, api_key_block: KeySource = None, *, concurrency: int = 0) -> AsyncDocCheckClient:
+def open_client(
+    base_url: str,
+    api_key_block: KeySource = None,
+    *,
+    concurrency: int = 0,
+    transport: httpx.AsyncBaseTransport | None = None,
+    upload_transport: httpx.AsyncBaseTransport | None = None,
+) -> AsyncDocCheckClient:
     """An async client for ``base_url`` with the key from ``resolve_api_key`` (and the
     timeouts of a ``DocCheckCredentials`` block when that is where the key lives), with a
-    connection lane for each of ``concurrency`` requests (at least the client's 20)."""
-    lanes = max(20, concurrency)
+    connection for each of ``concurrency`` requests (``lanes_for``); ``transport`` and
+    ``upload_transport`` as ``AsyncDocCheckClient`` takes them."""
+    options: dict[str, Any] = {
+        "max_connections": lanes_for(concurrency),
+        "transport": transport,
+        "upload_transport": upload_transport,
+    }
     if isinstance(api_key_block, DocCheckCredentials):
-        return AsyncDocCheckClient(
-            base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout(), max_connections=lanes
-        )
-    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), max_connections=lanes)
+        return AsyncDocCheckClient(base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout(), **options)
+    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), **options)
 
 
 #: Task options for steps that only read/write the ledger or call the service: retried a

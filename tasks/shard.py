@@ -15,33 +15,31 @@ from typing import Any
 import httpx
 from prefect import task
 
-from doccheck.client import AsyncDocCheckClient
+from doccheck.client import AsyncDocCheckClient, lanes_for, tls_context
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import BatchResult, Budget, submit_batch
 from doccheck.pipeline.pacing import PacedTransport
-from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
-from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for
+from prefect_doccheck.tasks.credentials import KeySource
+from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
 from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
 
 __all__ = ["open_paced_client", "submit_shard_batch"]
 
 
-def open_paced_client(base_url: str, api_key_block: KeySource, limit: FleetRateLimit | None) -> AsyncDocCheckClient:
+def open_paced_client(
+    base_url: str, api_key_block: KeySource, limit: FleetRateLimit | None, *, concurrency: int = 0
+) -> AsyncDocCheckClient:
     """An async client whose service requests wait for the fleet's rate limit (uploads to
     the storage origin are not paced: the service's limit does not count them)."""
     pacer = fleet_pacer(limit) if limit is not None else None
-    transport = PacedTransport(pacer) if pacer is not None else None
-    upload = httpx.AsyncHTTPTransport() if transport is not None else None
-    if isinstance(api_key_block, DocCheckCredentials):
-        return AsyncDocCheckClient(
-            base_url,
-            api_key_block.api_key,
-            timeout=api_key_block.httpx_timeout(),
-            transport=transport,
-            upload_transport=upload,
-        )
-    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), transport=transport, upload_transport=upload)
+    transport = upload = None
+    if pacer is not None:
+        transport = PacedTransport(pacer, max_connections=lanes_for(concurrency))
+        upload = httpx.AsyncHTTPTransport(verify=tls_context())  # not the paced one
+    client: AsyncDocCheckClient = open_client(
+        base_url, api_key_block, concurrency=concurrency, transport=transport, upload_transport=upload
+    )
+    return client
 
 
 @task(
@@ -67,7 +65,7 @@ async def submit_shard_batch(
 ) -> BatchResult:
     """Submit one batch of the shard's documents under the fleet's rate limit."""
     ledger = ledger_for(database_url)
-    async with open_paced_client(base_url, api_key_block, rate_limit) as client:
+    async with open_paced_client(base_url, api_key_block, rate_limit, concurrency=concurrency) as client:
         return await submit_batch(
             client,
             ledger,

@@ -12,6 +12,7 @@ See docs/client.md for errors, retries and assumptions.
 
 from __future__ import annotations
 
+from doccheck.client._config import tls_context
 from doccheck.client.assumptions import estimate_cost_cents
 from doccheck.client.async_ import AsyncDocCheckClient
 from doccheck.client.errors import (
@@ -33,7 +34,7 @@ from doccheck.client.errors import (
     UploadExpiredError,
     ValidationError,
 )
-from doccheck.client.lanes import ConnectionLanes
+from doccheck.client.lanes import ConnectionLanes, lanes_for
 from doccheck.client.models import (
     AiResult,
     Check,
@@ -95,5 +96,7 @@ __all__ = [
     "ValidationError",
     "Webhook",
     "estimate_cost_cents",
+    "lanes_for",
     "plan_document",
+    "tls_context",
 ]

@@ -27,7 +27,16 @@ import httpx
 
 from doccheck.client._config import tls_context
 
-__all__ = ["ConnectionLanes"]
+__all__ = ["DEFAULT_LANES", "ConnectionLanes", "lanes_for"]
+
+#: Connections of a client made without ``max_connections`` (the clients' default).
+DEFAULT_LANES = 20
+
+
+def lanes_for(concurrency: int) -> int:
+    """Lanes for a client that sends ``concurrency`` requests at once: one each, and at
+    least the default (the same client also polls and downloads)."""
+    return max(DEFAULT_LANES, concurrency)
 
 
 class _ReleasingStream(httpx.AsyncByteStream):
@@ -61,7 +70,7 @@ class ConnectionLanes(httpx.AsyncBaseTransport):
 
     def __init__(
         self,
-        lanes: int = 20,
+        lanes: int = DEFAULT_LANES,
         *,
         verify: ssl.SSLContext | str | bool = True,
         trust_env: bool = True,
