@@ -29,6 +29,7 @@ from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import server_events
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -321,8 +322,8 @@ def test_flow_runs_are_visible_in_prefect(
     # Tasks get batch references, never documents: no text reaches the Prefect API.
     assert "record " + str(tmp_path / "manifest.csv") in names, names
     logs = httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json()
-    events = httpx.post(f"{api}/events/filter", json={"filter": {"any_resource": {"id_prefix": ["prefect.flow-run."]}},
-                                                       "limit": 200}).json()  # fmt: skip
+    events = server_events(api, ["prefect.flow-run.", "prefect.task-run."])
+    assert any(e["resource"]["prefect.resource.id"] == f"prefect.flow-run.{runs[0]['id']}" for e in events)
     for record in (runs, task_runs, logs, events):
         seen = json.dumps(record)
         assert ESSAY[:60] not in seen and "trees and shade" not in seen

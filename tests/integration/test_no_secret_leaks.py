@@ -22,33 +22,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pandas as pd
 import pytest
 
 from doccheck.client import DocCheckClient
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import server_events
 from tests.fixtures.receiver import start_receiver, stop_receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
 TEXT = "The old mill wheel turned all summer, grinding the village's grain beside the slow river. " * 4
-
-
-def _all_events(api_url: str) -> str:
-    """Every event the server holds (all pages), as one JSON string."""
-    chunks: list[str] = []
-    with httpx.Client(trust_env=False, timeout=30) as http:
-        answer = http.post(f"{api_url}/events/filter", json={"limit": 50})
-        answer.raise_for_status()
-        page = answer.json()
-        while True:
-            chunks.append(json.dumps(page["events"]))
-            if not page.get("next_page"):
-                break
-            page = http.get(page["next_page"]).json()
-    return "\n".join(chunks)
 
 
 def test_api_key_and_webhook_secret_never_leave_their_blocks(
@@ -145,7 +130,7 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
         "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
         "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
         "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
-        "events": _all_events(prefect_server.api_url).encode(),
+        "events": json.dumps(server_events(prefect_server.api_url)).encode(),
         "summary": summary.model_dump_json().encode(),
         "receiver log": receiver.log_path.read_bytes(),
     }
@@ -237,7 +222,7 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
         "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
         "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
         "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
-        "events": _all_events(prefect_server.api_url).encode(),
+        "events": json.dumps(server_events(prefect_server.api_url)).encode(),
         "summary": summary.model_dump_json().encode(),
     }
     for path in [p for p in out.rglob("*") if p.is_file()] + list(tmp_path.glob("ledger.db*")):

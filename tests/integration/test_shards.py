@@ -13,6 +13,7 @@ old runs marked CRASHED), and the reports list every document with its check.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -27,6 +29,7 @@ import pytest
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.fleet import Worker, create_pool, deploy_shard, kill_worker, start_worker, stop_worker
+from tests.fixtures.prefect_server import server_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server, pytest.mark.slow]
 
@@ -44,6 +47,24 @@ def _manifest(folder: Path, count: int) -> Path:
     path = folder / "manifest.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
+
+
+def _api_records(api_url: str, flow_run_ids: list[Any]) -> dict[str, list[Any]]:
+    """The flow runs, their task runs and logs, and every task-run and flow-run event."""
+    ids = [str(i) for i in flow_run_ids]
+    with httpx.Client(trust_env=False, timeout=30) as http:
+
+        def read(path: str, query: dict[str, Any]) -> list[Any]:
+            answer = http.post(f"{api_url}/{path}/filter", json=query)
+            answer.raise_for_status()
+            return list(answer.json())
+
+        return {
+            "flow runs": read("flow_runs", {"flow_runs": {"id": {"any_": ids}}}),
+            "task runs": read("task_runs", {"flow_runs": {"id": {"any_": ids}}}),
+            "logs": read("logs", {"logs": {"flow_run_id": {"any_": ids}}}),
+            "events": server_events(api_url, ["prefect.task-run.", "prefect.flow-run."]),
+        }
 
 
 def _shard_runs(pool: str) -> list[Any]:
@@ -79,6 +100,7 @@ def fleet(
 @pytest.mark.timeout(900)  # ~3 min on an idle machine, 5 on a loaded one (plus PostgreSQL's teardown)
 def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     fleet: tuple[str, str, list[Worker]],
+    prefect_server: Any,
     isolated_emulator: EmulatorHandle,
     postgres_database: str,
     tmp_path: Path,
@@ -175,3 +197,9 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
         assert any(int(r.parameters["shard"]) == shard and worker_of[r.id] != victim.name for r in completed)
     # The shards got names and URLs, never the key.
     assert all(key not in repr(r.parameters) for r in runs)
+    # A shard's batch tasks take its documents in process; no text reaches the Prefect API.
+    essay = pd.read_csv(manifest)["text"][17][:40]
+    records = _api_records(prefect_server.api_url, [r.id for r in runs])
+    assert any(t["name"].startswith("shard ") for t in records["task runs"]) and records["events"], records["task runs"]
+    for name, found in records.items():
+        assert essay not in json.dumps(found), f"document text reached the Prefect API ({name})"
