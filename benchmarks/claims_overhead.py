@@ -31,7 +31,7 @@ from doccheck.client.models import Check, CheckList  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.ledger.claims import Claims  # noqa: E402
 from doccheck.pipeline import submit_batch  # noqa: E402
-from doccheck.planning import PlannedDocument  # noqa: E402
+from doccheck.pipeline.planning import PlannedDocument  # noqa: E402
 
 
 class InstantClient:

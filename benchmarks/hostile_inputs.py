@@ -1,6 +1,6 @@
 """What the servers' bounds cost and what they buy (issue 13).
 
-1. ``doccheck.bounded_json.loads`` vs ``json.loads`` on the bodies the servers really parse
+1. ``doccheck.guards.bounded_json.loads`` vs ``json.loads`` on the bodies the servers really parse
    (a webhook event, a create-check body with 1 MB of text, a metadata object with 200 keys):
    the ratio is the price of strictness (NaN/depth/number/surrogate checks).
 2. Against a real emulator started with ``--header-timeout 1 --body-timeout 2``: N raw
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 
-from doccheck import bounded_json  # noqa: E402
+from doccheck.guards import bounded_json  # noqa: E402
 from tests.fixtures.emulator import start_emulator, stop_emulator  # noqa: E402
 from tests.fixtures.events import event_body  # noqa: E402
 

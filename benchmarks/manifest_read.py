@@ -4,7 +4,7 @@ Run:  .venv/bin/python benchmarks/manifest_read.py [--rows 20000]
 
 Part 1, ordinary manifests (``--rows`` text rows of ~60 words; the CSV's texts have line
 breaks, so every row goes through the runaway-quote check): ``read_manifest`` now vs the
-reader before the bounds (``doccheck/manifest.py`` at commit ``BASELINE``, loaded from git in
+reader before the bounds (``doccheck/sources/manifest.py`` at commit ``BASELINE``, loaded from git in
 this same run), CPU seconds (``process_time``, the machine is shared), best of 3, the two
 readers alternating. The ratio is the price of the bounds.
 
@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doccheck.manifest import read_manifest  # noqa: E402
+from doccheck.sources.manifest import read_manifest  # noqa: E402
 
 #: The last commit with the single-module reader (before the bounds).
 BASELINE = "f6a18b0"
@@ -41,7 +41,7 @@ ESSAY = "Rivers shape the cities that grow beside them, and floods remind us of 
 def load_baseline() -> ModuleType | None:
     try:
         source = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{BASELINE}:doccheck/manifest.py"],
+            ["git", "-C", str(ROOT), "show", f"{BASELINE}:doccheck/sources/manifest.py"],
             capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
     except (OSError, subprocess.CalledProcessError):

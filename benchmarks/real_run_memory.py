@@ -57,7 +57,7 @@ from doccheck.pipeline import BatchResult, submit_batch
 ledger = Ledger("sqlite:///" + db)
 campaign = "bench-" + mode
 if mode == "whole":
-    from doccheck.planning import load_plan
+    from doccheck.pipeline.planning import load_plan
     plan = load_plan(manifest, campaign=campaign, products="ai")
     run_id = ledger.start_run(campaign=campaign, manifest=manifest, products=["ai"], params={})
     ledger.record_documents(run_id, plan.documents)
@@ -70,7 +70,7 @@ if mode == "whole":
 elif mode.startswith("orchestrated"):
     # the real run's whole path without Prefect: run_checks with LocalSteps (record, cohort
     # matching on a second streamed read, submit batch refs, close, reports), no waiting
-    from doccheck.options import RunOptions
+    from doccheck.pipeline.options import RunOptions
     from doccheck.pipeline.orchestrate import LocalSteps, run_checks
     options = RunOptions.from_flat(manifest=manifest, campaign=campaign, products="ai", batch_size=batch_size,
                                    concurrency=concurrency, wait=False, out_dir=db + "-reports")

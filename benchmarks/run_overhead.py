@@ -38,7 +38,7 @@ BASELINE = """
 import asyncio, sys
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.options import RunOptions
+from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import LocalSteps, run_checks
 
 manifest, base_url, key, db, out = sys.argv[1:6]

@@ -6,7 +6,7 @@ the UI shows ``plan``, ``record run``, ``submit batch 3/20``, ``wait for results
 ``write reports`` as task runs, and the flow adds artifacts and log lines. Closing the run
 in the ledger (the summary from the ledger's own counts) happens in the flow, outside a task.
 
-The parameters are the groups of ``doccheck.options`` (source, submission, waiting,
+The parameters are the groups of ``doccheck.pipeline.options`` (source, submission, waiting,
 output, connection): one form section each in the UI, with the defaults and bounds
 declared once. Documents go in batches (``submission.batch_size``, default 100) so 10,000
 documents are ~100 task runs, and ``submission.parallel_batches`` run at a time.
@@ -26,8 +26,8 @@ from prefect import flow, get_run_logger, tags
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NONE
 
-from doccheck.dry_run import dry_run as plan_only
-from doccheck.options import (
+from doccheck.pipeline.dry_run import dry_run as plan_only
+from doccheck.pipeline.options import (
     ConnectionOptions,
     OutputOptions,
     RunOptions,
@@ -37,7 +37,7 @@ from doccheck.options import (
 )
 from doccheck.pipeline.orchestrate import run_checks
 from doccheck.pipeline.shards import check_shared_ledger
-from doccheck.summary import RunSummary
+from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
 from prefect_doccheck.tasks.credentials import (
@@ -122,7 +122,7 @@ async def bulk_check(
 
 
 async def _dry_run(options: RunOptions, logger: Any) -> RunSummary:
-    """Validate, plan and cohort-match as a stream (``doccheck.dry_run``); nothing recorded."""
+    """Validate, plan and cohort-match as a stream (``doccheck.pipeline.dry_run``); nothing recorded."""
     source = options.source
     planned = _task(plan_only, "plan manifest (dry run)")(
         source.manifest, campaign=source.campaign, products=source.products, metadata_columns=source.metadata_columns,

@@ -12,12 +12,12 @@ import time
 from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
-from doccheck.downloads import parse_kinds
-from doccheck.options import as_list
+from doccheck.outputs.downloads import parse_kinds
+from doccheck.outputs.reports import run_label
 from doccheck.pipeline.campaign_collect import runs_with_pending
+from doccheck.pipeline.options import as_list
 from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.reports import run_label
-from doccheck.summary import RunSummary, money_fields
+from doccheck.pipeline.summary import RunSummary, money_fields
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
 from prefect_doccheck.tasks.credentials import (

@@ -3,7 +3,7 @@
 The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows.fan_out`)
 records the run and every document in the ledger, then starts N runs of this flow's
 deployment on a work pool. Each child streams the manifest itself
-(:func:`doccheck.plan_stream.iter_planned`: texts never travel through the Prefect API,
+(:func:`doccheck.pipeline.plan_stream.iter_planned`: texts never travel through the Prefect API,
 and memory stays one batch), keeps the documents whose Idempotency-Key hashes to its
 shard (:mod:`doccheck.pipeline.shards`) and submits them in batches. Claims in the
 shared ledger make a retried or re-run shard safe: a key already submitted is skipped,
@@ -26,11 +26,11 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from doccheck.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline import BatchResult, Budget
+from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.plan_stream import PlanTally, iter_planned
+from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
-from doccheck.plan_stream import PlanTally, iter_planned
-from doccheck.planning import PlannedDocument
 from prefect_doccheck.tasks.credentials import base_url_of, resolve_base_url, resolve_credentials, resolve_database_url
 from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
 from prefect_doccheck.tasks.shard import submit_shard_batch

@@ -28,9 +28,9 @@ import pyarrow.parquet as pq
 
 from doccheck import domain
 from doccheck.domain import estimate_cost_cents
-from doccheck.markdown import escape_markdown
+from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs.reports import REPORT_FILES
 from doccheck.pipeline.progress import Progress
-from doccheck.reports import REPORT_FILES
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def top_scores(tables: Mapping[str, Sequence[Mapping[str, Any]]], product: str, 
 
 
 def _md(value: Any) -> str:
-    """An untrusted value as literal markdown text (doccheck.markdown); numbers as written."""
+    """An untrusted value as literal markdown text (doccheck.outputs.markdown); numbers as written."""
     if value is None:
         return "-"
     return str(value) if isinstance(value, (int, float)) else escape_markdown(value)

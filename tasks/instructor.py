@@ -16,9 +16,9 @@ from uuid import UUID
 
 from prefect import task
 
-from doccheck.downloads import parse_kinds
-from doccheck.instructor.outputs import write_run_outputs
-from doccheck.markdown import escape_markdown
+from doccheck.outputs.downloads import parse_kinds
+from doccheck.outputs.instructor.outputs import write_run_outputs
+from doccheck.outputs.markdown import escape_markdown
 from prefect_doccheck.tasks.artifacts import artifact_key
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client

@@ -30,7 +30,7 @@ from prefect.cache_policies import NONE
 
 from doccheck.client import AsyncDocCheckClient, lanes_for
 from doccheck.ledger import Ledger
-from doccheck.options import RunOptions
+from doccheck.outputs.reports import ReportPaths, write_reports
 from doccheck.pipeline import (
     BatchResult,
     Budget,
@@ -42,8 +42,8 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
+from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import Prepared, prepare_run
-from doccheck.reports import ReportPaths, write_reports
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key

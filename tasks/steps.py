@@ -17,10 +17,10 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from doccheck.ledger import Ledger
-from doccheck.options import RunOptions, WaitingOptions
 from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver
-from doccheck.summary import RunSummary
+from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
 from prefect_doccheck.tasks.credentials import KeySource
@@ -114,7 +114,7 @@ class TaskSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         assert summary.run_id is not None
-        from doccheck.reports import run_label
+        from doccheck.outputs.reports import run_label
 
         label = run_label(summary.campaign, summary.run_id)
         paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label)

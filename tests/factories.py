@@ -21,7 +21,7 @@ from doccheck.client import AsyncDocCheckClient, RetryPolicy
 from doccheck.client.models import Event
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch, wait_for_results
-from doccheck.planning import Plan, PlannedDocument, load_plan
+from doccheck.pipeline.planning import Plan, PlannedDocument, load_plan
 
 # --- fake service answers (client unit tests, httpx.MockTransport) ----------------------
 
@@ -232,8 +232,8 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
 
 def flow_kwargs(**flat: Any) -> dict[str, Any]:
     """``bulk_check``'s keyword arguments from the CLI's flat option names (the option groups
-    of ``doccheck.options``), with ``credentials`` / ``api_key_block`` passed through."""
-    from doccheck.options import RunOptions
+    of ``doccheck.pipeline.options``), with ``credentials`` / ``api_key_block`` passed through."""
+    from doccheck.pipeline.options import RunOptions
 
     passthrough = {k: flat.pop(k) for k in ("credentials", "api_key_block") if k in flat}
     return {**RunOptions.from_flat(**flat).flow_parameters(), **passthrough}

@@ -20,7 +20,7 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.downloads import parse_kinds
+from doccheck.outputs.downloads import parse_kinds
 
 
 def collect(

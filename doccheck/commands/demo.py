@@ -78,7 +78,7 @@ def _start_prefect(console: Console, err: Console) -> str:
 def _configure_webhook(base_url: str, receiver_url: str, secret_path: Path) -> None:
     """PUT the account webhook and store its secret in an owner-only file for the receiver."""
     from doccheck.client import DocCheckClient
-    from doccheck.secret_file import SecretFile
+    from doccheck.webhooks.secret_file import SecretFile
 
     with DocCheckClient(base_url, DEMO_API_KEY) as client:
         webhook = client.put_webhook(receiver_url)
@@ -167,7 +167,7 @@ def demo(
         os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
 
         def start():  # type: ignore[no-untyped-def]
-            from doccheck.options import RunOptions
+            from doccheck.pipeline.options import RunOptions
             from prefect_doccheck.flows.bulk_check import bulk_check
 
             options = RunOptions.from_flat(

@@ -31,13 +31,13 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.options import DEFAULTS, RunOptions, option_error
+from doccheck.pipeline.options import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).
 EXIT_INCOMPLETE = 3
 
 
-_D = DEFAULTS  # every flag's default comes from the one options model (doccheck.options)
+_D = DEFAULTS  # every flag's default comes from the one options model (doccheck.pipeline.options)
 
 
 def run(
@@ -170,10 +170,10 @@ def _print_summary(console: Console, summary: Any) -> None:
 
 
 def _dry_run(err: Console, options: RunOptions) -> Any:
-    """``doccheck.dry_run`` with the run's options; configuration errors exit with one line."""
+    """``doccheck.pipeline.dry_run`` with the run's options; configuration errors exit with one line."""
     from doccheck.commands._runner import describe_error
     from doccheck.config import load_settings
-    from doccheck.dry_run import dry_run
+    from doccheck.pipeline.dry_run import dry_run
 
     source = options.source
     try:

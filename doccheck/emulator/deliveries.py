@@ -19,7 +19,7 @@ import httpx
 
 from doccheck.emulator.clock import iso
 from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
-from doccheck.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
+from doccheck.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
 
 if TYPE_CHECKING:
     from doccheck.emulator.runtime import Emulator

@@ -16,7 +16,6 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from doccheck import bounded_json
 from doccheck.emulator.errors import ApiError, invalid_input, too_large
 from doccheck.emulator.limits import (
     DRAIN_LIMIT,
@@ -30,6 +29,7 @@ from doccheck.emulator.limits import (
     drain,
 )
 from doccheck.emulator.store import PRODUCTS
+from doccheck.guards import bounded_json
 
 MAX_NAME_LENGTH = 256
 MAX_METADATA_BYTES = 16 * 1024

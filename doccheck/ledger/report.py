@@ -1,7 +1,7 @@
 """Report rows built from the ledger alone, so ``collect_results`` can rewrite the
 reports of a run long after the manifest and the process that planned it are gone.
 
-The column names are the issue's report schemas (``doccheck.reports`` owns the pyarrow
+The column names are the issue's report schemas (``doccheck.outputs.reports`` owns the pyarrow
 types); every accepted document of the run appears in ``submissions`` (with its state,
 or the reason it was not sent), every rejected row too, and every product of every
 check appears in the product tables, as ``pending`` with its check id until it is final.
@@ -268,10 +268,10 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
 
 
 def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> Any:
-    """The run's report as a ``doccheck.reports.LedgerReportTables`` (imported lazily: the
+    """The run's report as a ``doccheck.outputs.reports.LedgerReportTables`` (imported lazily: the
     ledger does not need pyarrow to record things): a ``ReportTables`` that reads its rows
     only when asked, so ``write_reports`` can stream them chunk by chunk from the ledger."""
-    from doccheck.reports import LedgerReportTables
+    from doccheck.outputs.reports import LedgerReportTables
 
     rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
     return LedgerReportTables(lambda: iter_report_chunks(ledger, run_id=rid))

@@ -1,11 +1,11 @@
 """A real run's manifest in batches: recorded once as it streams by, re-read one batch at a time.
 
-Why: a :class:`~doccheck.planning.Plan` holds every document with its text, and the real run
+Why: a :class:`~doccheck.pipeline.planning.Plan` holds every document with its text, and the real run
 kept one for the whole run and passed lists of documents as task parameters, so a 20,000-row
 term grew with its texts (issue 10). Here the manifest is read ONCE by :func:`record_plan`:
 each row is validated and planned, and what the reports need (documents without their text,
 rejections) goes to the ledger in one transaction per batch. What stays in memory is a
-:class:`~doccheck.plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
+:class:`~doccheck.pipeline.plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
 batch (rows, count, byte offset), small and JSON-serialisable, safe as a Prefect task
 parameter. :func:`load_batch` later seeks to one batch, re-reads and re-plans only its rows and
 returns the documents the ledger recorded for them (with their texts, for ``submit_batch``).
@@ -30,12 +30,12 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow
-from doccheck.manifest import ManifestDocument, ManifestError, Rejection, parse_products
-from doccheck.manifest.stream import iter_manifest
-from doccheck.manifest.types import RowCursor, RowStart
+from doccheck.pipeline.plan_stream import PlanTally, plan_one, resolve_campaign
+from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
-from doccheck.plan_stream import PlanTally, plan_one, resolve_campaign
-from doccheck.planning import PlannedDocument
+from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.sources.manifest.stream import iter_manifest
+from doccheck.sources.manifest.types import RowCursor, RowStart
 
 __all__ = [
     "MANIFEST_CHANGED",

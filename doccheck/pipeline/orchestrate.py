@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from doccheck.ledger import Ledger
-from doccheck.options import RunOptions, WaitingOptions
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, start_recording
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
+from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
-from doccheck.summary import RunSummary, money_fields
+from doccheck.pipeline.summary import RunSummary, money_fields
 
 __all__ = [
     "LocalSteps",
@@ -47,7 +47,7 @@ __all__ = [
 
 
 class PlanFigures(Protocol):
-    """What a summary needs of a plan (``doccheck.planning.Plan`` or a streamed tally)."""
+    """What a summary needs of a plan (``doccheck.pipeline.planning.Plan`` or a streamed tally)."""
 
     @property
     def campaign(self) -> str: ...
@@ -391,9 +391,9 @@ class LocalSteps:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
         from pathlib import Path
 
-        from doccheck.instructor.outputs import write_run_outputs
+        from doccheck.outputs.instructor.outputs import write_run_outputs
+        from doccheck.outputs.reports import run_label, write_reports
         from doccheck.pipeline.collect import report_tables
-        from doccheck.reports import run_label, write_reports
 
         if not self._write_files or summary.run_id is None:
             return summary

@@ -46,9 +46,9 @@ from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
-from doccheck.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
+from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
 

@@ -23,8 +23,8 @@ from starlette.routing import Route
 from doccheck.client.models import Event
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
-from doccheck.secret_file import SecretFileError
-from doccheck.webhooks import (
+from doccheck.webhooks.secret_file import SecretFileError
+from doccheck.webhooks.verify import (
     SIGNATURE_HEADER,
     EventParseError,
     InvalidSignature,

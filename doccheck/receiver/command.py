@@ -94,7 +94,7 @@ def receiver(
     from doccheck.ledger import Ledger
     from doccheck.ledger.engine import redact_url
     from doccheck.receiver.app import create_app
-    from doccheck.secret_file import SecretFileError, file_secrets_provider
+    from doccheck.webhooks.secret_file import SecretFileError, file_secrets_provider
 
     console = Console(stderr=True, soft_wrap=True)
     settings = load_settings(database_url=database_url)
@@ -154,7 +154,7 @@ def receiver(
         f"receiver listening on http://{host}:{port}/webhook "
         f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
     )
-    from doccheck.slow_clients import BodyDeadline, deadline_protocol
+    from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
 
     bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
     config = uvicorn.Config(bounded, host=host, port=port, http=deadline_protocol(header_timeout),

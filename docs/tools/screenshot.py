@@ -86,11 +86,11 @@ def make_report(work: Path, base_url: str) -> Path:
     import asyncio
 
     from doccheck.client import AsyncDocCheckClient
-    from doccheck.instructor.outputs import write_run_outputs
     from doccheck.ledger import Ledger
+    from doccheck.outputs.instructor.outputs import write_run_outputs
+    from doccheck.outputs.reports import write_reports
     from doccheck.pipeline import report_tables, submit_batch, wait_for_results
-    from doccheck.planning import load_plan
-    from doccheck.reports import write_reports
+    from doccheck.pipeline.planning import load_plan
 
     data = work / "sample_data"
     if not data.exists():
@@ -181,7 +181,7 @@ def main() -> None:
         script = textwrap.dedent(
             f"""
             import asyncio
-            from doccheck.options import RunOptions
+            from doccheck.pipeline.options import RunOptions
             from prefect_doccheck.flows.bulk_check import bulk_check
             asyncio.run(bulk_check(**RunOptions.from_flat(manifest={str(data / "manifest.csv")!r}, products=["ai", "similarity"],
                 out_dir={str(work / "reports")!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},

@@ -23,8 +23,8 @@ import pytest
 
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.planning import load_plan
-from doccheck.summary import RunSummary
+from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from tests.factories import flow_kwargs

@@ -24,7 +24,7 @@ from doccheck.client import (
     UploadExpiredError,
     estimate_cost_cents,
 )
-from doccheck.webhooks import InvalidSignature, StaleSignature, parse_event, verify
+from doccheck.webhooks.verify import InvalidSignature, StaleSignature, parse_event, verify
 from tests.factories import NO_RETRY, TEXT
 from tests.factories import assert_client_error as assert_error
 

@@ -19,7 +19,7 @@ import pytest
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.signatures import DocumentSignatureRow
-from doccheck.reports import COHORT_MATCHES_SCHEMA
+from doccheck.outputs.reports import COHORT_MATCHES_SCHEMA
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from prefect_doccheck.tasks.artifacts import artifact_key

@@ -19,7 +19,7 @@ import pytest
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch
-from doccheck.planning import load_plan
+from doccheck.pipeline.planning import load_plan
 from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle
 

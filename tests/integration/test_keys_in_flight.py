@@ -178,7 +178,7 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = stalling_round
-    from doccheck.options import RunOptions
+    from doccheck.pipeline.options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, db_url, base_url = sys.argv[1:4]

@@ -21,7 +21,7 @@ import pytest
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch, wait_for_results
-from doccheck.planning import load_plan
+from doccheck.pipeline.planning import load_plan
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from doccheck.webhooks import sign
+from doccheck.webhooks.verify import sign
 from tests.fixtures.events import event_body
 from tests.fixtures.receiver import ReceiverHandle, start_receiver, stop_receiver
 

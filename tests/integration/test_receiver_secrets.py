@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.secret_file import SecretFile
+from doccheck.webhooks.secret_file import SecretFile
 from tests.fixtures.emulator import free_port
 
 pytestmark = pytest.mark.integration

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from doccheck.instructor import write_instructor_files
-from doccheck.manifest import Rejection
-from doccheck.reports import ReportTables, rejection_rows, write_reports
+from doccheck.outputs.instructor import write_instructor_files
+from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
+from doccheck.sources.manifest import Rejection
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import insert
 
-from doccheck.instructor.writer import write_instructor_files
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow
-from doccheck.manifest import Rejection
-from doccheck.reports import write_reports
+from doccheck.outputs.instructor.writer import write_instructor_files
+from doccheck.outputs.reports import write_reports
+from doccheck.sources.manifest import Rejection
 from tests.factories import planned
 
 pytestmark = pytest.mark.integration
@@ -122,7 +122,7 @@ def test_streamed_outputs_carry_names_and_rows_of_the_ledger(tmp_path: Path) -> 
     as the in-memory report."""
     import asyncio
 
-    from doccheck.instructor.outputs import write_run_outputs
+    from doccheck.outputs.instructor.outputs import write_run_outputs
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
-from doccheck.dry_run import dry_run
 from doccheck.ledger import Ledger
-from doccheck.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
 from doccheck.pipeline.batches import BatchRef
+from doccheck.pipeline.dry_run import dry_run
+from doccheck.pipeline.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import LocalSteps, run_checks
-from doccheck.summary import RunSummary
+from doccheck.pipeline.summary import RunSummary
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]

@@ -9,7 +9,7 @@ from pathlib import Path
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, RowFailure
 from doccheck.pipeline.orchestrate import Prepared, close_run
-from doccheck.planning import Plan
+from doccheck.pipeline.planning import Plan
 from tests.factories import BOTH, apply_event, check_json, planned
 
 

@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 from markdown_it import MarkdownIt
 
-from doccheck.markdown import escape_markdown
+from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs.reports import ReportTables, write_reports
 from doccheck.pipeline.progress import Progress
-from doccheck.reports import ReportTables, write_reports
 from prefect_doccheck.tasks.artifacts import (
     RunProgress,
     artifact_key,

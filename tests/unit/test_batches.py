@@ -21,10 +21,10 @@ from sqlmodel import select
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import DocumentRow, RejectionRow
-from doccheck.manifest import ManifestError, RejectCode
 from doccheck.pipeline.batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
-from doccheck.plan_stream import PlanTally, iter_planned
-from doccheck.planning import Plan, load_plan
+from doccheck.pipeline.plan_stream import PlanTally, iter_planned
+from doccheck.pipeline.planning import Plan, load_plan
+from doccheck.sources.manifest import ManifestError, RejectCode
 
 SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
 

@@ -1,11 +1,11 @@
-"""doccheck.bounded_json: strict JSON with size, depth and number bounds."""
+"""doccheck.guards.bounded_json: strict JSON with size, depth and number bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from doccheck import bounded_json
-from doccheck.bounded_json import JsonRejected
+from doccheck.guards import bounded_json
+from doccheck.guards.bounded_json import JsonRejected
 
 
 @pytest.mark.parametrize(

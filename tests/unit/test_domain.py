@@ -53,10 +53,11 @@ def test_state_values_are_the_stored_strings() -> None:
 
 
 def test_former_copies_read_the_domain_module() -> None:
-    from doccheck import manifest, planning
     from doccheck.client import assumptions
     from doccheck.emulator import billing, limits, store
     from doccheck.ledger import ledger
+    from doccheck.pipeline import planning
+    from doccheck.sources import manifest
 
     assert assumptions.estimate_cost_cents is planning.estimate_cost_cents is domain.estimate_cost_cents
     assert billing.CENTS_PER_100_WORDS is assumptions.CENTS_PER_100_WORDS is domain.CENTS_PER_100_WORDS

@@ -42,10 +42,10 @@ def test_former_bases_are_kept() -> None:
     from doccheck.client import ConfigurationError, DocCheckError, LocalValidationError
     from doccheck.commands.services import ServiceError
     from doccheck.extract import ExtractionError, UnsupportedFileType
-    from doccheck.manifest import ManifestError
+    from doccheck.outputs.reports import ReportError
     from doccheck.pipeline.submit import FatalSubmitError
-    from doccheck.reports import ReportError
-    from doccheck.webhooks import EventParseError, SignatureError
+    from doccheck.sources.manifest import ManifestError
+    from doccheck.webhooks.verify import EventParseError, SignatureError
 
     for error in (ConfigurationError, LocalValidationError, ExtractionError, UnsupportedFileType, ManifestError,
                   ReportError, EventParseError):  # fmt: skip

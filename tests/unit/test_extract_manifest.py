@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from doccheck.manifest import RejectCode, read_manifest
+from doccheck.sources.manifest import RejectCode, read_manifest
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream
 
 REAL = Path(__file__).parents[1] / "data" / "documents"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.markdown import escape_markdown
-from doccheck.options import SourceOptions, as_list
+from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs.reports import run_label
+from doccheck.pipeline.options import SourceOptions, as_list
 from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.reports import run_label
-from doccheck.summary import RunSummary
+from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 
@@ -52,7 +52,7 @@ def test_flows_never_take_the_api_key_as_a_parameter() -> None:
 
 
 def test_bulk_check_takes_the_option_groups() -> None:
-    # One options model (doccheck.options): the flow's parameters are its groups, so the
+    # One options model (doccheck.pipeline.options): the flow's parameters are its groups, so the
     # UI shows one form section per group and the defaults live in one place.
     params = inspect.signature(bulk_check.fn).parameters
     assert list(params) == [
@@ -93,7 +93,7 @@ def test_summary_markdown_has_no_secrets_and_the_counts(monkeypatch: pytest.Monk
 def test_cli_error_lines_are_single_and_safe() -> None:
     from doccheck.client import AuthenticationError, ConfigurationError, NetworkError
     from doccheck.commands._runner import describe_error
-    from doccheck.manifest import ManifestError
+    from doccheck.sources.manifest import ManifestError
 
     assert describe_error(ConfigurationError("no API key: set DOCCHECK_API_KEY")) == "no API key: set DOCCHECK_API_KEY"
     assert describe_error(ManifestError("manifest x.csv:\n  missing column")) == "manifest x.csv: missing column"

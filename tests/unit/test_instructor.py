@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.instructor import (
+from doccheck.outputs.instructor import (
     DOCUMENTS_SCHEMA,
     build_documents,
     documents_table,
@@ -21,10 +21,10 @@ from doccheck.instructor import (
     render_report,
     write_instructor_files,
 )
-from doccheck.instructor.page import script_json
-from doccheck.instructor.spreadsheet import csv_text
-from doccheck.manifest import Rejection
-from doccheck.reports import ReportTables, rejection_rows, write_reports
+from doccheck.outputs.instructor.page import script_json
+from doccheck.outputs.instructor.spreadsheet import csv_text
+from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
+from doccheck.sources.manifest import Rejection
 
 EVIL = "<script>window.__pwned = 1</script>"
 
@@ -62,7 +62,7 @@ METADATA = {"s1": {"student": EVIL, "section": "A"}, "s2": {"student": "Zoë", "
 
 
 def rows_of(tables: ReportTables, metadata: dict[str, Any] | None = METADATA) -> dict[str, list[dict[str, Any]]]:
-    from doccheck.reports import to_tables
+    from doccheck.outputs.reports import to_tables
 
     return {name: t.to_pylist() for name, t in to_tables(tables, metadata).items()}
 

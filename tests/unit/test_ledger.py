@@ -13,8 +13,8 @@ from pydantic import SecretStr
 
 from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
-from doccheck.manifest import Rejection
-from doccheck.planning import PlannedDocument
+from doccheck.pipeline.planning import PlannedDocument
+from doccheck.sources.manifest import Rejection
 from tests.factories import check_json, planned, record
 from tests.fixtures.events import event_body
 
@@ -275,7 +275,7 @@ def test_concurrent_duplicate_events_stored_once(ledger: Ledger) -> None:
 def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from doccheck.reports import SCHEMAS, ReportTables, write_reports
+    from doccheck.outputs.reports import SCHEMAS, ReportTables, write_reports
 
     run_id = ledger.start_run(campaign="c1")
     submit(ledger, run_id, planned("d1", ("ai", "similarity")), "chk-1")

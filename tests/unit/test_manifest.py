@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.manifest import (
+from doccheck.sources.manifest import (
     MAX_FILE_BYTES,
     MULTIPART_MAX_BYTES,
     ManifestError,
@@ -175,7 +175,7 @@ def test_large_files_sparse(tmp_path: Path) -> None:
 @pytest.fixture()
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> int:
     """Shrink the multipart limit and the read chunk, so streaming paths run on small files."""
-    import doccheck.manifest.files as manifest
+    import doccheck.sources.manifest.files as manifest
 
     monkeypatch.setattr(manifest, "MULTIPART_MAX_BYTES", 64 * 1024)
     monkeypatch.setattr(manifest, "_CHUNK", 4099)  # odd, so multi-byte characters get split

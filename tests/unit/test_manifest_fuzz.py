@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from doccheck.manifest import ManifestError, read_manifest
-from doccheck.planning import plan_documents
+from doccheck.pipeline.planning import plan_documents
+from doccheck.sources.manifest import ManifestError, read_manifest
 
 CELL = st.one_of(
     st.none(),

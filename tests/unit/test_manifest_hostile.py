@@ -17,7 +17,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.manifest import ManifestError, RejectCode, Rejection, csv_reader, jsonl_reader, limits, read_manifest
+from doccheck.sources.manifest import (
+    ManifestError,
+    RejectCode,
+    Rejection,
+    csv_reader,
+    jsonl_reader,
+    limits,
+    read_manifest,
+)
 from tests.unit.hostile_manifests import ESSAY, good_line, hostile_jsonl, hostile_lines
 
 
@@ -372,7 +380,7 @@ def test_parquet_non_finite_and_binary_cells(tmp_path: Path) -> None:
 
 
 def test_parquet_is_read_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from doccheck.manifest import parquet_reader
+    from doccheck.sources.manifest import parquet_reader
 
     monkeypatch.setattr(parquet_reader, "_BATCH_ROWS", 3)
     ids = [f"d{i}" for i in range(10)]

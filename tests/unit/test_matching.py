@@ -14,9 +14,9 @@ import pytest
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.signatures import DocumentSignatureRow, replace_cohort_matches
-from doccheck.markdown import escape_markdown
 from doccheck.matching import LedgerStore, MatchOptions, MemoryStore, match_cohort
 from doccheck.matching.shingles import pack_u32, shingle_hashes, to_u32, unpack_u32
+from doccheck.outputs.markdown import escape_markdown
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
 
@@ -216,7 +216,7 @@ def test_pairs_are_shown_in_the_summary_and_as_a_table() -> None:
     from rich.console import Console
 
     from doccheck.matching import pairs_table, summary_of
-    from doccheck.summary import RunSummary
+    from doccheck.pipeline.summary import RunSummary
 
     corpus = planted_corpus(seed=3, unrelated=10, per_kind=1)
     summary = summary_of(match_cohort(docs_of(corpus), campaign="c", run_id="r"), top=3)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.manifest import ManifestError
-from doccheck.planning import (
+from doccheck.pipeline.planning import (
     MULTIPART_MAX_BYTES,
     UPLOAD_MAX_BYTES,
     PlannedDocument,
@@ -17,6 +16,7 @@ from doccheck.planning import (
     idempotency_key,
     load_plan,
 )
+from doccheck.sources.manifest import ManifestError
 
 HASH = hashlib.sha256(b"hello").hexdigest()
 

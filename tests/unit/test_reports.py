@@ -10,8 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.manifest import Rejection
-from doccheck.reports import (
+from doccheck.outputs.reports import (
     AI_RESULTS_SCHEMA,
     SCHEMAS,
     SIMILARITY_RESULTS_SCHEMA,
@@ -23,6 +22,7 @@ from doccheck.reports import (
     to_dataframes,
     write_reports,
 )
+from doccheck.sources.manifest import Rejection
 
 ISSUE_COLUMNS = {
     "submissions": [

@@ -1,4 +1,4 @@
-"""doccheck.secret_file: owner-only file, bounded previous-secret window, atomic writes."""
+"""doccheck.webhooks.secret_file: owner-only file, bounded previous-secret window, atomic writes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from doccheck.secret_file import InsecureSecretFile, SecretFile, SecretFileError
+from doccheck.webhooks.secret_file import InsecureSecretFile, SecretFile, SecretFileError
 
 
 def values(secrets: list[SecretStr]) -> list[str]:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from doccheck.pipeline.pacing import ChunkPacer, PacedTransport
+from doccheck.pipeline.planning import idempotency_key
 from doccheck.pipeline.shards import (
     ShardConfigError,
     check_shared_ledger,
@@ -19,7 +20,6 @@ from doccheck.pipeline.shards import (
     shard_of,
     validate_shard,
 )
-from doccheck.planning import idempotency_key
 
 SIX, THOUSAND = [5, 5, 5], [343, 333, 859]  # blake2b-64 of the key, mod N: fixed forever
 KEYS = [idempotency_key("term-1", f"{i:064x}", ("ai", "similarity")) for i in range(12_000)]

@@ -16,8 +16,8 @@ from doccheck.client import (
     RateLimitError,
     ServerError,
 )
-from doccheck.manifest import ManifestError
 from doccheck.pipeline import Progress
+from doccheck.sources.manifest import ManifestError
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
 from prefect_doccheck.tasks.retry import is_transient, retry_on_transient

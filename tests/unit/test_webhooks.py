@@ -9,8 +9,8 @@ import json
 import pytest
 from pydantic import SecretStr
 
-from doccheck import webhooks
-from doccheck.webhooks import (
+from doccheck.webhooks import verify as webhooks
+from doccheck.webhooks.verify import (
     EventParseError,
     InvalidSignature,
     MalformedSignature,

@@ -1,0 +1,11 @@
+"""The notebook API: DataFrames in, DataFrames out, the same run as ``doccheck run``.
+
+:mod:`.api` holds ``check_dataframe``/``acheck_dataframe``/``plan_dataframe`` and their results;
+:mod:`.progress` the live progress line (Jupyter, terminal or nothing).
+"""
+
+from __future__ import annotations
+
+from doccheck.notebook.api import CheckResult, PlanResult, acheck_dataframe, check_dataframe, plan_dataframe
+
+__all__ = ["CheckResult", "PlanResult", "acheck_dataframe", "check_dataframe", "plan_dataframe"]

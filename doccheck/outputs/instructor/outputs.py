@@ -1,0 +1,69 @@
+"""One call after a run's Parquet reports: fetch the requested files, then write the
+instructor's files. Shared by the Prefect task (``prefect_doccheck.tasks.instructor``) and the notebook, so
+both produce the same folder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.outputs.instructor.writer import (
+    InstructorPaths,
+    names_from_ledger,
+    read_run_tables,
+    write_instructor_files,
+)
+
+#: The report columns the download targets are chosen from (read alone: the rest stays on disk).
+TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
+
+__all__ = ["RunOutputs", "write_run_outputs"]
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """Where the instructor's files are, and what the downloads did (None: none asked)."""
+
+    paths: InstructorPaths
+    downloads: DownloadResult | None
+
+
+async def write_run_outputs(
+    run_dir: str | Path,
+    latest_dir: str | Path | None,
+    *,
+    campaign: str,
+    run_id: str | None = None,
+    ledger: Any = None,
+    client: FileClient | None = None,
+    download: str | Sequence[str] | None = (),
+    download_concurrency: int = 4,
+    status: str | None = None,
+    spent_cents: int | None = None,
+) -> RunOutputs:
+    """Download ``download`` kinds of every finished check of the run (needs ``client``),
+    then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
+    built from the run folder's reports in chunks (see ``write_instructor_files``)."""
+    kinds = parse_kinds(download)
+    result: DownloadResult | None = None
+    if kinds:
+        if client is None:
+            raise ValueError("downloading files needs a client")
+        targets = targets_from_rows(read_run_tables(run_dir, columns=TARGET_COLUMNS))
+        result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
+    # Names are read per chunk of the wide table, not the run's at once.
+    names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
+    paths = write_instructor_files(
+        run_dir,
+        latest_dir,
+        campaign=campaign,
+        run_id=run_id,
+        status=status,
+        names_of=names_of,
+        download_failures=[f.__dict__ for f in result.failures] if result else (),
+        spent_cents=spent_cents,
+    )
+    return RunOutputs(paths, result)

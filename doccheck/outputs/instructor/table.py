@@ -1,0 +1,300 @@
+"""The per-student wide table: one row per document, everything an instructor looks at.
+
+Why a table of its own: the four Parquet reports are normalised for data teams (one row
+per product, one per source); an instructor, a gradebook import or a spreadsheet wants ONE
+row per student. The column names and types are fixed by :data:`DOCUMENTS_SCHEMA` (an
+empty run still has them); the allowlisted manifest metadata follows as ``meta_<column>``
+string columns, as in the Parquet reports, so it can never clash with a fixed column.
+
+``flagged`` is a reading aid, not a verdict: a document is flagged when its AI label is
+``ai`` or ``mixed``, its AI score is at least :data:`FLAG_AI_SCORE`, its similarity score
+at least :data:`FLAG_SIMILARITY_SCORE`, or it matches another document of the cohort.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from doccheck.outputs.reports import META_PREFIX
+
+__all__ = [
+    "DOCUMENTS_SCHEMA",
+    "FILE_COLUMNS",
+    "DocumentsBuilder",
+    "TopSources",
+    "FLAG_AI_SCORE",
+    "FLAG_SIMILARITY_SCORE",
+    "build_documents",
+    "checks_to_documents",
+    "documents_schema",
+    "documents_table",
+]
+
+#: Thresholds of ``flagged`` (stated in the report's legend).
+FLAG_AI_SCORE = 0.5
+FLAG_SIMILARITY_SCORE = 25.0
+
+#: File kind → column holding its path relative to the run folder (null when absent).
+FILE_COLUMNS: dict[str, str] = {
+    "similarity_pdf": "file_similarity_pdf",
+    "pdf": "file_pdf",
+    "original": "file_original",
+}
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("row_number", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("status", pa.string()),  # submission status: submitted | rejected | failed | unsent | skipped_budget
+        pa.field("check_id", pa.string()),
+        pa.field("products", pa.string()),  # "ai;similarity"
+        pa.field("ai_status", pa.string()),
+        pa.field("ai_label", pa.string()),
+        pa.field("ai_score", pa.float64()),
+        pa.field("similarity_status", pa.string()),
+        pa.field("similarity_score", pa.float64()),
+        pa.field("similarity_matched_words", pa.int64()),
+        pa.field("top_source_title", pa.string()),
+        pa.field("top_source_url", pa.string()),
+        pa.field("top_source_kind", pa.string()),
+        pa.field("top_source_percent", pa.float64()),
+        pa.field("top_source_matched_document_id", pa.string()),
+        pa.field("cohort_match_count", pa.int64()),
+        pa.field("cohort_matched_document_ids", pa.string()),  # "; "-separated
+        pa.field("flagged", pa.bool_()),
+        pa.field("cost_cents", pa.int64()),
+        pa.field("error_code", pa.string()),
+        pa.field("error_message", pa.string()),
+        *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
+    ]
+)
+
+
+def _float(value: Any) -> float | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return float(value)
+
+
+def _products(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return ";".join(str(v) for v in value)
+
+
+def _cohort_index(cohort_matches: Iterable[Mapping[str, Any]] | None) -> dict[str, list[str]]:
+    """document_id → the other documents it was matched with (both directions, de-duplicated)."""
+    index: dict[str, list[str]] = {}
+    for row in cohort_matches or []:
+        a, b = row.get("document_id"), row.get("matched_document_id")
+        if a is None or b is None or a == b:
+            continue
+        for left, right in ((str(a), str(b)), (str(b), str(a))):
+            peers = index.setdefault(left, [])
+            if right not in peers:
+                peers.append(right)
+    return index
+
+
+def is_flagged(row: Mapping[str, Any]) -> bool:
+    """The ``flagged`` rule of the module docstring."""
+    ai_score = _float(row.get("ai_score"))
+    sim_score = _float(row.get("similarity_score"))
+    return bool(
+        row.get("ai_label") in ("ai", "mixed")
+        or (ai_score is not None and ai_score >= FLAG_AI_SCORE)
+        or (sim_score is not None and sim_score >= FLAG_SIMILARITY_SCORE)
+        or (row.get("cohort_match_count") or 0) > 0
+    )
+
+
+class DocumentsBuilder:
+    """Builds the wide rows chunk by chunk from per-document lookups.
+
+    The lookups hold only what a wide row takes from the product and source tables (the
+    AI and similarity columns, the top source of each document, the cohort peers, the
+    check → document index), so a run's wide table can be written in chunks of
+    submissions without holding every report row, or every wide row, at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        ai: Mapping[Any, Mapping[str, Any]],
+        sim: Mapping[Any, Mapping[str, Any]],
+        top_sources: Mapping[Any, Mapping[str, Any]],
+        document_of_check: Mapping[str, str],
+        names: Mapping[str, str] | None = None,
+        cohort_matches: Iterable[Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._ai, self._sim, self._top = ai, sim, top_sources
+        self._document_of_check = document_of_check
+        self._names = names or {}
+        self._cohort = _cohort_index(cohort_matches)
+
+    def with_lookups(
+        self,
+        *,
+        ai: Mapping[Any, Mapping[str, Any]],
+        sim: Mapping[Any, Mapping[str, Any]],
+        top_sources: Mapping[Any, Mapping[str, Any]],
+        document_of_check: Mapping[str, str],
+    ) -> DocumentsBuilder:
+        """The same builder (names, cohort) with the lookups of one chunk of documents."""
+        other = copy.copy(self)
+        other._ai, other._sim, other._top, other._document_of_check = ai, sim, top_sources, document_of_check
+        return other
+
+    def with_names(self, names: Mapping[str, str]) -> DocumentsBuilder:
+        """The same builder with these names (one chunk's, read from the ledger)."""
+        other = copy.copy(self)
+        other._names = names
+        return other
+
+    @classmethod
+    def from_tables(
+        cls,
+        tables: Mapping[str, Sequence[Mapping[str, Any]]],
+        *,
+        names: Mapping[str, str] | None = None,
+        cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+    ) -> DocumentsBuilder:
+        """Lookups from whole report tables (row dicts in memory)."""
+        sources = TopSources()
+        sources.add(tables.get("similarity_sources", []))
+        return cls(
+            ai={r.get("document_id"): r for r in tables.get("ai_results", [])},
+            sim={r.get("document_id"): r for r in tables.get("similarity_results", [])},
+            top_sources=sources.best,
+            document_of_check=checks_to_documents(tables.get("submissions", [])),
+            names=names,
+            cohort_matches=cohort_matches,
+        )
+
+    def rows(
+        self, submissions: Iterable[Mapping[str, Any]], files: Mapping[str, Mapping[str, str]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The wide rows of these submissions rows (in their order)."""
+        out: list[dict[str, Any]] = []
+        for sub in submissions:
+            doc = sub.get("document_id")
+            a, s = self._ai.get(doc, {}), self._sim.get(doc, {})
+            peers = self._cohort.get(str(doc), []) if doc is not None else []
+            row: dict[str, Any] = {
+                "document_id": doc,
+                "row_number": sub.get("row_number"),
+                "name": self._names.get(doc) if doc is not None else None,
+                "status": sub.get("status"),
+                "check_id": sub.get("check_id"),
+                "products": _products(sub.get("products")),
+                "ai_status": a.get("status"),
+                "ai_label": a.get("label"),
+                "ai_score": _float(a.get("score")),
+                "similarity_status": s.get("status"),
+                "similarity_score": _float(s.get("score")),
+                "similarity_matched_words": s.get("matched_words"),
+                **_top_source_columns(self._top.get(doc), self._document_of_check),
+                "cohort_match_count": len(peers),
+                "cohort_matched_document_ids": "; ".join(peers) or None,
+                "cost_cents": sub.get("cost_cents"),
+                "error_code": sub.get("error_code"),
+                "error_message": sub.get("error_message"),
+            }
+            row["flagged"] = is_flagged(row)
+            doc_files = (files or {}).get(doc, {}) if doc is not None else {}
+            for kind, column in FILE_COLUMNS.items():
+                row[column] = doc_files.get(kind)
+            for key, value in sub.items():
+                if key.startswith(META_PREFIX):
+                    row[key] = None if value is None else str(value)
+            out.append(row)
+        return out
+
+
+class TopSources:
+    """The top source of each document (most matched words, then highest percent; the first
+    of equals), folded over source rows given in any number of chunks."""
+
+    def __init__(self) -> None:
+        self.best: dict[Any, Mapping[str, Any]] = {}
+
+    def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Fold these source rows in."""
+        for r in rows:
+            doc = r.get("document_id")
+            current = self.best.get(doc)
+            if current is None or _source_key(r) > _source_key(current):
+                self.best[doc] = r
+
+
+def _source_key(source: Mapping[str, Any]) -> tuple[int, float]:
+    return int(source.get("matched_words") or 0), _float(source.get("percent")) or 0.0
+
+
+def checks_to_documents(submissions: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """check id → document_id of the submissions rows that have a check (the last wins)."""
+    return {str(r["check_id"]): str(r.get("document_id")) for r in submissions if r.get("check_id")}
+
+
+def _top_source_columns(best: Mapping[str, Any] | None, document_of_check: Mapping[str, str]) -> dict[str, Any]:
+    if not best:
+        return {}
+    matched = best.get("matched_document_id")
+    if not matched and best.get("kind") == "submission":
+        # The service names an earlier submission by its check id; of this run, we know whose it is.
+        matched = document_of_check.get(str(best.get("source_id")))
+    return {
+        "top_source_title": best.get("title"),
+        "top_source_url": best.get("url"),
+        "top_source_kind": best.get("kind"),
+        "top_source_percent": _float(best.get("percent")),
+        "top_source_matched_document_id": matched,
+    }
+
+
+def build_documents(
+    tables: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    names: Mapping[str, str] | None = None,
+    cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+    files: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """One dict per document (report order), keys of :data:`DOCUMENTS_SCHEMA` plus ``meta_*``.
+
+    ``tables``: the report rows (``submissions`` with its ``meta_*`` columns, the product
+    and source tables); ``names``: document_id → name; ``cohort_matches``: rows with
+    ``document_id`` and ``matched_document_id``; ``files``: document_id → {kind: relative path}.
+    """
+    builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
+    return builder.rows(tables.get("submissions", []), files)
+
+
+def documents_schema(meta: Iterable[str]) -> pa.Schema:
+    """:data:`DOCUMENTS_SCHEMA` followed by these ``meta_*`` string columns."""
+    return pa.schema([*DOCUMENTS_SCHEMA, *(pa.field(m, pa.string()) for m in meta)])
+
+
+def documents_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> pa.Table:
+    """The rows as a pyarrow table: :data:`DOCUMENTS_SCHEMA`, then ``meta_*`` string columns
+    in first-seen order (or ``schema``, when the caller writes chunks of one table)."""
+    if schema is None:
+        meta: list[str] = []
+        for row in rows:
+            for key in row:
+                if key.startswith(META_PREFIX) and key not in meta:
+                    meta.append(key)
+        schema = documents_schema(meta)
+    arrays = []
+    for fld in schema:
+        values = [row.get(fld.name) for row in rows]
+        if pa.types.is_integer(fld.type):
+            values = [None if v is None else int(v) for v in values]
+        arrays.append(pa.array(values, type=fld.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,288 @@
+"""Write a run's instructor files: ``report.html``, ``documents.parquet``, ``documents.csv``.
+
+Called after the Parquet reports are written (``doccheck.outputs.reports.write_reports``) and the
+files downloaded (``doccheck.outputs.downloads``): it reads the run folder's reports back, so the
+same code serves ``bulk_check``, ``collect_results`` and the notebook. The three files go in
+the run folder and a copy in ``latest/``, where the page's file links point back into the
+run folder (``../<run>/files/...``), since the files are not copied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from doccheck.outputs.downloads import FILE_KINDS, files_by_document
+from doccheck.outputs.instructor.page import PageTally, generate_report
+from doccheck.outputs.instructor.spreadsheet import CsvChunks
+from doccheck.outputs.instructor.table import (
+    DocumentsBuilder,
+    TopSources,
+    checks_to_documents,
+    documents_schema,
+    documents_table,
+)
+from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
+
+__all__ = [
+    "COHORT_MATCHES_FILE",
+    "DOCUMENTS_CSV",
+    "DOCUMENTS_PARQUET",
+    "REPORT_HTML",
+    "InstructorPaths",
+    "names_from_ledger",
+    "read_run_tables",
+    "write_instructor_files",
+]
+
+REPORT_HTML = "report.html"
+DOCUMENTS_PARQUET = "documents.parquet"
+DOCUMENTS_CSV = "documents.csv"
+#: Written by the cohort comparison when it ran (optional input).
+COHORT_MATCHES_FILE = "cohort_matches.parquet"
+
+
+@dataclass(frozen=True)
+class InstructorPaths:
+    """The files written in the run folder (the same names are in ``latest/`` when given)."""
+
+    report_html: Path
+    documents_parquet: Path
+    documents_csv: Path
+    latest_report_html: Path | None = None
+
+
+def read_run_tables(run_dir: str | Path, columns: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The run folder's Parquet reports as row dicts (a missing file is an empty table);
+    only the ``columns`` each file has when given."""
+    folder = Path(run_dir)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name, filename in REPORT_FILES.items():
+        path = folder / filename
+        if not path.is_file():
+            rows[name] = []
+            continue
+        wanted = None if columns is None else [c for c in columns if c in pq.read_schema(path).names]
+        rows[name] = pq.ParquetFile(path).read(columns=wanted).to_pylist()
+    return rows
+
+
+def _read_cohort(run_dir: Path) -> list[dict[str, Any]] | None:
+    path = run_dir / COHORT_MATCHES_FILE
+    return pq.ParquetFile(path).read().to_pylist() if path.is_file() else None
+
+
+def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """document_id → name (the manifest's, or the file name) of a run's accepted documents
+    (only of ``document_ids`` when given: one chunk of the wide table)."""
+    from sqlmodel import col, select
+
+    from doccheck.ledger.tables import DocumentRow
+
+    stmt = select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)
+    if document_ids is not None:
+        if not document_ids:
+            return {}
+        stmt = stmt.where(col(DocumentRow.document_id).in_(list(document_ids)))
+    with ledger.session() as s:
+        rows = s.exec(stmt).all()
+    return {doc: name for doc, name in rows if name}
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        shutil.copy2(source, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_instructor_files(
+    run_dir: str | Path,
+    latest_dir: str | Path | None = None,
+    *,
+    campaign: str,
+    run_id: str | None = None,
+    status: str | None = None,
+    names: Mapping[str, str] | None = None,
+    tables: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+    download_failures: Sequence[Mapping[str, Any]] = (),
+    spent_cents: int | None = None,
+    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
+) -> InstructorPaths:
+    """Build the wide table and the page from the run folder and write them (+ ``latest/``).
+
+    ``tables`` defaults to the run folder's Parquet reports, ``cohort_matches`` to its
+    ``cohort_matches.parquet`` when present; the files already in ``<run>/files/`` are linked.
+    ``names_of(document_ids)``, when given instead of ``names``, is asked for each chunk's names.
+    From the run folder, the wide table is built :data:`CHUNK` submissions at a time and
+    written as it goes (Parquet, CSV), then read back in chunks while the page is written:
+    a 20,000-document run never has its wide rows, its page or its CSV whole in memory.
+    """
+    folder = Path(run_dir)
+    documents: Callable[[], Iterable[Mapping[str, Any]]]
+    if tables is not None:
+        if cohort_matches is None:
+            # A report table of its own when the cohort comparison registers one, else its file.
+            present = tables.get("cohort_matches")
+            cohort_matches = list(present) if present is not None else _read_cohort(folder)
+        builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
+        given = list(tables.get("submissions", []))
+        meta = list(dict.fromkeys(k for r in given for k in r if k.startswith(META_PREFIX)))
+        chunks: Iterable[Sequence[Mapping[str, Any]]] = [given]
+    else:
+        if cohort_matches is None:
+            cohort_matches = _read_cohort(folder) or []
+        builder = DocumentsBuilder(ai={}, sim={}, top_sources={}, document_of_check={}, names=names,
+                                   cohort_matches=cohort_matches)  # fmt: skip
+        lookups = _FolderLookups(folder)
+        subs_path = folder / REPORT_FILES["submissions"]
+        meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
+        chunks = _parquet_chunks(subs_path)
+    schema = documents_schema(meta)
+    tally = PageTally()
+    kept: list[dict[str, Any]] = []  # rows given in memory are rendered from memory, as they were built
+
+    parquet_path = folder / DOCUMENTS_PARQUET
+    tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
+    try:
+        with pq.ParquetWriter(tmp, schema) as parquet, CsvChunks(folder / DOCUMENTS_CSV, schema.names) as csv_file:
+            for subs in chunks:
+                ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
+                chunk_builder = builder if tables is not None else lookups.builder(builder, subs)
+                if names_of is not None:
+                    chunk_builder = chunk_builder.with_names(names_of(ids))
+                rows = chunk_builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
+                table = documents_table(rows, schema)
+                parquet.write_table(table)
+                csv_file.write(table.to_pylist())
+                tally.add(rows)
+                if tables is not None:
+                    kept.extend(rows)
+        os.replace(tmp, parquet_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    csv_path = folder / DOCUMENTS_CSV
+    if tables is not None:
+        documents = lambda: kept  # noqa: E731
+    else:
+        documents = lambda: (r for batch in _parquet_chunks(parquet_path) for r in batch)  # noqa: E731
+
+    # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
+    marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
+                             cohort_matches=cohort_matches, download_failures=download_failures,
+                             spent_cents=spent_cents, link_prefix=marker)  # fmt: skip
+    html_path = folder / REPORT_HTML
+    targets = [(html_path, "")]
+    latest_html: Path | None = None
+    if latest_dir is not None:
+        latest = Path(latest_dir)
+        latest.mkdir(parents=True, exist_ok=True)
+        _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
+        _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
+        latest_html = latest / REPORT_HTML
+        targets.append((latest_html, f"../{quote(folder.name)}/"))
+    _atomic_pieces(targets, pieces, marker)
+    return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
+
+
+#: Submissions per chunk when the wide table is built from the run folder's files.
+CHUNK = 2000
+
+
+def _parquet_chunks(path: Path, columns: Sequence[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a Parquet file, :data:`CHUNK` at a time (nothing when it is absent)."""
+    if not path.is_file():
+        return
+    source = pq.ParquetFile(path)
+    wanted = None if columns is None else [c for c in columns if c in source.schema_arrow.names]
+    for batch in source.iter_batches(batch_size=CHUNK, columns=wanted, use_threads=False):
+        yield batch.to_pylist()
+
+
+class _FolderLookups:
+    """The product and source columns a wide row takes, kept as Arrow tables (columnar,
+    a few bytes a document) and turned into Python rows one chunk of documents at a time:
+    the wide table's Python memory does not grow with the run."""
+
+    def __init__(self, folder: Path) -> None:
+        self._ai = _arrow(folder / REPORT_FILES["ai_results"], ("document_id", "status", "label", "score"))
+        self._sim = _arrow(folder / REPORT_FILES["similarity_results"],
+                           ("document_id", "status", "score", "matched_words"))  # fmt: skip
+        self._sources = _arrow(folder / REPORT_FILES["similarity_sources"], _SOURCE_COLUMNS)
+        self._checks = _arrow(folder / REPORT_FILES["submissions"], ("check_id", "document_id"))
+
+    def builder(self, base: DocumentsBuilder, submissions: Sequence[Mapping[str, Any]]) -> DocumentsBuilder:
+        """``base`` with the lookups of these submissions rows (rows in file order, so that
+        the last of a document wins and its top source is the first of equals, as in memory)."""
+        ids = pa.array([r.get("document_id") for r in submissions], pa.string())
+        top = TopSources()
+        top.add(_rows_of(self._sources, "document_id", ids))
+        named = pa.array([str(b.get("source_id")) for b in top.best.values() if b.get("kind") == "submission"],
+                         pa.string())  # fmt: skip
+        return base.with_lookups(
+            ai={r.get("document_id"): r for r in _rows_of(self._ai, "document_id", ids)},
+            sim={r.get("document_id"): r for r in _rows_of(self._sim, "document_id", ids)},
+            top_sources=top.best,
+            document_of_check=checks_to_documents(_rows_of(self._checks, "check_id", named)),
+        )
+
+
+def _arrow(path: Path, columns: Sequence[str]) -> pa.Table | None:
+    """These columns of a report file (None when the file is absent)."""
+    if not path.is_file():
+        return None
+    names = pq.read_schema(path).names
+    # ParquetFile, not read_table: read_table imports pyarrow.dataset (~15 MB of RSS for nothing here)
+    return pq.ParquetFile(path).read(columns=[c for c in columns if c in names], use_threads=False)
+
+
+def _rows_of(table: pa.Table | None, column: str, values: pa.Array) -> list[dict[str, Any]]:
+    """The rows of ``table`` whose ``column`` is one of ``values``, in table order."""
+    if table is None or len(values) == 0 or column not in table.column_names:
+        return []
+    rows: list[dict[str, Any]] = table.filter(pc.is_in(table[column], value_set=values)).to_pylist()
+    return rows
+
+
+_SOURCE_COLUMNS = ("document_id", "source_id", "title", "url", "kind", "matched_words", "percent",
+                   "matched_document_id")  # fmt: skip
+
+
+def _atomic_pieces(targets: Sequence[tuple[Path, str]], pieces: Iterable[str], marker: str) -> None:
+    """Write the pieces to every target (``marker`` replaced by the target's prefix), each
+    through a temporary file renamed over it once complete."""
+    tmps = [path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}") for path, _ in targets]
+    handles = []
+    try:
+        handles = [open(tmp, "w", encoding="utf-8") for tmp in tmps]  # noqa: SIM115
+        prefixes = [prefix for _, prefix in targets]
+        for piece in pieces:
+            if marker in piece:
+                for handle, prefix in zip(handles, prefixes, strict=True):
+                    handle.write(piece.replace(marker, prefix))
+            else:
+                for handle in handles:
+                    handle.write(piece)
+        for handle in handles:
+            handle.close()
+        for tmp, (path, _) in zip(tmps, targets, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for handle in handles:
+            handle.close()
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,484 @@
+"""Parquet reports of a run, with explicit pyarrow schemas, one folder per run and a ``latest/`` copy.
+
+Explicit schemas mean an empty report still has the right columns and types, so a notebook
+or a dashboard never breaks on a week with no similarity checks. Callers (the pipeline)
+hand over plain row dicts; a missing key is a null, a key the schema does not know is
+ignored. Caller metadata is joined back by ``document_id`` as extra string columns named
+``meta_<column>``, so that it can never clash with a report column.
+
+``latest/`` is refreshed by writing a complete temporary folder and then swapping it in
+with renames, so a reader sees either the previous complete reports or the new ones.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from doccheck.errors import DocCheckBaseError
+from doccheck.sources.manifest import Rejection
+
+__all__ = [
+    "AI_RESULTS_SCHEMA",
+    "COHORT_MATCHES_SCHEMA",
+    "LATEST",
+    "META_PREFIX",
+    "REPORT_FILES",
+    "SCHEMAS",
+    "SIMILARITY_RESULTS_SCHEMA",
+    "SIMILARITY_SOURCES_SCHEMA",
+    "SUBMISSIONS_SCHEMA",
+    "LedgerReportTables",
+    "ReportError",
+    "ReportPaths",
+    "ReportTables",
+    "rejection_rows",
+    "to_dataframes",
+    "to_tables",
+    "write_reports",
+]
+
+TIMESTAMP = pa.timestamp("ms", tz="UTC")
+META_PREFIX = "meta_"
+LATEST = "latest"
+
+SUBMISSIONS_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("row_number", pa.int64()),
+        pa.field("mode", pa.string()),  # text | multipart | upload | rejected
+        pa.field("idempotency_key", pa.string()),
+        pa.field("check_id", pa.string()),
+        pa.field("products", pa.list_(pa.string())),
+        pa.field("status", pa.string()),
+        pa.field("error_code", pa.string()),
+        pa.field("error_message", pa.string()),
+        pa.field("words", pa.int64()),
+        pa.field("cost_cents", pa.int64()),  # = net_cents (kept for readers of the first schema)
+        # Money as the service counts it, on the first row of each check only (rows that
+        # share a check, identical content, show 0), so each column sums to the truth.
+        pa.field("charged_cents", pa.int64()),
+        pa.field("refunded_cents", pa.int64()),
+        pa.field("net_cents", pa.int64()),
+    ]
+)
+AI_RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("check_id", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("score", pa.float64()),
+        pa.field("label", pa.string()),
+        pa.field("words", pa.int64()),
+        pa.field("completed_at", TIMESTAMP),
+        pa.field("error_code", pa.string()),
+    ]
+)
+SIMILARITY_RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("check_id", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("score", pa.float64()),
+        pa.field("matched_words", pa.int64()),
+        pa.field("source_count", pa.int64()),
+        pa.field("completed_at", TIMESTAMP),
+        pa.field("error_code", pa.string()),
+    ]
+)
+SIMILARITY_SOURCES_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("check_id", pa.string()),
+        pa.field("source_id", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("url", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("matched_words", pa.int64()),
+        pa.field("percent", pa.float64()),
+        # the document of this campaign behind a ``submission`` source, when it is one of our own checks
+        pa.field("matched_document_id", pa.string()),
+    ]
+)
+#: Pairs found by local cohort matching (doccheck.matching; docs/matching.md), one row per pair.
+COHORT_MATCHES_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),  # this run's document
+        pa.field("matched_document_id", pa.string()),
+        pa.field("kind", pa.string()),  # identical | near_duplicate | copied_section
+        pa.field("percent", pa.float64()),  # overlap, percent of document_id's shingles
+        pa.field("matched_percent", pa.float64()),  # overlap, percent of matched_document_id's shingles
+        pa.field("matched_words", pa.int64()),
+        pa.field("jaccard", pa.float64()),
+        pa.field("run_id", pa.string()),
+        pa.field("matched_run_id", pa.string()),  # null: the same run; else the earlier run
+    ]
+)
+
+#: Table name → schema; the table name is also the file stem (``<name>.parquet``).
+SCHEMAS: dict[str, pa.Schema] = {
+    "submissions": SUBMISSIONS_SCHEMA,
+    "ai_results": AI_RESULTS_SCHEMA,
+    "similarity_results": SIMILARITY_RESULTS_SCHEMA,
+    "similarity_sources": SIMILARITY_SOURCES_SCHEMA,
+    "cohort_matches": COHORT_MATCHES_SCHEMA,
+}
+REPORT_FILES: dict[str, str] = {name: f"{name}.parquet" for name in SCHEMAS}
+
+_SAFE_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,199}$")
+
+
+class ReportError(DocCheckBaseError, ValueError):
+    """A report cannot be built: the message names the table, the row and the column."""
+
+
+@dataclass
+class ReportTables:
+    """Rows of each report as plain dicts (missing keys → null, unknown keys ignored)."""
+
+    submissions: list[Mapping[str, Any]] = field(default_factory=list)
+    ai_results: list[Mapping[str, Any]] = field(default_factory=list)
+    similarity_results: list[Mapping[str, Any]] = field(default_factory=list)
+    similarity_sources: list[Mapping[str, Any]] = field(default_factory=list)
+    cohort_matches: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+#: One chunk of report rows: table name → rows (a table may be missing).
+ReportChunk = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+class LedgerReportTables(ReportTables):
+    """A ``ReportTables`` whose rows come in chunks from a source (the ledger), read again
+    on each use: :func:`write_reports` streams the chunks to Parquet, so writing the
+    reports of a 20,000-document run holds one chunk of rows at a time, never the run's.
+
+    The list attributes (``submissions``...) still work: the first one read collects every
+    chunk into lists (the whole run in memory, as a plain ``ReportTables`` holds it).
+    """
+
+    def __init__(self, chunks: Callable[[], Iterable[ReportChunk]]) -> None:  # noqa: D107
+        self._source = chunks
+        self._rows: dict[str, list[Mapping[str, Any]]] | None = None
+
+    def __repr__(self) -> str:  # the dataclass repr would read the whole run
+        return f"{type(self).__name__}(<rows read in chunks>)"
+
+    def chunks(self) -> Iterator[ReportChunk]:
+        """The rows, chunk by chunk, in report order (a new read of the source)."""
+        return iter(self._source())
+
+    def _all(self) -> dict[str, list[Mapping[str, Any]]]:
+        if self._rows is None:
+            rows: dict[str, list[Mapping[str, Any]]] = {name: [] for name in SCHEMAS}
+            for part in self.chunks():
+                for name, chunk_rows in part.items():
+                    if name in rows:
+                        rows[name].extend(chunk_rows)
+            self._rows = rows
+        return self._rows
+
+    submissions = property(lambda self: self._all()["submissions"])
+    ai_results = property(lambda self: self._all()["ai_results"])
+    similarity_results = property(lambda self: self._all()["similarity_results"])
+    similarity_sources = property(lambda self: self._all()["similarity_sources"])
+    cohort_matches = property(lambda self: self._all()["cohort_matches"])
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where one run's reports were written (files in ``run_dir``; same names in ``latest_dir``)."""
+
+    run_dir: Path
+    latest_dir: Path
+    submissions: Path
+    ai_results: Path
+    similarity_results: Path
+    similarity_sources: Path
+    cohort_matches: Path | None = None
+
+    def files(self) -> dict[str, Path]:
+        """Table name → file in the run folder."""
+        return {name: getattr(self, name) for name in SCHEMAS}
+
+
+def run_label(campaign: str, run_id: str, now: datetime | None = None) -> str:
+    """Folder name of a run's reports: ``<campaign>-<UTC time to the millisecond>-<run id prefix>``.
+
+    Safe characters only. Milliseconds because a ``collect`` that follows its run within the
+    same second must get a folder of its own, not overwrite the run's.
+    """
+    moment = now or datetime.now(UTC)
+    stamp = moment.strftime("%Y%m%dT%H%M%S") + f"{moment.microsecond // 1000:03d}Z"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", campaign).strip("-.") or "run"
+    return f"{safe[:60]}-{stamp}-{run_id[:8]}"
+
+
+def rejection_rows(rejections: Iterable[Rejection]) -> list[dict[str, Any]]:
+    """Submissions rows for rejected manifest rows: status and mode ``rejected``, zero cost."""
+    return [
+        {
+            "document_id": r.document_id,
+            "row_number": r.row_number,
+            "mode": "rejected",
+            "status": "rejected",
+            "error_code": r.code,
+            "error_message": r.reason,
+            "cost_cents": 0,
+        }
+        for r in rejections
+    ]
+
+
+def to_tables(tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, pa.Table]:
+    """Build the four pyarrow tables with their schemas (plus ``meta_*`` columns when given)."""
+    meta_columns = _metadata_columns(metadata)
+    built: dict[str, pa.Table] = {}
+    for name, schema in SCHEMAS.items():
+        rows = getattr(tables, name)
+        if name == "submissions":
+            rows = [_normalise_rejected(row) for row in rows]
+        table = _build_table(name, schema, rows)
+        if meta_columns:
+            table = _join_metadata(table, metadata or {}, meta_columns)
+        built[name] = table
+    return built
+
+
+def to_dataframes(tables: ReportTables, metadata: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+    """The same tables as pandas DataFrames with Arrow-backed dtypes.
+
+    Arrow dtypes keep the schema exactly (nullable integers stay integers, timestamps stay
+    UTC milliseconds), so a DataFrame converts back to the same Parquet schema.
+    """
+    import pandas as pd
+
+    return {name: table.to_pandas(types_mapper=pd.ArrowDtype) for name, table in to_tables(tables, metadata).items()}
+
+
+def write_reports(
+    out_dir: Path | str,
+    run_label: str,
+    tables: ReportTables,
+    metadata: Mapping[str, Mapping[str, str]] | None = None,
+) -> ReportPaths:
+    """Write ``out_dir/<run_label>/*.parquet`` and atomically refresh ``out_dir/latest/``.
+
+    ``run_label`` must be a plain folder name (letters, digits, ``.``, ``_``, ``-``; not
+    ``latest``). Rewriting the same label replaces its files (``collect_results`` does that).
+    """
+    if not _SAFE_LABEL.match(run_label or "") or run_label in (LATEST, ".", "..") or run_label.startswith("."):
+        raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
+    out = Path(out_dir)
+    run_dir = out / run_label
+    if isinstance(tables, LedgerReportTables):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write_streamed(run_dir, tables.chunks(), metadata)
+    else:
+        built = to_tables(tables, metadata)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, table in built.items():
+            _write_atomic(table, run_dir / REPORT_FILES[name])
+
+    latest = out / LATEST
+    staging = out / f".{LATEST}.tmp-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        for name in SCHEMAS:
+            shutil.copy2(run_dir / REPORT_FILES[name], staging / REPORT_FILES[name])
+        _swap_in(staging, latest)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return ReportPaths(
+        run_dir=run_dir,
+        latest_dir=latest,
+        **{name: run_dir / REPORT_FILES[name] for name in SCHEMAS},
+    )
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _write_atomic(table: pa.Table, target: Path) -> None:
+    """Write next to the target, then rename over it: no reader ever sees half a file."""
+    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_streamed(
+    run_dir: Path, chunks: Iterable[ReportChunk], metadata: Mapping[str, Mapping[str, str]] | None
+) -> None:
+    """Every report file from chunks of rows: one Parquet writer per table, a record batch
+    per chunk, each file written next to its target and renamed over it at the end (all or
+    nothing: an error leaves the previous files of the folder as they were)."""
+    meta_columns = _metadata_columns(metadata)
+    schemas = {
+        name: pa.schema([*schema, *(pa.field(META_PREFIX + c, pa.string()) for c in meta_columns)])
+        for name, schema in SCHEMAS.items()
+    }
+    tmps = {name: run_dir / f".{REPORT_FILES[name]}.tmp-{uuid.uuid4().hex}" for name in SCHEMAS}
+    writers: dict[str, pq.ParquetWriter] = {}
+    try:
+        writers = {name: pq.ParquetWriter(tmps[name], schemas[name]) for name in SCHEMAS}
+        offsets = dict.fromkeys(SCHEMAS, 0)
+        for part in chunks:
+            for name, rows in part.items():
+                if name not in SCHEMAS or not rows:
+                    continue
+                if name == "submissions":
+                    rows = [_normalise_rejected(row) for row in rows]
+                table = _build_table(name, SCHEMAS[name], rows, offset=offsets[name])
+                if meta_columns:
+                    table = _join_metadata(table, metadata or {}, meta_columns)
+                writers[name].write_table(table)
+                offsets[name] += len(rows)
+        for writer in writers.values():
+            writer.close()
+        for name in SCHEMAS:
+            os.replace(tmps[name], run_dir / REPORT_FILES[name])
+    finally:
+        for writer in writers.values():
+            if writer.is_open:
+                writer.close()
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
+
+
+def _swap_in(staging: Path, latest: Path) -> None:
+    """Replace ``latest`` by ``staging`` with renames.
+
+    A directory cannot be renamed onto a non-empty one, so the old copy is moved aside
+    first and deleted afterwards. Two writers racing (a run and a scheduled collect) can
+    re-create ``latest`` in between; the loop then moves that one aside too, so the last
+    writer wins and nobody fails.
+    """
+    for _attempt in range(20):
+        old = latest.with_name(f".{LATEST}.old-{uuid.uuid4().hex}")
+        try:
+            if latest.is_symlink() or latest.is_file():
+                latest.unlink()
+            elif latest.exists():
+                os.replace(latest, old)
+        except FileNotFoundError:
+            pass  # another writer moved it first
+        try:
+            os.replace(staging, latest)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            continue  # another writer put a new latest in place meanwhile: move it aside
+        finally:
+            if old.exists():
+                shutil.rmtree(old, ignore_errors=True)
+        return
+    raise ReportError(f"could not refresh {latest}: too many concurrent writers")
+
+
+def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]], offset: int = 0) -> pa.Table:
+    arrays = []
+    for fld in schema:
+        values = []
+        for index, row in enumerate(rows, start=offset):
+            try:
+                values.append(_coerce(row.get(fld.name), fld.type))
+            except (TypeError, ValueError) as exc:
+                raise ReportError(
+                    f"{name} row {index} (document_id {row.get('document_id')!r}), column {fld.name!r}: {exc}"
+                ) from None
+        try:
+            arrays.append(pa.array(values, type=fld.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise ReportError(f"{name}, column {fld.name!r}: {exc}") from None
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _normalise_rejected(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A rejected row always reads ``mode = rejected`` and costs 0, whoever built the row."""
+    if row.get("status") != "rejected":
+        return row
+    fixed = dict(row)
+    if not fixed.get("mode"):
+        fixed["mode"] = "rejected"
+    for money in ("cost_cents", "charged_cents", "refunded_cents", "net_cents"):
+        if fixed.get(money) is None:
+            fixed[money] = 0
+    return fixed
+
+
+def _coerce(value: Any, type_: pa.DataType) -> Any:
+    """Tolerate the shapes the pipeline naturally has (ISO strings, enums, tuples, ';' lists)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value != value:  # NaN → null, the pandas habit
+        return None
+    if pa.types.is_timestamp(type_):
+        return _as_utc(value)
+    if pa.types.is_list(type_):
+        if isinstance(value, str):
+            return [v.strip() for v in re.split(r"[;|,]", value) if v.strip()]
+        return [str(v) for v in value]
+    if pa.types.is_string(type_):
+        enum_value = getattr(value, "value", None)
+        return str(enum_value if isinstance(enum_value, str) else value)
+    if pa.types.is_integer(type_):
+        if isinstance(value, bool):
+            raise TypeError("a boolean is not an integer")
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{value!r} is not a whole number")
+        return int(value)
+    if pa.types.is_floating(type_):
+        if isinstance(value, bool):
+            raise TypeError("a boolean is not a number")
+        return float(value)
+    return value
+
+
+def _as_utc(value: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.strip())
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = datetime.fromtimestamp(value, tz=UTC)  # unix seconds
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not a timestamp")
+    # The interface's timestamps are UTC; a naive one can only mean UTC.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[str]:
+    """Metadata column names in first-seen order, ``document_id`` excluded (already a column)."""
+    columns: list[str] = []
+    for values in (metadata or {}).values():
+        for key in values:
+            if key != "document_id" and key not in columns:
+                columns.append(key)
+    return columns
+
+
+def _join_metadata(table: pa.Table, metadata: Mapping[str, Mapping[str, str]], columns: list[str]) -> pa.Table:
+    ids = table.column("document_id").to_pylist()
+    for column in columns:
+        values = []
+        for document_id in ids:
+            row = metadata.get(document_id) if document_id is not None else None
+            value = row.get(column) if row is not None else None
+            values.append(None if value is None else str(value))
+        name = META_PREFIX + column
+        table = table.append_column(pa.field(name, pa.string()), pa.array(values, pa.string()))
+    return table

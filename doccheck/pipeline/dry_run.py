@@ -1,0 +1,108 @@
+"""``doccheck run --dry-run`` in the library: plan and cohort-match a manifest, no Prefect at all.
+
+Why not the flow: a dry run only reads a file, yet running it as a flow started a temporary
+Prefect server when none was running (tens of seconds, issue 10). This module does what the
+flow's dry run does — validate, plan, match the cohort locally (reading an existing ledger,
+never creating or writing one) — and returns the same summary fields, so the CLI prints the
+same tables. The manifest streams through (:mod:`doccheck.pipeline.plan_stream`): documents go
+straight to cohort matching and are dropped; only counts, rejections and the matcher's
+compact signatures stay in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from doccheck.pipeline.plan_stream import PlanTally, iter_planned, resolve_campaign
+
+__all__ = ["BACKGROUND_BYTES", "DryRunSummary", "dry_run"]
+
+#: A manifest from this size on (~1,600 rows of 400 words) is matched in a second process:
+#: below it the process's start (~0.5 s) is not won back.
+BACKGROUND_BYTES = 4 * 1024 * 1024
+
+
+class DryRunSummary(BaseModel):
+    """The dry-run fields of the flow's ``RunSummary`` (same names, so the CLI renders both alike)."""
+
+    status: str = "planned"
+    campaign: str
+    manifest: str
+    dry_run: bool = True
+    documents: int = 0
+    rejected: int = 0
+    counts_by_mode: dict[str, int] = Field(default_factory=dict)
+    total_words: int = 0
+    estimated_cost_cents: int = 0
+    elapsed_seconds: float = 0.0
+    rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
+    cohort_matches: dict[str, Any] = Field(default_factory=dict)
+
+
+def dry_run(
+    manifest: str | os.PathLike[str],
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+    database_url: str | None = None,
+    templates: Sequence[str] = (),
+    match: bool = True,
+    background: bool | None = None,
+) -> DryRunSummary:
+    """Validate, plan and (``match``) cohort-match ``manifest``; nothing is sent or written.
+
+    ``database_url``: a ledger to compare with the campaign's earlier runs, read only (a
+    SQLite file that does not exist is not created). Raises ``ManifestError`` for
+    configuration errors, as ``load_plan`` does. ``background``: match in a second process
+    fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
+    manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
+    ``DOCCHECK_MATCH_BACKGROUND=1`` is set. Off by default: on the shared 2-core machine it
+    did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
+    (docs/benchmarks.md, "Term scale after issue 10").
+    """
+    started = time.monotonic()
+    tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
+    documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
+    cohort: dict[str, Any] = {}
+    if match:
+        from doccheck.matching.runs import match_stream
+
+        run = partial(match_stream, campaign=tally.campaign, database_url=database_url, templates=tuple(templates))
+        if background is None:
+            background = (
+                os.environ.get("DOCCHECK_MATCH_BACKGROUND") == "1"
+                and (os.cpu_count() or 1) >= 2
+                and Path(manifest).stat().st_size >= BACKGROUND_BYTES
+            )
+        if background:
+            from doccheck.matching.background import match_in_background
+
+            cohort = match_in_background(documents, run)
+        else:
+            cohort = run(documents)
+    else:
+        for _ in documents:
+            pass
+    return DryRunSummary(
+        campaign=tally.campaign,
+        manifest=str(manifest),
+        documents=tally.documents,
+        rejected=len(tally.rejections),
+        counts_by_mode=tally.counts_by_mode(),
+        total_words=tally.total_words(),
+        estimated_cost_cents=tally.estimated_cost_cents(),
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        rejections=[
+            {"row": r.row_number, "document_id": r.document_id, "field": r.field, "code": r.code, "reason": r.reason}
+            for r in tally.rejections
+        ],
+        cohort_matches=cohort,
+    )

@@ -1,0 +1,223 @@
+"""What a run is: one options model shared by the flow, the CLI and the notebook.
+
+Why one model: the run's settings used to be 18 flow parameters, 23 notebook arguments and
+as many CLI flags, each with its own copy of the defaults. Here every setting is declared
+once, with its default, its bounds and its meaning, in four groups a user reasons about:
+
+- :class:`SourceOptions`: what is checked (manifest, campaign, products, metadata, templates);
+- :class:`SubmissionOptions`: how it is sent (concurrency, batches, budget, deadline);
+- :class:`WaitingOptions`: how results are awaited (timeout, webhook grace, polling);
+- :class:`OutputOptions`: what is written (report folder, downloaded files);
+
+plus :class:`ConnectionOptions` (which service, which ledger; never the key: the key lives
+in a ``DocCheckCredentials`` block, a Secret block or ``DOCCHECK_API_KEY``).
+
+The flow takes the groups as its parameters (the Prefect UI shows one form section per
+group), the CLI's flags and the notebook's keyword arguments take their defaults from
+:data:`DEFAULTS`, and all three hand a :class:`RunOptions` to the one orchestration
+(``doccheck.pipeline.orchestrate``). Lists accept ``"ai,similarity"`` as well as
+``["ai", "similarity"]`` (the UI's text fields, the CLI's comma lists).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from doccheck.domain import DEFAULT_PRODUCTS
+
+__all__ = [
+    "DEFAULTS",
+    "DEFAULT_SUBMIT_DEADLINE_SECONDS",
+    "ConnectionOptions",
+    "OutputOptions",
+    "RunOptions",
+    "SourceOptions",
+    "SubmissionOptions",
+    "WaitingOptions",
+    "as_list",
+    "option_error",
+]
+
+#: Seconds a run keeps requeueing documents that met a transient error (429, 5xx, network)
+#: before it leaves them ``retry_later`` and says the run is incomplete.
+DEFAULT_SUBMIT_DEADLINE_SECONDS = 900.0
+
+
+def as_list(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """``["ai", "similarity"]`` as well as ``"ai,similarity"`` (CLI, UI text fields) → a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in re.split(r"[,;|]", value) if v.strip()]
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def option_error(exc: ValidationError) -> str:
+    """A validation error as one line naming each wrong option and why (for the CLI)."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "options"
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "invalid options: " + "; ".join(parts)
+
+
+class _Group(BaseModel):
+    """A group of settings: unknown names are an error (a typo never passes silently)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceOptions(_Group):
+    """What is checked."""
+
+    manifest: str = Field(description="CSV, Parquet or JSONL manifest (docs/manifest.md).")
+    campaign: str | None = Field(
+        default=None, description="Namespace of the Idempotency-Keys (default: the manifest's file name)."
+    )
+    products: list[str] = Field(
+        default=list(DEFAULT_PRODUCTS),
+        description="Products for rows without their own: ai, similarity or both.",
+    )
+    metadata_columns: list[str] = Field(
+        default_factory=list, description="Manifest columns sent to the service as metadata (an allowlist)."
+    )
+    templates: list[str] = Field(
+        default_factory=list,
+        description="Files every student was given (prompt, template): cohort matching ignores their text.",
+    )
+
+    @field_validator("products", "metadata_columns", "templates", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> list[str]:
+        return as_list(value)
+
+    @field_validator("products")
+    @classmethod
+    def _known_products(cls, value: list[str]) -> list[str]:
+        from doccheck.sources.manifest.products import parse_products
+
+        return list(parse_products(value or None, default=DEFAULT_PRODUCTS))
+
+    @property
+    def campaign_name(self) -> str:
+        """The run's campaign: the given one, else the manifest's file name without extension."""
+        from pathlib import Path
+
+        return (self.campaign or "").strip() or Path(self.manifest).stem
+
+
+class SubmissionOptions(_Group):
+    """How documents are sent."""
+
+    concurrency: int = Field(default=8, ge=1, le=64, description="Requests in flight at once.")
+    batch_size: int = Field(default=100, ge=1, le=10_000, description="Documents per Prefect task run.")
+    parallel_batches: int = Field(default=2, ge=1, le=16, description="Batches submitted at the same time.")
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
+        "(PostgreSQL ledger); 1: this process.",
+    )
+    max_spend_cents: int | None = Field(
+        default=None, ge=0, description="The campaign's budget: stop before this many cents would be spent."
+    )
+    webhook_url: str | None = Field(default=None, description="Per-check webhook URL (default: the account's).")
+    submit_deadline: float = Field(
+        default=DEFAULT_SUBMIT_DEADLINE_SECONDS,
+        ge=0,
+        description="Seconds to keep retrying documents that met 429/5xx/network errors (then: incomplete).",
+    )
+
+
+class WaitingOptions(_Group):
+    """How results are awaited."""
+
+    wait: bool = Field(default=True, description="Wait for the results before writing the reports.")
+    timeout: float = Field(default=600, ge=0, description="Seconds to wait for results.")
+    grace_seconds: float = Field(
+        default=30, ge=0, description="Seconds without a webhook before a check is polled (with an account webhook)."
+    )
+    poll_interval: float = Field(default=2, ge=0.05, description="Longest pause between two looks at the ledger.")
+
+
+class OutputOptions(_Group):
+    """What is written."""
+
+    out_dir: str = Field(default="reports", description="Folder for the reports (a run folder + latest/).")
+    download: list[str] = Field(
+        default_factory=list,
+        description="Files of finished checks to fetch into <run>/files/: similarity_pdf, pdf, original.",
+    )
+
+    @field_validator("download", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> list[str]:
+        from doccheck.outputs.downloads import parse_kinds
+
+        return list(parse_kinds(as_list(value)))  # a typo fails before anything is sent
+
+
+class ConnectionOptions(_Group):
+    """Which service and which ledger (the API key is never here)."""
+
+    base_url: str | None = Field(default=None, description="Service base URL ending in /api/v1 (DOCCHECK_BASE_URL).")
+    database_url: str | None = Field(
+        default=None, description="Ledger database (DOCCHECK_DATABASE_URL, default sqlite:///doccheck.db)."
+    )
+
+
+class RunOptions(_Group):
+    """Everything that says what one run does (no secrets)."""
+
+    source: SourceOptions
+    submission: SubmissionOptions = SubmissionOptions()
+    waiting: WaitingOptions = WaitingOptions()
+    output: OutputOptions = OutputOptions()
+    connection: ConnectionOptions = ConnectionOptions()
+    dry_run: bool = False
+
+    @classmethod
+    def from_flat(cls, **values: Any) -> RunOptions:
+        """Options from flat names (``concurrency=16, wait_timeout=60, ...``) as the CLI and
+        the notebook take them; ``None`` means "the default". Unknown names raise ``TypeError``."""
+        groups: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
+        top: dict[str, Any] = {}
+        for name, value in values.items():
+            if value is None:
+                continue
+            if name == "dry_run":
+                top[name] = value
+                continue
+            group, field = _FLAT.get(name, (None, name))
+            if group is None:
+                raise TypeError(f"unknown run option {name!r}")
+            groups[group][field] = value
+        # validated as one nested document: every wrong option is reported at once, by its place
+        return cls.model_validate({**{g: v for g, v in groups.items() if v or g == "source"}, **top})
+
+    def flow_parameters(self) -> dict[str, Any]:
+        """The ``bulk_check`` flow's parameters for these options (plain JSON data)."""
+        return {**self.model_dump(mode="json", exclude={"dry_run"}), "dry_run": self.dry_run}
+
+
+_GROUPS: dict[str, type[_Group]] = {
+    "source": SourceOptions,
+    "submission": SubmissionOptions,
+    "waiting": WaitingOptions,
+    "output": OutputOptions,
+    "connection": ConnectionOptions,
+}
+#: Flat names (CLI flags, notebook arguments) → (group, field). ``wait_timeout`` is the
+#: CLI's name for ``waiting.timeout``.
+_FLAT: dict[str, tuple[str, str]] = {
+    **{f: (g, f) for g, model in _GROUPS.items() for f in model.model_fields},
+    "wait_timeout": ("waiting", "timeout"),
+}
+
+#: One instance of every group with its defaults: where the CLI's flags and the notebook's
+#: keyword arguments take theirs from.
+DEFAULTS = RunOptions(source=SourceOptions(manifest="-"))

@@ -1,0 +1,112 @@
+"""Plan a manifest as a stream: per-row planned documents out, only totals and rejections kept.
+
+Why: a :class:`~doccheck.pipeline.planning.Plan` holds every document with its text, so planning a
+term (100,000 rows) grew with the manifest (issue 10). :func:`iter_planned` yields each
+:class:`PlannedDocument` (same mode, Idempotency-Key and cost as ``plan_documents``) for the
+caller to use and drop, while a :class:`PlanTally` keeps what a summary needs: counts per
+mode, words, estimated cost and the rejections (rows already refused, reported in full).
+Memory is the reader's working set plus ~12 bytes per row for duplicate ids.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from doccheck.pipeline.planning import (
+    MODES,
+    PlannedDocument,
+    choose_mode,
+    estimate_cost_cents,
+    estimated_words,
+    idempotency_key,
+)
+from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.sources.manifest.stream import iter_manifest
+
+__all__ = ["PlanTally", "iter_planned", "plan_one", "resolve_campaign"]
+
+_DOC_FIELDS = tuple(f.name for f in fields(ManifestDocument))
+
+
+def resolve_campaign(manifest: str | os.PathLike[str], campaign: str | None) -> str:
+    """The campaign as ``plan_documents`` names it: the given one, else the manifest's stem."""
+    name = (campaign if campaign is not None else Path(manifest).stem).strip()
+    if not name:
+        raise ManifestError("campaign must not be empty")
+    return name
+
+
+def plan_one(doc: ManifestDocument, campaign: str) -> PlannedDocument:
+    """One valid document planned exactly as :func:`doccheck.pipeline.planning.plan_documents` does."""
+    return PlannedDocument(
+        **{name: getattr(doc, name) for name in _DOC_FIELDS},
+        mode=choose_mode(doc),
+        idempotency_key=idempotency_key(campaign, doc.content_hash, doc.products),
+        estimated_cost_cents=estimate_cost_cents(estimated_words(doc), doc.products),
+    )
+
+
+@dataclass
+class PlanTally:
+    """What is left of a plan once its documents have streamed by (the summary's figures)."""
+
+    campaign: str
+    manifest: Path
+    documents: int = 0
+    products: int = 0  # product checks requested over the documents (progress totals)
+    modes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+    words: int = 0
+    unknown_words: int = 0
+    cost_cents: int = 0
+    rejections: list[Rejection] = field(default_factory=list)
+
+    def add(self, doc: PlannedDocument) -> None:
+        """Count one planned document (its text is not kept)."""
+        self.documents += 1
+        self.products += len(doc.products)
+        self.modes[doc.mode] += 1
+        self.words += doc.words or 0
+        self.unknown_words += doc.words is None
+        self.cost_cents += doc.estimated_cost_cents
+
+    def counts_by_mode(self) -> dict[str, int]:
+        """Documents per mode, every mode present, plus ``rejected`` (as ``Plan.counts_by_mode``)."""
+        return {**self.modes, "rejected": len(self.rejections)}
+
+    def total_words(self) -> int:
+        """Known words of the planned documents."""
+        return self.words
+
+    def estimated_cost_cents(self) -> int:
+        """Expected total charge of the planned documents."""
+        return self.cost_cents
+
+
+def iter_planned(
+    manifest: str | os.PathLike[str],
+    tally: PlanTally,
+    *,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+) -> Iterator[PlannedDocument]:
+    """Every valid row of ``manifest`` planned, in row order; rejections and counts go to ``tally``.
+
+    Arguments as :func:`doccheck.pipeline.planning.load_plan`. Configuration errors raise
+    :class:`ManifestError` on the first ``next()``.
+    """
+    try:
+        defaults = parse_products(products, default=("ai",))
+    except ValueError as exc:
+        raise ManifestError(f"invalid --products: {exc}") from None
+    if isinstance(metadata_columns, str):
+        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
+    for outcome in iter_manifest(manifest, default_products=defaults, metadata_columns=metadata_columns):
+        if isinstance(outcome, Rejection):
+            tally.rejections.append(outcome)
+            continue
+        planned = plan_one(outcome, tally.campaign)
+        tally.add(planned)
+        yield planned

@@ -1,0 +1,186 @@
+"""Plan how each valid document is sent, its deterministic Idempotency-Key and its expected cost.
+
+Planning is pure: it reads nothing but the :class:`~doccheck.sources.manifest.ManifestResult` and
+sends nothing, so a dry run shows exactly what a real run would do. The Idempotency-Key
+depends only on the campaign, the document's content hash and its sorted product set, so
+the same document with the same products in the same campaign gets the same key on any
+machine and in any rerun — which is what makes a rerun or a resumed crash free of charge.
+
+The size thresholds and the price rule are the client's assumptions
+(``doccheck.client.assumptions``); they are repeated here so that planning does not depend
+on the client package, and a unit test fails if the two copies ever disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal, get_args
+
+from doccheck.domain import CENTS_PER_100_WORDS, MIN_BILLED_WORDS, estimate_cost_cents
+from doccheck.sources.manifest import (
+    MAX_FILE_BYTES,
+    MULTIPART_MAX_BYTES,
+    ManifestDocument,
+    ManifestError,
+    ManifestResult,
+    Rejection,
+    parse_products,
+    read_manifest,
+)
+
+__all__ = [
+    "BYTES_PER_WORD_ESTIMATE",
+    "CENTS_PER_100_WORDS",
+    "KEY_PREFIX",
+    "MIN_BILLED_WORDS",
+    "MODES",
+    "MULTIPART_MAX_BYTES",
+    "UPLOAD_MAX_BYTES",
+    "Mode",
+    "Plan",
+    "PlannedDocument",
+    "choose_mode",
+    "estimate_cost_cents",
+    "estimated_words",
+    "idempotency_key",
+    "load_plan",
+    "plan_documents",
+]
+
+Mode = Literal["text", "multipart", "upload"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+#: Files above the multipart limit and up to this size go through POST /uploads.
+UPLOAD_MAX_BYTES = MAX_FILE_BYTES
+#: Version prefix of the key formula: change it (dc2-) if the formula ever changes.
+KEY_PREFIX = "dc1-"
+#: When a large .docx/.pdf's words are unknown, assume one word per 6 bytes. Binary formats
+#: carry far more bytes per word, so this over-estimates — the safe side for a budget.
+BYTES_PER_WORD_ESTIMATE = 6
+
+
+@dataclass(frozen=True)
+class PlannedDocument(ManifestDocument):
+    """A valid document with how it will be sent, its Idempotency-Key and its expected cost."""
+
+    mode: Mode
+    idempotency_key: str
+    estimated_cost_cents: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will send (documents) and what it will not (rejections), for one campaign."""
+
+    campaign: str
+    documents: list[PlannedDocument]
+    rejections: list[Rejection]
+    manifest: Path
+
+    def counts_by_mode(self) -> dict[str, int]:
+        """Documents per mode, every mode present (0 when none), plus ``rejected``."""
+        counts = dict.fromkeys(MODES, 0)
+        for doc in self.documents:
+            counts[doc.mode] += 1
+        counts["rejected"] = len(self.rejections)
+        return counts
+
+    def total_words(self) -> int:
+        """Known words of the planned documents (documents with unknown words count 0)."""
+        return sum(doc.words or 0 for doc in self.documents)
+
+    def unknown_word_documents(self) -> int:
+        """How many planned documents have no word count yet (large .docx/.pdf)."""
+        return sum(1 for doc in self.documents if doc.words is None)
+
+    def estimated_cost_cents(self) -> int:
+        """Expected total charge of the plan (the service's ``cost`` is authoritative)."""
+        return sum(doc.estimated_cost_cents for doc in self.documents)
+
+    def metadata_by_document(self) -> dict[str, dict[str, str]]:
+        """Allowlisted metadata per document_id, in the shape ``reports.write_reports`` joins."""
+        return {doc.document_id: dict(doc.metadata) for doc in self.documents}
+
+
+def idempotency_key(campaign: str, content_hash: str, products: Iterable[str]) -> str:
+    """The deterministic Idempotency-Key of one submission.
+
+    ``"dc1-" + sha256(json({"campaign", "content_sha256", "products": sorted}))`` with sorted
+    keys and compact separators; see docs/manifest.md. Name and metadata take no part, as
+    at the service: renaming a row must not buy a second check.
+    """
+    if not campaign:
+        raise ValueError("campaign must not be empty")
+    payload = json.dumps(
+        {"campaign": campaign, "content_sha256": content_hash, "products": sorted(set(products))},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return KEY_PREFIX + hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def choose_mode(doc: ManifestDocument) -> Mode:
+    """text rows → text; files ≤ 4 MiB → multipart; ≤ 50 MiB → upload."""
+    if doc.path is None:
+        return "text"
+    if doc.size_bytes <= MULTIPART_MAX_BYTES:
+        return "multipart"
+    if doc.size_bytes <= UPLOAD_MAX_BYTES:
+        return "upload"
+    # read_manifest rejects these; a hand-built document must not slip through.
+    raise ValueError(f"document {doc.document_id!r} is {doc.size_bytes} bytes, over the upload limit")
+
+
+def estimated_words(doc: ManifestDocument) -> int:
+    """Known words, or an over-estimate from the size when the words are unknown."""
+    if doc.words is not None:
+        return doc.words
+    return math.ceil(doc.size_bytes / BYTES_PER_WORD_ESTIMATE)
+
+
+def plan_documents(result: ManifestResult, campaign: str | None = None) -> Plan:
+    """Plan every valid document of ``result``; ``campaign`` defaults to the manifest's stem."""
+    campaign = (campaign if campaign is not None else result.source.stem).strip()
+    if not campaign:
+        raise ManifestError("campaign must not be empty")
+    planned: list[PlannedDocument] = []
+    for doc in result.documents:
+        base = {f.name: getattr(doc, f.name) for f in fields(ManifestDocument)}
+        planned.append(
+            PlannedDocument(
+                **base,
+                mode=choose_mode(doc),
+                idempotency_key=idempotency_key(campaign, doc.content_hash, doc.products),
+                estimated_cost_cents=estimate_cost_cents(estimated_words(doc), doc.products),
+            )
+        )
+    return Plan(campaign=campaign, documents=planned, rejections=list(result.rejections), manifest=result.source)
+
+
+def load_plan(
+    manifest: str | os.PathLike[str],
+    *,
+    campaign: str | None = None,
+    products: str | Sequence[str] | None = None,
+    metadata_columns: str | Sequence[str] = (),
+) -> Plan:
+    """Read, validate and plan ``manifest`` in one call (what the flows and the CLI use).
+
+    ``products`` is the run's default for rows without their own (``None`` → ``["ai"]``);
+    it may be a list or a string such as ``"ai,similarity"``. Raises
+    :class:`~doccheck.sources.manifest.ManifestError` for configuration errors.
+    """
+    try:
+        defaults = parse_products(products, default=("ai",))
+    except ValueError as exc:
+        raise ManifestError(f"invalid --products: {exc}") from None
+    if isinstance(metadata_columns, str):
+        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
+    result = read_manifest(manifest, default_products=defaults, metadata_columns=metadata_columns)
+    return plan_documents(result, campaign)

@@ -1,0 +1,116 @@
+"""What a run returns and logs: a plain pydantic summary (no secrets, no texts).
+
+Why a model: the CLI renders it as a table, tests assert on it, the notebook returns it as
+a dict, the Prefect UI shows it as the flow's result and as a markdown artifact; one shape
+serves all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from doccheck.outputs.markdown import escape_markdown
+
+
+def money_fields(counts: dict[str, Any]) -> dict[str, Any]:
+    """The money fields of a summary from ``Ledger.run_summary`` counts."""
+    return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
+
+
+class RunSummary(BaseModel):
+    """The outcome of a run (``bulk_check``, ``doccheck run``, ``check_dataframe``) or of ``collect_results``.
+
+    ``status``: ``planned`` (dry run, nothing sent), ``finished`` (every accepted product
+    has a terminal outcome), ``pending`` (some are still processing: run
+    ``doccheck collect`` later), ``submitted`` (``wait=False``), ``incomplete`` (documents
+    left unsent at the submit deadline: ``unsent_retry_later`` after transient errors,
+    ``in_flight_elsewhere`` held by another run; run the same command again).
+    """
+
+    status: str
+    campaign: str
+    manifest: str | None = None
+    run_id: str | None = None
+    dry_run: bool = False
+    documents: int = 0
+    rejected: int = 0
+    counts_by_mode: dict[str, int] = Field(default_factory=dict)
+    total_words: int = 0
+    estimated_cost_cents: int = 0
+    submitted: int = 0
+    reused: int = 0
+    submit_failed: int = 0
+    unsent_budget: int = 0
+    unsent_retry_later: int = 0
+    in_flight_elsewhere: int = 0
+    products: dict[str, dict[str, int]] = Field(default_factory=dict)
+    pending: int = 0
+    #: True when waiting ended at ``waiting.timeout`` with products still pending.
+    timed_out: bool = False
+    spent_cents: int = 0
+    #: Money as the service counts it, over the distinct checks of the run's documents
+    #: (rows sharing a check count it once; a check made by an earlier run counts too).
+    checks: int = 0
+    charged_cents: int = 0
+    refunded_cents: int = 0
+    net_cents: int = 0
+    #: ``collect_results``: how many runs' reports were rewritten (by campaign: every run
+    #: with a pending product, and the latest).
+    runs_collected: int = 0
+    report_dir: str | None = None
+    latest_dir: str | None = None
+    elapsed_seconds: float = 0.0
+    rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
+    #: The instructor's page (``report.html`` in the run folder) and what ``download`` fetched.
+    report_html: str | None = None
+    downloads: dict[str, Any] | None = None
+    #: local near-duplicate pairs (doccheck.matching.summary_of): counts per kind + the top pairs
+    cohort_matches: dict[str, Any] = Field(default_factory=dict)
+
+    def as_markdown(self) -> str:
+        """A short markdown table for the Prefect UI (an artifact)."""
+        rows = [
+            ("status", self.status),
+            ("campaign", self.campaign),
+            ("run id", self.run_id or "-"),
+            ("documents accepted", self.documents),
+            ("rows rejected", self.rejected),
+            ("modes", ", ".join(f"{k} {v}" for k, v in self.counts_by_mode.items() if k != "rejected")),
+            ("words", self.total_words),
+            ("estimated cost (cents)", self.estimated_cost_cents),
+        ]
+        if self.cohort_matches:
+            c = self.cohort_matches
+            rows.append(
+                (
+                    "cohort pairs (local)",
+                    f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
+                    f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}",
+                )
+            )
+        if not self.dry_run:
+            rows += [
+                ("new checks", self.submitted),
+                ("documents already submitted", self.reused),
+                ("documents not submitted (errors)", self.submit_failed),
+                ("documents left unsent (budget)", self.unsent_budget),
+                ("documents left unsent (retry later)", self.unsent_retry_later + self.in_flight_elsewhere),
+                ("products pending", self.pending),
+                ("checks", self.checks),
+                ("charged (cents)", self.charged_cents),
+                ("refunded (cents)", self.refunded_cents),
+                ("net cost (cents)", self.net_cents),
+                ("new charges this run (cents)", self.spent_cents),
+            ]
+            for product, counts in sorted(self.products.items()):
+                rows.append((f"{product}", ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
+            if self.report_dir:
+                rows.append(("reports", self.report_dir))
+        lines = [
+            "| | |",
+            "|---|---|",
+            *(f"| {k} | {escape_markdown(v)} |" for k, v in rows),
+        ]  # values may come from the manifest
+        return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""One ``path`` row's file: confined to the manifest's folder, sized, type-checked, hashed, counted.
+
+Files are hashed while streamed; a file is read whole into memory at most once (files up to
+the multipart limit, to extract and count their words for the dry-run plan). Larger text
+files are counted while streaming, by the same decoding rules as ``doccheck.extract``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+from pathlib import Path
+
+from doccheck.extract import (
+    SUPPORTED_TYPES,
+    ExtractionError,
+    count_words,
+    extension_of,
+    extract_text,
+)
+from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
+from doccheck.sources.manifest.types import RejectCode
+from doccheck.sources.manifest.values import CellProblem, show
+
+__all__ = ["check_file"]
+
+_CHUNK = 1024 * 1024
+_ESCAPE_HINT = "paths are relative to the manifest's folder and must stay inside it"
+
+
+def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | None]:
+    """Resolve, confine, size, type-check, hash and count one file; raise CellProblem when unusable."""
+    if "\x00" in raw_path:
+        raise CellProblem("path", RejectCode.INVALID_PATH, "the path contains a NUL character")
+    given = Path(raw_path)
+    if given.is_absolute() or given.drive or raw_path.startswith(("/", "\\")):
+        raise CellProblem(
+            "path", RejectCode.PATH_ESCAPES_MANIFEST_DIR, f"{show(raw_path, 200)} is an absolute path; {_ESCAPE_HINT}"
+        )
+    try:
+        resolved = (base_dir / given).resolve()  # follows symlinks
+    except (OSError, RuntimeError) as exc:  # symlink loops
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be resolved ({_short(exc)})"
+        ) from None
+    if not resolved.is_relative_to(base_dir):
+        via = "resolves (through '..' or a symbolic link)"
+        raise CellProblem(
+            "path",
+            RejectCode.PATH_ESCAPES_MANIFEST_DIR,
+            f"{show(raw_path, 200)} {via} outside the manifest's folder; {_ESCAPE_HINT}",
+        )
+    try:
+        exists, regular = resolved.exists(), resolved.is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise CellProblem(
+            "path", RejectCode.INVALID_PATH, f"{show(raw_path, 200)} cannot be used ({_os_reason(exc)})"
+        ) from None
+    if not exists:
+        raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {show(raw_path, 200)} does not exist")
+    if not regular:
+        raise CellProblem("path", RejectCode.NOT_A_FILE, f"{show(raw_path, 200)} is not a regular file")
+    ext = extension_of(resolved.name)
+    if ext not in SUPPORTED_TYPES:
+        raise CellProblem(
+            "path",
+            RejectCode.UNSUPPORTED_TYPE,
+            f"file type {ext or '(no extension)'!r} of {show(raw_path, 200)} is not supported; "
+            f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
+        )
+    try:
+        size = resolved.stat().st_size
+    except OSError as exc:
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
+        ) from None
+    if size == 0:
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} is empty (0 bytes)")
+    if size > MAX_FILE_BYTES:
+        raise CellProblem(
+            "path",
+            RejectCode.FILE_TOO_LARGE,
+            f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
+        )
+    words: int | None
+    try:
+        if size <= MULTIPART_MAX_BYTES:
+            digest, words = _hash_and_extract(resolved)
+        else:
+            digest, words = _hash_streamed(resolved, count=ext in (".txt", ".md"))
+    except OSError as exc:
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
+        ) from None
+    except ExtractionError as exc:
+        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
+    if words == 0:
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
+    return resolved, size, digest, words
+
+
+def _hash_and_extract(path: Path) -> tuple[str, int]:
+    """Small file: one read serves both the hash and the word count (empty text → 0 words)."""
+    data = path.read_bytes()
+    text = extract_text(data, path.name)
+    return hashlib.sha256(data).hexdigest(), (count_words(text) if text.strip() else 0)
+
+
+def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
+    """Large file: hash in chunks; for plain text also count words across chunk borders.
+
+    Decoding follows ``doccheck.extract`` (UTF-8, BOM tolerated, or BOM-marked UTF-16; NUL
+    bytes refused) so that a large file is judged by the same rules as a small one.
+    """
+    digest = hashlib.sha256()
+    decoder: codecs.IncrementalDecoder | None = None
+    words = 0
+    carry = ""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            if not count:
+                continue
+            if decoder is None:
+                encoding = "utf-16" if chunk.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+                decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+            try:
+                text = carry + decoder.decode(chunk)
+            except UnicodeDecodeError:
+                raise ExtractionError("not UTF-8 text") from None
+            if "\x00" in text:
+                raise ExtractionError("text file contains NUL bytes (binary data?)")
+            # A word never spans whitespace: count up to the last whitespace, carry the rest.
+            cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"), text.rfind("\r"))
+            if cut < 0:
+                carry = text
+                continue
+            words += count_words(text[:cut])
+            carry = text[cut:]
+    if count and decoder is not None:
+        try:
+            carry += decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise ExtractionError("not UTF-8 text (truncated character at the end)") from None
+        words += count_words(carry)
+    return digest.hexdigest(), (words if count else None)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
