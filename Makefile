@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration venv clean bench fuzz chaos
+.PHONY: demo test unit integration venv clean bench fuzz chaos docs
 
 demo: $(STAMP)
 	$(BIN)/doccheck demo
@@ -26,6 +26,12 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
+# The docs site (MkDocs Material + mkdocstrings) into site/, --strict: a broken link or an API page that
+# cannot be rendered fails; then every public name it documents must have a docstring.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(BIN)/python docs/tools/check_site.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
@@ -34,4 +40,4 @@ chaos: $(STAMP)
 	$(BIN)/python benchmarks/chaos.py
 
 clean:
-	rm -rf $(VENV) reports .pytest_cache build *.egg-info
+	rm -rf $(VENV) reports .pytest_cache build site *.egg-info

@@ -65,9 +65,11 @@ class ProgressState:
 class RunProgress(Protocol):
     """What the notebook orchestration calls; implementations never raise."""
 
-    def update(self, **changes: Any) -> None: ...
+    def update(self, **changes: Any) -> None:
+        """Show the run's latest figures (only the keys that changed are passed)."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Leave the final figures on screen and release the display."""
 
 
 class _Quiet:

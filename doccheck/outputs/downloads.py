@@ -79,7 +79,8 @@ class FileClient(Protocol):
 
     async def download_file(
         self, check_id: str, kind: str, dest: str | Path, *, max_bytes: int | None = None
-    ) -> str | None: ...
+    ) -> str | None:
+        """Stream one file of a check to ``dest``; ``None`` when the service has no such file."""
 
 
 @dataclass(frozen=True)

@@ -348,10 +348,12 @@ class LocalSteps:
         return self._ledger
 
     async def prepare(self, options: RunOptions) -> Prepared:
+        """Record the run and its documents and match the cohort, off the event loop."""
         return await asyncio.to_thread(prepare_run, self._ledger, options, params=self._params)
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
+        """Load one recorded batch from the ledger and submit it with this process's client."""
         from doccheck.pipeline.submit import submit_batch
 
         def progress(p: Any) -> None:
@@ -367,11 +369,13 @@ class LocalSteps:
         return loaded.result().merge(sent)
 
     async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
+        """Refused: shards are Prefect flow runs on a work pool, which the library cannot start."""
         from doccheck.client import ConfigurationError
 
         raise ConfigurationError("shards run on Prefect workers: use the bulk_check flow (or `doccheck run --shards`)")
 
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
+        """Wait for the run's results: webhook events first, polling as the fallback."""
         from doccheck.pipeline.collect import wait_for_results
 
         def progress(p: Any) -> None:
@@ -383,6 +387,7 @@ class LocalSteps:
                                       on_progress=progress)  # fmt: skip
 
     async def apply_events(self) -> int:
+        """Apply the verified webhook events the receiver stored; the count applied."""
         from doccheck.pipeline.collect import apply_events
 
         return apply_events(self._ledger)
