@@ -7,6 +7,7 @@ streamed file is reopened from its start on a retry.
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -15,10 +16,11 @@ from typing import Any
 
 import httpx
 
-from doccheck import __version__
 from doccheck.client.retry import RetryMode
 
-USER_AGENT = f"doccheck/{__version__} httpx/{httpx.__version__}"
+#: From the installed distribution, not ``doccheck.__version__``: importing the package root from
+#: the client would put the client above everything the root exports lazily (an import circle).
+USER_AGENT = f"doccheck/{importlib.metadata.version('doccheck')} httpx/{httpx.__version__}"
 CHUNK_SIZE = 64 * 1024
 
 
