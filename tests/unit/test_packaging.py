@@ -52,3 +52,16 @@ def test_package_data_names_files_that_exist() -> None:
 def test_entry_point_names_the_integration_package() -> None:
     entry_points = _config()["project"]["entry-points"]["prefect.collections"]
     assert entry_points == {"prefect_doccheck": "prefect_doccheck"}
+
+
+def test_every_package_says_its_one_job() -> None:
+    """docs/architecture.md's map has a sentence a package; the package's own docstring says it too."""
+    import ast
+
+    silent = []
+    for top in ("doccheck", "prefect_doccheck", *MAPPED):
+        for init in sorted((ROOT / top).rglob("__init__.py")):
+            docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            if not docstring or len(docstring.split()) < 5:
+                silent.append(str(init.relative_to(ROOT)))
+    assert silent == []
