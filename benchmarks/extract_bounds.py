@@ -3,7 +3,7 @@
 Three tables:
 
 1. Per-document overhead of the sandbox: the same small DOCX extracted N times in-process
-   (``doccheck.extract._parse``, the baseline) and through the reused worker pool
+   (``doccheck.extract.parse.parse``, the baseline) and through the reused worker pool
    (``extract_text``); ms per document and the ratio.
 2. Hostile files (generated as in the tests) with the default limits: wall time of the
    refusal, the reason, and the worker's peak memory (VmHWM from /proc) afterwards.
@@ -25,14 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from doccheck.extract import (  # noqa: E402
-    ExtractionError,
-    _parse,
-    count_words,
-    extract_text,
-    sandbox,  # noqa: E402
-)
+from doccheck.extract import ExtractionError, count_words, extract_text, sandbox  # noqa: E402
 from doccheck.extract.limits import DEFAULT_LIMITS  # noqa: E402
+from doccheck.extract.parse import parse as _parse  # noqa: E402
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream  # noqa: E402
 
 

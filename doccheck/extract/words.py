@@ -1,9 +1,9 @@
 """The service's word rule, computed with numpy over code points instead of a regex per word.
 
-Why: ``len(_WORD_RE.findall(text))`` built a Python string per word only to count them; it
+Why: ``len(WORD_RE.findall(text))`` built a Python string per word only to count them; it
 was the largest cost of planning a term (~55 µs for a 400-word row, issue 10), and the
 cohort matcher ran the same regex again and lower-cased every word. The rule itself is
-unchanged (``doccheck.extract._WORD_RE``: ``[^\\W_]+(?:['’\\-][^\\W_]+)*``):
+unchanged (``doccheck.extract.words.WORD_RE``: ``[^\\W_]+(?:['’\\-][^\\W_]+)*``):
 
 * a word is a maximal run of alphanumeric characters (``str.isalnum``, which is what the
   regex's ``[^\\W_]`` means for ``str`` patterns), where a single joiner (``'``, ``’`` or
@@ -25,9 +25,10 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["count_words", "word_tokens"]
+__all__ = ["WORD_RE", "count_words", "word_tokens", "words_of"]
 
-_WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)  # the rule (same as doccheck.extract)
+#: The rule: one definition of a word for the whole project (billing, planning, matching).
+WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
 _JOINERS = (ord("'"), ord("-"), ord("’"))
 _SPACE = 32
 
@@ -64,7 +65,7 @@ def _count(alnum: np.ndarray, joiner: np.ndarray | None) -> int:
 
 
 def count_words(text: str) -> int:
-    """Number of words of ``text`` under the service's rule (equal to ``len(_WORD_RE.findall(text))``)."""
+    """Number of words of ``text`` under the service's rule (equal to ``len(WORD_RE.findall(text))``)."""
     if not text:
         return 0
     if text.isascii():
@@ -75,7 +76,7 @@ def count_words(text: str) -> int:
     try:
         points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     except UnicodeEncodeError:  # a lone surrogate: the regex still defines the count
-        return len(_WORD_RE.findall(text))
+        return len(WORD_RE.findall(text))
     return _count(_unicode_alnum()[points], np.isin(points, _JOINERS))
 
 
@@ -99,10 +100,15 @@ def word_tokens(text: str) -> list[bytes]:
     try:
         points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     except UnicodeEncodeError:
-        return [w.lower().encode("utf-8", "surrogatepass") for w in _WORD_RE.findall(text)]
+        return [w.lower().encode("utf-8", "surrogatepass") for w in WORD_RE.findall(text)]
     alnum = _unicode_alnum()[points]
     joiner = np.isin(points, _JOINERS)
     keep = alnum | _joined(points, alnum, joiner)
     clean = np.where(keep, points, np.uint32(_SPACE)).astype("<u4")
     # Only alphanumerics, inner joiners and spaces are left; lower() never makes a space.
     return [w.encode("utf-8") for w in clean.tobytes().decode("utf-32-le").lower().split()]
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` in order, lower-cased (used for shingling)."""
+    return [m.group(0).lower() for m in WORD_RE.finditer(text or "")]

@@ -74,9 +74,9 @@ def main() -> None:
     import lxml.etree  # noqa: F401  (imported before measuring the idle size)
     import pypdf  # noqa: F401
 
-    from doccheck.extract import _parse
     from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, UnsupportedFileType
     from doccheck.extract.limits import ExtractionLimits, mib
+    from doccheck.extract.parse import parse as _parse
 
     idle = _address_space()
     out.write(READY)

@@ -20,8 +20,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from doccheck.extract import _WORD_RE  # one definition of a word for the whole project
-from doccheck.extract.words import word_tokens
+from doccheck.extract.words import (
+    WORD_RE,  # one definition of a word for the whole project
+    word_tokens,
+)
 
 __all__ = [
     "MAX_WORDS",
@@ -98,7 +100,7 @@ class WordHasher:
 
 def words_for_matching(text: str) -> list[str]:
     """Exactly :func:`doccheck.extract.words_of` (``findall`` instead of match objects: faster)."""
-    return [w.lower() for w in _WORD_RE.findall(text)] if text else []
+    return [w.lower() for w in WORD_RE.findall(text)] if text else []
 
 
 def shingle_hashes(text_or_words: str | Sequence[str], hasher: WordHasher | None = None) -> np.ndarray:

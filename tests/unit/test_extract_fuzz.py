@@ -1,6 +1,6 @@
 """Mutated real documents: the readers either return text or raise ExtractionError, nothing else.
 
-In-process (``_parse``) so that hypothesis can run many cases fast; the worker adds only
+In-process (``doccheck.extract.parse.parse``) so that hypothesis can run many cases fast; the worker adds only
 process limits around the same code. A handful go through the worker at the end.
 """
 
@@ -13,7 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from doccheck.extract import DEFAULT_LIMITS, ExtractionError, _parse, extract_text
+from doccheck.extract import DEFAULT_LIMITS, ExtractionError, extract_text
+from doccheck.extract.parse import parse as _parse
 
 DOCUMENTS = Path(__file__).parents[1] / "data" / "documents"
 SAMPLES = {

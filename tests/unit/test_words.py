@@ -1,7 +1,7 @@
 """The numpy word rule (doccheck.extract.words) equals the regex that defines it.
 
 The price depends on the count (the service bills words by this rule), so the fast version
-must agree with ``len(_WORD_RE.findall(text))`` on every text, and the matcher's tokens with
+must agree with ``len(WORD_RE.findall(text))`` on every text, and the matcher's tokens with
 ``words_of``: hypothesis draws texts rich in the characters where the rule has edges
 (joiners, underscores, digits, non-ASCII letters and marks, case changes, final sigma).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doccheck.extract import _WORD_RE, count_words, words_of
+from doccheck.extract import WORD_RE, count_words, words_of
 from doccheck.extract.words import count_words as fast_count
 from doccheck.extract.words import word_tokens
 
@@ -25,7 +25,7 @@ TEXTS = st.one_of(
 
 
 def _reference_count(text: str) -> int:
-    return len(_WORD_RE.findall(text))
+    return len(WORD_RE.findall(text))
 
 
 @settings(max_examples=1500, deadline=None)
