@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from doccheck.client.assumptions import TERMINAL_STATUSES
+from doccheck.client.profile import read_error
 
 
 class _Model(BaseModel):
@@ -25,6 +26,14 @@ class ErrorInfo(_Model):
 
     code: str | None = None
     message: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _any_shape(cls, value: Any) -> Any:
+        """``error`` of any shape (a string, a problem object, a list) reads as code + message."""
+        if isinstance(value, dict) and set(value) <= {"code", "message"}:
+            return value
+        return read_error(value) or {}
 
 
 class Cost(_Model):

@@ -5,7 +5,8 @@ a rerun reuses it, a replay after a crash returns it again. So the money lives i
 ``check_costs`` keyed by check id, written by three kinds of answers:
 
 - the create answer (``Ledger.mark_submitted``): ``cost.total_cents`` is the charge,
-  stored the first time the id is seen (a replay or a second row adds nothing);
+  stored the first time the id is seen (a replay or a second row adds nothing); a later
+  answer stating a higher charge raises it (a service that prices at completion);
 - a poll (``GET /checks/{id}``): the same cost, plus which products failed;
 - an event: ``check.failed`` for a product means its ``<product>_cents`` are refunded.
 
@@ -29,6 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from doccheck.client import assumptions
+from doccheck.client.profile import INVALID_RESPONSE
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
@@ -83,6 +85,7 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
         },
         ["check_id"],
     )
+    _raise_charge(conn, check_id, cost)
     if campaign:
         conn.execute(
             update(_costs).where(_costs.c.check_id == check_id, _costs.c.campaign.is_(None)).values(campaign=campaign)
@@ -93,6 +96,35 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
     else:
         stated = getattr(cost, assumptions.REFUND_FIELD, None)
     refresh_refund(conn, check_id, stated=stated)
+
+
+def _raise_charge(conn: Connection, check_id: str, cost: Any) -> None:
+    """A later answer stating a higher charge than recorded (a service that prices a check
+    at completion answers 0 on create): the higher one is what was charged. Never lowered:
+    a service that takes refunds off ``total_cents`` keeps its refund in the refund. A
+    check already counted in its campaign's budget has the difference added there too."""
+    new = assumptions.charged_cents(cost)
+    row = conn.execute(
+        select(_costs.c.charged_cents, _costs.c.budget_counted, _costs.c.campaign).where(_costs.c.check_id == check_id)
+    ).first()
+    if row is None or new <= int(row[0] or 0):
+        return
+    conn.execute(
+        update(_costs)
+        .where(_costs.c.check_id == check_id)
+        .values(
+            charged_cents=new,
+            ai_cents=assumptions.product_cents(cost, "ai"),
+            similarity_cents=assumptions.product_cents(cost, "similarity"),
+            updated_at=utcnow(),
+        )
+    )
+    if row[1] and row[2]:
+        conn.execute(
+            update(_budgets)
+            .where(_budgets.c.campaign == row[2])
+            .values(spent_cents=_budgets.c.spent_cents + (new - int(row[0] or 0)), updated_at=utcnow())
+        )
 
 
 def _count_in_budget(conn: Connection, check_id: str, campaign: str) -> None:
@@ -134,7 +166,10 @@ def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> No
     failed = (
         conn.execute(
             select(_outcomes.c.product).where(
-                _outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED
+                _outcomes.c.check_id == check_id,
+                _outcomes.c.status == ProductState.FAILED,
+                # a result this side refused (out of range) failed here, not at the service
+                _outcomes.c.error_code.is_distinct_from(INVALID_RESPONSE),
             )
         )
         .scalars()
