@@ -274,7 +274,23 @@ def _normalise_product(product: str, value: object, prof: ServiceProfile) -> obj
     bad = _out_of_range(product, pdata.get("score"), prof)
     if bad is not None:
         pdata.update(status="failed", score=None, label=None, error={"code": INVALID_RESPONSE, "message": bad})
+    elif pdata.get("score") is not None:
+        pdata["score"] = _to_our_scale(product, float(pdata["score"]), prof)
     return pdata
+
+
+#: The scales doccheck reports in (the emulator's): AI 0..1, similarity percent 0..100.
+OUR_SCALES: dict[str, tuple[float, float]] = {"ai": (0.0, 1.0), "similarity": (0.0, 100.0)}
+
+
+def _to_our_scale(product: str, score: float, prof: ServiceProfile) -> float:
+    """A score on the service's scale (the profile's range) read on ours, so that a service
+    answering similarity as a fraction reports 50 % as 50, not 0.5."""
+    low, high = prof.score_range(product) or OUR_SCALES[product]
+    our_low, our_high = OUR_SCALES[product]
+    if (low, high) == (our_low, our_high) or high <= low:
+        return score
+    return our_low + (score - low) / (high - low) * (our_high - our_low)
 
 
 def _out_of_range(product: str, score: object, prof: ServiceProfile) -> str | None:

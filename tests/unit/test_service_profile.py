@@ -115,8 +115,10 @@ def test_a_score_out_of_range_is_that_products_error_never_data(product: str, sc
 
 def test_scales_come_from_the_profile() -> None:
     prof = ServiceProfile(ai_score_range=(0, 100), similarity_score_range=(0, 1))
-    check = Check.model_validate(normalise_check(_check(ai={"status": "completed", "score": 87}), prof))
-    assert check.ai is not None and check.ai.score == 87
+    data = _check(ai={"status": "completed", "score": 87}, similarity={"status": "completed", "score": 0.5})
+    check = Check.model_validate(normalise_check(data, prof))
+    assert check.ai is not None and check.ai.score == pytest.approx(0.87)  # read on our scales
+    assert check.similarity is not None and check.similarity.score == pytest.approx(50.0)
 
 
 def test_error_of_any_shape() -> None:
