@@ -158,3 +158,33 @@ def test_resolve_lists_then_settles_documents_in_doubt(tmp_path: Path) -> None:
     result = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), [doc]))
     assert result.submitted == 1 and "list" not in client.calls  # the doubt is settled: sent, not looked up
     ledger.close()
+
+
+class RefusesReuse(FakeClient):
+    """A lost 502 after the check was made, then a service that refuses the key's reuse (409)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sends = 0
+
+    async def submit(self, document: Any, *, products: Any, idempotency_key: str, metadata: Any, **kw: Any) -> Any:
+        from doccheck.client import ConflictError, ServerError
+
+        self.sends += 1
+        self.calls.append("submit")
+        if idempotency_key in self.by_key:
+            raise ConflictError("key already used", status_code=409, code="idempotency_key_reused")
+        self._create(idempotency_key, products, metadata)
+        raise ServerError("bad gateway", status_code=502, code="http_502")
+
+
+def test_a_refused_replay_after_a_lost_answer_is_looked_up_not_final(tmp_path: Path) -> None:
+    """Before: the document was reported ``failed``, no check id, 0 cents, for a billed check."""
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    client = RefusesReuse()
+    [doc] = docs(1)
+    result = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), [doc]))
+    assert (result.failed, result.reconciled, result.submitted) == (0, 1, 0) and client.sends == 2
+    row = ledger.submission_for_key(doc.idempotency_key)
+    assert row.state == "submitted" and row.check_id == "chk-1" and len(client.checks) == 1
+    ledger.close()
