@@ -169,3 +169,61 @@ def test_truth_and_money_after_completion(
         assert any(r[0] == "similarity" and r[2] and r[2] > 1 for r in rows) or profile != "similarity-fraction"
     charged, net = _ledger_money(ledger)
     assert net == emulator.account_state(key)["charged_cents"], (profile, charged, net)  # refunds and late prices
+
+
+#: What ``doccheck probe`` must report as differing for each profile (with checks in the account).
+PROBE_DIFFERS: dict[str, set[str]] = {
+    "default": set(),
+    "message-errors": {"error body shape"},
+    "detail-errors": {"error body shape"},
+    "problem-errors": {"error body shape"},
+    "plain-errors": {"error body shape"},
+    "string-error": {"error body shape"},
+    "list-no-metadata": {"listed checks carry metadata"},
+    "list-oldest-first": {"list newest first"},
+    "list-ignores-cursor": {"list honours starting_after"},
+    "list-small-page": {"list page limit"},
+    "no-list": {"GET /checks lists checks"},
+    "no-get-by-id": {"GET /checks/{id} retrieves a check"},
+    "created-202": set(),
+    "no-replay-header": set(),
+    "reuse-refused": set(),
+    "price-at-completion": set(),
+    "queued": set(),
+    "status-synonyms": set(),
+    "ai-percent": set(),
+    "similarity-fraction": set(),
+}
+
+
+@pytest.mark.parametrize("profile", sorted(PROBE_DIFFERS))
+def test_probe_reports_each_profiles_differences_and_charges_nothing(
+    emulator: EmulatorHandle, ledger: Ledger, profile: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from doccheck.cli import app
+    from doccheck.client.profile import load_profile
+
+    key = emulator.new_account()
+    asyncio.run(_submit(emulator, key, ledger, _docs(3, "probe")))  # checks to look at (billed before)
+    emulator.advance(60)  # two minutes apart: the order of the list can be seen
+    asyncio.run(_submit(emulator, key, ledger, _docs(1, "probe-late")))
+    emulator.set_profile(profile, api_key=key)
+    before = emulator.account_state(key)
+    out = tmp_path / "service-profile.json"
+    env = {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key, "COLUMNS": "240"}
+    result = CliRunner().invoke(app, ["probe", "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    after = emulator.account_state(key)
+    assert (after["checks"], after["charged_cents"]) == (before["checks"], before["charged_cents"])  # free
+    learnt = load_profile(out)
+    differs = {name for name, verdict in learnt.probed.items() if verdict == "differs"}
+    assert differs == PROBE_DIFFERS[profile], (profile, differs, result.output)
+    assert key not in result.output
+    if profile == "no-list":
+        assert not learnt.list_checks
+    if profile == "list-no-metadata":
+        assert not learnt.list_metadata
+    if profile == "list-small-page":
+        assert learnt.list_max_page == 20
