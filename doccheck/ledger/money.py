@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -33,12 +33,14 @@ from doccheck.client import assumptions
 from doccheck.client.profile import INVALID_RESPONSE
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import OutcomeRow, utcnow
+from doccheck.ledger.money_tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow
+from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)
 _budgets = table_of(CampaignBudgetRow)
 _outcomes = table_of(OutcomeRow)
+_holds = table_of(BudgetHoldRow)
+_subs = table_of(SubmissionRow)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,28 @@ def _raise_charge(conn: Connection, check_id: str, cost: Any) -> None:
             update(_budgets)
             .where(_budgets.c.campaign == row[2])
             .values(spent_cents=_budgets.c.spent_cents + (new - int(row[0] or 0)), updated_at=utcnow())
+        )
+        _release_priced_holds(conn, check_id, row[2])
+
+
+def _release_priced_holds(conn: Connection, check_id: str, campaign: str) -> None:
+    """The estimate held while the check's price was unknown gives way to the price."""
+    keys = select(_subs.c.idempotency_key).where(_subs.c.check_id == check_id).scalar_subquery()
+    gone = (
+        conn.execute(
+            delete(_holds)
+            .where(_holds.c.campaign == campaign, _holds.c.idempotency_key.in_(keys))
+            .returning(_holds.c.cents)
+        )
+        .scalars()
+        .all()
+    )
+    cents = sum(int(c or 0) for c in gone)
+    if cents:
+        conn.execute(
+            update(_budgets)
+            .where(_budgets.c.campaign == campaign)
+            .values(reserved_cents=_budgets.c.reserved_cents - cents, updated_at=utcnow())
         )
 
 

@@ -490,7 +490,9 @@ class _BatchSubmitter:
         await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
-        if self.budget is not None:
+        if self.budget is not None and not check.replayed and charge == 0 and reserved:
+            await self._db(self.budget.keep_estimate, reserved, doc.idempotency_key)  # priced later
+        elif self.budget is not None:
             await self._db(self.budget.settle, reserved, charge, doc.idempotency_key)
         self.result.cost_cents += charge
         if check.replayed:

@@ -119,9 +119,9 @@ def test_resume_after_the_key_retention_never_bills_twice(
         assert net == emulator.account_state(key)["charged_cents"], profile  # service = ledger
 
 
-async def _submit(emulator: EmulatorHandle, key: str, ledger: Ledger, docs: list[Any]) -> Any:
+async def _submit(emulator: EmulatorHandle, key: str, ledger: Ledger, docs: list[Any], **kw: Any) -> Any:
     async with _client(emulator, key) as client:
-        return await submit_batch(client, ledger, ledger.start_run(campaign="c"), docs, concurrency=3)
+        return await submit_batch(client, ledger, ledger.start_run(campaign="c"), docs, concurrency=3, **kw)
 
 
 async def _finish(emulator: EmulatorHandle, key: str, ledger: Ledger) -> None:
@@ -227,3 +227,25 @@ def test_probe_reports_each_profiles_differences_and_charges_nothing(
         assert not learnt.list_metadata
     if profile == "list-small-page":
         assert learnt.list_max_page == 20
+
+
+def test_a_price_known_at_completion_counts_the_estimate_in_the_budget(
+    emulator: EmulatorHandle, ledger: Ledger
+) -> None:
+    """Before: cost 0 on create let a second run with ``--max-spend-cents 20`` spend again."""
+    from doccheck.ledger.campaign_budget import budget_state
+    from doccheck.pipeline.budget import Budget
+
+    key = emulator.new_account()
+    emulator.set_profile("price-at-completion", api_key=key)
+    docs = _docs(6, "budget")  # estimated 3 cents each
+    asyncio.run(_submit(emulator, key, ledger, docs[:3], budget=Budget(max_spend_cents=10)))
+    state = budget_state(ledger, "c")
+    assert (state.spent_cents, state.reserved_cents) == (0, 9)  # the estimates, while the price is unknown
+    second = asyncio.run(_submit(emulator, key, ledger, docs[3:], budget=Budget(max_spend_cents=10)))
+    assert (second.submitted, second.skipped_budget) == (0, 3)
+    asyncio.run(_finish(emulator, key, ledger))
+    state = budget_state(ledger, "c")
+    charged = emulator.account_state(key)["charged_cents"]
+    assert (state.spent_cents, state.reserved_cents) == (charged, 0)  # the price replaced the estimate
+    assert _ledger_money(ledger)[0] == charged
