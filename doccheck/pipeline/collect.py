@@ -9,6 +9,7 @@ completes with webhooks, without them, or with a mix.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from doccheck.ledger import Ledger, PendingCheck
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import first_error
 from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,24 @@ async def poll_pending(
     return result
 
 
+def _warn_poll_errors(errors: dict[str, str], warned: set[str]) -> None:
+    """Name what polling could not read, once per kind of error (a 404 on every
+    ``GET /checks/{id}`` is a service without that path, not "pending")."""
+    for check_id, error in errors.items():
+        kind = error.split(":", 1)[0]
+        if kind in warned:
+            continue
+        warned.add(kind)
+        same = sum(e.split(":", 1)[0] == kind for e in errors.values())
+        hint = (
+            " (the service may have no GET /checks/{id}: results then come only by webhook; "
+            "see `doccheck probe` and docs/service-profile.md)"
+            if kind in ("not_found", "404", "http_404")
+            else ""
+        )
+        log.warning("polling %d checks failed with %s, e.g. check %s%s", same, error[:200], check_id, hint)
+
+
 def _pending(ledger: Ledger, run_id: str) -> list[PendingProduct]:
     return [PendingProduct(o.check_id, o.product, o.status) for o in ledger.pending_outcomes(run_id=run_id)]
 
@@ -155,11 +176,13 @@ async def wait_for_results(
         webhooks = await expects_webhooks(client)
     grace = grace_seconds if webhooks else 0.0
     schedule = PollSchedule(ceiling=poll_interval, factor=1.0 if webhooks else 2.0)
+    warned: set[str] = set()
     while True:
         result.events_applied += apply_events(ledger)
         polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace)
         result.polled += polled.polled
         result.errors.update(polled.errors)
+        _warn_poll_errors(polled.errors, warned)
         counts = ledger.outcome_counts(run_id=run_id)
         if not counts["pending"]:
             break

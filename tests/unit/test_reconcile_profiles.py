@@ -188,3 +188,17 @@ def test_a_refused_replay_after_a_lost_answer_is_looked_up_not_final(tmp_path: P
     row = ledger.submission_for_key(doc.idempotency_key)
     assert row.state == "submitted" and row.check_id == "chk-1" and len(client.checks) == 1
     ledger.close()
+
+
+def test_polls_that_fail_are_named_once_per_kind(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: 246 polls of 6 checks answered 404 and the run said "pending", naming nothing."""
+    import logging
+
+    from doccheck.pipeline.collect import _warn_poll_errors
+
+    warned: set[str] = set()
+    with caplog.at_level(logging.WARNING, logger="doccheck.pipeline.collect"):
+        for _ in range(3):
+            _warn_poll_errors({f"chk-{i}": "not_found: no such endpoint" for i in range(6)}, warned)
+    [record] = caplog.records
+    assert "6 checks" in record.getMessage() and "GET /checks/{id}" in record.getMessage()
