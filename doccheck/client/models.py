@@ -31,8 +31,12 @@ class ErrorInfo(_Model):
     @classmethod
     def _any_shape(cls, value: Any) -> Any:
         """``error`` of any shape (a string, a problem object, a list) reads as code + message."""
-        if isinstance(value, dict) and set(value) <= {"code", "message"}:
-            return value
+        if (
+            isinstance(value, dict)
+            and ("code" in value or "message" in value)
+            and all(isinstance(value.get(k), str | None) for k in ("code", "message"))
+        ):
+            return value  # our shape: kept whole (extra fields too)
         return read_error(value) or {}
 
 

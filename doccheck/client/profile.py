@@ -104,8 +104,14 @@ class ServiceProfile(BaseModel):
         return {"ai": self.ai_score_range, "similarity": self.similarity_score_range}.get(product)
 
 
-@functools.cache
+_WARNED: set[str] = set()
+
+
 def _warn_unknown_status(word: str) -> None:
+    """Once per word (at most 100 words are remembered: a service cannot grow this)."""
+    if word in _WARNED or len(_WARNED) >= 100:
+        return
+    _WARNED.add(word)
     log.warning(
         "the service answered the status %r, which this profile does not know: the product stays "
         "pending (add it to the service profile's words if it is final)",

@@ -102,7 +102,8 @@ class VariantEdge:
             return _error(404, "not_found", "no such endpoint")
         if listing:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            if name == "list-small-page" and int(query.get("limit", "10") or 10) > SMALL_PAGE:
+            limit = query.get("limit", "10")
+            if name == "list-small-page" and limit.isdigit() and int(limit) > SMALL_PAGE:
                 return _error(400, "invalid_input", f"'limit' must be at most {SMALL_PAGE}")
             if name == "list-ignores-cursor":
                 query.pop("starting_after", None)
@@ -128,7 +129,7 @@ class VariantEdge:
         items.reverse()
         ids = [c["id"] for c in items]
         start = ids.index(query["starting_after"]) + 1 if query.get("starting_after") in ids else 0
-        limit = int(query.get("limit", "10") or 10)
+        limit = int(query["limit"]) if query.get("limit", "").isdigit() else 10
         page_items = items[start : start + limit]
         out = {"object": "list", "data": page_items, "has_more": start + limit < len(items)}
         return 200, [(b"content-type", b"application/json")], json.dumps(out).encode()
