@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
+from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import first_error
@@ -91,6 +92,8 @@ async def poll_pending(
     it was submitted or last polled (so webhooks do the work when they arrive).
     A 401 is raised (configuration); other per-check errors are returned, not raised.
     """
+    if not current_profile().get_by_id:
+        return PollResult()  # no retrieve path (service profile): nothing to poll, see wait_for_results
     now = datetime.now(UTC)
     due = [
         pc.check_id
@@ -177,6 +180,11 @@ async def wait_for_results(
     grace = grace_seconds if webhooks else 0.0
     schedule = PollSchedule(ceiling=poll_interval, factor=1.0 if webhooks else 2.0)
     warned: set[str] = set()
+    if not current_profile().get_by_id:
+        log.warning(
+            "the service profile says the service has no GET /checks/{id}: results cannot be fetched, "
+            "products stay pending with their check ids (docs/service-profile.md)"
+        )
     while True:
         result.events_applied += apply_events(ledger)
         polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace)

@@ -202,3 +202,19 @@ def test_polls_that_fail_are_named_once_per_kind(caplog: pytest.LogCaptureFixtur
             _warn_poll_errors({f"chk-{i}": "not_found: no such endpoint" for i in range(6)}, warned)
     [record] = caplog.records
     assert "6 checks" in record.getMessage() and "GET /checks/{id}" in record.getMessage()
+
+
+def test_no_retrieve_path_in_the_profile_means_no_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from doccheck.pipeline.collect import poll_pending
+
+    profile = tmp_path / "service-profile.json"
+    profile.write_text(json.dumps({"get_by_id": False}))
+    monkeypatch.setenv("DOCCHECK_SERVICE_PROFILE", str(profile))
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    client = FakeClient()
+    run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(2)))
+    result = run(poll_pending(client, ledger, campaign="c1"))
+    assert result.polled == 0 and "get" not in " ".join(client.calls)
+    ledger.close()
