@@ -103,11 +103,15 @@ class AsyncDocCheckClient:
     async def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
         """Tenacity's loop after a first failure, which it sees as its attempt 1."""
         replay = [first]
-        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
-            with attempt:
-                if replay:
-                    raise replay.pop()
-                response = await self._send_once(spec)
+        try:
+            async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
+                with attempt:
+                    if replay:
+                        raise replay.pop()
+                    response = await self._send_once(spec)
+        except DocCheckError as exc:
+            exc.after_retry = exc is not first
+            raise
         return response
 
     async def _run(self, op: _core.Operation[T]) -> T:

@@ -96,11 +96,15 @@ class DocCheckClient:
     def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
         """Tenacity's loop after a first failure, which it sees as its attempt 1."""
         replay = [first]
-        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
-            with attempt:
-                if replay:
-                    raise replay.pop()
-                response = self._send_once(spec)
+        try:
+            for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
+                with attempt:
+                    if replay:
+                        raise replay.pop()
+                    response = self._send_once(spec)
+        except DocCheckError as exc:
+            exc.after_retry = exc is not first
+            raise
         return response
 
     def _run(self, op: _core.Operation[T]) -> T:

@@ -44,7 +44,7 @@ def emulator(
         typer.Option(
             help="Answer as another reading of the interface (docs/emulator.md): default, message-errors, "
             "detail-errors, problem-errors, plain-errors, created-202, no-replay-header, queued, status-synonyms, "
-            "string-error, ai-percent, similarity-fraction, price-at-completion, reuse-refused, list-no-metadata, "
+            "string-error, ai-percent, similarity-fraction, price-at-completion, reuse-refused, lost-answers, reuse-refused-lost, list-no-metadata, "
             "list-oldest-first, list-ignores-cursor, list-small-page, no-list, no-get-by-id."
         ),
     ] = "default",

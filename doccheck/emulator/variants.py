@@ -38,6 +38,8 @@ VARIANTS: dict[str, str] = {
     "similarity-fraction": "similarity scores on 0..1",
     "price-at-completion": "cost 0 until the check is finished",
     "reuse-refused": "a replayed Idempotency-Key is refused 409 (the check exists and was charged)",
+    "lost-answers": "every 3rd new check is answered 502 after it was made and charged",
+    "reuse-refused-lost": "lost-answers and reuse-refused together (a retry of a lost answer gets 409)",
     "list-no-metadata": "listed checks carry no metadata",
     "list-oldest-first": "GET /checks lists oldest first",
     "list-ignores-cursor": "GET /checks ignores starting_after",
@@ -56,6 +58,8 @@ class VariantState:
     def __init__(self, default: str = "default") -> None:
         self.default = check_name(default)
         self.by_account: dict[str, str] = {}
+        #: New checks made under a lost-answers profile (every 3rd answer is lost).
+        self.creates = 0
 
     def for_scope(self, scope: Message) -> str:
         for name, value in scope.get("headers", []):
@@ -89,11 +93,24 @@ class VariantEdge:
             await self.app(scope, receive, send)
             return
         status, headers, body = await self._answer(name, scope, receive)
+        if self._loses(name, scope, status, headers):
+            status, headers, body = _error(502, "bad_gateway", "the answer was lost on the way back")
         status, headers, body = _rewrite(name, scope, status, headers, body)
         headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _loses(self, name: str, scope: Message, status: int, headers: list[Any]) -> bool:
+        """Whether this answer to a new check is lost (the check exists and was charged)."""
+        if name not in ("lost-answers", "reuse-refused-lost") or status != 201:
+            return False
+        if scope.get("method") != "POST" or scope.get("path") != f"{API}/checks":
+            return False
+        if _header(headers, b"idempotent-replayed") == b"true":
+            return False
+        self.state.creates += 1
+        return self.state.creates % 3 == 0
 
     async def _answer(self, name: str, scope: Message, receive: Any) -> tuple[int, list[Any], bytes]:
         method, path = scope.get("method"), scope.get("path", "")
@@ -170,7 +187,7 @@ def _rewrite(name: str, scope: Message, status: int, headers: list[Any], body: b
     replayed = _header(headers, b"idempotent-replayed") == b"true"
     if name == "no-replay-header":
         headers = [(k, v) for k, v in headers if k.lower() != b"idempotent-replayed"]
-    if name == "reuse-refused" and replayed:
+    if name in ("reuse-refused", "reuse-refused-lost") and replayed:
         status, data = 409, {"error": {"code": "idempotency_key_reused", "message": "this Idempotency-Key was used"}}
         headers = [(k, v) for k, v in headers if k.lower() != b"idempotent-replayed"]
     if name == "created-202" and status == 201 and scope.get("method") == "POST" and scope["path"] == f"{API}/checks":

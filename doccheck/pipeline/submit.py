@@ -380,7 +380,7 @@ class _BatchSubmitter:
         settled it (adopted, or kept in doubt); False when it ruled a check out."""
         if exc.status_code not in current_profile().reuse_refusal_statuses:
             return False
-        if attempt <= 1 and (previous is None or previous.state in _NEVER_SENT_STATES):
+        if attempt <= 1 and not exc.after_retry and (previous is None or previous.state in _NEVER_SENT_STATES):
             return False  # this key's first request: the refusal is about the document
         try:
             return await self._reconcile(doc, previous or _SENT, fresh=True) != "send"

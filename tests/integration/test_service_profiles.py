@@ -188,6 +188,8 @@ PROBE_DIFFERS: dict[str, set[str]] = {
     "created-202": set(),
     "no-replay-header": set(),
     "reuse-refused": set(),
+    "lost-answers": set(),
+    "reuse-refused-lost": set(),
     "price-at-completion": set(),
     "queued": set(),
     "status-synonyms": set(),
@@ -249,3 +251,22 @@ def test_a_price_known_at_completion_counts_the_estimate_in_the_budget(
     charged = emulator.account_state(key)["charged_cents"]
     assert (state.spent_cents, state.reserved_cents) == (charged, 0)  # the price replaced the estimate
     assert _ledger_money(ledger)[0] == charged
+
+
+@pytest.mark.parametrize("profile", ["lost-answers", "reuse-refused-lost"])
+def test_answers_lost_after_the_charge_are_recovered_not_failed(
+    emulator: EmulatorHandle, ledger: Ledger, profile: str
+) -> None:
+    """Before (reuse-refused): after a lost 502 the retry was refused 409 and the document
+    reported ``failed``, no check id, 0 cents, for a billed check (service 36 c, report 18 c)."""
+    key = emulator.new_account()
+    emulator.set_profile(profile, api_key=key)
+    docs = _docs(12, profile)
+    result = asyncio.run(_submit(emulator, key, ledger, docs))
+    state = emulator.account_state(key)
+    assert state["checks"] == len(docs) and result.failed == 0 and result.in_doubt == 0, result
+    rows = [ledger.submission_for_key(d.idempotency_key) for d in docs]
+    assert {r.state for r in rows} == {"submitted"} and len({r.check_id for r in rows}) == len(docs)
+    if profile == "reuse-refused-lost":
+        assert result.reconciled >= 1  # the refused replays were looked up and adopted
+    assert _ledger_money(ledger)[0] == state["charged_cents"]  # service = ledger
