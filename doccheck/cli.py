@@ -11,7 +11,9 @@ import typer
 
 from doccheck.commands.collect import collect
 from doccheck.commands.demo import demo
+from doccheck.commands.probe import probe
 from doccheck.commands.purge import purge
+from doccheck.commands.resolve import resolve
 from doccheck.commands.run import run
 from doccheck.emulator.command import emulator
 from doccheck.receiver.command import receiver
@@ -29,6 +31,8 @@ app.command("run")(run)
 app.command("collect")(collect)
 app.command("demo")(demo)
 app.command("purge")(purge)
+app.command("resolve")(resolve)
+app.command("probe")(probe)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -47,6 +47,9 @@ class SubmissionState(StrEnum):
     FAILED = "failed"
     REJECTED = "rejected"
     SKIPPED_BUDGET = "skipped_budget"
+    #: An earlier request may have made a check that no lookup could find or rule out:
+    #: never sent again on absence of evidence (``doccheck resolve`` settles it).
+    IN_DOUBT = "in_doubt"
 
 
 class ProductState(StrEnum):

@@ -44,6 +44,7 @@ from doccheck.pipeline import (
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
 from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import Prepared, prepare_run
+from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
@@ -105,14 +106,16 @@ TRANSIENT_RETRIES: dict[str, Any] = {
 
 @task(name="check service", task_run_name="check service", cache_policy=NONE)
 async def check_service(base_url: str, api_key_block: KeySource = None) -> None:
-    """One cheap authenticated request (``GET /checks?limit=1``) before anything is recorded.
+    """One free authenticated request (``GET /webhook``, see ``waiting.verify_access``)
+    before anything is recorded.
 
     Why: an unreachable service or a wrong key would otherwise fail every document one by
     one (after the client's retries) and end as a "finished" run full of row errors; the
-    user needs one clear error instead. No task retries: the client already retried.
+    user needs one clear error instead. ``GET /checks`` is not used: the interface does not
+    show a list, and a run must not need one. No task retries: the client already retried.
     """
     async with open_client(base_url, api_key_block) as client:
-        await client.list_checks(limit=1)
+        await verify_access(client)
 
 
 @task(

@@ -16,7 +16,7 @@ import httpx
 
 from doccheck.client import assumptions as A
 from doccheck.client._requests import RequestSpec
-from doccheck.client._responses import _json_body, parse_check
+from doccheck.client._responses import _json_body, parse_check, parse_check_list
 from doccheck.client.errors import LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryMode
@@ -155,7 +155,7 @@ def op_list_checks(limit: int | None = None, starting_after: str | None = None) 
     if starting_after is not None:
         params["starting_after"] = starting_after
     response = yield RequestSpec("GET", A.CHECKS_PATH, params=params or None)
-    return CheckList.model_validate(_json_body(response))
+    return parse_check_list(response)
 
 
 def file_spec(check_id: str, kind: str) -> RequestSpec:

@@ -4,45 +4,43 @@ failure, and models from successful answers (never echoing the API key).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+import pydantic
 from pydantic import SecretStr
 
 from doccheck.client import assumptions as A
 from doccheck.client._auth import scrub as _scrub
 from doccheck.client.errors import DocCheckError, NetworkError, RateLimitError, error_class_for
-from doccheck.client.models import Check
+from doccheck.client.models import Check, CheckList
+from doccheck.client.profile import INVALID_RESPONSE, error_from_body, normalise_check, retry_after_seconds
+
+M = TypeVar("M", bound=pydantic.BaseModel)
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get(A.RETRY_AFTER_HEADER)
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # HTTP-date form: not used by the service (assumption), fall back to backoff
+    """The server's ``Retry-After`` in seconds: a number or an HTTP date (see the profile)."""
+    return retry_after_seconds(response.headers.get(A.RETRY_AFTER_HEADER))
 
 
 def error_from_response(response: httpx.Response, api_key: SecretStr | None = None) -> DocCheckError:
-    """The typed exception for a non-2xx answer, from the ``{"error": {...}}`` envelope.
+    """The typed exception for a non-2xx answer, keeping the service's own code and message.
 
-    A body that is not the envelope (a proxy's HTML page) still gives a typed error with
-    a generic code; its text is cut short and never contains the API key.
+    Every error body shape the profile reads (ours, ``{"message"}``, ``{"detail"}``, RFC
+    9457 problem+json, plain text) gives its message; a body with none (a proxy's HTML
+    page) gives the HTTP reason and a generic code. The text is cut short and never
+    contains the API key.
     """
     status = response.status_code
     request_id = response.headers.get(A.REQUEST_ID_HEADER)
-    code: str | None = None
-    message: str | None = None
     try:
         body = response.json()
     except ValueError:
         body = None
+    code, message = error_from_body(body, _body_text(response), response.headers.get("content-type", ""))
     if isinstance(body, dict) and isinstance(body.get(A.ERROR_ENVELOPE_KEY), dict):
         inner = body[A.ERROR_ENVELOPE_KEY]
-        code = inner.get("code") if isinstance(inner.get("code"), str) else None
-        message = inner.get("message") if isinstance(inner.get("message"), str) else None
         request_id = request_id or (inner.get("request_id") if isinstance(inner.get("request_id"), str) else None)
     if message is None:
         message = response.reason_phrase or "HTTP error"
@@ -54,6 +52,13 @@ def error_from_response(response: httpx.Response, api_key: SecretStr | None = No
     if issubclass(cls, RateLimitError):
         kwargs["retry_after"] = _retry_after(response)
     return cls(message, **kwargs)
+
+
+def _body_text(response: httpx.Response) -> str:
+    try:
+        return response.text[:2000]
+    except (UnicodeDecodeError, LookupError, httpx.ResponseNotRead):
+        return ""
 
 
 def network_error(exc: httpx.TransportError, what: str) -> NetworkError:
@@ -69,13 +74,41 @@ def _json_body(response: httpx.Response) -> Any:
         raise DocCheckError(
             "the service answered with a body that is not JSON",
             status_code=response.status_code,
-            code="invalid_response",
+            code=INVALID_RESPONSE,
             request_id=response.headers.get(A.REQUEST_ID_HEADER),
         ) from exc
 
 
 def parse_check(response: httpx.Response) -> Check:
-    """A :class:`Check`, marked ``replayed`` when the service says it is an idempotent replay."""
-    check = Check.model_validate(_json_body(response))
+    """A :class:`Check` read through the service profile, marked ``replayed`` when the
+    service says it is an idempotent replay.
+
+    A check the models cannot read is an ``invalid_response`` error of that request (the
+    caller makes it that document's error), never a crash of the run.
+    """
+    check = _validated(Check, normalise_check(_json_body(response)), response)
     check.replayed = response.headers.get(A.REPLAY_HEADER, "").lower() == "true"
     return check
+
+
+def parse_check_list(response: httpx.Response) -> CheckList:
+    """A page of ``GET /checks``, each check read through the service profile."""
+    body = _json_body(response)
+    if isinstance(body, dict) and isinstance(body.get("data"), list):
+        body = {**body, "data": [normalise_check(item) for item in body["data"]]}
+    return _validated(CheckList, body, response)
+
+
+def _validated(model: type[M], body: Any, response: httpx.Response) -> M:
+    try:
+        return model.model_validate(body)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        kind = errors[0]["type"] if errors else "invalid"
+        raise DocCheckError(
+            f"the service's answer does not read as a {model.__name__.lower()} ({where or 'body'}: {kind})",
+            status_code=response.status_code,
+            code=INVALID_RESPONSE,
+            request_id=response.headers.get(A.REQUEST_ID_HEADER),
+        ) from None

@@ -1,9 +1,11 @@
-"""Every assumption the client makes about what the service interface does NOT show.
+"""The protocol constants the client assumes where the service interface does NOT show them.
 
 The interface (``shared/interface/document-check-service.md``) leaves error codes, status
 values, result shapes, paths and prices unspecified. DESIGN.md and docs/architecture.md fix
-them for the emulator; this module is the client's single copy, so that when the real
-service is known only this file (and the models' defaults) has to change. Nothing here is
+them for the emulator. The choices a real service may have made otherwise (error bodies,
+status words, score scales, the list, the key retention, when the price is known) are the
+typed service profile, :mod:`doccheck.client.profile`; this module keeps the constants
+(paths, headers, limits, the price rule). Nothing here is
 imported by the emulator: the two sides implement the protocol's assumptions (paths,
 headers, error shapes) independently, so a test that passes proves they agree rather than
 that they share a bug. The domain's rules (products, states, size limits, the price rule)
@@ -90,11 +92,8 @@ ERROR_ENVELOPE_KEY = "error"
 NOT_REACHED_STATUSES: frozenset[int] = frozenset({429, 503})
 
 # --- Idempotency-Key retention ---------------------------------------------------------
-#: How long the service remembers a key (interface: "retention period: not shown"; the
-#: emulator keeps keys 24 h). Within it, resending a key replays the original check for
-#: free; after it, a resend would create and bill a second check, so a request that may
-#: have reached the service is first looked for in ``GET /checks`` (``doccheck_ref``).
-IDEMPOTENCY_KEY_RETENTION_SECONDS = 24 * 3600
+# How long the service remembers a key is the service profile's ``key_retention_seconds``
+# (:mod:`doccheck.client.profile`, with every other choice the interface leaves "not shown").
 #: Clock difference tolerated between this machine and the service when paging
 #: ``GET /checks`` back to a first attempt's time (and taken off the retention).
 SERVICE_CLOCK_MARGIN_SECONDS = 600

@@ -103,11 +103,15 @@ class AsyncDocCheckClient:
     async def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
         """Tenacity's loop after a first failure, which it sees as its attempt 1."""
         replay = [first]
-        async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
-            with attempt:
-                if replay:
-                    raise replay.pop()
-                response = await self._send_once(spec)
+        try:
+            async for attempt in AsyncRetrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
+                with attempt:
+                    if replay:
+                        raise replay.pop()
+                    response = await self._send_once(spec)
+        except DocCheckError as exc:
+            exc.after_retry = exc is not first
+            raise
         return response
 
     async def _run(self, op: _core.Operation[T]) -> T:
@@ -169,13 +173,17 @@ class AsyncDocCheckClient:
         return await self._run(_core.op_list_checks(limit, starting_after))
 
     async def iter_checks(self, page_size: int = 100) -> AsyncIterator[Check]:
-        """Every check of the account, newest first, fetching pages lazily."""
+        """Every check of the account, newest first, fetching pages lazily; stops when the
+        cursor does not advance (a service that ignores ``starting_after``)."""
         after: str | None = None
+        seen: set[str] = set()
         while True:
             page = await self.list_checks(limit=page_size, starting_after=after)
-            for check in page.data:
+            fresh = [c for c in page.data if c.id not in seen]
+            for check in fresh:
                 yield check
-            if not page.has_more or not page.data:
+            seen.update(c.id for c in fresh)
+            if not page.has_more or not fresh:
                 return
             after = page.data[-1].id
 

@@ -19,7 +19,12 @@ class DocCheckError(DocCheckBaseError):
     """An error answered by (or on the way to) the service.
 
     ``status_code`` is None for errors that never got an HTTP answer (network).
+    ``after_retry`` is True when the client had sent the same request before (its own
+    retries): an earlier try may have reached the service, so a refusal of a create may
+    be about a check that try made (a service refusing key reuse), not about the document.
     """
+
+    after_retry: bool = False
 
     def __init__(
         self,

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from doccheck.client.assumptions import TERMINAL_STATUSES
+from doccheck.client.profile import read_error
 
 
 class _Model(BaseModel):
@@ -25,6 +26,18 @@ class ErrorInfo(_Model):
 
     code: str | None = None
     message: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _any_shape(cls, value: Any) -> Any:
+        """``error`` of any shape (a string, a problem object, a list) reads as code + message."""
+        if (
+            isinstance(value, dict)
+            and ("code" in value or "message" in value)
+            and all(isinstance(value.get(k), str | None) for k in ("code", "message"))
+        ):
+            return value  # our shape: kept whole (extra fields too)
+        return read_error(value) or {}
 
 
 class Cost(_Model):

@@ -96,11 +96,15 @@ class DocCheckClient:
     def _retry(self, spec: _core.RequestSpec, first: Exception, spent: float) -> httpx.Response:
         """Tenacity's loop after a first failure, which it sees as its attempt 1."""
         replay = [first]
-        for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
-            with attempt:
-                if replay:
-                    raise replay.pop()
-                response = self._send_once(spec)
+        try:
+            for attempt in Retrying(**tenacity_kwargs(self.retry, spec.retry, spec.what, spent=spent)):
+                with attempt:
+                    if replay:
+                        raise replay.pop()
+                    response = self._send_once(spec)
+        except DocCheckError as exc:
+            exc.after_retry = exc is not first
+            raise
         return response
 
     def _run(self, op: _core.Operation[T]) -> T:
@@ -160,12 +164,16 @@ class DocCheckClient:
         return self._run(_core.op_list_checks(limit, starting_after))
 
     def iter_checks(self, page_size: int = 100) -> Iterator[Check]:
-        """Every check of the account, newest first, fetching pages lazily."""
+        """Every check of the account, newest first, fetching pages lazily; stops when the
+        cursor does not advance (a service that ignores ``starting_after``)."""
         after: str | None = None
+        seen: set[str] = set()
         while True:
             page = self.list_checks(limit=page_size, starting_after=after)
-            yield from page.data
-            if not page.has_more or not page.data:
+            fresh = [c for c in page.data if c.id not in seen]
+            yield from fresh
+            seen.update(c.id for c in fresh)
+            if not page.has_more or not fresh:
                 return
             after = page.data[-1].id
 

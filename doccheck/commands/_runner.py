@@ -195,6 +195,8 @@ def summary_table(summary: Any) -> Table:
                 "documents left unsent (retry later)",
                 str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)),
             )
+        if s.get("in_doubt"):
+            table.add_row("documents in doubt (not sent again)", str(s["in_doubt"]))
         for product, counts in sorted((s.get("products") or {}).items()):
             table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         table.add_row("products still pending", str(s.get("pending", 0)))

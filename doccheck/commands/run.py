@@ -152,7 +152,14 @@ def run(
     elif summary.status == "incomplete":
         unsent = summary.unsent_retry_later + summary.in_flight_elsewhere
         again = f"doccheck run {shlex.quote(str(manifest))} --campaign {shlex.quote(summary.campaign)}"
-        console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
+        if unsent:
+            console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
+        if summary.in_doubt:
+            console.print(
+                f"in doubt: {summary.in_doubt} documents may already have a (billed) check that could not be "
+                f"found or ruled out, so they were not sent again; see "
+                f"`doccheck resolve --campaign {shlex.quote(summary.campaign)}`."
+            )
         raise typer.Exit(EXIT_INCOMPLETE)
 
 

@@ -25,6 +25,7 @@ from doccheck.emulator import control
 from doccheck.emulator.errors import ApiError, error_response
 from doccheck.emulator.routes import checks, uploads, webhook
 from doccheck.emulator.runtime import Emulator
+from doccheck.emulator.variants import VariantEdge, VariantState
 
 API_PREFIX = "/api/v1"
 _NO_FAULT_PATHS = {f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs"}
@@ -79,8 +80,9 @@ class ApiEdge:
                 )
 
 
-def create_app(emu: Emulator) -> FastAPI:
-    """The FastAPI app serving ``/api/v1`` and ``/_emulator`` for ``emu``."""
+def create_app(emu: Emulator, profile: str = "default") -> FastAPI:
+    """The FastAPI app serving ``/api/v1`` and ``/_emulator`` for ``emu``, answering as the
+    variant ``profile`` (:mod:`doccheck.emulator.variants`)."""
     app = FastAPI(
         title="Document check service (doccheck emulator)",
         version="1",
@@ -91,6 +93,7 @@ def create_app(emu: Emulator) -> FastAPI:
         redoc_url=None,
     )
     app.state.emulator = emu
+    app.state.variants = VariantState(profile)
     for router in (checks.router, uploads.router, webhook.router):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(control.router)
@@ -126,4 +129,5 @@ def create_app(emu: Emulator) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(ApiEdge, emu=emu)
+    app.add_middleware(VariantEdge, state=app.state.variants)  # outermost: rewrites the edge's answers too
     return app

@@ -39,11 +39,26 @@ def emulator(
     idle_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds a client may pause between two pieces of a body.")
     ] = 15.0,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Answer as another reading of the interface (docs/emulator.md): default, message-errors, "
+            "detail-errors, problem-errors, plain-errors, created-202, no-replay-header, queued, status-synonyms, "
+            "string-error, ai-percent, similarity-fraction, price-at-completion, reuse-refused, lost-answers, reuse-refused-lost, list-no-metadata, "
+            "list-oldest-first, list-ignores-cursor, list-small-page, no-list, no-get-by-id."
+        ),
+    ] = "default",
 ) -> None:
     """Run a local, real-HTTP emulator of the document-check service (a sandbox: no money, no network)."""
     from doccheck.emulator.faults import FaultSettings
     from doccheck.emulator.runtime import DEFAULT_API_KEY, EmulatorConfig
     from doccheck.emulator.server import run
+    from doccheck.emulator.variants import check_name
+
+    try:
+        check_name(profile)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--profile") from None
 
     faults = FaultSettings(
         latency_ms=latency_ms,
@@ -67,4 +82,4 @@ def emulator(
         body_timeout_s=body_timeout,
         idle_timeout_s=idle_timeout,
     )
-    run(config)
+    run(config, profile)

@@ -82,6 +82,26 @@ async def reset_faults(request: Request) -> Response:
     return JSONResponse(emulator_of(request).faults.reset().model_dump())
 
 
+@router.post("/profile")
+async def set_profile(request: Request) -> Response:
+    """``{"name": NAME}`` for the whole emulator, or ``{"name": NAME, "api_key": KEY}`` for one
+    account (tests share one emulator): answer as that variant (``doccheck.emulator.variants``)."""
+    from doccheck.emulator.variants import check_name
+
+    state = request.app.state.variants
+    body = await read_json_object(request, limit=4096)
+    name, key = body.get("name"), body.get("api_key")
+    try:
+        check_name(name if isinstance(name, str) else "")
+    except ValueError as exc:
+        raise invalid_input(str(exc)) from None
+    if isinstance(key, str) and key:
+        state.by_account[key] = name
+    else:
+        state.default = name
+    return JSONResponse({"default": state.default, "accounts": len(state.by_account)})
+
+
 @router.post("/accounts", status_code=201)
 async def create_account(request: Request) -> Response:
     emu = emulator_of(request)

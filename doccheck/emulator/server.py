@@ -60,8 +60,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(config: EmulatorConfig, sockets: tuple[socket.socket, socket.socket] | None = None) -> None:
-    """Serve until SIGINT/SIGTERM (on ``sockets`` if given, else binding host:port and storage port)."""
+async def serve(
+    config: EmulatorConfig, sockets: tuple[socket.socket, socket.socket] | None = None, profile: str = "default"
+) -> None:
+    """Serve until SIGINT/SIGTERM (on ``sockets`` if given, else binding host:port and storage port),
+    answering as the variant ``profile`` (:mod:`doccheck.emulator.variants`)."""
     api_sock, storage_sock = sockets or (bind(config.host, config.port), bind(config.host, config.storage_port))
     emu = Emulator(config)
     protocol = deadline_protocol(config.header_timeout_s)  # slow clients are cut off, see slow_clients
@@ -69,7 +72,7 @@ async def serve(config: EmulatorConfig, sockets: tuple[socket.socket, socket.soc
     def bounded(app: object) -> BodyDeadline:
         return BodyDeadline(app, body_timeout=config.body_timeout_s, idle_timeout=config.idle_timeout_s)
 
-    api = _Server(uvicorn.Config(bounded(create_app(emu)), host=config.host, port=config.port, http=protocol,
+    api = _Server(uvicorn.Config(bounded(create_app(emu, profile)), host=config.host, port=config.port, http=protocol,
                                  log_level="warning", lifespan="off", access_log=False))  # fmt: skip
     storage = _Server(uvicorn.Config(bounded(StorageOrigin(emu)), host=config.host, port=config.storage_port,
                                      http=protocol, log_level="warning", lifespan="off", access_log=False))  # fmt: skip
@@ -101,7 +104,7 @@ async def _announce_when_started(config: EmulatorConfig, *servers: uvicorn.Serve
     print(banner(config), flush=True)
 
 
-def run(config: EmulatorConfig) -> None:
+def run(config: EmulatorConfig, profile: str = "default") -> None:
     """Blocking entry point for the CLI; a busy port exits 2 with one line, no traceback."""
     try:
         sockets = (bind(config.host, config.port), bind(config.host, config.storage_port))
@@ -110,4 +113,4 @@ def run(config: EmulatorConfig) -> None:
               f"{exc.strerror or exc}", file=sys.stderr)  # fmt: skip
         raise SystemExit(2) from None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(config, sockets))
+        asyncio.run(serve(config, sockets, profile))

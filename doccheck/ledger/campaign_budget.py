@@ -90,6 +90,23 @@ def reserve(ledger: Ledger, campaign: str, key: str, cents: int, cap_cents: int)
         return bool(granted)
 
 
+#: A hold kept for a check whose price is not known yet (the service prices at completion)
+#: is dated this far ahead, so :func:`reclaim_expired` leaves it: the campaign counts the
+#: estimate until the price is recorded (``money.record_charge`` then releases it).
+PRICE_PENDING = timedelta(days=30)
+
+
+def keep_until_priced(ledger: Ledger, campaign: str, key: str) -> None:
+    """Keep ``key``'s reservation (its estimate) in the campaign while its check's price is
+    unknown: a check answered with cost 0 was made and will be charged."""
+    with ledger.engine.begin() as conn:
+        conn.execute(
+            update(_holds)
+            .where(_holds.c.campaign == campaign, _holds.c.idempotency_key == key)
+            .values(held_at=utcnow() + PRICE_PENDING)
+        )
+
+
 def release(ledger: Ledger, campaign: str, key: str) -> int:
     """Give back the reservation of ``key`` (after its charge was recorded, or after a
     refusal that charged nothing); returns the cents released (0 when none was held)."""

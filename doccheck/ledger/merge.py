@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from doccheck import domain
+from doccheck.client.profile import read_error
 from doccheck.domain import ProductState
 from doccheck.ledger.tables import OutcomeRow, utcnow
 
@@ -22,11 +23,13 @@ TERMINAL = domain.TERMINAL_PRODUCT_STATES
 
 
 def error_parts(error: Any) -> tuple[str | None, str | None]:
+    """Code and message of an ``error`` of any shape (the service profile's reading)."""
     if not error:
         return None, None
-    if isinstance(error, Mapping):
-        return error.get("code"), error.get("message")
-    return getattr(error, "code", None), getattr(error, "message", None)
+    if not isinstance(error, (Mapping, str, list)):
+        return getattr(error, "code", None), getattr(error, "message", None)
+    found = read_error(error) or {}
+    return found.get("code"), found.get("message")
 
 
 def product_fields(product: str, data: Mapping[str, Any]) -> dict[str, Any]:

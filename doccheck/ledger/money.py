@@ -5,7 +5,8 @@ a rerun reuses it, a replay after a crash returns it again. So the money lives i
 ``check_costs`` keyed by check id, written by three kinds of answers:
 
 - the create answer (``Ledger.mark_submitted``): ``cost.total_cents`` is the charge,
-  stored the first time the id is seen (a replay or a second row adds nothing);
+  stored the first time the id is seen (a replay or a second row adds nothing); a later
+  answer stating a higher charge raises it (a service that prices at completion);
 - a poll (``GET /checks/{id}``): the same cost, plus which products failed;
 - an event: ``check.failed`` for a product means its ``<product>_cents`` are refunded.
 
@@ -24,19 +25,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from doccheck.client import assumptions
+from doccheck.client.profile import INVALID_RESPONSE
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import OutcomeRow, utcnow
+from doccheck.ledger.money_tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow
+from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)
 _budgets = table_of(CampaignBudgetRow)
 _outcomes = table_of(OutcomeRow)
+_holds = table_of(BudgetHoldRow)
+_subs = table_of(SubmissionRow)
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
         },
         ["check_id"],
     )
+    _raise_charge(conn, check_id, cost)
     if campaign:
         conn.execute(
             update(_costs).where(_costs.c.check_id == check_id, _costs.c.campaign.is_(None)).values(campaign=campaign)
@@ -93,6 +98,57 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
     else:
         stated = getattr(cost, assumptions.REFUND_FIELD, None)
     refresh_refund(conn, check_id, stated=stated)
+
+
+def _raise_charge(conn: Connection, check_id: str, cost: Any) -> None:
+    """A later answer stating a higher charge than recorded (a service that prices a check
+    at completion answers 0 on create): the higher one is what was charged. Never lowered:
+    a service that takes refunds off ``total_cents`` keeps its refund in the refund. A
+    check already counted in its campaign's budget has the difference added there too."""
+    new = assumptions.charged_cents(cost)
+    row = conn.execute(
+        select(_costs.c.charged_cents, _costs.c.budget_counted, _costs.c.campaign).where(_costs.c.check_id == check_id)
+    ).first()
+    if row is None or new <= int(row[0] or 0):
+        return
+    conn.execute(
+        update(_costs)
+        .where(_costs.c.check_id == check_id)
+        .values(
+            charged_cents=new,
+            ai_cents=assumptions.product_cents(cost, "ai"),
+            similarity_cents=assumptions.product_cents(cost, "similarity"),
+            updated_at=utcnow(),
+        )
+    )
+    if row[1] and row[2]:
+        conn.execute(
+            update(_budgets)
+            .where(_budgets.c.campaign == row[2])
+            .values(spent_cents=_budgets.c.spent_cents + (new - int(row[0] or 0)), updated_at=utcnow())
+        )
+        _release_priced_holds(conn, check_id, row[2])
+
+
+def _release_priced_holds(conn: Connection, check_id: str, campaign: str) -> None:
+    """The estimate held while the check's price was unknown gives way to the price."""
+    keys = select(_subs.c.idempotency_key).where(_subs.c.check_id == check_id).scalar_subquery()
+    gone = (
+        conn.execute(
+            delete(_holds)
+            .where(_holds.c.campaign == campaign, _holds.c.idempotency_key.in_(keys))
+            .returning(_holds.c.cents)
+        )
+        .scalars()
+        .all()
+    )
+    cents = sum(int(c or 0) for c in gone)
+    if cents:
+        conn.execute(
+            update(_budgets)
+            .where(_budgets.c.campaign == campaign)
+            .values(reserved_cents=_budgets.c.reserved_cents - cents, updated_at=utcnow())
+        )
 
 
 def _count_in_budget(conn: Connection, check_id: str, campaign: str) -> None:
@@ -134,7 +190,10 @@ def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> No
     failed = (
         conn.execute(
             select(_outcomes.c.product).where(
-                _outcomes.c.check_id == check_id, _outcomes.c.status == ProductState.FAILED
+                _outcomes.c.check_id == check_id,
+                _outcomes.c.status == ProductState.FAILED,
+                # a result this side refused (out of range) failed here, not at the service
+                _outcomes.c.error_code.is_distinct_from(INVALID_RESPONSE),
             )
         )
         .scalars()

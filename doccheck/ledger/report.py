@@ -34,6 +34,7 @@ STATE_TO_STATUS: dict[str, str] = {
     SubmissionState.FAILED: "failed",
     SubmissionState.REJECTED: "rejected",
     SubmissionState.SKIPPED_BUDGET: "skipped_budget",
+    SubmissionState.IN_DOUBT: "in_doubt",
 }
 
 

@@ -45,6 +45,12 @@ class CampaignBudget:
         self.local.settle(reserved, actual)
         ledger_budget.release(self.ledger, self.campaign, key)
 
+    def keep_estimate(self, reserved: int, key: str) -> None:
+        """The check was made but its price is not known yet (cost 0 on the create answer):
+        the run and the campaign count the estimate until the price is recorded."""
+        self.local.settle(reserved, reserved)
+        ledger_budget.keep_until_priced(self.ledger, self.campaign, key)
+
     def release(self, reserved: int, key: str) -> None:
         """The request was refused and charged nothing: give the reservation back."""
         self.local.release(reserved)

@@ -9,6 +9,7 @@ completes with webhooks, without them, or with a mix.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -16,10 +17,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
+from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import first_error
 from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ async def poll_pending(
     it was submitted or last polled (so webhooks do the work when they arrive).
     A 401 is raised (configuration); other per-check errors are returned, not raised.
     """
+    if not current_profile().get_by_id:
+        return PollResult()  # no retrieve path (service profile): nothing to poll, see wait_for_results
     now = datetime.now(UTC)
     due = [
         pc.check_id
@@ -119,6 +125,24 @@ async def poll_pending(
         raise first_error(eg) from None
     ledger.mark_polled(due)
     return result
+
+
+def _warn_poll_errors(errors: dict[str, str], warned: set[str]) -> None:
+    """Name what polling could not read, once per kind of error (a 404 on every
+    ``GET /checks/{id}`` is a service without that path, not "pending")."""
+    for check_id, error in errors.items():
+        kind = error.split(":", 1)[0]
+        if kind in warned:
+            continue
+        warned.add(kind)
+        same = sum(e.split(":", 1)[0] == kind for e in errors.values())
+        hint = (
+            " (the service may have no GET /checks/{id}: results then come only by webhook; "
+            "see `doccheck probe` and docs/service-profile.md)"
+            if kind in ("not_found", "404", "http_404")
+            else ""
+        )
+        log.warning("polling %d checks failed with %s, e.g. check %s%s", same, error[:200], check_id, hint)
 
 
 def _pending(ledger: Ledger, run_id: str) -> list[PendingProduct]:
@@ -155,11 +179,18 @@ async def wait_for_results(
         webhooks = await expects_webhooks(client)
     grace = grace_seconds if webhooks else 0.0
     schedule = PollSchedule(ceiling=poll_interval, factor=1.0 if webhooks else 2.0)
+    warned: set[str] = set()
+    if not current_profile().get_by_id:
+        log.warning(
+            "the service profile says the service has no GET /checks/{id}: results cannot be fetched, "
+            "products stay pending with their check ids (docs/service-profile.md)"
+        )
     while True:
         result.events_applied += apply_events(ledger)
         polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace)
         result.polled += polled.polled
         result.errors.update(polled.errors)
+        _warn_poll_errors(polled.errors, warned)
         counts = ledger.outcome_counts(run_id=run_id)
         if not counts["pending"]:
             break

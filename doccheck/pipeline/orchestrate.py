@@ -268,6 +268,7 @@ def close_run(
         unsent_budget=batch.skipped_budget,
         unsent_retry_later=batch.retry_later,
         in_flight_elsewhere=batch.in_flight_elsewhere,
+        in_doubt=batch.in_doubt,
         products=products,
         pending=pending,
         timed_out=bool(waited and waited.timed_out),

@@ -3,15 +3,23 @@
 Why: a request that may have reached the service (the process died before the answer
 was recorded, the connection dropped after sending, a timeout, a 5xx) is *unknown*, not
 failed. Resending its Idempotency-Key is free only while the service still remembers the
-key (``IDEMPOTENCY_KEY_RETENTION_SECONDS``, an assumption: the interface promises no
+key (the profile's ``key_retention_seconds``, an assumption: the interface promises no
 retention at all). After that a resend creates and bills a second check.
 
+The rule for money: **a key in doubt is resent only when a lookup positively rules out
+its check; absence of evidence is not evidence.** A lookup rules a check out only when
+it read everything that could hold it: a list walked newest first back past the first
+attempt (or to its end), every listed check carrying its ``metadata``. A service without
+a list, a list without metadata, served oldest first, ignoring its cursor, or too long
+to walk before the deadline proves nothing: the key stays ``in_doubt`` and the user is
+told how to settle it (``doccheck resolve``).
+
 How: every check carries ``metadata.doccheck_ref`` = :func:`reference_for` (a hash of its
-key; the key itself stays private to the ledger). Before a key in doubt is sent again,
-``GET /checks`` is paged newest first back to the first attempt's time (less a clock
-margin) and a check with that reference is adopted instead of sending. One walk serves
-every key of a batch: pages already read are kept, so N keys in doubt cost the pages back
-to the oldest of them, not N walks.
+key; the key itself stays private to the ledger). One walk serves every key of a batch:
+pages already read are kept, so N keys in doubt cost the pages back to the oldest of
+them, not N walks. The walk stops when the cursor does not advance, after
+``MAX_PAGES`` pages or at the deadline, and halves its page size when the service refuses
+the one asked for.
 
 When: a key in doubt is reconciled unless this very submitter sent it moments ago (then
 the service certainly still holds the key and the replay is enough). A request left in
@@ -24,17 +32,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from doccheck.client import NotFoundError, RateLimitError, ServerError, ValidationError
 from doccheck.client import assumptions as A
+from doccheck.client.errors import NetworkError
 from doccheck.client.models import Check
+from doccheck.client.profile import ServiceProfile, current_profile
 from doccheck.ledger.claims import Doubt
 from doccheck.ledger.tables import utcnow
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 100
+MIN_PAGE_SIZE = 10
+#: A walk never reads more pages than this (100,000 checks at the default page size).
+MAX_PAGES = 1000
 
 
 def reference_for(idempotency_key: str) -> str:
@@ -47,27 +63,73 @@ def with_reference(metadata: dict[str, Any] | None, idempotency_key: str) -> dic
     return {**(metadata or {}), A.REFERENCE_METADATA_KEY: reference_for(idempotency_key)}
 
 
-def needs_reconciliation(doubt: Doubt, owner: str, *, now: datetime | None = None) -> bool:
+def needs_reconciliation(
+    doubt: Doubt, owner: str, *, now: datetime | None = None, profile: ServiceProfile | None = None
+) -> bool:
     """Whether ``doubt`` must be looked up before its key is sent again by ``owner``."""
     if doubt.sent_by != owner or doubt.first_sent_at is None:
         return True
+    prof = profile or current_profile()
     first = doubt.first_sent_at if doubt.first_sent_at.tzinfo else doubt.first_sent_at.replace(tzinfo=UTC)
-    safe = timedelta(seconds=A.IDEMPOTENCY_KEY_RETENTION_SECONDS - A.SERVICE_CLOCK_MARGIN_SECONDS)
+    safe = timedelta(seconds=prof.key_retention_seconds - A.SERVICE_CLOCK_MARGIN_SECONDS)
     return (now or utcnow()) - first > safe
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a lookup proved about one key: its ``check``, that it has none (``ruled_out``),
+    or neither (in doubt, with the ``reason``)."""
+
+    check: Check | None = None
+    ruled_out: bool = False
+    reason: str = ""
+
+    @property
+    def in_doubt(self) -> bool:
+        """Neither found nor ruled out: the key must not be sent again."""
+        return self.check is None and not self.ruled_out
+
+
+#: Errors of the listing after which the walk may succeed later (the document is requeued).
+TRANSIENT = (RateLimitError, ServerError, NetworkError)
 
 
 class Reconciler:
     """A lazy newest-first walk of ``GET /checks``, indexed by ``doccheck_ref``."""
 
-    def __init__(self, client: Any, *, page_size: int = PAGE_SIZE) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        page_size: int = PAGE_SIZE,
+        profile: ServiceProfile | None = None,
+        deadline_at: float | None = None,
+        max_pages: int = MAX_PAGES,
+    ) -> None:
         self.client = client
-        self.page_size = page_size
+        self.profile = profile or current_profile()
+        self.page_size = max(1, min(page_size, self.profile.list_max_page))
+        self.deadline_at = deadline_at
+        self.max_pages = max_pages
         self.pages = 0
         self._found: dict[str, Check] = {}
+        self._seen: set[str] = set()
         self._after: str | None = None
         self._oldest: datetime | None = None
         self._exhausted = False
+        #: Why this walk can prove nothing (set once; then every key not found is in doubt).
+        self._blind = self._blind_by_profile()
         self._lock = asyncio.Lock()
+
+    def _blind_by_profile(self) -> str:
+        prof = self.profile
+        if not prof.list_checks:
+            return "the service has no list of checks (service profile)"
+        if not prof.list_metadata:
+            return "the service's list of checks does not carry metadata (service profile)"
+        if prof.list_order != "newest_first":
+            return f"the service's list of checks is not newest first ({prof.list_order}, service profile)"
+        return ""
 
     def _reached(self, since: datetime | None) -> bool:
         if self._exhausted:
@@ -77,31 +139,71 @@ class Reconciler:
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
         return self._oldest < since - timedelta(seconds=A.SERVICE_CLOCK_MARGIN_SECONDS)
 
-    async def find(self, idempotency_key: str, since: datetime | None) -> Check | None:
-        """The service's check for ``idempotency_key`` created after ``since``, or None.
+    async def find(self, idempotency_key: str, since: datetime | None) -> Lookup:
+        """What the service's list says about ``idempotency_key`` since ``since``.
 
-        ``since`` is the first attempt's time (None: walk the whole list). Errors of the
-        listing propagate: the caller must not send a key it could not reconcile.
+        ``since`` is the first attempt's time (None: walk the whole list). Transient
+        errors of the listing propagate (the caller requeues, never sends blind); every
+        other reason the walk cannot finish leaves the key in doubt.
         """
         ref = reference_for(idempotency_key)
         async with self._lock:
-            while ref not in self._found and not self._reached(since):
+            while ref not in self._found and not self._blind and not self._reached(since):
                 await self._next_page()
-            return self._found.get(ref)
+            if ref in self._found:
+                return Lookup(check=self._found[ref])
+            if self._blind:
+                return Lookup(reason=self._blind)
+            return Lookup(ruled_out=True)
 
     async def _next_page(self) -> None:
-        page = await self.client.list_checks(limit=self.page_size, starting_after=self._after)
+        if self.pages >= self.max_pages:
+            self._blind = f"the list of checks is longer than {self.max_pages} pages"
+            return
+        if self.deadline_at is not None and time.time() >= self.deadline_at:
+            self._blind = "the submit deadline passed before the list of checks was read"
+            return
+        try:
+            page = await self.client.list_checks(limit=self.page_size, starting_after=self._after)
+        except TRANSIENT:
+            raise
+        except ValidationError:
+            if self.page_size > MIN_PAGE_SIZE:  # a service whose page limit is lower
+                self.page_size = max(MIN_PAGE_SIZE, self.page_size // 2)
+                return
+            self._blind = "the service refused every page size asked of its list of checks"
+            return
+        except NotFoundError:
+            self._blind = "the service has no list of checks (GET /checks answered 404)"
+            return
+        except Exception as exc:  # noqa: BLE001 - any other answer proves nothing
+            self._blind = f"the list of checks could not be read ({getattr(exc, 'code', None) or type(exc).__name__})"
+            return
         self.pages += 1
-        for check in page.data:
+        fresh = [c for c in page.data if c.id not in self._seen]
+        self._index(page.data)
+        if not page.has_more or not page.data:
+            self._exhausted = True
+        elif not fresh or page.data[-1].id == self._after:
+            self._blind = "the service's list ignores its cursor (starting_after): the same page came back"
+        else:
+            self._after = page.data[-1].id
+        log.debug("reconciliation read page %d (%d checks indexed)", self.pages, len(self._found))
+
+    def _index(self, checks: list[Check]) -> None:
+        """Index a page; a check without ``metadata`` or out of newest-first order blinds the walk."""
+        previous = self._oldest
+        for check in checks:
+            if "metadata" not in check.model_fields_set:
+                self._blind = self._blind or "the service's list of checks does not carry metadata"
             ref = (check.metadata or {}).get(A.REFERENCE_METADATA_KEY)
             if isinstance(ref, str):
                 self._found.setdefault(ref, check)
             if check.created_at is not None:
                 created = check.created_at if check.created_at.tzinfo else check.created_at.replace(tzinfo=UTC)
+                if previous is not None and created > previous + timedelta(seconds=1):
+                    self._blind = self._blind or "the service's list of checks is not newest first"
+                previous = created
                 if self._oldest is None or created < self._oldest:
                     self._oldest = created
-        if not page.has_more or not page.data:
-            self._exhausted = True
-        else:
-            self._after = page.data[-1].id
-        log.debug("reconciliation read page %d (%d checks indexed)", self.pages, len(self._found))
+        self._seen.update(c.id for c in checks)

@@ -41,6 +41,7 @@ from doccheck.client import (
     plan_document,
 )
 from doccheck.client.models import Check, Upload
+from doccheck.client.profile import current_profile
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
@@ -58,6 +59,11 @@ log = logging.getLogger(__name__)
 #: waiting-upload slots between POST /uploads and POST /checks; staying far below 50
 #: leaves room for other runs and for uploads leaked by crashes (freed after 24 h).
 DEFAULT_UPLOAD_CONCURRENCY = 4
+
+#: Ledger states of a key whose request never left (a refusal then is about the document).
+_NEVER_SENT_STATES = frozenset({"planned", "rejected", "skipped_budget"})
+#: Stands for "a row exists" when a refusal comes on a retry within this batch.
+_SENT: Any = object()
 
 #: Codes by which a stored upload_id can no longer make a check: start a fresh upload.
 _STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed"}
@@ -129,13 +135,16 @@ class BatchResult:
     in_flight_elsewhere: int = 0
     #: Checks found with ``GET /checks`` for requests in doubt (also counted in ``replayed``).
     reconciled: int = 0
+    #: Keys whose earlier request may have made a check that no lookup could find or rule
+    #: out: not sent again (``in_doubt``; ``doccheck resolve`` settles them).
+    in_doubt: int = 0
     #: Requeued attempts after a transient error (a measure of the service's weather).
     requeued: int = 0
 
     @property
     def incomplete(self) -> int:
-        """Documents this call left without a check that a later run must send."""
-        return self.retry_later + self.in_flight_elsewhere
+        """Documents this call left without a check that a later run (or ``resolve``) must settle."""
+        return self.retry_later + self.in_flight_elsewhere + self.in_doubt
 
     def merge(self, other: BatchResult) -> BatchResult:
         """Sum of two results (the flow adds up its batches)."""
@@ -151,6 +160,7 @@ class BatchResult:
             retry_later=self.retry_later + other.retry_later,
             in_flight_elsewhere=self.in_flight_elsewhere + other.in_flight_elsewhere,
             reconciled=self.reconciled + other.reconciled,
+            in_doubt=self.in_doubt + other.in_doubt,
             requeued=self.requeued + other.requeued,
         )
 
@@ -205,7 +215,7 @@ class _BatchSubmitter:
         self.owner = new_owner_id()
         self.held: set[str] = set()
         self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
-        self.reconciler = Reconciler(client)
+        self.reconciler = Reconciler(client, deadline_at=deadline_at)
         #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
         #: to the same upload (while its address is valid) instead of taking another slot.
         self.uploads: dict[str, Upload] = {}
@@ -316,25 +326,67 @@ class _BatchSubmitter:
                 await self._db(self.ledger.claims.release, key, self.owner, settled=key in self.settled)
             self.settled.discard(key)
 
-    async def _reconcile(self, doc: Any, current: SubmissionRow | None) -> bool:
-        """Adopt the service's check for a key whose earlier request is in doubt (see
-        :mod:`doccheck.pipeline.reconcile`). True when a check was found and recorded."""
+    async def _reconcile(self, doc: Any, current: SubmissionRow | None, *, fresh: bool = False) -> str:
+        """Settle a key whose earlier request is in doubt before it is sent (see
+        :mod:`doccheck.pipeline.reconcile`): ``"adopted"`` (its check found and recorded),
+        ``"in_doubt"`` (no lookup could rule a check out: recorded, not sent) or ``"send"``.
+        ``fresh``: look up now in a new walk (after a refusal that may be about this key)."""
         if current is None:  # never marked submitting, so never sent: nothing to look up
-            return False
+            return "send"
         doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
-        if doubt is None or not needs_reconciliation(doubt, self.owner):
-            return False
+        if doubt is None or not (fresh or needs_reconciliation(doubt, self.owner)):
+            return "send"
+        walk = Reconciler(self.client, deadline_at=self.deadline_at) if fresh else self.reconciler
         async with self._request_slot():  # GET /checks pages: requests like any other
-            check = await self.reconciler.find(doc.idempotency_key, doubt.first_sent_at)
-        if check is None:
-            return False
+            found = await walk.find(doc.idempotency_key, doubt.first_sent_at)
+        if found.in_doubt:
+            await self._keep_in_doubt(doc, found.reason)
+            return "in_doubt"
+        if found.check is None:
+            return "send"  # positively ruled out: the list was read past its first attempt
+        check = found.check
         log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
                  check.id, doc.document_id)  # fmt: skip
         await self._db(self.ledger.mark_submitted, doc.idempotency_key, check, mode=doc.mode, replayed=True)
         await self._db(self.ledger.claims.settle, doc.idempotency_key)
         self.result.replayed += 1
         self.result.reconciled += 1
-        return True
+        return "adopted"
+
+    async def _keep_in_doubt(self, doc: Any, reason: str) -> None:
+        """Absence of evidence is not evidence: the key is not sent again; the row says why
+        and what to do (the claim keeps its doubt, so every later run looks again)."""
+        await self._db(
+            self.ledger.mark_submit_failed,
+            doc.idempotency_key,
+            code="in_doubt",
+            message=(
+                f"an earlier request may have created a check that could not be found or ruled out ({reason}); "
+                f"not sent again: look at the account, then `doccheck resolve --campaign {self.campaign}`"
+            ),
+            state="in_doubt",
+            campaign=self.campaign,
+            document_id=doc.document_id,
+            products=list(doc.products),
+            mode=doc.mode,
+        )
+        self.result.in_doubt += 1
+
+    async def _refusal_in_doubt(
+        self, doc: Any, previous: SubmissionRow | None, attempt: int, exc: DocCheckError
+    ) -> bool:
+        """A create refused 400/409/422 for a key that may already have reached the service
+        (a service that refuses key reuse) is looked up, never final: True when the lookup
+        settled it (adopted, or kept in doubt); False when it ruled a check out."""
+        if exc.status_code not in current_profile().reuse_refusal_statuses:
+            return False
+        if attempt <= 1 and not exc.after_retry and (previous is None or previous.state in _NEVER_SENT_STATES):
+            return False  # this key's first request: the refusal is about the document
+        try:
+            return await self._reconcile(doc, previous or _SENT, fresh=True) != "send"
+        except TRANSIENT_ERRORS as lookup_exc:
+            await self._keep_in_doubt(doc, f"the list of checks could not be read: {lookup_exc.code}")
+            return True
 
     async def _requeue(self, doc: Any, exc: DocCheckError, attempt: int) -> float | None:
         """The wait before the next try after a transient error, or None (and the row left
@@ -366,7 +418,7 @@ class _BatchSubmitter:
         """``prepared``: the claim's transaction already recorded ``submitting`` and
         ``sending`` (a key never recorded, no budget): send at once."""
         try:
-            if not prepared and await self._reconcile(doc, previous):
+            if not prepared and await self._reconcile(doc, previous) != "send":
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return await self._requeue(doc, exc, attempt)
@@ -419,6 +471,8 @@ class _BatchSubmitter:
         except DocCheckError as exc:
             if self.budget is not None:
                 await self._db(self.budget.release, reserved, doc.idempotency_key)
+            if await self._refusal_in_doubt(doc, previous, attempt, exc):
+                return None
             await self._fail(doc, _error_code(exc), exc.message)
             await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
             return None
@@ -436,7 +490,9 @@ class _BatchSubmitter:
         await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
-        if self.budget is not None:
+        if self.budget is not None and not check.replayed and charge == 0 and reserved:
+            await self._db(self.budget.keep_estimate, reserved, doc.idempotency_key)  # priced later
+        elif self.budget is not None:
             await self._db(self.budget.settle, reserved, charge, doc.idempotency_key)
         self.result.cost_cents += charge
         if check.replayed:

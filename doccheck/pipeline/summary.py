@@ -26,7 +26,9 @@ class RunSummary(BaseModel):
     has a terminal outcome), ``pending`` (some are still processing: run
     ``doccheck collect`` later), ``submitted`` (``wait=False``), ``incomplete`` (documents
     left unsent at the submit deadline: ``unsent_retry_later`` after transient errors,
-    ``in_flight_elsewhere`` held by another run; run the same command again).
+    ``in_flight_elsewhere`` held by another run; run the same command again; ``in_doubt``
+    whose earlier request may have made a check no lookup could find or rule out: settle
+    them with ``doccheck resolve``).
     """
 
     status: str
@@ -45,6 +47,7 @@ class RunSummary(BaseModel):
     unsent_budget: int = 0
     unsent_retry_later: int = 0
     in_flight_elsewhere: int = 0
+    in_doubt: int = 0
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
     #: True when waiting ended at ``waiting.timeout`` with products still pending.
@@ -97,6 +100,7 @@ class RunSummary(BaseModel):
                 ("documents not submitted (errors)", self.submit_failed),
                 ("documents left unsent (budget)", self.unsent_budget),
                 ("documents left unsent (retry later)", self.unsent_retry_later + self.in_flight_elsewhere),
+                ("documents in doubt (doccheck resolve)", self.in_doubt),
                 ("products pending", self.pending),
                 ("checks", self.checks),
                 ("charged (cents)", self.charged_cents),

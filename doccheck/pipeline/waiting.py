@@ -16,7 +16,7 @@ from typing import Protocol
 from doccheck.client import DocCheckError, NotFoundError
 from doccheck.client.models import Webhook
 
-__all__ = ["PollSchedule", "WebhookLookup", "expects_webhooks"]
+__all__ = ["PollSchedule", "WebhookLookup", "expects_webhooks", "verify_access"]
 
 
 class WebhookLookup(Protocol):
@@ -39,6 +39,20 @@ async def expects_webhooks(client: WebhookLookup) -> bool:
     except DocCheckError:
         return True
     return bool(webhook.url)
+
+
+async def verify_access(client: WebhookLookup) -> None:
+    """The start-up check: one request that costs nothing and that the interface shows
+    (``GET /webhook``), so a wrong address or key fails once, clearly, before anything is
+    recorded, and a service without a list of checks can still run.
+
+    200 (an endpoint) and 404 (no endpoint yet) both prove the address and the key; 401 and
+    every other error are raised (the client already retried the transient ones).
+    """
+    try:
+        await client.get_webhook()
+    except NotFoundError:
+        return
 
 
 @dataclass

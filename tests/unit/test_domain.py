@@ -44,7 +44,7 @@ def test_unknown_product_is_named() -> None:
 def test_state_values_are_the_stored_strings() -> None:
     # The ledger and the reports store these strings: the enums must not change them.
     assert [s.value for s in SubmissionState] == [
-        "planned", "submitting", "uploading", "submitted", "failed", "rejected", "skipped_budget",
+        "planned", "submitting", "uploading", "submitted", "failed", "rejected", "skipped_budget", "in_doubt",
     ]  # fmt: skip
     assert [s.value for s in ProductState] == ["processing", "completed", "failed"]
     assert [s.value for s in RunState] == ["running", "finished", "failed"]

@@ -154,3 +154,33 @@ def test_charges_count_against_the_cap_of_later_reservations(ledger: Ledger) -> 
     assert cb.budget_state(ledger, "c1").spent_cents == 3
     assert not cb.reserve(ledger, "c1", "k2", 3, 5)  # 3 spent + 3 > 5
     assert cb.reserve(ledger, "c1", "k2", 2, 5)
+
+
+def test_a_price_known_only_at_completion_is_recorded_when_seen(ledger: Ledger) -> None:
+    """A service that answers ``cost`` 0 on create and the price on completion (issue 22):
+    the later answer's charge is what was charged, in the report and the campaign budget."""
+    run_id = ledger.start_run(campaign="c1")
+    doc = planned("d1", BOTH)
+    ledger.record_documents(run_id, [doc])
+    ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=BOTH, mode="text")
+    zero = {"ai_cents": 0, "similarity_cents": 0, "total_cents": 0, "billed_words": 0}
+    ledger.mark_submitted(doc.idempotency_key, check_json("chk-late", BOTH, cost=zero))
+    assert _money(ledger, "chk-late") == (0, 0, 0)
+    priced = {"ai_cents": 6, "similarity_cents": 12, "total_cents": 18, "billed_words": 600}
+    ledger.record_check(check_json("chk-late", BOTH, status="completed", cost=priced), source="poll")
+    assert _money(ledger, "chk-late") == (18, 0, 18)
+    ledger.record_check(check_json("chk-late", BOTH, cost=zero), source="poll")  # never lowered
+    assert _money(ledger, "chk-late") == (18, 0, 18)
+    from doccheck.ledger.campaign_budget import budget_state
+
+    assert budget_state(ledger, "c1").spent_cents == 18
+
+
+def test_a_result_refused_here_is_not_a_refund(ledger: Ledger) -> None:
+    """An out-of-range score is made the product's ``invalid_response`` failure on this
+    side; the service charged it and refunded nothing, so neither does the ledger."""
+    run_id = ledger.start_run(campaign="c1")
+    _submit(ledger, run_id, "d1", "chk-1")
+    bad = {"status": "failed", "error": {"code": "invalid_response", "message": "ai score 87 outside 0..1"}}
+    ledger.record_check(check_json("chk-1", BOTH, ai=bad, similarity={"status": "failed"}), source="poll")
+    assert _money(ledger, "chk-1") == (3, 2, 1)  # only the similarity's real failure is refunded

@@ -1,0 +1,300 @@
+"""Variant profiles: the emulator answering as another, equally valid reading of the interface.
+
+Why: where the interface says "not shown" the emulator made one choice (DESIGN.md); the real
+service may have made another. ``doccheck emulator --profile NAME`` (or, per account, the
+control surface's ``POST /_emulator/profile``) makes the emulator answer as that variant, so
+users rehearse against it and tests prove that doccheck neither bills twice nor misreports.
+
+How: an ASGI middleware in front of the API, like a reverse proxy: the routes stay the
+emulator's own, and each variant rewrites a request or an answer (an error body's shape, a
+status word, a score's scale, a list's order...). Billing is untouched: the emulator still
+charges at creation and refunds failed products, whatever the variant shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+API = "/api/v1"
+#: The profiles and what each changes (``doccheck emulator --help`` lists them).
+VARIANTS: dict[str, str] = {
+    "default": "the emulator's own choices (DESIGN.md)",
+    "message-errors": 'error bodies {"message", "code"}',
+    "detail-errors": 'error bodies {"detail": "..."}',
+    "problem-errors": "RFC 9457 problem+json errors; Retry-After as an HTTP date",
+    "plain-errors": "text/plain error bodies",
+    "created-202": "POST /checks answers 202",
+    "no-replay-header": "no Idempotent-Replayed header on a replay",
+    "queued": "status 'queued' until a product finishes",
+    "status-synonyms": "'succeeded' and 'errored' instead of 'completed' and 'failed'",
+    "string-error": "'error' as a bare string",
+    "ai-percent": "AI scores on 0..100",
+    "similarity-fraction": "similarity scores on 0..1",
+    "price-at-completion": "cost 0 until the check is finished",
+    "reuse-refused": "a replayed Idempotency-Key is refused 409 (the check exists and was charged)",
+    "lost-answers": "every 3rd new check is answered 502 after it was made and charged",
+    "reuse-refused-lost": "lost-answers and reuse-refused together (a retry of a lost answer gets 409)",
+    "list-no-metadata": "listed checks carry no metadata",
+    "list-oldest-first": "GET /checks lists oldest first",
+    "list-ignores-cursor": "GET /checks ignores starting_after",
+    "list-small-page": "GET /checks accepts limit up to 20",
+    "no-list": "no GET /checks (404)",
+    "no-get-by-id": "no GET /checks/{id} (404)",
+}
+SMALL_PAGE = 20
+_CHECK_PATH = re.compile(rf"^{API}/checks/[^/]+$")
+Message = dict[str, Any]
+
+
+class VariantState:
+    """The profile in force: one for the emulator, and one per account (tests share an emulator)."""
+
+    def __init__(self, default: str = "default") -> None:
+        self.default = check_name(default)
+        self.by_account: dict[str, str] = {}
+        #: New checks made under a lost-answers profile (every 3rd answer is lost).
+        self.creates = 0
+
+    def for_scope(self, scope: Message) -> str:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                key = value.decode("latin-1").removeprefix("Bearer ").strip()
+                return self.by_account.get(key, self.default)
+        return self.default
+
+
+def check_name(name: str) -> str:
+    """``name`` when it is a known profile; ValueError naming the known ones otherwise."""
+    if name not in VARIANTS:
+        raise ValueError(f"unknown emulator profile {name!r}: one of {', '.join(VARIANTS)}")
+    return name
+
+
+class VariantEdge:
+    """Pure ASGI middleware applying the request's profile (``default``: a pass-through)."""
+
+    def __init__(self, app: Any, state: VariantState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(API):
+            await self.app(scope, receive, send)
+            return
+        name = self.state.for_scope(scope)
+        if name == "default":
+            await self.app(scope, receive, send)
+            return
+        status, headers, body = await self._answer(name, scope, receive)
+        if self._loses(name, scope, status, headers):
+            status, headers, body = _error(502, "bad_gateway", "the answer was lost on the way back")
+        status, headers, body = _rewrite(name, scope, status, headers, body)
+        headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _loses(self, name: str, scope: Message, status: int, headers: list[Any]) -> bool:
+        """Whether this answer to a new check is lost (the check exists and was charged)."""
+        if name not in ("lost-answers", "reuse-refused-lost") or status != 201:
+            return False
+        if scope.get("method") != "POST" or scope.get("path") != f"{API}/checks":
+            return False
+        if _header(headers, b"idempotent-replayed") == b"true":
+            return False
+        self.state.creates += 1
+        return self.state.creates % 3 == 0
+
+    async def _answer(self, name: str, scope: Message, receive: Any) -> tuple[int, list[Any], bytes]:
+        method, path = scope.get("method"), scope.get("path", "")
+        listing = method == "GET" and path == f"{API}/checks"
+        if (name == "no-list" and listing) or (name == "no-get-by-id" and method == "GET" and _CHECK_PATH.match(path)):
+            return _error(404, "not_found", "no such endpoint")
+        if listing:
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            limit = query.get("limit", "10")
+            if name == "list-small-page" and limit.isdigit() and int(limit) > SMALL_PAGE:
+                return _error(400, "invalid_input", f"'limit' must be at most {SMALL_PAGE}")
+            if name == "list-ignores-cursor":
+                query.pop("starting_after", None)
+                scope = {**scope, "query_string": urlencode(query).encode()}
+            if name == "list-oldest-first":
+                return await self._oldest_first(scope, query)
+        return await _call(self.app, scope, receive)
+
+    async def _oldest_first(self, scope: Message, query: dict[str, str]) -> tuple[int, list[Any], bytes]:
+        """The whole list read from the emulator (newest first), served oldest first."""
+        items: list[Any] = []
+        after: str | None = None
+        for _ in range(1000):
+            q = {"limit": "100", **({"starting_after": after} if after else {})}
+            status, headers, body = await _call(self.app, {**scope, "query_string": urlencode(q).encode()}, _empty)
+            if status != 200:
+                return status, headers, body
+            page = json.loads(body)
+            items += page["data"]
+            if not page["has_more"] or not page["data"]:
+                break
+            after = page["data"][-1]["id"]
+        items.reverse()
+        ids = [c["id"] for c in items]
+        start = ids.index(query["starting_after"]) + 1 if query.get("starting_after") in ids else 0
+        limit = int(query["limit"]) if query.get("limit", "").isdigit() else 10
+        page_items = items[start : start + limit]
+        out = {"object": "list", "data": page_items, "has_more": start + limit < len(items)}
+        return 200, [(b"content-type", b"application/json")], json.dumps(out).encode()
+
+
+async def _empty() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _call(app: Any, scope: Message, receive: Any) -> tuple[int, list[Any], bytes]:
+    start: Message = {}
+    chunks: list[bytes] = []
+
+    async def capture(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, capture)
+    return int(start.get("status", 500)), list(start.get("headers", [])), b"".join(chunks)
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, list[Any], bytes]:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    return status, [(b"content-type", b"application/json")], body
+
+
+def _header(headers: list[Any], name: bytes) -> bytes | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def _rewrite(name: str, scope: Message, status: int, headers: list[Any], body: bytes) -> tuple[int, list[Any], bytes]:
+    ctype = (_header(headers, b"content-type") or b"").decode("latin-1")
+    if "json" not in ctype:
+        return status, headers, body
+    data = json.loads(body or b"null")
+    replayed = _header(headers, b"idempotent-replayed") == b"true"
+    if name == "no-replay-header":
+        headers = [(k, v) for k, v in headers if k.lower() != b"idempotent-replayed"]
+    if name in ("reuse-refused", "reuse-refused-lost") and replayed:
+        status, data = 409, {"error": {"code": "idempotency_key_reused", "message": "this Idempotency-Key was used"}}
+        headers = [(k, v) for k, v in headers if k.lower() != b"idempotent-replayed"]
+    if name == "created-202" and status == 201 and scope.get("method") == "POST" and scope["path"] == f"{API}/checks":
+        status = 202
+    if status >= 400 and isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return _error_shape(name, status, headers, data["error"])
+    rewrite = _CHECK_REWRITES.get(name)
+    if isinstance(data, dict) and data.get("object") == "list":
+        if name == "list-no-metadata":
+            data["data"] = [_no_metadata(c) for c in data.get("data", [])]
+        if rewrite is not None:
+            data["data"] = [rewrite(c) for c in data.get("data", [])]
+    elif rewrite is not None and isinstance(data, dict) and data.get("object") == "check":
+        data = rewrite(data)
+    return status, headers, json.dumps(data).encode()
+
+
+def _error_shape(name: str, status: int, headers: list[Any], inner: Message) -> tuple[int, list[Any], bytes]:
+    code, message = inner.get("code"), inner.get("message")
+    others = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"retry-after")]
+    retry_after = _header(headers, b"retry-after")
+    if name == "message-errors":
+        out: Any = {"message": message, "code": code}
+    elif name == "detail-errors":
+        out = {"detail": message}
+    elif name == "problem-errors":
+        out = {"type": f"https://errors.example/{code}", "title": code, "status": status, "detail": message}
+        if retry_after is not None:
+            when = datetime.now(UTC) + timedelta(seconds=float(retry_after))
+            retry_after = format_datetime(when.replace(microsecond=0), usegmt=True).encode()
+        ctype = b"application/problem+json"
+        return status, [*others, (b"content-type", ctype), *_retry(retry_after)], json.dumps(out).encode()
+    elif name == "plain-errors":
+        return status, [*others, (b"content-type", b"text/plain"), *_retry(retry_after)], str(message).encode()
+    elif name == "string-error":
+        out = {"error": message}
+    else:
+        out = {"error": inner}
+    return status, [*others, (b"content-type", b"application/json"), *_retry(retry_after)], json.dumps(out).encode()
+
+
+def _retry(value: bytes | None) -> list[tuple[bytes, bytes]]:
+    return [(b"retry-after", value)] if value is not None else []
+
+
+def _products(check: Message, fn: Callable[[Message], None]) -> Message:
+    for product in ("ai", "similarity"):
+        if isinstance(check.get(product), dict):
+            fn(check[product])
+    return check
+
+
+def _synonyms(check: Message) -> Message:
+    words = {"completed": "succeeded", "failed": "errored"}
+
+    def one(obj: Message) -> None:
+        status = str(obj.get("status"))
+        obj["status"] = words.get(status, status)
+
+    one(check)
+    return _products(check, one)
+
+
+def _queued(check: Message) -> Message:
+    def one(obj: Message) -> None:
+        if obj.get("status") == "processing":
+            obj["status"] = "queued"
+
+    one(check)
+    return _products(check, one)
+
+
+def _string_error(check: Message) -> Message:
+    def one(obj: Message) -> None:
+        if isinstance(obj.get("error"), dict):
+            obj["error"] = obj["error"].get("message") or obj["error"].get("code")
+
+    one(check)
+    return _products(check, one)
+
+
+def _scale(product: str, factor: float) -> Callable[[Message], Message]:
+    def rewrite(check: Message) -> Message:
+        result = check.get(product)
+        if isinstance(result, dict) and isinstance(result.get("score"), (int, float)):
+            result["score"] = round(result["score"] * factor, 4)
+        return check
+
+    return rewrite
+
+
+def _price_at_completion(check: Message) -> Message:
+    if check.get("status") == "processing" and isinstance(check.get("cost"), dict):
+        check["cost"] = dict.fromkeys(check["cost"], 0)
+    return check
+
+
+def _no_metadata(check: Message) -> Message:
+    check.pop("metadata", None)
+    return check
+
+
+_CHECK_REWRITES: dict[str, Callable[[Message], Message]] = {
+    "status-synonyms": _synonyms,
+    "queued": _queued,
+    "string-error": _string_error,
+    "ai-percent": _scale("ai", 100.0),
+    "similarity-fraction": _scale("similarity", 0.01),
+    "price-at-completion": _price_at_completion,
+}
