@@ -1,0 +1,166 @@
+"""The whole ``doccheck run --no-wait`` against a raw httpx loop (issue 26): marginal throughput and
+fixed cost of the command a user runs, with and without a Prefect server, on SQLite and PostgreSQL.
+
+Run:  .venv/bin/python benchmarks/command_marginal.py [--small 1000] [--large 3000] [--concurrency 16]
+          [--latency-ms 20] [--modes no-server,server] [--ledgers sqlite,postgres] [--rounds 1]
+
+One ``doccheck emulator`` subprocess with ``--latency-ms`` per request. In the same run, for each
+round, alternately:
+
+* **raw**: ``--small`` then ``--large`` ``POST /checks`` from a bare ``httpx.AsyncClient`` under an
+  ``asyncio.Semaphore(concurrency)`` (``submit_marginal.raw_loop``): the network's and the
+  emulator's own speed;
+* **command**: ``doccheck run MANIFEST --no-wait --no-progress --concurrency C`` as a subprocess
+  (interpreter start, imports, reading, recording, cohort matching, submitting, reports: all of
+  it), on a fresh manifest of ``--small`` then ``--large`` rows (a fresh campaign, so every key is
+  new), for each mode (``no-server``: no ``PREFECT_API_URL``; ``server``: a ``prefect server
+  start`` of this run) and ledger (a fresh SQLite file; a fresh database on a throwaway
+  PostgreSQL cluster).
+
+Marginal throughput is ``(large - small) / (t_large - t_small)`` documents a second; the ratio is
+the command's over the raw loop's, measured in the same minutes (target ≥ 0.9). Fixed cost is
+``t_small - small / marginal``: what the command costs beyond its documents (target ≤ 3 s without
+a server, ≤ 5 s with one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for extra in (ROOT, ROOT / "benchmarks"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
+from pipeline_throughput import API_KEY, start_emulator, write_manifest  # noqa: E402
+from submit_marginal import raw_loop  # noqa: E402
+
+from doccheck.commands.services import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
+from doccheck.pipeline.planning import load_plan  # noqa: E402
+
+
+@contextlib.contextmanager
+def prefect_server(folder: Path, env: dict[str, str]) -> Iterator[str]:
+    """A ``prefect server start`` of this benchmark (no UI); yields its API URL."""
+    port = free_port()
+    server = subprocess.Popen(
+        prefect_command("server", "start", "--host", "127.0.0.1", "--port", str(port), "--no-ui"),
+        env={**env, "PREFECT_HOME": str(folder / "server-home")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        if not wait_healthy(api_url + "/health", timeout=180, process=server):
+            raise SystemExit("the Prefect server did not start")
+        yield api_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def timed_command(manifest: Path, *, database_url: str, out: Path, concurrency: int, env: dict[str, str]) -> float:
+    """Wall seconds of one ``doccheck run --no-wait`` as a user waits for it."""
+    args = doccheck_command(
+        "run", str(manifest), "--no-wait", "--no-progress", "--concurrency", str(concurrency),
+        "--database-url", database_url, "--out", str(out),
+    )  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"doccheck run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def timed_raw(base_url: str, manifest: Path, concurrency: int) -> float:
+    """Seconds of the raw loop over the manifest's documents (planned before the clock starts)."""
+    plan = load_plan(str(manifest))
+    return asyncio.run(raw_loop(base_url, plan, concurrency))
+
+
+def marginal(small: int, large: int, t_small: float, t_large: float) -> tuple[float, float]:
+    """(documents a second at the margin, fixed seconds) from two sizes."""
+    rate = (large - small) / max(t_large - t_small, 1e-9)
+    return rate, t_small - small / rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--modes", default="no-server,server")
+    parser.add_argument("--ledgers", default="sqlite,postgres")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    ledgers = [name.strip() for name in args.ledgers.split(",") if name.strip()]
+
+    with tempfile.TemporaryDirectory(prefix="doccheck-command-marginal-") as tmp, contextlib.ExitStack() as stack:
+        folder = Path(tmp)
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DOCCHECK_"))}
+        base.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(folder / "prefect-home"))
+        service, root = start_emulator(folder, args.latency_ms)
+        stack.callback(service.stop)
+        base_url = f"{root}/api/v1"
+        env = {**base, "DOCCHECK_BASE_URL": base_url, "DOCCHECK_API_KEY": API_KEY}
+        api_url = stack.enter_context(prefect_server(folder, base)) if "server" in modes else None
+        pg_url = stack.enter_context(throwaway_postgres()) if "postgres" in ledgers else None
+
+        results: dict[str, list[tuple[float, float]]] = {}
+        counter = 0
+
+        def manifest(n: int) -> Path:
+            nonlocal counter
+            counter += 1
+            return write_manifest(folder / f"m{counter:03d}-{n}", n, seed=counter)
+
+        for _ in range(args.rounds):
+            raw = (timed_raw(base_url, manifest(args.small), args.concurrency),
+                   timed_raw(base_url, manifest(args.large), args.concurrency))  # fmt: skip
+            results.setdefault("raw httpx loop", []).append(marginal(args.small, args.large, *raw))
+            for ledger in ledgers:
+                for mode in modes:
+                    run_env = {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env
+                    times = []
+                    for n in (args.small, args.large):
+                        if ledger == "postgres" and pg_url:
+                            database_url = fresh_database(pg_url)
+                        else:
+                            database_url = f"sqlite:///{folder / f'ledger-{counter}.db'}"
+                        times.append(
+                            timed_command(manifest(n), database_url=database_url, out=folder / "reports",
+                                          concurrency=args.concurrency, env=run_env)
+                        )  # fmt: skip
+                    results.setdefault(f"doccheck run, {ledger}, {mode}", []).append(
+                        marginal(args.small, args.large, *times)
+                    )
+
+        raw_rate = max(rate for rate, _ in results["raw httpx loop"])
+        print(
+            f"\n{args.small} vs {args.large} documents, concurrency {args.concurrency}, "
+            f"{args.latency_ms} ms latency, best of {args.rounds} round(s):"
+        )
+        print(f"  {'':38s} {'docs/s':>8s} {'x raw':>6s} {'fixed s':>8s}")
+        for name, figures in results.items():
+            rate, fixed = max(figures)
+            print(f"  {name:38s} {rate:8.0f} {rate / raw_rate:6.2f} {fixed:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
