@@ -114,6 +114,7 @@ async def bulk_check(
         stack.enter_context(tags(f"campaign:{source.campaign_name}"))
         steps = TaskSteps(base_url=base, database_url=db_url, key_source=key_source, logger=logger)
         summary = await run_checks(options, steps, FlowObserver(logger, stack, wait=waiting.wait))
+        summary.orchestration = "Prefect flow run"
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
         await publish_run_artifacts(summary.model_dump(mode="json"))
         if summary.report_html:

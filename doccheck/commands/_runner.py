@@ -132,8 +132,18 @@ def run_flow(
     environment (quiet console, API URL) is set up by the caller.
     """
     try:
-        with progress_bar(console, enabled=show_progress):
+        with one_line_errors(err_console), progress_bar(console, enabled=show_progress):
             result = asyncio.run(make_coro())
+    finally:
+        _drain()
+    return result
+
+
+@contextmanager
+def one_line_errors(err_console: Console) -> Iterator[None]:
+    """A fatal error or an interrupt inside becomes one ``error:`` line and its exit code."""
+    try:
+        yield
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -142,9 +152,6 @@ def run_flow(
         ) from None
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err_console, describe_error(exc)) from None
-    finally:
-        _drain()
-    return result
 
 
 def _drain() -> None:
@@ -164,6 +171,8 @@ def summary_table(summary: Any) -> Table:
     table.add_column("value")
     modes = s.get("counts_by_mode") or {}
     table.add_row("status", str(s.get("status")))
+    if s.get("orchestration"):
+        table.add_row("run by", str(s["orchestration"]))
     if s.get("run_id"):
         table.add_row("run id", str(s["run_id"]))
     if s.get("runs_collected", 0) > 1:

@@ -1,4 +1,6 @@
-"""``doccheck run MANIFEST``: run the ``bulk_check`` flow in this process.
+"""``doccheck run MANIFEST``: one run, as the ``bulk_check`` flow when a Prefect server is there to
+watch it, else with the library's steps in this process (``local_run``; same ledger, reports and
+exit codes, no temporary Prefect server). ``--prefect`` / ``--no-prefect`` force either.
 
 Against ``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY`` (or ``--base-url``). A progress bar
 while it runs, a summary table at the end. Exit 0 when the run finished (rows refused by
@@ -8,7 +10,7 @@ exit 3 when the run is incomplete: documents still unsent at the submit deadline
 5xx or network errors that outlasted it, or keys another run was sending), with a
 one-line hint to run the same command again (nothing is charged twice).
 
-The flow is imported inside the function: ``doccheck`` must not import Prefect until a
+The flow is imported inside the function that runs it: ``doccheck`` must not import Prefect until a
 command that runs a flow is actually invoked.
 """
 
@@ -23,7 +25,9 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from doccheck.commands._runner import (
+    LOCAL_PREFECT_HOME,
     fail,
+    one_line_errors,
     quiet_prefect,
     rejections_table,
     require_service_settings,
@@ -31,6 +35,7 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
+from doccheck.commands.local_run import run_without_prefect, use_prefect
 from doccheck.pipeline.options import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).
@@ -111,6 +116,15 @@ def run(
             "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
         ),
     ] = 1,
+    prefect: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefect/--no-prefect",
+            help="Run as a Prefect flow (shown in the Prefect UI) or in this process. "
+            "Default: a flow when PREFECT_API_URL is set or the demo's Prefect server runs.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
@@ -132,16 +146,11 @@ def run(
         console.print("dry run: nothing was sent.")
         return
     require_service_settings(err, base_url)
-
-    quiet_prefect()
-    use_local_prefect_server_if_running()
-
-    def start():  # type: ignore[no-untyped-def]
-        from prefect_doccheck.flows.bulk_check import bulk_check
-
-        return bulk_check(**options.flow_parameters())
-
-    summary = run_flow(console, err, start, show_progress=progress and not dry_run)
+    if use_prefect(prefect, LOCAL_PREFECT_HOME):
+        summary = _run_flow(console, err, options, progress)
+    else:
+        with one_line_errors(err):
+            summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
@@ -161,6 +170,19 @@ def run(
                 f"`doccheck resolve --campaign {shlex.quote(summary.campaign)}`."
             )
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _run_flow(console: Console, err: Console, options: RunOptions, progress: bool) -> Any:
+    """The run as a ``bulk_check`` flow run in this process (the Prefect UI shows it)."""
+    quiet_prefect()
+    use_local_prefect_server_if_running()
+
+    def start():  # type: ignore[no-untyped-def]
+        from prefect_doccheck.flows.bulk_check import bulk_check
+
+        return bulk_check(**options.flow_parameters())
+
+    return run_flow(console, err, start, show_progress=progress)
 
 
 def _print_summary(console: Console, summary: Any) -> None:

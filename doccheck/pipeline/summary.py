@@ -71,6 +71,8 @@ class RunSummary(BaseModel):
     downloads: dict[str, Any] | None = None
     #: local near-duplicate pairs (doccheck.matching.summary_of): counts per kind + the top pairs
     cohort_matches: dict[str, Any] = Field(default_factory=dict)
+    #: Where the run ran: a Prefect flow run, or this process with the library's steps.
+    orchestration: str = ""
 
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""

@@ -1,0 +1,108 @@
+"""``doccheck run`` without Prefect: the same run sequence with the library's own steps.
+
+Why: with no Prefect server to watch the run (no ``PREFECT_API_URL``, no ``doccheck demo``
+server running), running the flow made Prefect start a temporary API server for this one
+command: about ten seconds of start-up, no UI to show for it, task runs lost under load and
+noise at exit. The run itself is the same either way (``orchestrate.run_checks``: the same
+ledger, reports and exit codes; the notebook runs it like this too), so Prefect runs only
+when somebody can see it. ``--prefect`` / ``--no-prefect`` force either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from doccheck.commands.services import running_prefect_server
+from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
+from doccheck.pipeline.summary import RunSummary
+
+#: What the summary's ``orchestration`` says for a run of this module.
+LIBRARY = "this process (no Prefect server)"
+
+
+def prefect_is_watching(local_home: Path) -> bool:
+    """A Prefect server is configured (``PREFECT_API_URL``) or the demo's local one is running."""
+    return bool(os.environ.get("PREFECT_API_URL")) or running_prefect_server(local_home) is not None
+
+
+def use_prefect(choice: bool | None, local_home: Path) -> bool:
+    """``--prefect``/``--no-prefect`` when given, else whether a server is there to watch."""
+    return choice if choice is not None else prefect_is_watching(local_home)
+
+
+class _Bars(RunObserver):
+    """One rich bar per phase, fed by the run's observer hooks and the steps' callbacks."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+        self.bars: dict[str, TaskID] = {}
+
+    def show(self, label: str, done: int, total: int | None) -> None:
+        if self.progress is None:
+            return
+        if label not in self.bars:
+            self.bars[label] = self.progress.add_task(label, total=total or None)
+        self.progress.update(self.bars[label], completed=done, total=total or None)
+
+    async def prepared(self, prepared: Prepared) -> None:
+        self.total = prepared.documents
+        self.show("submitting", 0, prepared.documents)
+
+    def waiting(self) -> None:
+        self.show("waiting for results", 0, None)
+
+
+@contextmanager
+def _progress(console: Console, enabled: bool) -> Iterator[Progress | None]:
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        yield progress
+
+
+async def _run(options: RunOptions, bars: _Bars, *, api_key: str) -> RunSummary:
+    from doccheck.client import AsyncDocCheckClient, lanes_for
+    from doccheck.config import load_settings
+    from doccheck.ledger import Ledger
+    from doccheck.pipeline.waiting import verify_access
+
+    connection = options.connection
+    settings = load_settings(base_url=connection.base_url, database_url=connection.database_url)
+    assert settings.base_url is not None  # require_service_settings saw to it
+    ledger = Ledger(settings.database_url)
+    try:
+        async with AsyncDocCheckClient(
+            settings.base_url, api_key, max_connections=lanes_for(options.submission.concurrency)
+        ) as client:
+            await verify_access(client)  # one free request: a wrong address or key fails before anything is recorded
+            steps = LocalSteps(
+                ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
+                on_submit=lambda done: bars.show("submitting", done, getattr(bars, "total", None)),
+                on_results=lambda done, total: bars.show("waiting for results", done, total),
+            )  # fmt: skip
+            summary = await run_checks(options, steps, bars)
+    finally:
+        ledger.close()
+    summary.orchestration = LIBRARY
+    return summary
+
+
+def run_without_prefect(options: RunOptions, console: Console, *, show_progress: bool) -> RunSummary:
+    """Run ``options`` in this process with the library's steps; errors propagate to the caller,
+    who turns them into one line (``_runner.run_flow`` does the same for the flow)."""
+    from doccheck.config import load_settings
+
+    key = load_settings().api_key
+    assert key is not None  # require_service_settings saw to it
+    with _progress(console, show_progress) as progress:
+        return asyncio.run(_run(options, _Bars(progress), api_key=key.get_secret_value()))

@@ -1,0 +1,94 @@
+"""``doccheck run`` with no Prefect server to watch runs in this process (issue 26): the same
+reports, money and exit codes as the flow, no Prefect process started, no Prefect noise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = [pytest.mark.integration]
+
+NOISE = ("Traceback", "prefect", "Prefect", "Exception", "Error logging to API", "ephemeral")
+COMPARED = ["document_id", "row_number", "status", "mode", "idempotency_key", "words", "cost_cents", "charged_cents"]
+
+
+def _manifest(folder: Path) -> Path:
+    rows = [
+        {"document_id": f"n-{i}", "text": f"Essay {i} on rivers, mills and the towns that grew by them. " * 10}
+        for i in range(6)
+    ]
+    rows.append({"document_id": "n-bad", "text": ""})
+    path = folder / "course.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _run(
+    args: list[str], *, cwd: Path, key: str, base_url: str, prefect_api: str | None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCCHECK_", "PREFECT_"))}
+    env.update(DOCCHECK_BASE_URL=base_url, DOCCHECK_API_KEY=key, PREFECT_HOME=str(cwd / "prefect-home"), COLUMNS="200")
+    if prefect_api:
+        env["PREFECT_API_URL"] = prefect_api
+    return subprocess.run(
+        [sys.executable, "-m", "doccheck.cli", "run", *args], capture_output=True, text=True, env=env, cwd=cwd,
+        timeout=300,
+    )  # fmt: skip
+
+
+def _submissions(out: Path) -> pd.DataFrame:
+    table = pq.read_table(out / "latest" / "submissions.parquet").to_pandas()
+    return table[COMPARED].sort_values("document_id").reset_index(drop=True)
+
+
+@pytest.mark.prefect_server
+def test_a_run_without_a_server_equals_the_flow(
+    prefect_server: object, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    common = ["--no-progress", "--grace-seconds", "0", "--poll-interval", "0.1", "--products", "ai,similarity"]
+    results = {}
+    for name, api in (("library", None), ("flow", os.environ["PREFECT_API_URL"])):
+        folder = tmp_path / name
+        folder.mkdir()
+        key = emulator.new_account()
+        args = [str(_manifest(folder)), "--database-url", f"sqlite:///{folder / 'l.db'}", "--out", "out", *common]
+        done = _run(args, cwd=folder, key=key, base_url=emulator.base_url, prefect_api=api)
+        assert done.returncode == 0, done.stdout + done.stderr
+        results[name] = (done, _submissions(folder / "out"), emulator.account_state(key))
+
+    library, flow = results["library"], results["flow"]
+    assert "this process (no Prefect server)" in library[0].stdout
+    assert "Prefect flow run" in flow[0].stdout
+    for word in NOISE:
+        assert word not in library[0].stdout.replace("no Prefect server", "") + library[0].stderr
+    assert not (tmp_path / "library" / "prefect-home").exists()  # Prefect never started, not even to read settings
+    pd.testing.assert_frame_equal(library[1], flow[1])
+    assert library[2]["checks"] == flow[2]["checks"] == 6
+    assert library[2]["charged_cents"] == flow[2]["charged_cents"] == int(library[1]["cost_cents"].sum())
+    for folder in ("library", "flow"):
+        assert (tmp_path / folder / "out" / "latest" / "report.html").is_file()
+
+
+def test_a_run_without_a_server_fails_on_one_line(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    done = _run([str(_manifest(tmp_path)), "--database-url", f"sqlite:///{tmp_path / 'l.db'}"], cwd=tmp_path,
+                key="sk_not_an_account", base_url=emulator.base_url, prefect_api=None)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "401" in lines[0], done.stderr
+    assert "Traceback" not in done.stdout + done.stderr and "sk_not_an_account" not in done.stdout + done.stderr
+
+
+def test_shards_need_prefect(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    done = _run([str(_manifest(tmp_path)), "--no-prefect", "--shards", "2", "--database-url",
+                 f"sqlite:///{tmp_path / 'l.db'}"], cwd=tmp_path, key=emulator.new_account(),
+                base_url=emulator.base_url, prefect_api=None)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "error:" in done.stderr and "Traceback" not in done.stderr
