@@ -14,10 +14,9 @@ from prefect import flow, get_run_logger, tags
 from doccheck.client import ConfigurationError
 from doccheck.outputs.downloads import parse_kinds
 from doccheck.outputs.reports import run_label
-from doccheck.pipeline.campaign_collect import runs_with_pending
+from doccheck.pipeline.collect_run import collected_summary, runs_to_collect
 from doccheck.pipeline.options import as_list
-from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.pipeline.summary import RunSummary, money_fields
+from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
 from prefect_doccheck.tasks.credentials import (
@@ -56,7 +55,7 @@ async def collect_results(
     ``bulk_check`` (files already fetched by an earlier run are reused, not fetched again)."""
     started = time.monotonic()
     logger = get_run_logger()
-    if not campaign and not run_id:
+    if not campaign and not run_id:  # before any credentials are looked up
         raise ConfigurationError("give a campaign or a run id")
     parse_kinds(as_list(download))
     key_source = await resolve_credentials(credentials, api_key_block)
@@ -64,17 +63,8 @@ async def collect_results(
     resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
     ledger = ledger_for(db_url)
-    if run_id:
-        run = ledger.get_run(run_id)
-        if run is None:
-            raise ConfigurationError(f"no run {run_id!r} in the ledger")
-    else:
-        run = ledger.latest_run(str(campaign))
-        if run is None:
-            raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
+    run, earlier = runs_to_collect(ledger, campaign=campaign, run_id=run_id)
     with tags(f"campaign:{run.campaign}"):
-        # By campaign: every run with a product still pending, not only the latest one.
-        earlier = [] if run_id else [r for r in runs_with_pending(ledger, run.campaign) if r != run.id]
         polled = await poll_results(
             run.id if run_id else None,
             campaign=None if run_id else run.campaign,
@@ -88,34 +78,9 @@ async def collect_results(
         for other in earlier:  # the latest run last, so that latest/ stays the latest run's
             write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
-        counts = ledger.run_summary(run.id)
-        products = products_from_summary(counts.get("products", {}))
-        pending = sum(c.get("pending", 0) for c in products.values())
-        if not run_id:
-            pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
-        submissions = counts.get("submissions", {})
-        summary = RunSummary(
-            status="finished" if pending == 0 else "pending",
-            campaign=run.campaign,
-            manifest=run.manifest,
-            run_id=run.id,
-            documents=counts.get("documents", 0),
-            rejected=counts.get("rejected", 0),
-            reused=submissions.get("submitted", 0),
-            submit_failed=submissions.get("failed", 0),
-            unsent_budget=submissions.get("skipped_budget", 0),
-            products=products,
-            pending=pending,
-            spent_cents=0,  # collecting creates no check
-            total_words=counts.get("words", 0),
-            estimated_cost_cents=counts.get("estimated_cost_cents", 0),
-            counts_by_mode=counts.get("modes", {}),
-            **money_fields(counts),
-            report_dir=str(paths.run_dir),
-            latest_dir=str(paths.latest_dir),
-            elapsed_seconds=round(time.monotonic() - started, 3),
-            runs_collected=1 + len(earlier),
-        )
+        summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
+                                    started=started)  # fmt: skip
+        summary.orchestration = "Prefect flow run"
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
             base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,

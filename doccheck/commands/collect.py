@@ -1,25 +1,30 @@
 """``doccheck collect``: poll what is still pending and rewrite a run's reports.
 
-Runs the ``collect_results`` flow in this process (lazy Prefect import, as ``run``).
+Runs the ``collect_results`` flow in this process when a Prefect server is there to watch it
+(lazy Prefect import, as ``run``), else the same steps with the library's calls
+(``doccheck.pipeline.collect_run``); ``--prefect`` / ``--no-prefect`` force either.
 Useful after ``--no-wait``, a wait timeout, or a receiver outage; safe to repeat.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from doccheck.commands._runner import (
+    LOCAL_PREFECT_HOME,
     fail,
+    one_line_errors,
     quiet_prefect,
     require_service_settings,
     run_flow,
     summary_table,
     use_local_prefect_server_if_running,
 )
+from doccheck.commands.local_run import collect_without_prefect, use_prefect
 from doccheck.outputs.downloads import parse_kinds
 
 
@@ -43,6 +48,14 @@ def collect(
             help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."
         ),
     ] = "",
+    prefect: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefect/--no-prefect",
+            help="Run as a Prefect flow or in this process. Default: a flow when a Prefect server is there.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Poll every pending product of a run or of a whole campaign and rewrite the reports (runs the collect_results flow)."""
     console = Console()
@@ -54,6 +67,12 @@ def collect(
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
     require_service_settings(err, base_url)
+    if not use_prefect(prefect, LOCAL_PREFECT_HOME):
+        with one_line_errors(err):
+            summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
+                                              database_url=database_url, download=tuple(parse_kinds(download)))  # fmt: skip
+        _print_collected(console, summary)
+        return
 
     quiet_prefect()
     use_local_prefect_server_if_running()
@@ -70,7 +89,10 @@ def collect(
             download=download,
         )
 
-    summary = run_flow(console, err, start, show_progress=False)
+    _print_collected(console, run_flow(console, err, start, show_progress=False))
+
+
+def _print_collected(console: Console, summary: Any) -> None:
     console.print(summary_table(summary))
     if summary.status == "pending":
         console.print(f"{summary.pending} products still pending: run this command again later.")

@@ -1,4 +1,4 @@
-"""``doccheck run`` without Prefect: the same run sequence with the library's own steps.
+"""``doccheck run`` and ``collect`` without Prefect: the same sequences with the library's own steps.
 
 Why: with no Prefect server to watch the run (no ``PREFECT_API_URL``, no ``doccheck demo``
 server running), running the flow made Prefect start a temporary API server for this one
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -70,29 +71,39 @@ def _progress(console: Console, enabled: bool) -> Iterator[Progress | None]:
         yield progress
 
 
-async def _run(options: RunOptions, bars: _Bars, *, api_key: str) -> RunSummary:
+@asynccontextmanager
+async def _service(base_url: str | None, database_url: str | None, concurrency: int) -> AsyncIterator[tuple[Any, Any]]:
+    """The ledger and a checked client (one free request: a wrong address or key fails before
+    anything is recorded), closed on the way out."""
     from doccheck.client import AsyncDocCheckClient, lanes_for
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
     from doccheck.pipeline.waiting import verify_access
 
-    connection = options.connection
-    settings = load_settings(base_url=connection.base_url, database_url=connection.database_url)
-    assert settings.base_url is not None  # require_service_settings saw to it
+    settings = load_settings(base_url=base_url, database_url=database_url)
+    assert settings.base_url is not None and settings.api_key is not None  # require_service_settings saw to it
     ledger = Ledger(settings.database_url)
     try:
-        async with AsyncDocCheckClient(
-            settings.base_url, api_key, max_connections=lanes_for(options.submission.concurrency)
-        ) as client:
-            await verify_access(client)  # one free request: a wrong address or key fails before anything is recorded
-            steps = LocalSteps(
-                ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
-                on_submit=lambda done: bars.show("submitting", done, getattr(bars, "total", None)),
-                on_results=lambda done, total: bars.show("waiting for results", done, total),
-            )  # fmt: skip
-            summary = await run_checks(options, steps, bars)
+        key = settings.api_key.get_secret_value()
+        async with AsyncDocCheckClient(settings.base_url, key, max_connections=lanes_for(concurrency)) as client:
+            await verify_access(client)
+            yield ledger, client
     finally:
         ledger.close()
+
+
+async def _run(options: RunOptions, bars: _Bars) -> RunSummary:
+    connection = options.connection
+    async with _service(connection.base_url, connection.database_url, options.submission.concurrency) as (
+        ledger,
+        client,
+    ):
+        steps = LocalSteps(
+            ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
+            on_submit=lambda done: bars.show("submitting", done, getattr(bars, "total", None)),
+            on_results=lambda done, total: bars.show("waiting for results", done, total),
+        )  # fmt: skip
+        summary = await run_checks(options, steps, bars)
     summary.orchestration = LIBRARY
     return summary
 
@@ -100,9 +111,22 @@ async def _run(options: RunOptions, bars: _Bars, *, api_key: str) -> RunSummary:
 def run_without_prefect(options: RunOptions, console: Console, *, show_progress: bool) -> RunSummary:
     """Run ``options`` in this process with the library's steps; errors propagate to the caller,
     who turns them into one line (``_runner.run_flow`` does the same for the flow)."""
-    from doccheck.config import load_settings
-
-    key = load_settings().api_key
-    assert key is not None  # require_service_settings saw to it
     with _progress(console, show_progress) as progress:
-        return asyncio.run(_run(options, _Bars(progress), api_key=key.get_secret_value()))
+        return asyncio.run(_run(options, _Bars(progress)))
+
+
+def collect_without_prefect(
+    *, campaign: str | None, run_id: str | None, out_dir: str, base_url: str | None, database_url: str | None,
+    download: tuple[str, ...],
+) -> RunSummary:  # fmt: skip
+    """``doccheck collect`` in this process (``doccheck.pipeline.collect_run``)."""
+    from doccheck.pipeline.collect_run import collect_runs
+
+    async def collect() -> RunSummary:
+        async with _service(base_url, database_url, concurrency=8) as (ledger, client):
+            summary = await collect_runs(ledger, client, campaign=campaign, run_id=run_id, out_dir=out_dir,
+                                         download=download)  # fmt: skip
+        summary.orchestration = LIBRARY
+        return summary
+
+    return asyncio.run(collect())

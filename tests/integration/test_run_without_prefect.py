@@ -92,3 +92,25 @@ def test_shards_need_prefect(emulator: EmulatorHandle, tmp_path: Path) -> None:
                 base_url=emulator.base_url, prefect_api=None)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_collect_without_a_server(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    base = ["--database-url", f"sqlite:///{tmp_path / 'l.db'}", "--out", "out"]
+    sent = _run([str(_manifest(tmp_path)), "--no-wait", "--no-progress", *base], cwd=tmp_path, key=key,
+                base_url=emulator.base_url, prefect_api=None)  # fmt: skip
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    emulator.advance(60)  # every check finishes at the service
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCCHECK_", "PREFECT_"))}
+    env.update(DOCCHECK_BASE_URL=emulator.base_url, DOCCHECK_API_KEY=key, PREFECT_HOME=str(tmp_path / "ph"),
+               COLUMNS="200")  # fmt: skip
+    collected = subprocess.run(
+        [sys.executable, "-m", "doccheck.cli", "collect", "--campaign", "course", *base], capture_output=True,
+        text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "finished" in collected.stdout and "this process (no Prefect server)" in collected.stdout
+    assert "Traceback" not in collected.stdout + collected.stderr and not (tmp_path / "ph").exists()
+    subs = pq.read_table(tmp_path / "out" / "latest" / "ai_results.parquet").to_pandas()
+    assert len(subs) == 6 and set(subs["status"]) == {"completed"}
+    assert emulator.account_state(key)["checks"] == 6
