@@ -57,7 +57,7 @@ def collect(
         ),
     ] = None,
 ) -> None:
-    """Poll every pending product of a run or of a whole campaign and rewrite the reports (runs the collect_results flow)."""
+    """Poll every pending product of a run or of a whole campaign and rewrite the reports (a collect_results flow run when a Prefect server is there, else in this process)."""
     console = Console()
     err = Console(stderr=True)
     try:

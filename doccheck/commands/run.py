@@ -126,7 +126,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
+    """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
     err = Console(stderr=True)
     if not manifest.is_file():
