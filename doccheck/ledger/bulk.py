@@ -31,8 +31,15 @@ from doccheck import domain
 from doccheck.client import assumptions
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import record_charge
-from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import ClaimRow, DocumentRow, OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger.tables import (
+    CampaignBudgetRow,
+    CheckCostRow,
+    ClaimRow,
+    DocumentRow,
+    OutcomeRow,
+    SubmissionRow,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger

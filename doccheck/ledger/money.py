@@ -31,8 +31,7 @@ from sqlalchemy.engine import Connection
 from doccheck.client import assumptions
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import OutcomeRow, utcnow
+from doccheck.ledger.tables import CampaignBudgetRow, CheckCostRow, OutcomeRow, utcnow
 
 _costs = table_of(CheckCostRow)
 _budgets = table_of(CampaignBudgetRow)

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, literal, tuple_
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
+from doccheck.ledger._base import Database
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
-
-if TYPE_CHECKING:
-    from doccheck.ledger._base import LedgerBase as Ledger  # any part of the facade will do: only session() is used
 
 #: Submission ``status`` values of the report (the ledger state, plus ``rejected`` rows
 #: and ``unsent`` for a planned document that no batch reached).
@@ -76,14 +74,14 @@ _OUTCOME_COLUMNS = (OutcomeRow.check_id, OutcomeRow.product, OutcomeRow.status, 
                     OutcomeRow.sources, OutcomeRow.error_code, OutcomeRow.completed_at)  # fmt: skip
 
 
-def resolve_run(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> str:
+def resolve_run(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> str:
     """The run id given, or the campaign's latest run (KeyError when there is none)."""
     with ledger.session() as s:
         return _resolve_run(s, run_id, campaign)
 
 
 def iter_report_chunks(
-    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None, chunk: int = REPORT_CHUNK
+    ledger: Database, *, run_id: str | None = None, campaign: str | None = None, chunk: int = REPORT_CHUNK
 ) -> Iterator[dict[str, list[dict[str, Any]]]]:
     """The report rows of a run, ``chunk`` documents at a time, in report order.
 
@@ -244,7 +242,7 @@ def _rejected_row(r: RejectionRow) -> dict[str, Any]:
 
 
 def build_report_rows(
-    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None
+    ledger: Database, *, run_id: str | None = None, campaign: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists
     (the whole run in memory: for tests and small runs; reports stream with :func:`iter_report_chunks`)."""
@@ -267,7 +265,7 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
     return int(sub.cost_cents or 0) if sub is not None else 0, 0
 
 
-def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> Any:
+def build_report_tables(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> Any:
     """The run's report as a ``doccheck.outputs.reports.LedgerReportTables`` (imported lazily: the
     ledger does not need pyarrow to record things): a ``ReportTables`` that reads its rows
     only when asked, so ``write_reports`` can stream them chunk by chunk from the ledger."""
@@ -277,7 +275,7 @@ def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: 
     return LedgerReportTables(lambda: iter_report_chunks(ledger, run_id=rid))
 
 
-def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
+def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     """Counts for the end-of-run table and the run row's ``summary`` column.
 
     Read in pages of :data:`REPORT_CHUNK` documents, report columns only (never a

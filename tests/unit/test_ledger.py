@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
@@ -239,20 +238,6 @@ def test_no_text_is_stored(ledger: Ledger, tmp_path: Path) -> None:
     with ledger.session() as s:
         dump = "\n".join(str(r) for r in s.exec(__import__("sqlmodel").text("select * from documents")).all())
     assert "VERY-PRIVATE" not in dump
-
-
-def test_webhook_secret_rotation(ledger: Ledger) -> None:
-    assert ledger.webhook_secrets() == []
-    ledger.store_webhook_secret(SecretStr("whsec_one"))
-    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_one"]
-    ledger.store_webhook_secret("whsec_two")
-    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_two", "whsec_one"]
-    ledger.store_webhook_secret("whsec_acct2", scope="other")
-    assert {s.get_secret_value() for s in ledger.webhook_secrets()} == {"whsec_two", "whsec_one", "whsec_acct2"}
-    ledger.delete_webhook_secret("other")
-    assert "whsec" not in repr(ledger.webhook_secrets())
-    with pytest.raises(ValueError):
-        ledger.store_webhook_secret("")
 
 
 def test_repr_hides_password() -> None:
