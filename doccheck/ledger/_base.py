@@ -86,7 +86,3 @@ class Database:
     def close(self) -> None:
         """Release pooled connections (tests, CLI exit)."""
         self.engine.dispose()
-
-
-#: The former name (the mixins' base class); kept for one release.
-LedgerBase = Database

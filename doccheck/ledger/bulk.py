@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from doccheck import domain
@@ -93,7 +93,7 @@ def _answers_after(ledger: Ledger, slow: list[Answer]) -> None:
         ledger.claims.release(a.key, a.owner, settled=True)
 
 
-def _answers_in(conn: Any, answers: list[Answer]) -> list[Answer]:
+def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
     """The common answers, written in the caller's transaction; returns the others."""
     data = {a.key: _dump(a.check) for a in answers}
     keys = list(data)
@@ -239,7 +239,7 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
     return _claims_after(ledger, items, won, rows, prepared)
 
 
-def _claims_in(conn: Any, items: list[ClaimRequest]) -> tuple[set[str], dict[str, Any], set[str]]:
+def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], dict[str, Any], set[str]]:
     """The claims (and prepares) in the caller's transaction: (won, rows, prepared)."""
     c = table_of(ClaimRow)
     won: set[str] = set()
@@ -282,7 +282,7 @@ def _claims_after(
     return out
 
 
-def _prepare_new(conn: Any, items: list[Prepare], now: datetime) -> set[str]:
+def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> set[str]:
     """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed
     and found without a submission row: two multi-row statements. Returns the keys done
     (a row another writer inserted meanwhile is left to the one-by-one path)."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.cache_key import CacheKey
 from sqlalchemy.sql.elements import BindParameter
@@ -61,7 +61,7 @@ NEW_OUTCOMES = insert(OUTCOMES_T)
 _BY_DIALECT: dict[tuple[str, str], Any] = {}
 
 
-def dialect_statement(conn: Any, name: str, build: Callable[[Any], Any]) -> Any:
+def dialect_statement(conn: Connection, name: str, build: Callable[[Any], Any]) -> Any:
     """A statement that depends on the dialect (``INSERT … ON CONFLICT``), built once per
     dialect, and compiled once per engine (see :func:`fixed_cache_key`)."""
     key = (conn.dialect.name, name)
@@ -89,7 +89,7 @@ def fixed_cache_key(stmt: Any, key: tuple[str, ...]) -> Any:
     return stmt
 
 
-def record_new_charges(conn: Any, charges: list[tuple[str, str | None, Any]], now: datetime) -> None:
+def record_new_charges(conn: Connection, charges: list[tuple[str, str | None, Any]], now: datetime) -> None:
     """``record_charge`` of many checks: one multi-row insert of the charges never seen,
     counted in their campaigns' budgets at once (one ``UPDATE`` per campaign).
 
@@ -158,7 +158,7 @@ def _add_spent(dialect: Any, budgets: Any) -> Any:
 _SHAPES: dict[tuple[bool, bool], tuple[list[str], Any]] = {}
 
 
-def update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
+def update_submissions(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """One executemany per shape (mode and upload id given or not), as ``mark_submitted`` sets them."""
     s = table_of(SubmissionRow)
     base = ("state", "check_id", "cost_cents", "words", "replayed", "error_code", "error_message",
@@ -177,7 +177,7 @@ def update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
         conn.execute(stmt, [{"k": r["k"], **{f"v_{n}": r[n] for n in names}} for r in group])
 
 
-def insert_new(conn: Any, table: Any, key: str, rows: list[dict[str, Any]]) -> set[str]:
+def insert_new(conn: Connection, table: Table, key: str, rows: list[dict[str, Any]]) -> set[str]:
     """``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key`` of ``rows``; the keys inserted.
 
     One statement for every row: an executemany, which SQLAlchemy sends as multi-row

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from doccheck.ledger._base import Database, LedgerBase
+from doccheck.ledger._base import Database
 from doccheck.ledger._base import dump as _dump
 from doccheck.ledger._base import parse_time as _parse_time
 from doccheck.ledger.claims import Claims
@@ -46,7 +46,6 @@ __all__ = [
     "TERMINAL",
     "Database",
     "Ledger",
-    "LedgerBase",
     "PendingCheck",
     "_dump",
     "_parse_time",
