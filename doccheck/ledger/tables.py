@@ -1,4 +1,4 @@
-"""SQLModel tables of the ledger.
+"""Every SQLModel table of the ledger, in one module (``LEDGER_TABLES`` is what a new ledger creates).
 
 The ledger is the single durable record of what was sent, what the service answered and
 what results came back. It is what makes reruns and crash recovery free of double
@@ -8,7 +8,10 @@ charges, so every table is keyed the way the flows look things up:
   document in the same campaign always finds its earlier submission;
 - ``outcomes`` by ``(check_id, product)`` (UNIQUE): one row per product of a check, written
   by webhook events or by polling, whichever comes first;
-- ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once.
+- ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once;
+- ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
+- ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
+- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`).
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -239,7 +242,12 @@ class CohortMatchRow(SQLModel, table=True):
     jaccard: float | None = None
 
 
-# Money (doccheck.ledger.money).
+# Money (doccheck.ledger.money). Why tables of their own (not columns of ``submissions``):
+# the service bills a CHECK, and several manifest rows (identical content), several runs and
+# several machines can share one check. Keyed by ``check_id``, a charge is stored once however
+# many rows point at it, so summing ``check_costs`` is what the service charged. The budget is
+# a row per campaign that every process updates with a conditional UPDATE, so a cap holds
+# across processes.
 class CheckCostRow(SQLModel, table=True):
     """The money of one check, as the service counts it.
 
