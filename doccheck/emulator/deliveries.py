@@ -12,17 +12,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
-from doccheck.emulator.clock import iso
+from doccheck.emulator.clock import VirtualClock, iso
+from doccheck.emulator.faults import Faults
+from doccheck.emulator.scheduler import Scheduler
+from doccheck.emulator.store import Store
 from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
 from doccheck.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
-
-if TYPE_CHECKING:
-    from doccheck.emulator.runtime import Emulator
 
 MAX_CONCURRENT_DELIVERIES = 50
 #: Deliveries kept in the emulator's state (the oldest are forgotten first).
@@ -62,11 +63,40 @@ class Delivery:
         }
 
 
-class Dispatcher:
-    """Sends deliveries for an :class:`Emulator`; attempts are scheduled on its scheduler."""
+class DeliveryConfig(Protocol):
+    """The settings a dispatcher reads (``EmulatorConfig`` has them)."""
 
-    def __init__(self, emu: Emulator) -> None:
-        self.emu = emu
+    @property
+    def allow_private_webhooks(self) -> bool: ...
+    @property
+    def offline(self) -> bool: ...
+    @property
+    def delivery_retries(self) -> int: ...
+    @property
+    def delivery_backoff_s(self) -> float: ...
+    @property
+    def delivery_timeout_s(self) -> float: ...
+
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+
+class Dispatcher:
+    """Sends deliveries; attempts are scheduled on the emulator's scheduler.
+
+    Why the parts and not the whole emulator: the dispatcher needs the clock, the store
+    (accounts and their webhooks), the scheduler, the faults and a way to start a task,
+    and receiving only those keeps ``runtime`` (which builds it) out of its imports.
+    """
+
+    def __init__(self, config: DeliveryConfig, *, clock: VirtualClock, store: Store, scheduler: Scheduler,
+                 faults: Faults, spawn: Spawn) -> None:  # fmt: skip
+        self.config = config
+        self.clock = clock
+        self.store = store
+        self.scheduler = scheduler
+        self.faults = faults
+        self.spawn = spawn
         # The record behind /_emulator/state and tests; bounded so a long-running sandbox does
         # not grow without end. Pending attempts hold their own reference on the scheduler.
         self.deliveries: deque[Delivery] = deque(maxlen=MAX_RECORDED_DELIVERIES)
@@ -80,7 +110,7 @@ class Dispatcher:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 follow_redirects=False,
-                timeout=httpx.Timeout(self.emu.config.delivery_timeout_s, pool=None),
+                timeout=httpx.Timeout(self.config.delivery_timeout_s, pool=None),
                 trust_env=False,
                 limits=httpx.Limits(max_connections=MAX_CONCURRENT_DELIVERIES),
             )
@@ -104,12 +134,12 @@ class Dispatcher:
             body=body,
         )
         self.deliveries.append(delivery)
-        self._schedule(delivery, self.emu.clock.now())
+        self._schedule(delivery, self.clock.now())
         return delivery
 
     def _schedule(self, delivery: Delivery, due: float) -> None:
         delivery.next_attempt_at = due
-        self.emu.scheduler.at(due, lambda: self.emu.spawn(self.attempt(delivery)), f"deliver {delivery.event_id}")
+        self.scheduler.at(due, lambda: self.spawn(self.attempt(delivery)), f"deliver {delivery.event_id}")
 
     async def attempt(self, delivery: Delivery) -> None:
         """One attempt; an unexpected error is reported in one line and ends the delivery."""
@@ -121,8 +151,7 @@ class Dispatcher:
 
     async def _attempt(self, delivery: Delivery) -> None:
         """One attempt; on failure schedule the next one (or give up)."""
-        emu = self.emu
-        account = emu.store.accounts.get(delivery.api_key)
+        account = self.store.accounts.get(delivery.api_key)
         webhook = account.webhook if account else None
         if webhook is None:
             delivery.status, delivery.last_error = "skipped", "no webhook endpoint configured"
@@ -130,7 +159,7 @@ class Dispatcher:
         url = delivery.override_url or webhook.url
         delivery.url = url
         try:
-            await vet_url(url, allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline)
+            await vet_url(url, allow_private=self.config.allow_private_webhooks, offline=self.config.offline)
         except WebhookUrlError as exc:
             delivery.status, delivery.last_error = "refused", str(exc)
             return
@@ -138,7 +167,7 @@ class Dispatcher:
         delivery.status = "in_flight"
         http_status: int | None = None
         error: str | None = None
-        if emu.faults.roll(emu.faults.settings.webhook_drop_rate):
+        if self.faults.roll(self.faults.settings.webhook_drop_rate):
             error = "dropped (injected fault)"
         else:
             headers = {
@@ -151,7 +180,7 @@ class Dispatcher:
                 self._slots = asyncio.Semaphore(MAX_CONCURRENT_DELIVERIES)
             try:
                 async with self._slots:  # signed when sent: current secret, fresh t
-                    headers[SIGNATURE_HEADER] = signature_header(webhook.secret, int(emu.clock.now()), delivery.body)
+                    headers[SIGNATURE_HEADER] = signature_header(webhook.secret, int(self.clock.now()), delivery.body)
                     response = await self.client.post(url, content=delivery.body, headers=headers)
                 http_status = response.status_code
                 if not 200 <= http_status < 300:
@@ -166,7 +195,7 @@ class Dispatcher:
         webhook.last_delivery = {
             "status": "succeeded" if ok else "failed",
             "http_status": http_status,
-            "at": iso(emu.clock.now()),
+            "at": iso(self.clock.now()),
             "event_id": delivery.event_id,
             "delivery_id": delivery.delivery_id,
             "attempt": delivery.attempts,
@@ -175,9 +204,9 @@ class Dispatcher:
         }
         if ok:
             delivery.status, delivery.next_attempt_at = "succeeded", None
-        elif delivery.attempts <= emu.config.delivery_retries:
+        elif delivery.attempts <= self.config.delivery_retries:
             delivery.status = "pending"
-            backoff = emu.config.delivery_backoff_s * 2 ** (delivery.attempts - 1)
-            self._schedule(delivery, emu.clock.now() + backoff)
+            backoff = self.config.delivery_backoff_s * 2 ** (delivery.attempts - 1)
+            self._schedule(delivery, self.clock.now() + backoff)
         else:
             delivery.status, delivery.next_attempt_at = "failed", None

@@ -66,7 +66,9 @@ class Emulator:
         self.store = Store()
         self.faults = Faults(config.faults, config.seed)
         self.scheduler = Scheduler()
-        self.dispatcher = Dispatcher(self)
+        self.dispatcher = Dispatcher(
+            config, clock=self.clock, store=self.store, scheduler=self.scheduler, faults=self.faults, spawn=self.spawn
+        )
         self.upload_secret = secrets.token_bytes(32)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._due_lock = asyncio.Lock()

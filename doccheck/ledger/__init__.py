@@ -14,7 +14,6 @@ from doccheck.ledger.tables import (
     RunRow,
     SubmissionRow,
     WebhookEventRow,
-    WebhookSecretRow,
 )
 
 __all__ = [
@@ -26,5 +25,4 @@ __all__ = [
     "RunRow",
     "SubmissionRow",
     "WebhookEventRow",
-    "WebhookSecretRow",
 ]

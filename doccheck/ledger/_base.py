@@ -1,9 +1,10 @@
 """What every part of the :class:`~doccheck.ledger.ledger.Ledger` shares: the engine, one
 short transaction at a time, and the JSON/time helpers used when storing service answers.
 
-Why a base class: the ledger is split by job (runs, submissions, outcomes, events,
-queries, secrets) into mixins composed by ``Ledger``; each mixin needs only the engine
-and :meth:`LedgerBase.session`, which live here.
+Why one small class: the ledger is split by job (runs, submissions, outcomes, events,
+queries, claims) into objects composed by ``Ledger``; each receives the engine's
+:class:`Database` (engine, :meth:`Database.session`) and nothing else of the facade, so
+no part imports another part's module to reach it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
 from doccheck.ledger.engine import create_ledger_engine
-from doccheck.ledger.money_tables import MONEY_TABLES
 from doccheck.ledger.tables import LEDGER_TABLES
 
 
@@ -52,7 +52,7 @@ def parse_time(value: Any) -> datetime | None:
     return dt.astimezone(UTC)
 
 
-class LedgerBase:
+class Database:
     """The engine and the transaction helper; created once per database URL."""
 
     engine: Engine
@@ -66,7 +66,7 @@ class LedgerBase:
         """Create missing tables; tolerate another process creating them at the same moment."""
         for attempt in range(3):
             try:
-                SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES + MONEY_TABLES)
+                SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES)
                 return
             except (IntegrityError, ProgrammingError, OperationalError):
                 if attempt == 2:
@@ -86,7 +86,3 @@ class LedgerBase:
     def close(self) -> None:
         """Release pooled connections (tests, CLI exit)."""
         self.engine.dispose()
-
-    def _summary(self, s: Session, run_id: str) -> dict[str, Any]:
-        """The JSON summary of a run (provided by :class:`~doccheck.ledger.queries.QueriesMixin`)."""
-        raise NotImplementedError

@@ -21,18 +21,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.cache_key import CacheKey
-from sqlalchemy.sql.elements import BindParameter
 
 from doccheck import domain
-from doccheck.client import assumptions
+from doccheck.ledger import bulk_sql as sql
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import record_charge
-from doccheck.ledger.money_tables import CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import ClaimRow, DocumentRow, OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger.tables import (
+    ClaimRow,
+    DocumentRow,
+    SubmissionRow,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
@@ -74,68 +74,6 @@ def _dump(check: Any) -> dict[str, Any]:
 
 
 #: Marker: keep the row's mode (``mode`` None), as ``mark_submitted`` does.
-row_mode_placeholder = object()
-
-# The hot statements, built once with bound parameters (``keys``: an expanding IN list).
-# Why: building ``update(...).where(...).values(...)`` and its cache key on every call cost
-# more CPU than running the statement (~0.2 ms each, ~14 a round); a prebuilt statement
-# memoizes its cache key and its compiled form is reused.
-_S, _O, _C = table_of(SubmissionRow), table_of(OutcomeRow), table_of(ClaimRow)
-_KEYS: BindParameter[Any] = bindparam("b_keys", expanding=True)
-_NOW: BindParameter[Any] = bindparam("b_now")
-_OWNER: BindParameter[Any] = bindparam("b_owner")
-_CLAIM = (
-    update(_C)
-    .where(_C.c.idempotency_key.in_(_KEYS), or_(_C.c.owner.is_(None), _C.c.owner == _OWNER, _C.c.expires_at < _NOW))
-    .values(owner=_OWNER, expires_at=bindparam("b_expires"), updated_at=_NOW)
-    .returning(_C.c.idempotency_key)
-)
-_SENDING = (
-    update(_C)
-    .where(_C.c.idempotency_key.in_(_KEYS), _C.c.owner == _OWNER)
-    .values(in_doubt=True, sent_by=_OWNER, first_sent_at=func.coalesce(_C.c.first_sent_at, _NOW), updated_at=_NOW)
-    .returning(_C.c.idempotency_key)
-)
-_RELEASE = (
-    update(_C)
-    .where(_C.c.idempotency_key == bindparam("k"), _C.c.owner == bindparam("o"))
-    .values(owner=None, expires_at=None, updated_at=bindparam("b_now"), in_doubt=False)
-)
-_SUBMISSIONS = select(_S).where(_S.c.idempotency_key.in_(_KEYS))
-_CURRENT = select(_S.c.idempotency_key, _S.c.campaign, _S.c.submitted_at).where(_S.c.idempotency_key.in_(_KEYS))
-_WITH_OUTCOMES = select(_O.c.check_id).where(_O.c.check_id.in_(bindparam("b_checks", expanding=True)))
-_NEW_OUTCOMES = insert(_O)
-_BY_DIALECT: dict[tuple[str, str], Any] = {}
-
-
-def _dialect_statement(conn: Any, name: str, build: Callable[[Any], Any]) -> Any:
-    """A statement that depends on the dialect (``INSERT … ON CONFLICT``), built once per
-    dialect, and compiled once per engine (see :func:`_fixed_cache_key`)."""
-    key = (conn.dialect.name, name)
-    stmt = _BY_DIALECT.get(key)
-    if stmt is None:
-        stmt = _BY_DIALECT[key] = _fixed_cache_key(
-            build(postgresql if conn.dialect.name == "postgresql" else sqlite), ("doccheck.ledger.bulk", *key)
-        )
-    return stmt
-
-
-def _fixed_cache_key(stmt: Any, key: tuple[str, ...]) -> Any:
-    """Let SQLAlchemy's compiled cache keep ``stmt`` under ``key``.
-
-    Why: SQLAlchemy 2.0 never caches the dialects' ``INSERT … ON CONFLICT`` (their
-    ``Insert`` says ``inherit_cache = False``; 2.1 caches them, but breaks Prefect's
-    server), so each round compiled its four upserts again: ~0.25 ms each, a fifth of a
-    round's CPU (issue 10). These statements are module constants with no literal values
-    (rows are executemany parameters), so a constant key per statement is exact; the
-    engine's cache still keys it by dialect and parameter names. Checked by
-    ``tests/unit/test_ledger_bulk.py`` (every statement of a round is a cache hit).
-    """
-    cache_key = CacheKey(key, [])
-    stmt._generate_cache_key = lambda: cache_key  # shadows the memoized method on this instance
-    return stmt
-
-
 def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
     """Record ``answers`` (as ``mark_submitted`` + ``claims.release(settled=True)`` each).
 
@@ -155,7 +93,7 @@ def _answers_after(ledger: Ledger, slow: list[Answer]) -> None:
         ledger.claims.release(a.key, a.owner, settled=True)
 
 
-def _answers_in(conn: Any, answers: list[Answer]) -> list[Answer]:
+def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
     """The common answers, written in the caller's transaction; returns the others."""
     data = {a.key: _dump(a.check) for a in answers}
     keys = list(data)
@@ -163,10 +101,10 @@ def _answers_in(conn: Any, answers: list[Answer]) -> list[Answer]:
     slow: list[Answer] = []
     current: dict[str, Any] = {}
     with_outcomes: set[str] = set()
-    for chunk in _chunks(keys):
-        current.update((r.idempotency_key, r) for r in conn.execute(_CURRENT, {"b_keys": chunk}))
-    for chunk in _chunks(check_ids):
-        with_outcomes.update(conn.execute(_WITH_OUTCOMES, {"b_checks": chunk}).scalars())
+    for chunk in sql.chunks(keys):
+        current.update((r.idempotency_key, r) for r in conn.execute(sql.CURRENT, {"b_keys": chunk}))
+    for chunk in sql.chunks(check_ids):
+        with_outcomes.update(conn.execute(sql.WITH_OUTCOMES, {"b_checks": chunk}).scalars())
     now = utcnow()
     outcomes: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
@@ -191,107 +129,19 @@ def _answers_in(conn: Any, answers: list[Answer]) -> list[Answer]:
             "cost_cents": (d.get("cost") or {}).get("total_cents"), "words": d.get("words"),
             "replayed": bool(getattr(a.check, "replayed", False)), "error_code": None, "error_message": None,
             "updated_at": now, "submitted_at": row.submitted_at or now,
-            "mode": a.mode if a.mode is not None else row_mode_placeholder,
+            "mode": a.mode if a.mode is not None else sql.row_mode_placeholder,
             "upload_id": a.upload_id,
         })  # fmt: skip
     slow_keys = {a.key for a in slow}
     if outcomes:
-        conn.execute(_NEW_OUTCOMES, outcomes)
+        conn.execute(sql.NEW_OUTCOMES, outcomes)
     if rows:
-        _update_submissions(conn, rows)
+        sql.update_submissions(conn, rows)
         grouped = [a for a in answers if a.key not in slow_keys]
-        _record_new_charges(conn, [(str(data[a.key]["id"]), current[a.key].campaign, data[a.key].get("cost"))
+        sql.record_new_charges(conn, [(str(data[a.key]["id"]), current[a.key].campaign, data[a.key].get("cost"))
                                    for a in grouped], now)  # fmt: skip
-        conn.execute(_RELEASE, [{"k": a.key, "o": a.owner, "b_now": now} for a in grouped])
+        conn.execute(sql.RELEASE, [{"k": a.key, "o": a.owner, "b_now": now} for a in grouped])
     return slow
-
-
-def _record_new_charges(conn: Any, charges: list[tuple[str, str | None, Any]], now: datetime) -> None:
-    """``record_charge`` of many checks: one multi-row insert of the charges never seen,
-    counted in their campaigns' budgets at once (one ``UPDATE`` per campaign).
-
-    The grouped answers are fresh checks (all products processing, no outcome yet), so
-    no refund is due but the one the service may state: the rows are written as
-    ``record_charge`` leaves them (``budget_counted`` true, ``refunded_cents`` from the
-    stated refund). A check whose charge is already stored (a poll or an event came
-    first), or without a campaign, goes through ``record_charge`` itself: the insert's
-    ``ON CONFLICT DO NOTHING … RETURNING`` says which.
-    """
-    costs = table_of(CheckCostRow)
-    budgets = table_of(CampaignBudgetRow)
-    rows: dict[str, dict[str, Any]] = {}
-    sources: dict[str, tuple[str | None, Any]] = {}
-    slow: list[tuple[str, str | None, Any]] = []
-    for check_id, campaign, cost in charges:
-        if cost is None:
-            continue  # as record_charge: nothing to store
-        if not campaign or check_id in rows:
-            slow.append((check_id, campaign, cost))
-            continue
-        sources[check_id] = (campaign, cost)
-        stated = _int_or_none(cost.get(assumptions.REFUND_FIELD) if isinstance(cost, dict) else None)
-        stated = None if stated is None else max(stated, 0)
-        charged = assumptions.charged_cents(cost)
-        ai, similarity = assumptions.product_cents(cost, "ai"), assumptions.product_cents(cost, "similarity")
-        refund = assumptions.refunded_cents(
-            {"total_cents": charged, "ai_cents": ai, "similarity_cents": similarity}, [], stated=stated
-        )
-        rows[check_id] = {
-            "check_id": check_id, "campaign": campaign, "charged_cents": charged, "ai_cents": ai,
-            "similarity_cents": similarity, "refunded_cents": refund, "stated_refund_cents": stated,
-            "budget_counted": True, "created_at": now, "updated_at": now,
-        }  # fmt: skip
-    inserted = _insert_new(conn, costs, "check_id", list(rows.values()))
-    spent: dict[str, int] = {}
-    for check_id in inserted:
-        row = rows[check_id]
-        spent[row["campaign"]] = spent.get(row["campaign"], 0) + row["charged_cents"]
-    if spent:
-        add = _dialect_statement(conn, "add_spent", lambda d: _add_spent(d, budgets))
-        for campaign in sorted(spent):
-            conn.execute(add, {"campaign": campaign, "spent_cents": spent[campaign], "reserved_cents": 0,
-                               "updated_at": now})  # fmt: skip
-    slow += [(check_id, campaign, cost) for check_id, (campaign, cost) in sources.items() if check_id not in inserted]
-    for check_id, campaign, cost in slow:
-        record_charge(conn, check_id, campaign, cost)
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _add_spent(dialect: Any, budgets: Any) -> Any:
-    """``ensure_budget_row`` + ``spent_cents += cents`` as one upsert (same row either way)."""
-    stmt = dialect.insert(budgets)
-    return stmt.on_conflict_do_update(
-        index_elements=["campaign"],
-        set_={"spent_cents": budgets.c.spent_cents + stmt.excluded.spent_cents, "updated_at": stmt.excluded.updated_at},
-    )
-
-
-_SHAPES: dict[tuple[bool, bool], tuple[list[str], Any]] = {}
-
-
-def _update_submissions(conn: Any, rows: list[dict[str, Any]]) -> None:
-    """One executemany per shape (mode and upload id given or not), as ``mark_submitted`` sets them."""
-    s = table_of(SubmissionRow)
-    base = ("state", "check_id", "cost_cents", "words", "replayed", "error_code", "error_message",
-            "updated_at", "submitted_at")  # fmt: skip
-    shapes: dict[tuple[bool, bool], list[dict[str, Any]]] = {}
-    for r in rows:
-        shapes.setdefault((r["mode"] is not row_mode_placeholder, r["upload_id"] is not None), []).append(r)
-    for shape, group in shapes.items():
-        if shape not in _SHAPES:
-            names = list(base) + (["mode"] if shape[0] else []) + (["upload_id"] if shape[1] else [])
-            stmt = (
-                update(s).where(s.c.idempotency_key == bindparam("k")).values({n: bindparam(f"v_{n}") for n in names})
-            )
-            _SHAPES[shape] = (names, stmt)
-        names, stmt = _SHAPES[shape]
-        conn.execute(stmt, [{"k": r["k"], **{f"v_{n}": r[n] for n in names}} for r in group])
 
 
 @dataclass(frozen=True)
@@ -389,7 +239,7 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
     return _claims_after(ledger, items, won, rows, prepared)
 
 
-def _claims_in(conn: Any, items: list[ClaimRequest]) -> tuple[set[str], dict[str, Any], set[str]]:
+def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], dict[str, Any], set[str]]:
     """The claims (and prepares) in the caller's transaction: (won, rows, prepared)."""
     c = table_of(ClaimRow)
     won: set[str] = set()
@@ -401,16 +251,16 @@ def _claims_in(conn: Any, items: list[ClaimRequest]) -> tuple[set[str], dict[str
         by_lease.setdefault((it.owner, it.lease_seconds), []).append(it.key)
     for (owner, lease), group in by_lease.items():
         expires = now + timedelta(seconds=lease)
-        for chunk in _chunks(sorted(set(group))):  # one order for every writer: no lock cycles
-            won.update(conn.execute(_CLAIM, {"b_keys": chunk, "b_owner": owner, "b_now": now,
+        for chunk in sql.chunks(sorted(set(group))):  # one order for every writer: no lock cycles
+            won.update(conn.execute(sql.CLAIM, {"b_keys": chunk, "b_owner": owner, "b_now": now,
                                              "b_expires": expires}).scalars())  # fmt: skip
-            won |= _insert_new(conn, c, "idempotency_key", [
+            won |= sql.insert_new(conn, c, "idempotency_key", [
                 {"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False, "updated_at": now}
                 for k in chunk if k not in won
             ])  # fmt: skip
     rows: dict[str, Any] = {}
-    for chunk in _chunks(keys):
-        rows.update((r.idempotency_key, r) for r in conn.execute(_SUBMISSIONS, {"b_keys": chunk}))
+    for chunk in sql.chunks(keys):
+        rows.update((r.idempotency_key, r) for r in conn.execute(sql.SUBMISSIONS, {"b_keys": chunk}))
     todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won and it.key not in rows}
     if todo:
         prepared = _prepare_new(conn, list(todo.values()), now)
@@ -432,11 +282,11 @@ def _claims_after(
     return out
 
 
-def _prepare_new(conn: Any, items: list[Prepare], now: datetime) -> set[str]:
+def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> set[str]:
     """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed
     and found without a submission row: two multi-row statements. Returns the keys done
     (a row another writer inserted meanwhile is left to the one-by-one path)."""
-    done = _insert_new(conn, _S, "idempotency_key", [
+    done = sql.insert_new(conn, sql.SUBMISSIONS_T, "idempotency_key", [
         {"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
          "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None, "attempts": 1,
          "replayed": False, "created_at": now, "updated_at": now}
@@ -448,32 +298,9 @@ def _prepare_new(conn: Any, items: list[Prepare], now: datetime) -> set[str]:
         if p.key in done:
             by_owner.setdefault(p.owner, []).append(p.key)
     for owner, keys in by_owner.items():
-        for chunk in _chunks(keys):
-            sent.update(conn.execute(_SENDING, {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars())
+        for chunk in sql.chunks(keys):
+            sent.update(conn.execute(sql.SENDING, {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars())
     return sent
-
-
-def _insert_new(conn: Any, table: Any, key: str, rows: list[dict[str, Any]]) -> set[str]:
-    """``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key`` of ``rows``; the keys inserted.
-
-    One statement for every row: an executemany, which SQLAlchemy sends as multi-row
-    ``VALUES`` batches ("insertmanyvalues", one compiled statement whatever the count).
-    """
-    if not rows:
-        return set()
-    stmt = _dialect_statement(
-        conn,
-        f"insert_new:{table.name}",
-        lambda d: d.insert(table).on_conflict_do_nothing(index_elements=[key]).returning(table.c[key]),
-    )
-    if len(rows) == 1:
-        return set(conn.execute(stmt, rows[0]).scalars())
-    return set(conn.execute(stmt, rows).scalars())
-
-
-def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
-    """Bounded statements: SQLite allows 32,766 bound parameters, PostgreSQL 65,535."""
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]) -> list[Any]:
@@ -512,7 +339,7 @@ def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequ
         # Only these documents' ids are looked up, as Ledger.record_documents does: a batch
         # costs the same at row 100 and row 100,000 of a streamed run.
         existing: set[str] = set()
-        for chunk in _chunks(list({doc.document_id for doc in documents})):
+        for chunk in sql.chunks(list({doc.document_id for doc in documents})):
             existing.update(
                 conn.execute(select(d.c.document_id).where(d.c.run_id == run_id, d.c.document_id.in_(chunk))).scalars()
             )

@@ -31,8 +31,7 @@ from sqlalchemy.engine import Connection
 
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import ensure_budget_row, insert_ignore
-from doccheck.ledger.money_tables import BudgetHoldRow, CampaignBudgetRow
-from doccheck.ledger.tables import utcnow
+from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, utcnow
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger

@@ -13,15 +13,20 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from doccheck.ledger._base import dump, parse_time
+from doccheck.ledger._base import Database, dump, parse_time
 from doccheck.ledger.merge import event_product_data, product_fields
 from doccheck.ledger.money import refresh_refund
-from doccheck.ledger.outcomes import OutcomesMixin
+from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.tables import SubmissionRow, WebhookEventRow
 
 
-class EventsMixin(OutcomesMixin):
+class Events:
     """Record verified deliveries (deduplicated by event id) and apply them."""
+
+    def __init__(self, db: Database, outcomes: Outcomes) -> None:
+        self.db = db
+        self.session = db.session
+        self.outcomes = outcomes
 
     def record_event(self, event: Any, raw: bytes) -> bool:
         """Store a verified delivery once. Returns False for a duplicate event id.
@@ -86,8 +91,8 @@ class EventsMixin(OutcomesMixin):
         if pdata is None:
             return
         sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
-        row = self._outcomes(s, check_id, [product], sub.campaign if sub else None)[product]
-        self._apply_product(
+        row = self.outcomes.rows_for(s, check_id, [product], sub.campaign if sub else None)[product]
+        self.outcomes.apply_product(
             row,
             product_fields(product, pdata),
             source="webhook",

@@ -33,8 +33,7 @@ from doccheck.client import assumptions
 from doccheck.client.profile import INVALID_RESPONSE
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money_tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow
-from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow, OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)
 _budgets = table_of(CampaignBudgetRow)

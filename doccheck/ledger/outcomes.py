@@ -14,16 +14,20 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from doccheck.ledger._base import LedgerBase, dump, parse_time
+from doccheck.ledger._base import Database, dump, parse_time
 from doccheck.ledger.merge import PRODUCTS, merge_product, product_fields
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
 
-class OutcomesMixin(LedgerBase):
+class Outcomes:
     """Store what a ``GET /checks/{id}`` answered, product by product."""
 
-    def _outcomes(
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.session = db.session
+
+    def rows_for(
         self, s: Session, check_id: str, products: Sequence[str], campaign: str | None
     ) -> dict[str, OutcomeRow]:
         """The outcome rows of a check's products, creating the missing ones in one savepoint
@@ -45,7 +49,7 @@ class OutcomesMixin(LedgerBase):
                 row.campaign = campaign
         return rows
 
-    def _apply_product(
+    def apply_product(
         self,
         row: OutcomeRow,
         fields: Mapping[str, Any],
@@ -56,7 +60,7 @@ class OutcomesMixin(LedgerBase):
     ) -> None:
         merge_product(row, fields, source=source, raw=raw, completed_at=completed_at)
 
-    def _apply_check(
+    def apply_check(
         self,
         s: Session,
         data: Mapping[str, Any],
@@ -67,14 +71,14 @@ class OutcomesMixin(LedgerBase):
     ) -> int:
         check_id = data["id"]
         products = list(data.get("products") or [p for p in PRODUCTS if data.get(p)])
-        rows = self._outcomes(s, check_id, products, campaign)
+        rows = self.rows_for(s, check_id, products, campaign)
         changed = 0
         for product in products:
             pdata = data.get(product) or {"status": "processing"}
             row = rows[product]
             before = (row.status, row.fetched)
             completed_at = parse_time(pdata.get("completed_at")) or parse_time(data.get("completed_at"))
-            self._apply_product(
+            self.apply_product(
                 row,
                 product_fields(product, pdata),
                 source=source,
@@ -101,4 +105,4 @@ class OutcomesMixin(LedgerBase):
         data = dump(check)
         with self.session() as s:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == data["id"])).first()
-            return self._apply_check(s, data, source=source, campaign=sub.campaign if sub else None, submission=sub)
+            return self.apply_check(s, data, source=source, campaign=sub.campaign if sub else None, submission=sub)

@@ -14,8 +14,9 @@ from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
-from doccheck.ledger._base import LedgerBase
+from doccheck.ledger._base import Database
 from doccheck.ledger.merge import TERMINAL
+from doccheck.ledger.report import build_report_rows, build_report_tables, summarize
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
 
 
@@ -37,8 +38,12 @@ class PendingCheck:
     silent_products: tuple[str, ...]
 
 
-class QueriesMixin(LedgerBase):
+class Queries:
     """Pending work for the polling fallback, aggregate counts, report tables, summaries."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.session = db.session
 
     def _scoped_submissions(self, run_id: str | None, campaign: str | None) -> Any:
         stmt = select(SubmissionRow).where(SubmissionRow.state == SubmissionState.SUBMITTED)
@@ -132,22 +137,17 @@ class QueriesMixin(LedgerBase):
 
     def report_rows(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """The four report tables as lists of row dicts (see :mod:`doccheck.ledger.report`)."""
-        from doccheck.ledger.report import build_report_rows
-
-        return build_report_rows(self, run_id=run_id, campaign=campaign)
+        return build_report_rows(self.db, run_id=run_id, campaign=campaign)
 
     def report_tables(self, *, run_id: str | None = None, campaign: str | None = None) -> Any:
         """The report tables of a run (or of a campaign's latest run) as ``ReportTables``."""
-        from doccheck.ledger.report import build_report_tables
+        return build_report_tables(self.db, run_id=run_id, campaign=campaign)
 
-        return build_report_tables(self, run_id=run_id, campaign=campaign)
-
-    def _summary(self, s: Session, run_id: str) -> dict[str, Any]:
-        from doccheck.ledger.report import summarize
-
-        return summarize(self, s, run_id)
+    def summary_in(self, s: Session, run_id: str) -> dict[str, Any]:
+        """The JSON summary of a run, inside the caller's transaction (``finish_run`` stores it)."""
+        return summarize(self.db, s, run_id)
 
     def run_summary(self, run_id: str) -> dict[str, Any]:
         """Counts of a run: documents, rejected, per submission state, per product status, cost."""
         with self.session() as s:
-            return self._summary(s, run_id)
+            return self.summary_in(s, run_id)

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, literal, tuple_
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
+from doccheck.ledger._base import Database
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
-
-if TYPE_CHECKING:
-    from doccheck.ledger._base import LedgerBase as Ledger  # any part of the facade will do: only session() is used
 
 #: Submission ``status`` values of the report (the ledger state, plus ``rejected`` rows
 #: and ``unsent`` for a planned document that no batch reached).
@@ -77,14 +75,14 @@ _OUTCOME_COLUMNS = (OutcomeRow.check_id, OutcomeRow.product, OutcomeRow.status, 
                     OutcomeRow.sources, OutcomeRow.error_code, OutcomeRow.completed_at)  # fmt: skip
 
 
-def resolve_run(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> str:
+def resolve_run(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> str:
     """The run id given, or the campaign's latest run (KeyError when there is none)."""
     with ledger.session() as s:
         return _resolve_run(s, run_id, campaign)
 
 
 def iter_report_chunks(
-    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None, chunk: int = REPORT_CHUNK
+    ledger: Database, *, run_id: str | None = None, campaign: str | None = None, chunk: int = REPORT_CHUNK
 ) -> Iterator[dict[str, list[dict[str, Any]]]]:
     """The report rows of a run, ``chunk`` documents at a time, in report order.
 
@@ -130,8 +128,10 @@ def iter_report_chunks(
     yield {"cohort_matches": matches}
 
 
-def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
-    """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
+def _chunk_lookups(
+    s: Session, docs: Sequence[Any]
+) -> tuple[dict[str, Any], dict[tuple[str, str], Any], dict[str, tuple[int, int]]]:
+    """The submissions, outcomes and money of one chunk of documents (three queries)."""
     keys = [d.idempotency_key for d in docs]
     sub_stmt = select(*_SUB_COLUMNS).where(col(SubmissionRow.idempotency_key).in_(keys))  # type: ignore[call-overload]
     subs = {r.idempotency_key: r for r in s.execute(sub_stmt).all()}
@@ -143,6 +143,73 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
     money = money_of_checks(
         s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)
     )
+    return subs, outcomes, money
+
+
+def _submission_row(
+    d: Any, sub: Any, state: str, check_id: str | None, words: Any, money: tuple[int, int]
+) -> dict[str, Any]:
+    """One row of the ``submissions`` table: the ledger state of a document, and its money."""
+    charged, refunded = money
+    return {
+        "document_id": d.document_id,
+        "row_number": d.row_number,
+        "mode": (sub.mode if sub and sub.mode else d.mode),
+        "idempotency_key": d.idempotency_key,
+        "check_id": check_id,
+        "products": list(d.products or []),
+        "status": STATE_TO_STATUS.get(state, state),
+        "error_code": sub.error_code if sub and state != SubmissionState.SUBMITTED else None,
+        "error_message": sub.error_message if sub and state != SubmissionState.SUBMITTED else None,
+        "words": words,
+        "cost_cents": charged - refunded,
+        "charged_cents": charged,
+        "refunded_cents": refunded,
+        "net_cents": charged - refunded,
+    }
+
+
+def _ai_row(common: dict[str, Any], o: Any, status: str, words: Any) -> dict[str, Any]:
+    """One row of ``ai_results`` (score and label only once completed)."""
+    return {
+        **common,
+        "score": o.score if o and status == ProductState.COMPLETED else None,
+        "label": o.label if o and status == ProductState.COMPLETED else None,
+        "words": words,
+    }
+
+
+def _similarity_rows(
+    common: dict[str, Any], o: Any, status: str, d: Any, check_id: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One row of ``similarity_results`` and its rows of ``similarity_sources``."""
+    done = o is not None and status == ProductState.COMPLETED
+    srcs = (o.sources or []) if done and o else []
+    row = {
+        **common,
+        "score": o.score if done and o else None,
+        "matched_words": o.matched_words if done and o else None,
+        "source_count": (o.source_count if o.source_count is not None else len(srcs)) if done and o else None,
+    }
+    sources = [
+        {
+            "document_id": d.document_id,
+            "check_id": check_id,
+            "source_id": src.get("source_id"),
+            "title": src.get("title"),
+            "url": src.get("url"),
+            "kind": src.get("kind"),
+            "matched_words": src.get("matched_words"),
+            "percent": src.get("percent"),
+        }
+        for src in srcs
+    ]
+    return row, sources
+
+
+def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
+    subs, outcomes, money = _chunk_lookups(s, docs)
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
     sim: list[dict[str, Any]] = []
@@ -152,29 +219,10 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
         state = sub.state if sub else SubmissionState.PLANNED
         check_id = sub.check_id if sub and state == SubmissionState.SUBMITTED else None
         words = (sub.words if sub and sub.words is not None else None) or d.words
-        charged, refunded = _row_money(check_id, sub, money, counted)
-        products = list(d.products or [])
-        submissions.append(
-            {
-                "document_id": d.document_id,
-                "row_number": d.row_number,
-                "mode": (sub.mode if sub and sub.mode else d.mode),
-                "idempotency_key": d.idempotency_key,
-                "check_id": check_id,
-                "products": products,
-                "status": STATE_TO_STATUS.get(state, state),
-                "error_code": sub.error_code if sub and state != SubmissionState.SUBMITTED else None,
-                "error_message": sub.error_message if sub and state != SubmissionState.SUBMITTED else None,
-                "words": words,
-                "cost_cents": charged - refunded,
-                "charged_cents": charged,
-                "refunded_cents": refunded,
-                "net_cents": charged - refunded,
-            }
-        )
+        submissions.append(_submission_row(d, sub, state, check_id, words, _row_money(check_id, sub, money, counted)))
         if check_id is None:
             continue
-        for product in products:
+        for product in list(d.products or []):
             o = outcomes.get((check_id, product))
             status = _product_status(o) if o else "pending"
             common = {
@@ -185,40 +233,11 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
                 "error_code": o.error_code if o else None,
             }
             if product == "ai":
-                ai.append(
-                    {
-                        **common,
-                        "score": o.score if o and status == ProductState.COMPLETED else None,
-                        "label": o.label if o and status == ProductState.COMPLETED else None,
-                        "words": words,
-                    }
-                )
+                ai.append(_ai_row(common, o, status, words))
             elif product == "similarity":
-                done = o is not None and status == ProductState.COMPLETED
-                srcs = (o.sources or []) if done and o else []
-                sim.append(
-                    {
-                        **common,
-                        "score": o.score if done and o else None,
-                        "matched_words": o.matched_words if done and o else None,
-                        "source_count": (o.source_count if o.source_count is not None else len(srcs))
-                        if done and o
-                        else None,
-                    }
-                )
-                for src in srcs:
-                    sources.append(
-                        {
-                            "document_id": d.document_id,
-                            "check_id": check_id,
-                            "source_id": src.get("source_id"),
-                            "title": src.get("title"),
-                            "url": src.get("url"),
-                            "kind": src.get("kind"),
-                            "matched_words": src.get("matched_words"),
-                            "percent": src.get("percent"),
-                        }
-                    )
+                row, found = _similarity_rows(common, o, status, d, check_id)
+                sim.append(row)
+                sources.extend(found)
     own = document_ids_for_checks(s, None, (src["source_id"] for src in sources if src.get("kind") == "submission"))
     for src in sources:
         src["matched_document_id"] = own.get(src["source_id"]) if src.get("kind") == "submission" else None
@@ -245,7 +264,7 @@ def _rejected_row(r: RejectionRow) -> dict[str, Any]:
 
 
 def build_report_rows(
-    ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None
+    ledger: Database, *, run_id: str | None = None, campaign: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """``{"submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches"}`` row lists
     (the whole run in memory: for tests and small runs; reports stream with :func:`iter_report_chunks`)."""
@@ -268,7 +287,7 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
     return int(sub.cost_cents or 0) if sub is not None else 0, 0
 
 
-def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: str | None = None) -> Any:
+def build_report_tables(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> Any:
     """The run's report as a ``doccheck.outputs.reports.LedgerReportTables`` (imported lazily: the
     ledger does not need pyarrow to record things): a ``ReportTables`` that reads its rows
     only when asked, so ``write_reports`` can stream them chunk by chunk from the ledger."""
@@ -278,7 +297,7 @@ def build_report_tables(ledger: Ledger, *, run_id: str | None = None, campaign: 
     return LedgerReportTables(lambda: iter_report_chunks(ledger, run_id=rid))
 
 
-def summarize(ledger: Ledger, s: Session, run_id: str) -> dict[str, Any]:
+def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     """Counts for the end-of-run table and the run row's ``summary`` column.
 
     Read in pages of :data:`REPORT_CHUNK` documents, report columns only (never a

@@ -7,17 +7,22 @@ recorded before anything is sent, so the reports can say what happened to every 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
-from doccheck.ledger._base import LedgerBase, dump
+from doccheck.ledger._base import Database, dump
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, utcnow
 
 
-class RunsMixin(LedgerBase):
+class Runs:
     """Start, finish and look up runs; record their documents and rejections (idempotent)."""
+
+    def __init__(self, db: Database, summarize: Callable[[Session, str], dict[str, Any]]) -> None:
+        self.db = db
+        self.session = db.session
+        self._summary = summarize
 
     def start_run(
         self,

@@ -22,16 +22,14 @@ so ``collect_results`` can rewrite the reports of a run without the texts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, delete, insert
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlalchemy import delete, insert
+from sqlmodel import Session, col, select
 
+from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
-
-if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+from doccheck.ledger.tables import SIGNATURE_TABLES, CohortMatchRow, DocumentSignatureRow, utcnow
 
 __all__ = [
     "CohortMatchRow",
@@ -48,56 +46,7 @@ __all__ = [
 ]
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class DocumentSignatureRow(SQLModel, table=True):
-    """Matching's memory of one document of a campaign (never its text)."""
-
-    __tablename__ = "document_signatures"
-    __table_args__ = (
-        UniqueConstraint("campaign", "document_id", "content_hash", name="uq_signatures_campaign_doc_hash"),
-        Index("ix_signatures_campaign_scheme", "campaign", "scheme"),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    campaign: str
-    document_id: str
-    content_hash: str
-    run_id: str  # the run that first stored it
-    scheme: str
-    words: int = 0
-    shingle_count: int = 0
-    signature: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    sample: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    shingles: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    created_at: datetime = Field(default_factory=_utcnow)
-
-
-class CohortMatchRow(SQLModel, table=True):
-    """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
-
-    __tablename__ = "cohort_matches"
-    __table_args__ = (Index("ix_cohort_matches_run", "run_id"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str
-    campaign: str
-    document_id: str
-    matched_document_id: str
-    matched_run_id: str | None = None
-    kind: str  # identical | near_duplicate | copied_section
-    percent: float | None = None  # overlap, percent of document_id's shingles
-    matched_percent: float | None = None  # overlap, percent of matched_document_id's shingles
-    matched_words: int | None = None
-    jaccard: float | None = None
-
-
-SIGNATURE_TABLES = [table_of(DocumentSignatureRow), table_of(CohortMatchRow)]
-
-
-def signature_keys(ledger: Ledger, campaign: str, scheme: str) -> set[tuple[str, str]]:
+def signature_keys(ledger: Database, campaign: str, scheme: str) -> set[tuple[str, str]]:
     """``(document_id, content_hash)`` of every stored signature of the campaign (this scheme)."""
     with ledger.session() as s:
         stmt = select(DocumentSignatureRow.document_id, DocumentSignatureRow.content_hash).where(
@@ -106,7 +55,7 @@ def signature_keys(ledger: Ledger, campaign: str, scheme: str) -> set[tuple[str,
         return {(d, h) for d, h in s.exec(stmt).all()}
 
 
-def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk: int = 500) -> int:
+def store_signatures(ledger: Database, rows: Iterable[Mapping[str, Any]], *, chunk: int = 500) -> int:
     """Insert signature rows not yet stored (idempotent; safe when two runs race)."""
     from sqlalchemy.exc import IntegrityError
 
@@ -118,7 +67,7 @@ def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk
             return 0
         try:
             with ledger.session() as s:  # a core INSERT: no ORM object per row (10,000 rows a run)
-                s.execute(insert(table_of(DocumentSignatureRow)), [{"created_at": _utcnow(), **row} for row in batch])
+                s.execute(insert(table_of(DocumentSignatureRow)), [{"created_at": utcnow(), **row} for row in batch])
             return len(batch)
         except IntegrityError:  # another run stored some of them meanwhile: one by one
             added = 0
@@ -141,7 +90,7 @@ def store_signatures(ledger: Ledger, rows: Iterable[Mapping[str, Any]], *, chunk
 
 
 def iter_signatures(
-    ledger: Ledger, campaign: str, scheme: str, *, page: int = 2000
+    ledger: Database, campaign: str, scheme: str, *, page: int = 2000
 ) -> Iterator[tuple[int, str, str, str, int, int, bytes, bytes]]:
     """``(id, document_id, content_hash, run_id, words, shingle_count, signature, sample)`` of the
     campaign, page by page (the full shingle sets stay in the database)."""
@@ -175,7 +124,7 @@ def iter_signatures(
         last = rows[-1][0]
 
 
-def load_shingles(ledger: Ledger, ids: Sequence[int], *, chunk: int = 500) -> dict[int, bytes]:
+def load_shingles(ledger: Database, ids: Sequence[int], *, chunk: int = 500) -> dict[int, bytes]:
     """Stored 32-bit shingle sets of the given signature row ids (only those asked for)."""
     out: dict[int, bytes] = {}
     for i in range(0, len(ids), chunk):
@@ -187,7 +136,7 @@ def load_shingles(ledger: Ledger, ids: Sequence[int], *, chunk: int = 500) -> di
     return out
 
 
-def replace_cohort_matches(ledger: Ledger, run_id: str, campaign: str, rows: Iterable[Mapping[str, Any]]) -> int:
+def replace_cohort_matches(ledger: Database, run_id: str, campaign: str, rows: Iterable[Mapping[str, Any]]) -> int:
     """Store a run's pairs, replacing what an earlier attempt of the same run stored."""
     items = [CohortMatchRow(run_id=run_id, campaign=campaign, **dict(r)) for r in rows]
     with ledger.session() as s:
@@ -233,7 +182,7 @@ def document_ids_for_checks(s: Session, campaign: str | None, check_ids: Iterabl
     return out
 
 
-def iter_shingle_sets(ledger: Ledger, campaign: str, scheme: str, *, page: int = 1000) -> Iterator[tuple[int, bytes]]:
+def iter_shingle_sets(ledger: Database, campaign: str, scheme: str, *, page: int = 1000) -> Iterator[tuple[int, bytes]]:
     """``(id, shingles)`` of every document of the campaign, one page in memory at a time
     (the boilerplate count streams through these)."""
     last = 0

@@ -17,16 +17,21 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
-from doccheck.ledger._base import dump
+from doccheck.ledger._base import Database, dump
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
-from doccheck.ledger.outcomes import OutcomesMixin
+from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow
 
 
-class SubmissionsMixin(OutcomesMixin):
+class Submissions:
     """Read and move submissions; ``mark_submitted`` also creates the check's outcomes."""
+
+    def __init__(self, db: Database, outcomes: Outcomes) -> None:
+        self.db = db
+        self.session = db.session
+        self.outcomes = outcomes
 
     def submission_for_key(self, idempotency_key: str) -> SubmissionRow | None:
         """The submission of a key, whatever its state (None when never seen)."""
@@ -84,7 +89,7 @@ class SubmissionsMixin(OutcomesMixin):
         for attempt in range(2):
             now = utcnow()
             try:
-                with self.engine.begin() as conn:
+                with self.db.engine.begin() as conn:
                     done = conn.execute(
                         update(t)
                         .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
@@ -116,7 +121,7 @@ class SubmissionsMixin(OutcomesMixin):
         """Remember the upload id before the bytes are sent, so a resume can create the
         check from it (or replay) instead of taking another of the 50 waiting slots."""
         t = table_of(SubmissionRow)
-        with self.engine.begin() as conn:  # conditional: a submitted row is never moved back
+        with self.db.engine.begin() as conn:  # conditional: a submitted row is never moved back
             conn.execute(
                 update(t)
                 .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
@@ -141,7 +146,7 @@ class SubmissionsMixin(OutcomesMixin):
         data = dump(check)
         check_id = str(data["id"])
         t = table_of(SubmissionRow)
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             current = conn.execute(
                 select(t.c.campaign, t.c.submitted_at).where(t.c.idempotency_key == idempotency_key)
             ).first()
@@ -163,7 +168,7 @@ class SubmissionsMixin(OutcomesMixin):
             fields["mode"] = mode
         if upload_id is not None:
             fields["upload_id"] = upload_id
-        with self.engine.begin() as conn:
+        with self.db.engine.begin() as conn:
             if current is None:  # a check recorded without mark_submitting (tools, tests)
                 conn.execute(
                     insert(t).values(
@@ -199,7 +204,7 @@ class SubmissionsMixin(OutcomesMixin):
         if fresh:
             now = utcnow()
             try:
-                with self.engine.begin() as conn:
+                with self.db.engine.begin() as conn:
                     if conn.execute(select(o.c.id).where(o.c.check_id == check_id).limit(1)).first() is None:
                         conn.execute(
                             insert(o),
@@ -220,7 +225,7 @@ class SubmissionsMixin(OutcomesMixin):
             except IntegrityError:
                 pass  # created concurrently: merge below
         with self.session() as s:
-            self._apply_check(s, data, source="poll", campaign=campaign)  # learnt from the API answer
+            self.outcomes.apply_check(s, data, source="poll", campaign=campaign)  # learnt from the API answer
 
     def mark_submit_failed(
         self,
@@ -248,7 +253,7 @@ class SubmissionsMixin(OutcomesMixin):
         for attempt in range(2):
             now = utcnow()
             try:
-                with self.engine.begin() as conn:
+                with self.db.engine.begin() as conn:
                     # One conditional UPDATE, not read-then-write: under PostgreSQL's read
                     # committed a check recorded meanwhile by another process must win.
                     done = conn.execute(

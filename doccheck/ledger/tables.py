@@ -1,4 +1,4 @@
-"""SQLModel tables of the ledger.
+"""Every SQLModel table of the ledger, in one module (``LEDGER_TABLES`` is what a new ledger creates).
 
 The ledger is the single durable record of what was sent, what the service answered and
 what results came back. It is what makes reruns and crash recovery free of double
@@ -8,7 +8,10 @@ charges, so every table is keyed the way the flows look things up:
   document in the same campaign always finds its earlier submission;
 - ``outcomes`` by ``(check_id, product)`` (UNIQUE): one row per product of a check, written
   by webhook events or by polling, whichever comes first;
-- ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once.
+- ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once;
+- ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
+- ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
+- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`).
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -20,7 +23,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from doccheck.ledger._sqltypes import table_of
@@ -172,22 +175,6 @@ class WebhookEventRow(SQLModel, table=True):
     applied: bool = False
 
 
-class WebhookSecretRow(SQLModel, table=True):
-    """The account signing secret, stored only when the webhook was configured through us.
-
-    This makes the ledger a holder of a secret: protect the database like the API key.
-    ``previous_secret`` keeps the one before the last rotation so in-flight deliveries
-    signed with it still verify.
-    """
-
-    __tablename__ = "webhook_secrets"
-
-    scope: str = Field(primary_key=True, max_length=200)
-    secret: str
-    previous_secret: str | None = None
-    updated_at: datetime = Field(default_factory=utcnow)
-
-
 class ClaimRow(SQLModel, table=True):
     """Who may send an idempotency key right now, and whether an earlier send is in doubt.
 
@@ -210,6 +197,110 @@ class ClaimRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+# Cohort matching's memory (doccheck.matching, through doccheck.ledger.signatures).
+
+
+class DocumentSignatureRow(SQLModel, table=True):
+    """Matching's memory of one document of a campaign (never its text)."""
+
+    __tablename__ = "document_signatures"
+    __table_args__ = (
+        UniqueConstraint("campaign", "document_id", "content_hash", name="uq_signatures_campaign_doc_hash"),
+        Index("ix_signatures_campaign_scheme", "campaign", "scheme"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str
+    document_id: str
+    content_hash: str
+    run_id: str  # the run that first stored it
+    scheme: str
+    words: int = 0
+    shingle_count: int = 0
+    signature: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    sample: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    shingles: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class CohortMatchRow(SQLModel, table=True):
+    """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
+
+    __tablename__ = "cohort_matches"
+    __table_args__ = (Index("ix_cohort_matches_run", "run_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str
+    campaign: str
+    document_id: str
+    matched_document_id: str
+    matched_run_id: str | None = None
+    kind: str  # identical | near_duplicate | copied_section
+    percent: float | None = None  # overlap, percent of document_id's shingles
+    matched_percent: float | None = None  # overlap, percent of matched_document_id's shingles
+    matched_words: int | None = None
+    jaccard: float | None = None
+
+
+# Money (doccheck.ledger.money). Why tables of their own (not columns of ``submissions``):
+# the service bills a CHECK, and several manifest rows (identical content), several runs and
+# several machines can share one check. Keyed by ``check_id``, a charge is stored once however
+# many rows point at it, so summing ``check_costs`` is what the service charged. The budget is
+# a row per campaign that every process updates with a conditional UPDATE, so a cap holds
+# across processes.
+class CheckCostRow(SQLModel, table=True):
+    """The money of one check, as the service counts it.
+
+    ``charged_cents`` is the create answer's ``cost.total_cents`` (stored the first time the
+    check id is seen; a replay returns the same check and adds nothing). ``refunded_cents``
+    follows the failed products (events and polls). ``budget_counted`` says the charge was
+    added to its campaign's budget row (once, atomically).
+    """
+
+    __tablename__ = "check_costs"
+    __table_args__ = (Index("ix_check_costs_campaign", "campaign"),)
+
+    check_id: str = Field(primary_key=True)
+    campaign: str | None = None
+    charged_cents: int = 0
+    ai_cents: int = 0
+    similarity_cents: int = 0
+    refunded_cents: int = 0
+    stated_refund_cents: int | None = None
+    budget_counted: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class CampaignBudgetRow(SQLModel, table=True):
+    """Money committed by a campaign: ``spent_cents`` (charges of its checks, counted once)
+    plus ``reserved_cents`` (estimates of requests in flight). A reservation succeeds only
+    through ``UPDATE … WHERE spent + reserved + :cents <= :cap``, atomic on both engines."""
+
+    __tablename__ = "campaign_budgets"
+
+    campaign: str = Field(primary_key=True)
+    spent_cents: int = 0
+    reserved_cents: int = 0
+    cap_cents: int | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class BudgetHoldRow(SQLModel, table=True):
+    """One reservation in flight, per (campaign, idempotency key): released when the answer
+    is recorded or the request is refused; adopted by a resume of the same key; reclaimed
+    after a lease when its process died and the key never came back."""
+
+    __tablename__ = "budget_holds"
+
+    campaign: str = Field(primary_key=True)
+    idempotency_key: str = Field(primary_key=True)
+    cents: int = 0
+    held_at: datetime = Field(default_factory=utcnow)
+
+
+SIGNATURE_TABLES = [table_of(DocumentSignatureRow), table_of(CohortMatchRow)]
+MONEY_TABLES = [table_of(CheckCostRow), table_of(CampaignBudgetRow), table_of(BudgetHoldRow)]
 LEDGER_TABLES = [
     table_of(RunRow),
     table_of(DocumentRow),
@@ -217,11 +308,7 @@ LEDGER_TABLES = [
     table_of(SubmissionRow),
     table_of(OutcomeRow),
     table_of(WebhookEventRow),
-    table_of(WebhookSecretRow),
     table_of(ClaimRow),
+    *SIGNATURE_TABLES,
+    *MONEY_TABLES,
 ]
-
-# Cohort matching's tables live in their own module; registered here so every ledger creates them.
-from doccheck.ledger.signatures import SIGNATURE_TABLES  # noqa: E402
-
-LEDGER_TABLES += SIGNATURE_TABLES

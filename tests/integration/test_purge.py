@@ -171,7 +171,11 @@ def test_retention_on_a_schedule(emulator: EmulatorHandle, tmp_path: Path) -> No
         ledger.apply_pending_events()
         ledger.record_event(parse_event(unapplied), unapplied)
         assert [e.payload for e in ledger.events(check_id)] == [{}]  # dropped once applied
-        ledger.store_webhook_secret("whsec_legacy_plaintext")  # what an older doccheck left behind
+        with ledger.engine.begin() as conn:  # what an older doccheck left behind (the table is no longer created)
+            conn.execute(text("CREATE TABLE webhook_secrets (scope VARCHAR(200) PRIMARY KEY, secret VARCHAR NOT NULL)"))
+            conn.execute(
+                text("INSERT INTO webhook_secrets (scope, secret) VALUES ('default', 'whsec_legacy_plaintext')")
+            )
     finally:
         ledger.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
@@ -184,7 +188,8 @@ def test_retention_on_a_schedule(emulator: EmulatorHandle, tmp_path: Path) -> No
     ledger = Ledger(database_url)
     try:
         assert ledger.get_run(result.run_id) is not None  # younger than 30 days: kept
-        assert ledger.webhook_secrets() == []
+        with ledger.engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM webhook_secrets")).scalar_one() == 0
     finally:
         ledger.close()
 

@@ -1,5 +1,6 @@
 """The import rules (pyproject ``[tool.importlinter]``) hold: the library never imports
-Prefect, the emulator never imports the client, ledger or pipeline. Checked statically
+Prefect, the emulator never imports the client, ledger or pipeline, and no package among
+the ledger, the pipeline and the emulator has an import cycle. Checked statically
 by import-linter (also run by ``.ci/run`` as ``lint-imports``), which replaces the former
 tests that imported every module in a subprocess and looked at ``sys.modules``."""
 
@@ -23,3 +24,4 @@ def test_import_contracts_are_kept() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     assert "0 broken" in out.stdout and f"{len(contracts)} kept" in out.stdout, out.stdout
+    assert "No import cycle inside the ledger, the pipeline or the emulator KEPT" in out.stdout

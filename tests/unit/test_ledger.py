@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
@@ -241,20 +240,6 @@ def test_no_text_is_stored(ledger: Ledger, tmp_path: Path) -> None:
     assert "VERY-PRIVATE" not in dump
 
 
-def test_webhook_secret_rotation(ledger: Ledger) -> None:
-    assert ledger.webhook_secrets() == []
-    ledger.store_webhook_secret(SecretStr("whsec_one"))
-    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_one"]
-    ledger.store_webhook_secret("whsec_two")
-    assert [s.get_secret_value() for s in ledger.webhook_secrets()] == ["whsec_two", "whsec_one"]
-    ledger.store_webhook_secret("whsec_acct2", scope="other")
-    assert {s.get_secret_value() for s in ledger.webhook_secrets()} == {"whsec_two", "whsec_one", "whsec_acct2"}
-    ledger.delete_webhook_secret("other")
-    assert "whsec" not in repr(ledger.webhook_secrets())
-    with pytest.raises(ValueError):
-        ledger.store_webhook_secret("")
-
-
 def test_repr_hides_password() -> None:
     from doccheck.ledger.engine import normalize_url, redact_url
 
@@ -304,3 +289,33 @@ def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp
     [ai] = pq.read_table(paths.ai_results).to_pylist()
     assert ai["score"] == 0.5 and ai["completed_at"].isoformat().startswith("2026-01-01T00:02:00")
     assert len(pq.read_table(paths.similarity_sources)) == 1
+
+
+def test_the_facade_composes_one_object_per_job_and_delegates_every_public_method(ledger: Ledger) -> None:
+    """``Ledger`` is a facade: each job is an object over the same Database, and every public
+    method of runs, submissions, webhook events and queries is reachable on the facade (a
+    method added to a part without its delegate fails here)."""
+    import inspect
+
+    from doccheck.ledger.claims import Claims
+    from doccheck.ledger.events import Events
+    from doccheck.ledger.outcomes import Outcomes
+    from doccheck.ledger.queries import Queries
+    from doccheck.ledger.runs import Runs
+    from doccheck.ledger.submissions import Submissions
+
+    parts = {"runs": Runs, "submissions": Submissions, "webhook_events": Events, "queries": Queries}
+    for attribute, cls in parts.items():
+        part = getattr(ledger, attribute)
+        assert isinstance(part, cls) and part.db is ledger
+        for name, _ in inspect.getmembers(cls, inspect.isfunction):
+            if not name.startswith("_") and name != "summary_in":
+                assert (
+                    inspect.signature(getattr(Ledger, name)).parameters
+                    == inspect.signature(getattr(cls, name)).parameters
+                ), name
+    assert isinstance(ledger.outcomes, Outcomes) and ledger.submissions.outcomes is ledger.outcomes
+    assert isinstance(ledger.claims, Claims)
+    run_id = ledger.start_run(campaign="c1")
+    assert ledger.runs.get_run(run_id) == ledger.get_run(run_id)
+    assert ledger.queries.run_summary(run_id) == ledger.run_summary(run_id)

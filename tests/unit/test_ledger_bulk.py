@@ -21,8 +21,7 @@ from doccheck.ledger.bulk import (
     record_claims,
     record_prepares,
 )
-from doccheck.ledger.money_tables import MONEY_TABLES
-from doccheck.ledger.tables import ClaimRow, OutcomeRow, SubmissionRow
+from doccheck.ledger.tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
 from doccheck.ledger.writer import LedgerWriter
 from tests.factories import check_json
 
