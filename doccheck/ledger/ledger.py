@@ -290,13 +290,6 @@ class Ledger(Database):
         """
         return self.queries.report_rows(run_id=run_id, campaign=campaign)
 
-    def report_tables(self, *, run_id: str | None = None, campaign: str | None = None) -> Any:
-        """The report tables of a run (or of a campaign's latest run) as ``ReportTables``.
-
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.report_tables`.
-        """
-        return self.queries.report_tables(run_id=run_id, campaign=campaign)
-
     def run_summary(self, run_id: str) -> dict[str, Any]:
         """Counts of a run: documents, rejected, per submission state, per product status, cost.
 

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
 from doccheck.ledger.merge import TERMINAL
-from doccheck.ledger.report import build_report_rows, build_report_tables, summarize
+from doccheck.ledger.report import build_report_rows, summarize
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
 
 
@@ -138,10 +138,6 @@ class Queries:
     def report_rows(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """The four report tables as lists of row dicts (see :mod:`doccheck.ledger.report`)."""
         return build_report_rows(self.db, run_id=run_id, campaign=campaign)
-
-    def report_tables(self, *, run_id: str | None = None, campaign: str | None = None) -> Any:
-        """The report tables of a run (or of a campaign's latest run) as ``ReportTables``."""
-        return build_report_tables(self.db, run_id=run_id, campaign=campaign)
 
     def summary_in(self, s: Session, run_id: str) -> dict[str, Any]:
         """The JSON summary of a run, inside the caller's transaction (``finish_run`` stores it)."""

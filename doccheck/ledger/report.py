@@ -287,16 +287,6 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
     return int(sub.cost_cents or 0) if sub is not None else 0, 0
 
 
-def build_report_tables(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> Any:
-    """The run's report as a ``doccheck.outputs.reports.LedgerReportTables`` (imported lazily: the
-    ledger does not need pyarrow to record things): a ``ReportTables`` that reads its rows
-    only when asked, so ``write_reports`` can stream them chunk by chunk from the ledger."""
-    from doccheck.outputs.reports import LedgerReportTables
-
-    rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
-    return LedgerReportTables(lambda: iter_report_chunks(ledger, run_id=rid))
-
-
 def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     """Counts for the end-of-run table and the run row's ``summary`` column.
 

@@ -194,6 +194,18 @@ class LedgerReportTables(ReportTables):
     similarity_sources = property(lambda self: self._all()["similarity_sources"])
     cohort_matches = property(lambda self: self._all()["cohort_matches"])
 
+    @classmethod
+    def from_ledger(cls, ledger: Any, *, run_id: str | None = None, campaign: str | None = None) -> LedgerReportTables:
+        """A run's (or a campaign's latest run's) report, read from ``ledger`` chunk by chunk.
+
+        Here and not in the ledger: the ledger records and reads rows, the reports are an
+        output built from them (so the ledger needs no pyarrow and never imports this module).
+        """
+        from doccheck.ledger.report import iter_report_chunks, resolve_run
+
+        rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
+        return cls(lambda: iter_report_chunks(ledger, run_id=rid))
+
 
 @dataclass(frozen=True)
 class ReportPaths:

@@ -19,6 +19,7 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
 from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
+from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import first_error
 from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
@@ -206,6 +207,6 @@ async def wait_for_results(
     return result
 
 
-def report_tables(ledger: Ledger, run_id: str) -> Any:
-    """``ReportTables`` of a run, built from the ledger alone (see ``doccheck.ledger.report``)."""
-    return ledger.report_tables(run_id=run_id)
+def report_tables(ledger: Ledger, run_id: str) -> LedgerReportTables:
+    """``ReportTables`` of a run, read from the ledger alone in chunks (see ``doccheck.ledger.report``)."""
+    return LedgerReportTables.from_ledger(ledger, run_id=run_id)

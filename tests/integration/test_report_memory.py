@@ -22,7 +22,7 @@ from sqlalchemy import insert
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 from doccheck.outputs.instructor.writer import write_instructor_files
-from doccheck.outputs.reports import write_reports
+from doccheck.outputs.reports import LedgerReportTables, write_reports
 from doccheck.sources.manifest import Rejection
 from tests.factories import planned
 
@@ -75,7 +75,7 @@ def write_peak(ledger: Ledger, run_id: str, out: Path) -> tuple[int, Path]:
     metadata = ledger.document_metadata(run_id)  # the caller's, held before: not what is measured
     tracemalloc.start()
     try:
-        paths = write_reports(out, "run", ledger.report_tables(run_id=run_id), metadata=metadata)
+        paths = write_reports(out, "run", LedgerReportTables.from_ledger(ledger, run_id=run_id), metadata=metadata)
         write_instructor_files(paths.run_dir, paths.latest_dir, campaign="c", run_id=run_id)
         _current, peak = tracemalloc.get_traced_memory()
     finally:
@@ -127,7 +127,7 @@ def test_streamed_outputs_carry_names_and_rows_of_the_ledger(tmp_path: Path) -> 
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:
         run_id = fill(ledger, "c", 2_500)
-        tables = ledger.report_tables(run_id=run_id)
+        tables = LedgerReportTables.from_ledger(ledger, run_id=run_id)
         paths = write_reports(tmp_path / "out", "run", tables, metadata=ledger.document_metadata(run_id))
         outputs = asyncio.run(write_run_outputs(paths.run_dir, paths.latest_dir, campaign="c", run_id=run_id,
                                                 ledger=ledger))  # fmt: skip

@@ -12,6 +12,7 @@ import pytest
 
 from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
+from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline.planning import PlannedDocument
 from doccheck.sources.manifest import Rejection
 from tests.factories import check_json, planned, record
@@ -273,7 +274,7 @@ def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp
              "matched_words": 4, "percent": 12.0}]},
     )  # fmt: skip
     ledger.record_check(Check.model_validate(done))
-    tables = ledger.report_tables(run_id=run_id)
+    tables = LedgerReportTables.from_ledger(ledger, run_id=run_id)
     assert isinstance(tables, ReportTables)
     paths = write_reports(tmp_path / "reports", "run1", tables, metadata=ledger.document_metadata(run_id))
     for name, schema in SCHEMAS.items():
