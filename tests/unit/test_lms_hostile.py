@@ -10,6 +10,7 @@ import pytest
 
 from doccheck.sources.lms import UnsafeExport, read_export
 from doccheck.sources.lms.model import EntryKind
+from doccheck.sources.lms.model import make_document_id as ID
 from doccheck.sources.lms.walk import ExportLimits, copy_member
 
 
@@ -31,7 +32,7 @@ def test_each_hostile_entry_is_refused_with_its_reason_and_student(tmp_path: Pat
     limits = ExportLimits(max_ratio=100, ratio_floor_bytes=1024 * 1024)
     result = read_export(_hostile_zip(tmp_path / "x.zip"), limits=limits)
     assert result.lms == "moodle"
-    assert [f.document_id for f in result.documents] == ["moodle:101:essay.txt"]
+    assert [f.document_id for f in result.documents] == [ID("moodle", "101", "essay.txt")]
     refused = {f.entry: f.reason for f in result.files if f.kind is EntryKind.REJECTED}
     bomb = refused.pop("Eve Mallory_103_assignsubmission_file/bomb.txt") or ""
     assert bomb.startswith("Eve Mallory (103): refused: a compression ratio of ")

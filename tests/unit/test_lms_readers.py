@@ -9,6 +9,7 @@ import pytest
 
 from doccheck.sources.lms import read_export
 from doccheck.sources.lms.model import EntryKind
+from doccheck.sources.lms.model import make_document_id as ID
 
 
 def _zip(tmp_path: Path, members: dict[str, bytes], name: str = "export.zip") -> Path:
@@ -55,10 +56,18 @@ def test_moodle_folders_current_form(tmp_path: Path) -> None:
     result = read_export(_zip(tmp_path, MOODLE_NEW))
     assert result.lms == "moodle"
     assert _rows(_zip(tmp_path, MOODLE_NEW)) == [
-        ("document", "moodle:101:essay.docx", "101", "Ada Lovelace", "essay.docx", None, None),
-        ("document", "moodle:101:notes/appendix.pdf", "101", "Ada Lovelace", "notes/appendix.pdf", None, None),
-        ("document", "moodle:101:onlinetext.html", "101", "Ada Lovelace", "onlinetext.html", None, None),
-        ("document", "moodle:102:essay.txt", "102", "Alan Turing", "essay.txt", None, None),
+        ("document", ID("moodle", "101", "essay.docx"), "101", "Ada Lovelace", "essay.docx", None, None),
+        (
+            "document",
+            ID("moodle", "101", "notes/appendix.pdf"),
+            "101",
+            "Ada Lovelace",
+            "notes/appendix.pdf",
+            None,
+            None,
+        ),
+        ("document", ID("moodle", "101", "onlinetext.html"), "101", "Ada Lovelace", "onlinetext.html", None, None),
+        ("document", ID("moodle", "102", "essay.txt"), "102", "Alan Turing", "essay.txt", None, None),
     ]
     assert result.summary() == "Moodle export: 2 participants, 4 files, 1 online-text entries"
 
@@ -66,7 +75,7 @@ def test_moodle_folders_current_form(tmp_path: Path) -> None:
 def test_moodle_old_trailing_underscore_and_flat_forms_give_the_same_ids(tmp_path: Path) -> None:
     old = {"Ada Lovelace_101_assignsubmission_file_/essay.docx": b"x"}
     flat = {"Ada Lovelace_101_assignsubmission_file_essay.docx": b"x"}
-    want = [("document", "moodle:101:essay.docx", "101", "Ada Lovelace", "essay.docx", None, None)]
+    want = [("document", ID("moodle", "101", "essay.docx"), "101", "Ada Lovelace", "essay.docx", None, None)]
     assert _rows(_zip(tmp_path, old, "old.zip")) == want
     assert _rows(_zip(tmp_path, flat, "flat.zip")) == want
 
@@ -82,8 +91,8 @@ def test_moodle_blind_marking_shows_only_the_pseudonym(tmp_path: Path) -> None:
     }
     result = read_export(_zip(tmp_path, blind))
     assert [(f.document_id, f.parsed.student, f.parsed.blind) for f in result.files] == [
-        ("moodle:4711:essay.pdf", "Participant 4711", True),
-        ("moodle:4712:onlinetext.html", "Participant 4712", True),
+        (ID("moodle", "4711", "essay.pdf"), "Participant 4711", True),
+        (ID("moodle", "4712", "onlinetext.html"), "Participant 4712", True),
     ]
     assert result.summary().endswith("blind marking")
 
@@ -98,8 +107,8 @@ def test_moodle_group_submissions(tmp_path: Path) -> None:
         for f in read_export(_zip(tmp_path, groups), groups=True).files
     ]
     assert rows == [
-        ("moodle:default-group:report.docx", "Default group", True),
-        ("moodle:12:report.docx", "Team Red", True),
+        (ID("moodle", "default-group", "report.docx"), "Default group", True),
+        (ID("moodle", "12", "report.docx"), "Team Red", True),
     ]
 
 
@@ -114,11 +123,11 @@ def test_canvas_normal_late_anonymous_text_and_link(tmp_path: Path) -> None:
     result = read_export(_zip(tmp_path, members))
     assert result.lms == "canvas"
     assert _rows(_zip(tmp_path, members)) == [
-        ("document", "canvas:anon_Xk3pQ:paper.pdf", "anon_Xk3pQ", "anon_Xk3pQ", "paper.pdf", False, None),
-        ("link", "canvas:1003:link.html", "1003", "hopper", "link.html", False, None),
-        ("document", "canvas:1001:Essay Final.docx", "1001", "lovelaceada", "Essay Final.docx", False, None),
-        ("document", "canvas:1002:essay.pdf", "1002", "turingalan", "essay.pdf", True, None),
-        ("document", "canvas:1002:text.html", "1002", "turingalan", "text.html", True, None),
+        ("document", ID("canvas", "anon_Xk3pQ", "paper.pdf"), "anon_Xk3pQ", "anon_Xk3pQ", "paper.pdf", False, None),
+        ("link", ID("canvas", "1003", "link.html"), "1003", "hopper", "link.html", False, None),
+        ("document", ID("canvas", "1001", "Essay Final.docx"), "1001", "lovelaceada", "Essay Final.docx", False, None),
+        ("document", ID("canvas", "1002", "essay.pdf"), "1002", "turingalan", "essay.pdf", True, None),
+        ("document", ID("canvas", "1002", "text.html"), "1002", "turingalan", "text.html", True, None),
     ]
     assert "1 link entries (not checked)" in result.summary()
     assert "2 late" in result.summary()
@@ -127,7 +136,7 @@ def test_canvas_normal_late_anonymous_text_and_link(tmp_path: Path) -> None:
 def test_canvas_replaced_file_keeps_its_id(tmp_path: Path) -> None:
     first = read_export(_zip(tmp_path, {"lovelaceada_1001_555_essay.pdf": b"a"}, "a.zip"))
     second = read_export(_zip(tmp_path, {"lovelaceada_1001_999_essay.pdf": b"b"}, "b.zip"))
-    assert first.files[0].document_id == second.files[0].document_id == "canvas:1001:essay.pdf"
+    assert first.files[0].document_id == second.files[0].document_id == ID("canvas", "1001", "essay.pdf")
 
 
 BLACKBOARD = {
@@ -143,7 +152,7 @@ def test_blackboard_latest_attempt_by_default(tmp_path: Path) -> None:
     assert _rows(_zip(tmp_path, BLACKBOARD)) == [
         (
             "document",
-            "blackboard:alovelace:essay.pdf",
+            ID("blackboard", "alovelace", "essay.pdf"),
             "alovelace",
             "alovelace",
             "essay.pdf",
@@ -152,7 +161,7 @@ def test_blackboard_latest_attempt_by_default(tmp_path: Path) -> None:
         ),
         (
             "superseded",
-            "blackboard:aturing:receipt.txt",
+            ID("blackboard", "aturing", "receipt.txt"),
             "aturing",
             "aturing",
             "receipt.txt",
@@ -161,24 +170,40 @@ def test_blackboard_latest_attempt_by_default(tmp_path: Path) -> None:
         ),
         (
             "superseded",
-            "blackboard:aturing:draft.docx",
+            ID("blackboard", "aturing", "draft.docx"),
             "aturing",
             "aturing",
             "draft.docx",
             None,
             "2026-03-01-10-00-00",
         ),
-        ("receipt", "blackboard:aturing:receipt.txt", "aturing", "aturing", "receipt.txt", None, "2026-03-02-09-30-00"),
-        ("document", "blackboard:aturing:final.docx", "aturing", "aturing", "final.docx", None, "2026-03-02-09-30-00"),
+        (
+            "receipt",
+            ID("blackboard", "aturing", "receipt.txt"),
+            "aturing",
+            "aturing",
+            "receipt.txt",
+            None,
+            "2026-03-02-09-30-00",
+        ),
+        (
+            "document",
+            ID("blackboard", "aturing", "final.docx"),
+            "aturing",
+            "aturing",
+            "final.docx",
+            None,
+            "2026-03-02-09-30-00",
+        ),
     ]
 
 
 def test_blackboard_all_attempts(tmp_path: Path) -> None:
     docs = [f.document_id for f in read_export(_zip(tmp_path, BLACKBOARD), attempts="all").documents]
     assert docs == [
-        "blackboard:alovelace:2026-03-01-08-00-00/essay.pdf",
-        "blackboard:aturing:2026-03-01-10-00-00/draft.docx",
-        "blackboard:aturing:2026-03-02-09-30-00/final.docx",
+        ID("blackboard", "alovelace", "2026-03-01-08-00-00/essay.pdf"),
+        ID("blackboard", "aturing", "2026-03-01-10-00-00/draft.docx"),
+        ID("blackboard", "aturing", "2026-03-02-09-30-00/final.docx"),
     ]
 
 
@@ -187,8 +212,8 @@ def test_plain_folder_is_one_document_per_file(tmp_path: Path) -> None:
     result = read_export(root)
     assert result.lms == "plain"
     assert [(f.document_id, f.parsed.student) for f in result.documents] == [
-        ("plain:a.txt", "a.txt"),
-        ("plain:sub/b.pdf", "b.pdf"),
+        (ID("plain", "a.txt", ""), "a.txt"),
+        (ID("plain", "sub/b.pdf", ""), "b.pdf"),
     ]
 
 
@@ -199,3 +224,8 @@ def test_forced_lms_rejects_names_of_another_form(tmp_path: Path) -> None:
     ]
     with pytest.raises(ValueError, match="unknown LMS"):
         read_export(_zip(tmp_path, {"random.pdf": b"x"}), lms="sakai")
+
+
+def test_document_ids_are_opaque_and_stable() -> None:
+    # Pinned: a change here changes every Idempotency-Key of every course that reruns a download.
+    assert ID("moodle", "101", "essay.docx") == "moodle-023dc57e57167641d46b251e"

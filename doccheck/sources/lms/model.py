@@ -14,9 +14,6 @@ from enum import StrEnum
 
 __all__ = ["Entry", "EntryKind", "ExportResult", "Parsed", "SubmittedFile", "make_document_id"]
 
-#: Longest document id the service and the ledger accept (doccheck.sources.manifest.limits).
-MAX_ID_CHARS = 256
-
 
 class EntryKind(StrEnum):
     """What an entry of the export is."""
@@ -109,15 +106,12 @@ class ExportResult:
 
 
 def make_document_id(lms: str, student_id: str, submitted_file: str) -> str:
-    """The deterministic id of one submitted file: ``<lms>:<student id>:<file>`` (empty parts left out).
+    """The deterministic id of one submitted file: ``<lms>-<24 hex of SHA-256(lms, student id, file)>``.
 
     It depends on nothing else (not the zip's name, not whether it was unzipped, not the LMS's
     per-upload attachment id), so next week's download gives the same ids and, with unchanged
-    content, the same Idempotency-Keys. Ids that would be too long keep a readable head and a
-    hash of the whole.
+    content, the same Idempotency-Keys. It is a hash because ``document_id`` is always sent to
+    the service as metadata, and the student's id and name must not be.
     """
-    whole = ":".join(part for part in (lms, student_id, submitted_file) if part)
-    if len(whole) <= MAX_ID_CHARS:
-        return whole
-    digest = hashlib.sha256(whole.encode("utf-8")).hexdigest()[:32]
-    return f"{whole[: MAX_ID_CHARS - 33]}~{digest}"
+    whole = "\x1f".join((lms, student_id, submitted_file))
+    return f"{lms}-{hashlib.sha256(whole.encode('utf-8')).hexdigest()[:24]}"
