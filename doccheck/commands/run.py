@@ -41,7 +41,12 @@ _D = DEFAULTS  # every flag's default comes from the one options model (doccheck
 
 
 def run(
-    manifest: Annotated[Path, typer.Argument(help="CSV, Parquet or JSONL manifest (see docs/manifest.md).")],
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV, Parquet or JSONL manifest (docs/manifest.md), or an LMS export: .zip or folder (docs/lms.md)."
+        ),
+    ],
     products: Annotated[
         str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
     ] = ",".join(_D.source.products),
@@ -111,10 +116,15 @@ def run(
             "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
         ),
     ] = 1,
+    lms: Annotated[
+        str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
+    ] = None,
+    attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
     err = Console(stderr=True)
+    manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts)
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
     try:
@@ -154,6 +164,23 @@ def run(
         again = f"doccheck run {shlex.quote(str(manifest))} --campaign {shlex.quote(summary.campaign)}"
         console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def export_manifest(
+    console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str
+) -> Path:
+    """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
+    from doccheck.sources.lms.derive import as_manifest
+
+    try:
+        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts)
+    except (ValueError, OSError) as exc:
+        raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None
+    if result is not None:
+        console.print(result.summary())
+        for line in result.not_checked():
+            console.print(line, markup=False, highlight=False)
+    return Path(manifest)
 
 
 def _print_summary(console: Console, summary: Any) -> None:

@@ -23,7 +23,7 @@ from doccheck.sources.lms import read_export
 from doccheck.sources.lms.model import ExportResult, SubmittedFile
 from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, copy_member
 
-__all__ = ["LMS_COLUMNS", "Derived", "derive_manifest", "export_campaign", "is_export", "write_manifest"]
+__all__ = ["LMS_COLUMNS", "Derived", "as_manifest", "derive_manifest", "export_campaign", "is_export", "write_manifest"]
 
 #: The columns an export adds to every document (null for manifest rows in the reports).
 LMS_COLUMNS = ("lms", "student_id", "student", "late", "attempt", "submitted_file")
@@ -111,3 +111,17 @@ def write_manifest(path: Path, rows: list[dict[str, str]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def as_manifest(
+    path: str | os.PathLike[str], work_dir: str | os.PathLike[str], *, lms: str | None = None, attempts: str = "latest"
+) -> tuple[str, ExportResult | None]:
+    """The manifest to run for ``path``: itself for a manifest file, else the one derived from the export.
+
+    The one hook every entry point calls (CLI, the flow's ``prepare_run``, the dry run, the
+    notebook): an export is recognised by being a folder or a .zip (or by ``lms`` being given).
+    """
+    if lms is None and not is_export(path):
+        return str(path), None
+    derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts)
+    return str(derived.manifest), derived.result

@@ -78,6 +78,10 @@ class ExportResult:
         """The entries that are to be checked."""
         return [f for f in self.files if f.kind is EntryKind.DOCUMENT]
 
+    def not_checked(self) -> list[str]:
+        """One line per entry that is listed but not checked, with its reason (printed under the summary)."""
+        return [f"  {f.kind.value}: {f.entry}: {f.reason}" for f in self.files if f.kind is not EntryKind.DOCUMENT]
+
     def summary(self) -> str:
         """The line printed before anything is sent, e.g. ``Moodle export: 3 participants, ...``."""
         docs = self.documents
