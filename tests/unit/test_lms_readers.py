@@ -228,4 +228,4 @@ def test_forced_lms_rejects_names_of_another_form(tmp_path: Path) -> None:
 
 def test_document_ids_are_opaque_and_stable() -> None:
     # Pinned: a change here changes every Idempotency-Key of every course that reruns a download.
-    assert ID("moodle", "101", "essay.docx") == "moodle-023dc57e57167641d46b251e"
+    assert ID("moodle", "101", "essay.docx") == "moodle-1db28daff91d-023dc57e57167641"

@@ -110,12 +110,16 @@ class ExportResult:
 
 
 def make_document_id(lms: str, student_id: str, submitted_file: str) -> str:
-    """The deterministic id of one submitted file: ``<lms>-<24 hex of SHA-256(lms, student id, file)>``.
+    """The deterministic id of one submitted file: ``<lms>-<owner hash>-<file hash>``.
 
     It depends on nothing else (not the zip's name, not whether it was unzipped, not the LMS's
     per-upload attachment id), so next week's download gives the same ids and, with unchanged
     content, the same Idempotency-Keys. It is a hash because ``document_id`` is always sent to
-    the service as metadata, and the student's id and name must not be.
+    the service as metadata, and the student's id and name must not be. The owner part (12
+    hex of the LMS and student id) is shared by all of one student's files, so cohort matching
+    never pairs them (:func:`doccheck.domain.document_owner`). Plain exports have no student,
+    so every file is its own owner there.
     """
+    owner = hashlib.sha256(f"{lms}\x1f{student_id}".encode()).hexdigest()[:12]
     whole = "\x1f".join((lms, student_id, submitted_file))
-    return f"{lms}-{hashlib.sha256(whole.encode('utf-8')).hexdigest()[:24]}"
+    return f"{lms}-{owner}-{hashlib.sha256(whole.encode('utf-8')).hexdigest()[:16]}"
