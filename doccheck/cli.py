@@ -11,6 +11,7 @@ import typer
 
 from doccheck.commands.collect import collect
 from doccheck.commands.demo import demo
+from doccheck.commands.manifest import manifest
 from doccheck.commands.purge import purge
 from doccheck.commands.run import run
 from doccheck.emulator.command import emulator
@@ -29,6 +30,7 @@ app.command("run")(run)
 app.command("collect")(collect)
 app.command("demo")(demo)
 app.command("purge")(purge)
+app.command("manifest")(manifest)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -23,11 +23,20 @@ from doccheck.sources.lms import read_export
 from doccheck.sources.lms.model import ExportResult, SubmittedFile
 from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, copy_member
 
-__all__ = ["LMS_COLUMNS", "Derived", "as_manifest", "derive_manifest", "export_campaign", "is_export", "write_manifest"]
+__all__ = [
+    "LMS_COLUMNS",
+    "Derived",
+    "as_manifest",
+    "derive_manifest",
+    "review_manifest",
+    "export_campaign",
+    "is_export",
+    "write_manifest",
+]
 
 #: The columns an export adds to every document (null for manifest rows in the reports).
 LMS_COLUMNS = ("lms", "student_id", "student", "late", "attempt", "submitted_file")
-_COPY_SUFFIX = re.compile(r"(?: \(\d+\)|-\d)$")  # what browsers add to a second download: "x (1).zip"
+_COPY_SUFFIX = re.compile(r" \(\d+\)$")  # what browsers add to a second download: "x (1).zip"
 _SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
@@ -125,3 +134,23 @@ def as_manifest(
         return str(path), None
     derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts)
     return str(derived.manifest), derived.result
+
+
+def review_manifest(
+    export: str | os.PathLike[str], out: str | os.PathLike[str], *, lms: str | None = None, attempts: str = "latest"
+) -> Derived:
+    """Write the manifest doccheck derives from ``export`` to ``out``, for a person to review or edit.
+
+    The documents are copied beside it (``<out stem>_files/``) so that its paths stay inside
+    its folder, as a manifest's must. Running it needs ``--campaign <export's campaign>`` to
+    share the export's Idempotency-Keys (``doccheck manifest`` prints the command).
+    """
+    target = Path(out)
+    derived = derive_manifest(export, target.parent / f"{target.stem}_files", lms=lms, attempts=attempts)
+    with derived.manifest.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    base = target.parent.resolve()
+    for row in rows:
+        row["path"] = (derived.manifest.parent / row["path"]).resolve().relative_to(base).as_posix()
+    write_manifest(target, rows)
+    return Derived(manifest=target, result=derived.result)
