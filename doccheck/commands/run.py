@@ -120,11 +120,14 @@ def run(
         str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
     ] = None,
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
+    roster: Annotated[
+        Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
+    ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (runs the bulk_check flow)."""
     console = Console()
     err = Console(stderr=True)
-    manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts)
+    manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts, roster=roster)
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
     try:
@@ -167,18 +170,19 @@ def run(
 
 
 def export_manifest(
-    console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str
+    console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
 ) -> Path:
     """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
     from doccheck.sources.lms.derive import as_manifest
+    from doccheck.sources.lms.roster import no_submission_lines
 
     try:
         manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts)
+        missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
     except (ValueError, OSError) as exc:
         raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None
     if result is not None:
-        console.print(result.summary())
-        for line in result.not_checked():
+        for line in [result.summary(), *result.not_checked(), *missing]:
             console.print(line, markup=False, highlight=False)
     return Path(manifest)
 

@@ -61,3 +61,12 @@ def test_an_unreadable_export_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(b"not a zip")
     code, out = _invoke(["run", str(bad), "--dry-run"], tmp_path)
     assert code == 1 and "cannot read export" in out and "Traceback" not in out
+
+
+def test_roster_students_without_work_are_listed(tmp_path: Path) -> None:
+    roster = tmp_path / "worksheet.csv"
+    roster.write_text("Identifier,Full name,Email address\nParticipant 4711,A,a@x\nParticipant 4799,B,b@x\n")
+    args = ["run", str(_export(tmp_path)), "--dry-run", "--out", str(tmp_path / "o"), "--roster", str(roster)]
+    code, out = _invoke(args, tmp_path)
+    assert code == 0, out
+    assert "  no submission: B (4799)" in out and "(4711)" not in out.split("no submission")[1]
