@@ -11,11 +11,13 @@ default campaign, derived from the export's name so that it stays the same acros
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import os
 import re
 import shutil
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -82,12 +84,14 @@ def derive_manifest(
     shutil.rmtree(files, ignore_errors=True)  # last download's copies: never mixed with this one's
     files.mkdir(parents=True)
     rows = []
-    for doc in result.documents:
-        target = files / hashlib.sha256(doc.document_id.encode()).hexdigest()[:16] / _safe_name(doc)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as out:
-            copy_member(source, doc.entry, out, limits)
-        rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
+    with contextlib.ExitStack() as stack:
+        archive = stack.enter_context(zipfile.ZipFile(source)) if source.is_file() else None
+        for doc in result.documents:
+            target = files / hashlib.sha256(doc.document_id.encode()).hexdigest()[:16] / _safe_name(doc)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                copy_member(source, doc.entry, out, limits, archive)
+            rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
     manifest = folder / f"{export_campaign(source)}.csv"
     write_manifest(manifest, rows)
     return Derived(manifest=manifest, result=result)

@@ -131,16 +131,29 @@ def _folder_entries(root: Path) -> Iterator[Entry | Refused]:
                 yield Entry(name, st.st_size)
 
 
-def copy_member(export: Path, name: str, out: BinaryIO, limits: ExportLimits = DEFAULT_LIMITS) -> int:
-    """Stream one member to ``out``, stopping at the per-member bound whatever the zip declared."""
+def copy_member(
+    export: Path,
+    name: str,
+    out: BinaryIO,
+    limits: ExportLimits = DEFAULT_LIMITS,
+    opened: zipfile.ZipFile | None = None,
+) -> int:
+    """Stream one member to ``out``, stopping at the per-member bound whatever the zip declared.
+
+    ``opened``: the export's zip already open, so that copying every member reads the central
+    directory once, not once per member.
+    """
     if _unsafe_name(name) is not None:
         raise UnsafeExport(f"{name!r}: unsafe member name")
     written = 0
     with contextlib.ExitStack() as stack:
         if export.is_file():
-            src = stack.enter_context(stack.enter_context(zipfile.ZipFile(export)).open(name))
+            archive = opened or stack.enter_context(zipfile.ZipFile(export))
+            src = stack.enter_context(archive.open(name))
         else:
-            src = stack.enter_context((export / name).open("rb"))
+            # O_NOFOLLOW: a file swapped for a symlink after the walk is refused, not followed.
+            fd = os.open(export / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            src = stack.enter_context(os.fdopen(fd, "rb"))
         while chunk := src.read(1024 * 1024):
             written += len(chunk)
             if written > limits.max_member_bytes:
