@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from doccheck.errors import DocCheckBaseError
 from doccheck.sources.lms.model import EntryKind, ExportResult
 
 __all__ = ["RosterEntry", "RosterError", "missing_from", "no_submission_lines", "read_roster"]
@@ -24,7 +25,7 @@ MAX_ROSTER_BYTES = 20 * 1024 * 1024
 _PARTICIPANT = re.compile(r"^\s*Participant\s+(\d+)\s*$", re.IGNORECASE)
 
 
-class RosterError(ValueError):
+class RosterError(DocCheckBaseError, ValueError):
     """The roster cannot be used (too large, not UTF-8 CSV, no id column this LMS writes)."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from doccheck.errors import DocCheckBaseError
 from doccheck.extract.limits import MAX_COMPRESSION_RATIO, RATIO_FLOOR_BYTES
 from doccheck.sources.lms.model import Entry
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES
@@ -43,7 +44,7 @@ class ExportLimits:
 DEFAULT_LIMITS = ExportLimits()
 
 
-class UnsafeExport(ValueError):
+class UnsafeExport(DocCheckBaseError, ValueError):
     """The export as a whole cannot be read within its bounds (too many entries, too slow)."""
 
 
