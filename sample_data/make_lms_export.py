@@ -15,7 +15,24 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORDS = "river flood city water bank rain levee delta silt tide storm drain pump canal barrier map".split()
+WORDS = [
+    "river",
+    "flood",
+    "city",
+    "water",
+    "bank",
+    "rain",
+    "levee",
+    "delta",
+    "silt",
+    "tide",
+    "storm",
+    "drain",
+    "pump",
+    "canal",
+    "barrier",
+    "map",
+]
 
 
 def essay(seed: int, words: int = 160) -> str:
