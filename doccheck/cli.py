@@ -11,6 +11,7 @@ import typer
 
 from doccheck.commands.collect import collect
 from doccheck.commands.demo import demo
+from doccheck.commands.manifest import manifest
 from doccheck.commands.probe import probe
 from doccheck.commands.purge import purge
 from doccheck.commands.resolve import resolve
@@ -33,6 +34,7 @@ app.command("demo")(demo)
 app.command("purge")(purge)
 app.command("resolve")(resolve)
 app.command("probe")(probe)
+app.command("manifest")(manifest)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

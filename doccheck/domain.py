@@ -13,6 +13,7 @@ nothing from the project, so every part of it (the emulator included) may use it
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -133,3 +134,17 @@ def secrets_accepted_at(
     if previous and previous.strip() and previous_valid_until is not None and moment < previous_valid_until:
         accepted.append(previous.strip())
     return accepted
+
+
+#: An LMS export's document id: ``<lms>-<owner: 12 hex>-<file: 16 hex>`` (doccheck.sources.lms).
+_LMS_ID = re.compile(r"^(?:moodle|canvas|blackboard)-([0-9a-f]{12})-[0-9a-f]{16}$")
+
+
+def document_owner(document_id: str) -> str:
+    """Who a document belongs to, for cohort matching: a student's own files never pair.
+
+    An LMS export's ids carry the hash of the student's id (every file of one student shares
+    it); any other id is its own owner.
+    """
+    m = _LMS_ID.match(document_id)
+    return f"lms:{m[1]}" if m else document_id

@@ -124,9 +124,13 @@ async def bulk_check(
 
 async def _dry_run(options: RunOptions, logger: Any) -> RunSummary:
     """Validate, plan and cohort-match as a stream (``doccheck.pipeline.dry_run``); nothing recorded."""
+    from doccheck.pipeline.orchestrate import export_work_dir
+    from doccheck.sources.lms.derive import as_manifest
+
     source = options.source
+    manifest, _ = as_manifest(source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts)
     planned = _task(plan_only, "plan manifest (dry run)")(
-        source.manifest, campaign=source.campaign, products=source.products, metadata_columns=source.metadata_columns,
+        manifest, campaign=source.campaign_name, products=source.products, metadata_columns=source.metadata_columns,
         database_url=resolve_database_url(options.connection.database_url), templates=source.templates,
     )  # fmt: skip
     summary = RunSummary(**planned.model_dump())

@@ -46,7 +46,12 @@ _D = DEFAULTS  # every flag's default comes from the one options model (doccheck
 
 
 def run(
-    manifest: Annotated[Path, typer.Argument(help="CSV, Parquet or JSONL manifest (see docs/manifest.md).")],
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV, Parquet or JSONL manifest (docs/manifest.md), or an LMS export: .zip or folder (docs/lms.md)."
+        ),
+    ],
     products: Annotated[
         str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
     ] = ",".join(_D.source.products),
@@ -125,10 +130,18 @@ def run(
             show_default=False,
         ),
     ] = None,
+    lms: Annotated[
+        str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
+    ] = None,
+    attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
+    roster: Annotated[
+        Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
+    ] = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
     err = Console(stderr=True)
+    manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts, roster=roster)
     if not manifest.is_file():
         raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
     try:
@@ -183,6 +196,24 @@ def _run_flow(console: Console, err: Console, options: RunOptions, progress: boo
         return bulk_check(**options.flow_parameters())
 
     return run_flow(console, err, start, show_progress=progress)
+
+
+def export_manifest(
+    console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
+) -> Path:
+    """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
+    from doccheck.sources.lms.derive import as_manifest
+    from doccheck.sources.lms.roster import no_submission_lines
+
+    try:
+        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts)
+        missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
+    except (ValueError, OSError) as exc:
+        raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None
+    if result is not None:
+        for line in [result.summary(), *result.not_checked(), *missing]:
+            console.print(line, markup=False, highlight=False)
+    return Path(manifest)
 
 
 def _print_summary(console: Console, summary: Any) -> None:

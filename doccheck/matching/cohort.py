@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from doccheck.domain import document_owner
 from doccheck.extract import extract_text
 from doccheck.matching import minhash
 from doccheck.matching.columns import CampaignColumns, DigestSet
@@ -237,7 +238,9 @@ def match_cohort(
             for a in range(len(group)):
                 for b in range(a + 1, len(group)):
                     i, j = group[a], group[b]
-                    if (current[i] or current[j]) and docs.document_id(i) != docs.document_id(j):
+                    if (current[i] or current[j]) and document_owner(docs.document_id(i)) != document_owner(
+                        docs.document_id(j)
+                    ):
                         pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
 
         # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
@@ -252,7 +255,7 @@ def match_cohort(
         docs.close()
     candidates = {
         (i, j) for (i, j) in by_band | by_sample
-        if (i, j) not in pairs and names[i] != names[j] and (current[i] or current[j])
+        if (i, j) not in pairs and document_owner(names[i]) != document_owner(names[j]) and (current[i] or current[j])
     }  # fmt: skip
 
     # 5. exact verification from the stored shingle sets.

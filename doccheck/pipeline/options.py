@@ -22,7 +22,7 @@ group), the CLI's flags and the notebook's keyword arguments take their defaults
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -88,6 +88,12 @@ class SourceOptions(_Group):
         default_factory=list,
         description="Files every student was given (prompt, template): cohort matching ignores their text.",
     )
+    lms: Literal["moodle", "canvas", "blackboard", "plain"] | None = Field(
+        default=None, description="Read the manifest as this LMS's export (default: recognised from the names)."
+    )
+    attempts: Literal["latest", "all"] = Field(
+        default="latest", description="Blackboard exports: check each student's latest attempt, or all."
+    )
 
     @field_validator("products", "metadata_columns", "templates", mode="before")
     @classmethod
@@ -106,7 +112,10 @@ class SourceOptions(_Group):
         """The run's campaign: the given one, else the manifest's file name without extension."""
         from pathlib import Path
 
-        return (self.campaign or "").strip() or Path(self.manifest).stem
+        from doccheck.sources.lms.derive import export_campaign, is_export
+
+        default = export_campaign(self.manifest) if is_export(self.manifest) else Path(self.manifest).stem
+        return (self.campaign or "").strip() or default
 
 
 class SubmissionOptions(_Group):

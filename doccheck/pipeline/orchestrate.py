@@ -21,6 +21,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from doccheck.ledger import Ledger
@@ -297,16 +298,23 @@ def prepare_run(
     """
     from doccheck.matching import summary_of
     from doccheck.matching.runs import match_documents
+    from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
+    manifest, _ = as_manifest(source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts)
     recording = start_recording(
-        ledger, source.manifest, campaign=source.campaign_name, products=source.products,
+        ledger, manifest, campaign=source.campaign_name, products=source.products,
         metadata_columns=source.metadata_columns, params=params, batch_size=options.submission.batch_size,
         run_id=run_id,
     )  # fmt: skip
     result = match_documents(recording.documents(), recording.campaign, run_id=recording.run_id, ledger=ledger,
                              templates=source.templates)  # fmt: skip
     return prepared_from(recording.finish(), summary_of(result))
+
+
+def export_work_dir(options: RunOptions) -> Path:
+    """Where an LMS export's documents are copied for a run: ``<out_dir>/exports``."""
+    return Path(options.output.out_dir) / "exports"
 
 
 def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:

@@ -1,0 +1,160 @@
+"""Turn an LMS export into the manifest doccheck runs: one CSV row per document, files copied once.
+
+The run reads its manifest more than once (planning, then batch by batch), so an export is
+materialised once per run into a work folder: each document streamed (capped) out of the zip,
+or copied from the unzipped folder, to ``files/<hash of its id>/<file name>``, and
+``<campaign>.csv`` written beside them with ``document_id``, ``path``, ``name`` (the id: never
+the student's name) and the LMS columns ``lms, student_id, student, late, attempt,
+submitted_file`` (not sent unless named in ``--metadata-columns``). The CSV's stem is the
+default campaign, derived from the export's name so that it stays the same across downloads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from doccheck.sources.lms import read_export
+from doccheck.sources.lms.model import ExportResult, SubmittedFile
+from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, copy_member
+
+__all__ = [
+    "LMS_COLUMNS",
+    "Derived",
+    "as_manifest",
+    "derive_manifest",
+    "review_manifest",
+    "export_campaign",
+    "is_export",
+    "write_manifest",
+]
+
+#: The columns an export adds to every document (null for manifest rows in the reports).
+LMS_COLUMNS = ("lms", "student_id", "student", "late", "attempt", "submitted_file")
+_COPY_SUFFIX = re.compile(r" \(\d+\)$")  # what browsers add to a second download: "x (1).zip"
+_SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+def is_export(path: str | os.PathLike[str]) -> bool:
+    """True for a folder or a .zip: what ``doccheck run`` reads as an LMS export, not a manifest."""
+    p = Path(path)
+    return p.is_dir() or (p.is_file() and p.suffix.lower() == ".zip")
+
+
+def export_campaign(path: str | os.PathLike[str]) -> str:
+    """The default campaign of an export: its name without ``.zip`` nor a browser's ``(1)``.
+
+    Moodle names the zip ``<course>-<assignment>-<module id>.zip`` and unzipping makes a folder
+    of the same name, so both forms of one assignment's download share one campaign.
+    """
+    p = Path(path)
+    stem = p.stem if p.is_file() else p.name
+    return _COPY_SUFFIX.sub("", stem).strip() or "export"
+
+
+@dataclass(frozen=True)
+class Derived:
+    """The manifest written for one export and what was recognised in it."""
+
+    manifest: Path
+    result: ExportResult
+
+
+def derive_manifest(
+    export: str | os.PathLike[str],
+    work_dir: str | os.PathLike[str],
+    *,
+    lms: str | None = None,
+    attempts: str = "latest",
+    groups: bool = False,
+    limits: ExportLimits = DEFAULT_LIMITS,
+) -> Derived:
+    """Read ``export``, copy its documents under ``work_dir/<campaign>/`` and write the manifest there."""
+    source = Path(export)
+    result = read_export(source, lms=lms, attempts=attempts, groups=groups, limits=limits)
+    folder = Path(work_dir) / export_campaign(source)
+    files = folder / "files"
+    shutil.rmtree(files, ignore_errors=True)  # last download's copies: never mixed with this one's
+    files.mkdir(parents=True)
+    rows = []
+    with contextlib.ExitStack() as stack:
+        archive = stack.enter_context(zipfile.ZipFile(source)) if source.is_file() else None
+        for doc in result.documents:
+            target = files / hashlib.sha256(doc.document_id.encode()).hexdigest()[:16] / _safe_name(doc)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                copy_member(source, doc.entry, out, limits, archive)
+            rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
+    manifest = folder / f"{export_campaign(source)}.csv"
+    write_manifest(manifest, rows)
+    return Derived(manifest=manifest, result=result)
+
+
+def _safe_name(doc: SubmittedFile) -> str:
+    """The file's own name, made safe for any file system (its extension decides its type)."""
+    return _SAFE.sub("_", PurePosixPath(doc.parsed.submitted_file).name).strip(" .") or "file"
+
+
+def _row(doc: SubmittedFile) -> dict[str, str]:
+    p = doc.parsed
+    late = "" if p.late is None else str(p.late).lower()
+    return {
+        "document_id": doc.document_id,
+        "name": doc.document_id,
+        "lms": p.lms,
+        "student_id": p.student_id,
+        "student": p.student,
+        "late": late,
+        "attempt": p.attempt or "",
+        "submitted_file": p.submitted_file,
+    }
+
+
+def write_manifest(path: Path, rows: list[dict[str, str]]) -> None:
+    """Write ``rows`` as the CSV manifest (``doccheck manifest EXPORT -o FILE`` writes the same)."""
+    fields = ["document_id", "path", "name", *LMS_COLUMNS]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def as_manifest(
+    path: str | os.PathLike[str], work_dir: str | os.PathLike[str], *, lms: str | None = None, attempts: str = "latest"
+) -> tuple[str, ExportResult | None]:
+    """The manifest to run for ``path``: itself for a manifest file, else the one derived from the export.
+
+    The one hook every entry point calls (CLI, the flow's ``prepare_run``, the dry run, the
+    notebook): an export is recognised by being a folder or a .zip (or by ``lms`` being given).
+    """
+    if lms is None and not is_export(path):
+        return str(path), None
+    derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts)
+    return str(derived.manifest), derived.result
+
+
+def review_manifest(
+    export: str | os.PathLike[str], out: str | os.PathLike[str], *, lms: str | None = None, attempts: str = "latest"
+) -> Derived:
+    """Write the manifest doccheck derives from ``export`` to ``out``, for a person to review or edit.
+
+    The documents are copied beside it (``<out stem>_files/``) so that its paths stay inside
+    its folder, as a manifest's must. Running it needs ``--campaign <export's campaign>`` to
+    share the export's Idempotency-Keys (``doccheck manifest`` prints the command).
+    """
+    target = Path(out)
+    derived = derive_manifest(export, target.parent / f"{target.stem}_files", lms=lms, attempts=attempts)
+    with derived.manifest.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    base = target.parent.resolve()
+    for row in rows:
+        row["path"] = (derived.manifest.parent / row["path"]).resolve().relative_to(base).as_posix()
+    write_manifest(target, rows)
+    return Derived(manifest=target, result=derived.result)

@@ -1,0 +1,79 @@
+"""An LMS export run end to end against the emulator: a second download sends only what changed."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+import zipfile
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from doccheck.client import AsyncDocCheckClient
+from doccheck.ledger import Ledger
+from doccheck.pipeline.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
+from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+from doccheck.pipeline.summary import RunSummary
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = [pytest.mark.integration]
+
+
+def _essay(seed: int, words: int = 120) -> str:
+    rnd = random.Random(seed)
+    return " ".join(f"{rnd.choice('bcdfgklmnprstv')}{rnd.choice('aeiou')}{rnd.randrange(5000):x}" for _ in range(words))
+
+
+def _moodle_zip(path: Path, members: dict[str, str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, text in members.items():
+            zf.writestr(name, text)
+    return path
+
+
+FIRST = {f"Student {i}_{100 + i}_assignsubmission_file/essay{i}.txt": _essay(i) for i in range(5)} | {
+    "Student 0_100_assignsubmission_onlinetext/onlinetext.html": f"<p>{_essay(50)}</p>"
+}
+
+
+def _options(export: Path, out: Path) -> RunOptions:
+    return RunOptions(
+        source=SourceOptions(manifest=str(export), products=["ai"]),
+        submission=SubmissionOptions(batch_size=4, concurrency=4),
+        waiting=WaitingOptions(timeout=30, grace_seconds=0, poll_interval=0.2),
+        output=OutputOptions(out_dir=str(out)),
+    )
+
+
+async def _run(ledger: Ledger, emulator: EmulatorHandle, key: str, options: RunOptions) -> RunSummary:
+    async with AsyncDocCheckClient(emulator.base_url, key) as client:
+        return await run_checks(options, LocalSteps(ledger, client, params={"test": True}))
+
+
+def test_a_second_download_sends_only_new_and_changed_work(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    tag = uuid.uuid4().hex[:8]
+    second = dict(FIRST)
+    second["Student 3_103_assignsubmission_file/essay3.txt"] = _essay(333)  # replaced by the student
+    second["Late One_201_assignsubmission_file/late.txt"] = _essay(201)
+    second["Late Two_202_assignsubmission_file/late.txt"] = _essay(202)
+    week1 = _moodle_zip(tmp_path / "week1" / f"C101-Essay-{tag}.zip", FIRST)
+    # The next week's download, unzipped by the browser's OS into a folder "... (1)".
+    week2 = tmp_path / "week2" / f"C101-Essay-{tag} (1)"
+    with zipfile.ZipFile(_moodle_zip(tmp_path / "w2.zip", second)) as zf:
+        zf.extractall(week2)
+    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
+        one = asyncio.run(_run(ledger, emulator, key, _options(week1, tmp_path / "out")))
+        assert one.status == "finished", one
+        assert (one.campaign, one.documents, one.submitted) == (f"C101-Essay-{tag}", 6, 6)
+        charged = emulator.account_state(key)["checks"]
+        assert charged == 6
+        two = asyncio.run(_run(ledger, emulator, key, _options(week2, tmp_path / "out")))
+    assert two.status == "finished", two
+    assert two.campaign == one.campaign
+    assert two.documents == 8
+    assert two.submitted == 3 and two.reused == 5
+    assert emulator.account_state(key)["checks"] == charged + 3
