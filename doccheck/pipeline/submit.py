@@ -370,69 +370,80 @@ class _BatchSubmitter:
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return await self._requeue(doc, exc, attempt)
-        reserved = 0
-        if self.budget is not None:
-            reserved = int(doc.estimated_cost_cents or 0)
-            if not await self._db(self.budget.reserve, reserved, doc.idempotency_key):
-                await self._fail(
-                    doc,
-                    "budget_exceeded",
-                    f"not sent: its estimated {reserved} cents would exceed the budget of "
-                    f"{self.budget.max_spend_cents} cents",
-                    state="skipped_budget",
-                )
-                return None
-        # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
+        reserved = await self._reserve(doc)
+        if reserved is None:
+            return None
         grouped = _groupable(doc)
-        held: bool | None = True  # ``prepared``: written with the claim
-        if grouped and not prepared:
-            held = await self.prepares.record(self._prepare_of(doc))
-        elif not grouped:
-            await self._db(
-                self.ledger.mark_submitting,
-                doc.idempotency_key,
-                campaign=self.campaign,
-                document_id=doc.document_id,
-                products=list(doc.products),
-                mode=doc.mode,
-            )
+        held = await self._mark_submitting(doc, grouped=grouped, prepared=prepared)
         try:
             if grouped and not held:
                 raise ClaimLost(doc.idempotency_key)
             check, upload_id = await self._send(doc, previous.upload_id if previous else None, marked=grouped)
-        except (AuthenticationError, ConfigurationError) as exc:
+        except Exception as exc:  # noqa: BLE001 - sorted by _not_sent; one odd row never sinks the batch
             if self.budget is not None:
                 await self._db(self.budget.release, reserved, doc.idempotency_key)
+            return await self._not_sent(doc, exc, attempt)
+        await self._record_answer(doc, check, upload_id, reserved)
+        return None
+
+    async def _reserve(self, doc: Any) -> int | None:
+        """The cents reserved against the budget for ``doc`` (0 without one); None: skipped, over budget."""
+        if self.budget is None:
+            return 0
+        reserved = int(doc.estimated_cost_cents or 0)
+        if await self._db(self.budget.reserve, reserved, doc.idempotency_key):
+            return reserved
+        await self._fail(
+            doc,
+            "budget_exceeded",
+            f"not sent: its estimated {reserved} cents would exceed the budget of {self.budget.max_spend_cents} cents",
+            state="skipped_budget",
+        )
+        return None
+
+    async def _mark_submitting(self, doc: Any, *, grouped: bool, prepared: bool) -> bool | None:
+        """Record ``submitting`` before the request; False: another owner holds the claim.
+
+        Text and multipart: "submitting" and "sending" in one grouped commit. ``prepared``:
+        written with the claim already."""
+        if prepared:
+            return True
+        if grouped:
+            return await self.prepares.record(self._prepare_of(doc))
+        await self._db(
+            self.ledger.mark_submitting,
+            doc.idempotency_key,
+            campaign=self.campaign,
+            document_id=doc.document_id,
+            products=list(doc.products),
+            mode=doc.mode,
+        )
+        return True
+
+    async def _not_sent(self, doc: Any, exc: Exception, attempt: int) -> float | None:
+        """What a failed send means (its budget already released): fatal, again later, or a row's failure."""
+        if isinstance(exc, (AuthenticationError, ConfigurationError)):
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
-        except TRANSIENT_ERRORS as exc:  # may have reached the service: stays in doubt
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        if isinstance(exc, TRANSIENT_ERRORS):  # may have reached the service: stays in doubt
             return await self._requeue(doc, exc, attempt)
-        except ClaimLost:
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        if isinstance(exc, ClaimLost):
             delay = ELSEWHERE_POLICY.backoff(attempt)
             if self._past_deadline(delay):
                 self.result.in_flight_elsewhere += 1
                 return None
             return delay
-        except DocCheckError as exc:
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        if isinstance(exc, DocCheckError):
             await self._fail(doc, _error_code(exc), exc.message)
             await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
-            return None
-        except OSError as exc:  # the file vanished or became unreadable since planning
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        elif isinstance(exc, OSError):  # the file vanished or became unreadable since planning
             await self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
-            return None
-        except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
-            log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
+        else:
+            log.warning("unexpected error submitting %s", doc.document_id, exc_info=exc)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
-            return None
+        return None
+
+    async def _record_answer(self, doc: Any, check: Check, upload_id: str | None, reserved: int) -> None:
+        """The service's answer recorded (the doubt cleared in the same transaction), its charge counted."""
         await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
@@ -443,7 +454,6 @@ class _BatchSubmitter:
             self.result.replayed += 1
         else:
             self.result.submitted += 1
-        return None
 
     async def _sending(self, doc: Any) -> None:
         """Record, before a create-check request, that it may reach the service; refuse to
