@@ -8,6 +8,7 @@ schedule or by hand, from the ledger alone — the manifest is not needed any mo
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prefect import flow, get_run_logger, tags
 
@@ -64,14 +65,7 @@ async def collect_results(
     resolve_api_key(key_source)
     db_url = resolve_database_url(database_url)
     ledger = ledger_for(db_url)
-    if run_id:
-        run = ledger.get_run(run_id)
-        if run is None:
-            raise ConfigurationError(f"no run {run_id!r} in the ledger")
-    else:
-        run = ledger.latest_run(str(campaign))
-        if run is None:
-            raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
+    run = _run_to_collect(ledger, campaign, run_id)
     with tags(f"campaign:{run.campaign}"):
         # By campaign: every run with a product still pending, not only the latest one.
         earlier = [] if run_id else [r for r in runs_with_pending(ledger, run.campaign) if r != run.id]
@@ -88,34 +82,7 @@ async def collect_results(
         for other in earlier:  # the latest run last, so that latest/ stays the latest run's
             write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
         paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
-        counts = ledger.run_summary(run.id)
-        products = products_from_summary(counts.get("products", {}))
-        pending = sum(c.get("pending", 0) for c in products.values())
-        if not run_id:
-            pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
-        submissions = counts.get("submissions", {})
-        summary = RunSummary(
-            status="finished" if pending == 0 else "pending",
-            campaign=run.campaign,
-            manifest=run.manifest,
-            run_id=run.id,
-            documents=counts.get("documents", 0),
-            rejected=counts.get("rejected", 0),
-            reused=submissions.get("submitted", 0),
-            submit_failed=submissions.get("failed", 0),
-            unsent_budget=submissions.get("skipped_budget", 0),
-            products=products,
-            pending=pending,
-            spent_cents=0,  # collecting creates no check
-            total_words=counts.get("words", 0),
-            estimated_cost_cents=counts.get("estimated_cost_cents", 0),
-            counts_by_mode=counts.get("modes", {}),
-            **money_fields(counts),
-            report_dir=str(paths.run_dir),
-            latest_dir=str(paths.latest_dir),
-            elapsed_seconds=round(time.monotonic() - started, 3),
-            runs_collected=1 + len(earlier),
-        )
+        summary = _collected_summary(ledger, run, paths, by_run=bool(run_id), earlier=len(earlier), started=started)
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
             base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,
@@ -125,3 +92,48 @@ async def collect_results(
         await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
         await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
         return summary
+
+
+def _run_to_collect(ledger: Any, campaign: str | None, run_id: str | None) -> Any:
+    """The run named by ``run_id``, else the campaign's latest; a clear error when there is none."""
+    if run_id:
+        run = ledger.get_run(run_id)
+        if run is None:
+            raise ConfigurationError(f"no run {run_id!r} in the ledger")
+        return run
+    run = ledger.latest_run(str(campaign))
+    if run is None:
+        raise ConfigurationError(f"no run of campaign {campaign!r} in the ledger")
+    return run
+
+
+def _collected_summary(ledger: Any, run: Any, paths: Any, *, by_run: bool, earlier: int, started: float) -> RunSummary:
+    """The run's summary after collecting; by campaign, ``pending`` counts the whole campaign."""
+    counts = ledger.run_summary(run.id)
+    products = products_from_summary(counts.get("products", {}))
+    pending = sum(c.get("pending", 0) for c in products.values())
+    if not by_run:
+        pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
+    submissions = counts.get("submissions", {})
+    return RunSummary(
+        status="finished" if pending == 0 else "pending",
+        campaign=run.campaign,
+        manifest=run.manifest,
+        run_id=run.id,
+        documents=counts.get("documents", 0),
+        rejected=counts.get("rejected", 0),
+        reused=submissions.get("submitted", 0),
+        submit_failed=submissions.get("failed", 0),
+        unsent_budget=submissions.get("skipped_budget", 0),
+        products=products,
+        pending=pending,
+        spent_cents=0,  # collecting creates no check
+        total_words=counts.get("words", 0),
+        estimated_cost_cents=counts.get("estimated_cost_cents", 0),
+        counts_by_mode=counts.get("modes", {}),
+        **money_fields(counts),
+        report_dir=str(paths.run_dir),
+        latest_dir=str(paths.latest_dir),
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        runs_collected=1 + earlier,
+    )
