@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +44,11 @@ from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
+from doccheck.pipeline.batch_result import BatchResult as BatchResult
+from doccheck.pipeline.batch_result import RowFailure as RowFailure
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
+from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
@@ -93,66 +94,6 @@ class FatalSubmitError(DocCheckBaseError, RuntimeError):
 
 class ClaimLost(DocCheckBaseError, RuntimeError):
     """This submitter's lease on a key expired (it stalled): it must not send the key."""
-
-
-@dataclass(frozen=True)
-class RowFailure:
-    """One document the service (or the local pre-check) refused, with the reason."""
-
-    document_id: str
-    idempotency_key: str
-    code: str
-    message: str
-
-
-@dataclass
-class BatchResult:
-    """What one ``submit_batch`` call did.
-
-    ``submitted``: new checks created now; ``replayed``: the service returned an earlier
-    check for the key (resume after a crash: no charge); ``already_done``: the ledger
-    already held the check, no request at all; ``failed`` and ``skipped_budget`` are
-    rows left without a check (reported, retried by a rerun).
-    """
-
-    total: int = 0
-    submitted: int = 0
-    replayed: int = 0
-    already_done: int = 0
-    failed: int = 0
-    skipped_budget: int = 0
-    cost_cents: int = 0
-    failures: list[RowFailure] = field(default_factory=list)
-    #: Not sent before the submit deadline after transient errors (state ``retry_later``).
-    retry_later: int = 0
-    #: Held by another live process until the deadline (that process sends them).
-    in_flight_elsewhere: int = 0
-    #: Checks found with ``GET /checks`` for requests in doubt (also counted in ``replayed``).
-    reconciled: int = 0
-    #: Requeued attempts after a transient error (a measure of the service's weather).
-    requeued: int = 0
-
-    @property
-    def incomplete(self) -> int:
-        """Documents this call left without a check that a later run must send."""
-        return self.retry_later + self.in_flight_elsewhere
-
-    def merge(self, other: BatchResult) -> BatchResult:
-        """Sum of two results (the flow adds up its batches)."""
-        return BatchResult(
-            total=self.total + other.total,
-            submitted=self.submitted + other.submitted,
-            replayed=self.replayed + other.replayed,
-            already_done=self.already_done + other.already_done,
-            failed=self.failed + other.failed,
-            skipped_budget=self.skipped_budget + other.skipped_budget,
-            cost_cents=self.cost_cents + other.cost_cents,
-            failures=[*self.failures, *other.failures],
-            retry_later=self.retry_later + other.retry_later,
-            in_flight_elsewhere=self.in_flight_elsewhere + other.in_flight_elsewhere,
-            reconciled=self.reconciled + other.reconciled,
-            requeued=self.requeued + other.requeued,
-        )
 
 
 def _groupable(doc: Any) -> bool:
@@ -618,27 +559,6 @@ async def submit_batch(
         renewer.cancel()
         submitter.writer.close()
     return submitter.result
-
-
-@contextlib.contextmanager
-def collections_skip_older_objects() -> Iterator[None]:
-    """While a batch is submitted, the garbage collector's full passes skip every object
-    that existed before it (``gc.freeze``), and take them back after (``gc.unfreeze``).
-
-    Why: a process that has imported SQLAlchemy, pydantic's schemas and Prefect tracks
-    ~10^5 long-lived objects, and the batch's allocations set off a full pass every ~1,000
-    documents that walks all of them: ~100 ms each, ~0.1 ms a document (issue 10,
-    docs/benchmarks.md). Nothing is leaked: the objects are unfrozen at the end, whatever
-    happens, and left alone when the program froze some itself.
-    """
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def first_error(group: BaseExceptionGroup) -> BaseException:
