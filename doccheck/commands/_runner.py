@@ -169,6 +169,16 @@ def summary_table(summary: Any) -> Table:
     table = Table(title=f"doccheck · {s.get('campaign', '')}", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
+    _plan_rows(table, s)
+    if not s.get("dry_run"):
+        _sent_rows(table, s)
+        _money_rows(table, s)
+        _output_rows(table, s)
+    return table
+
+
+def _plan_rows(table: Table, s: dict[str, Any]) -> None:
+    """What was planned: the run, the rows accepted and rejected, words, estimate, local pairs."""
     modes = s.get("counts_by_mode") or {}
     table.add_row("status", str(s.get("status")))
     if s.get("orchestration"):
@@ -192,44 +202,54 @@ def summary_table(summary: Any) -> Table:
             f"{c.get('pairs', 0)}: identical {c.get('identical', 0)}, "
             f"near-duplicate {c.get('near_duplicate', 0)}, copied section {c.get('copied_section', 0)}",
         )
-    if not s.get("dry_run"):
-        table.add_row("new checks", str(s.get("submitted", 0)))
-        table.add_row("documents already submitted", str(s.get("reused", 0)))
-        if s.get("submit_failed"):
-            table.add_row("documents not submitted (errors)", str(s["submit_failed"]))
-        if s.get("unsent_budget"):
-            table.add_row("documents left unsent (budget)", str(s["unsent_budget"]))
-        if s.get("unsent_retry_later") or s.get("in_flight_elsewhere"):
-            table.add_row(
-                "documents left unsent (retry later)",
-                str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)),
-            )
-        if s.get("in_doubt"):
-            table.add_row("documents in doubt (not sent again)", str(s["in_doubt"]))
-        for product, counts in sorted((s.get("products") or {}).items()):
-            table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-        table.add_row("products still pending", str(s.get("pending", 0)))
-        table.add_row("checks", str(s.get("checks", 0)))
-        table.add_row("charged", _cents(s.get("charged_cents", 0)))
-        if s.get("refunded_cents"):
-            table.add_row("refunded (failed products)", _cents(s["refunded_cents"]))
-        table.add_row("net cost", _cents(s.get("net_cents", 0)))
-        if 0 < s.get("spent_cents", 0) != s.get("charged_cents", 0):  # some checks were made by earlier runs
-            table.add_row("new charges this run", _cents(s.get("spent_cents", 0)))
-        if s.get("report_dir"):
-            table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")
-        if s.get("report_html"):
-            table.add_row("report page", str(s["report_html"]))
-        downloads = s.get("downloads")
-        if downloads:
-            table.add_row(
-                "files",
-                f"{downloads['downloaded']} downloaded, {downloads['reused']} already there, "
-                f"{downloads['unavailable']} not offered, {downloads['failed']} failed",
-            )
-            for failure in downloads.get("failures", [])[:20]:
-                table.add_row("  not downloaded", f"{failure['document_id']} {failure['kind']}: {failure['reason']}")
-    return table
+
+
+def _sent_rows(table: Table, s: dict[str, Any]) -> None:
+    """What was sent, what was not and why, and each product's outcomes."""
+    table.add_row("new checks", str(s.get("submitted", 0)))
+    table.add_row("documents already submitted", str(s.get("reused", 0)))
+    if s.get("submit_failed"):
+        table.add_row("documents not submitted (errors)", str(s["submit_failed"]))
+    if s.get("unsent_budget"):
+        table.add_row("documents left unsent (budget)", str(s["unsent_budget"]))
+    if s.get("unsent_retry_later") or s.get("in_flight_elsewhere"):
+        table.add_row(
+            "documents left unsent (retry later)",
+            str(s.get("unsent_retry_later", 0) + s.get("in_flight_elsewhere", 0)),
+        )
+    if s.get("in_doubt"):
+        table.add_row("documents in doubt (not sent again)", str(s["in_doubt"]))
+    for product, counts in sorted((s.get("products") or {}).items()):
+        table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    table.add_row("products still pending", str(s.get("pending", 0)))
+    table.add_row("checks", str(s.get("checks", 0)))
+
+
+def _money_rows(table: Table, s: dict[str, Any]) -> None:
+    """Charged, refunded, net, and what this run itself added."""
+    table.add_row("charged", _cents(s.get("charged_cents", 0)))
+    if s.get("refunded_cents"):
+        table.add_row("refunded (failed products)", _cents(s["refunded_cents"]))
+    table.add_row("net cost", _cents(s.get("net_cents", 0)))
+    if 0 < s.get("spent_cents", 0) != s.get("charged_cents", 0):  # some checks were made by earlier runs
+        table.add_row("new charges this run", _cents(s.get("spent_cents", 0)))
+
+
+def _output_rows(table: Table, s: dict[str, Any]) -> None:
+    """Where the reports, the page and the downloaded files are."""
+    if s.get("report_dir"):
+        table.add_row("reports", f"{s['report_dir']}  (copy in {s.get('latest_dir')})")
+    if s.get("report_html"):
+        table.add_row("report page", str(s["report_html"]))
+    downloads = s.get("downloads")
+    if downloads:
+        table.add_row(
+            "files",
+            f"{downloads['downloaded']} downloaded, {downloads['reused']} already there, "
+            f"{downloads['unavailable']} not offered, {downloads['failed']} failed",
+        )
+        for failure in downloads.get("failures", [])[:20]:
+            table.add_row("  not downloaded", f"{failure['document_id']} {failure['kind']}: {failure['reason']}")
 
 
 def rejections_table(summary: Any) -> Table | None:

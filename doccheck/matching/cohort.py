@@ -180,10 +180,72 @@ def match_cohort(
     options = options or MatchOptions()
     store = store if store is not None else MemoryStore()
     scheme = scheme_name(options)
-    template = template_shingles(options)
     result = CohortResult()
 
     # 1. sign the new documents; the run's documents already stored are reused as they are.
+    this_run = _sign_new_documents(documents, store, campaign, run_id, scheme, options, result)
+
+    # 2. load signatures and samples of the whole campaign (this run's and earlier ones) into
+    #    compact columns: band keys in memory, samples spilled to disk, signatures dropped.
+    bands, rows = minhash.band_params(options.lsh_threshold, options.num_perm)
+    docs = CampaignColumns(options.num_perm, bands, rows)
+    try:
+        for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(
+            campaign, scheme
+        ):
+            docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
+                     _key_digest(document_id, content_hash) in this_run)  # fmt: skip
+        current = docs.finish()
+        n = len(docs)
+        result.documents = int(current.sum())
+        result.earlier_documents = n - result.documents
+
+        # 3. identical documents: same content hash under different document ids.
+        pairs = _identical_pairs(docs, current)
+
+        # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
+        max_df = options.df_limit(n)
+        by_band = minhash.key_pairs(docs.band_columns(), current) if n >= 2 else set()
+        by_sample, frequent_samples = docs.samples.pairs(
+            current, max_df=max_df, min_shared=options.min_sampled_shared,
+            max_postings=min(max_df, options.max_postings),
+        )  # fmt: skip
+        names = {k: docs.document_id(k) for pair in (*pairs, *by_band, *by_sample) for k in pair}
+    finally:
+        docs.close()
+    candidates = {
+        (i, j) for (i, j) in by_band | by_sample
+        if (i, j) not in pairs and document_owner(names[i]) != document_owner(names[j]) and (current[i] or current[j])
+    }  # fmt: skip
+
+    # 5. exact verification from the stored shingle sets.
+    sets = _verified_sets(candidates, by_sample, docs, store, options, bands, rows)
+    result.candidates = len(candidates)
+    if candidates:
+        frequent_of = _Boilerplate(store, campaign, scheme, frequent_samples, max_df)
+        pairs.update(_classified_pairs(candidates, sets, frequent_of, options))
+
+    # 6. report rows, this run's document first.
+    result.pairs.extend(_report_rows(pairs, docs, current, names))
+    result.elapsed_seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _sign_new_documents(
+    documents: Iterable[Any],
+    store: SignatureStore,
+    campaign: str,
+    run_id: str,
+    scheme: str,
+    options: MatchOptions,
+    result: CohortResult,
+) -> DigestSet:
+    """Sign and store the documents the campaign has not seen; return this run's identities.
+
+    Documents are signed a block at a time and stored 500 rows at a time; an unreadable one is
+    listed in ``result.skipped`` with its reason.
+    """
+    template = template_shingles(options)
     known = DigestSet()
     for stored_key in store.keys(campaign, scheme):
         known.add(_key_digest(*stored_key))
@@ -212,92 +274,108 @@ def match_cohort(
             store.add(pending)
             pending = []
     pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
-    block = []
     store.add(pending)
-    pending = []
+    return this_run
 
-    # 2. load signatures and samples of the whole campaign (this run's and earlier ones) into
-    #    compact columns: band keys in memory, samples spilled to disk, signatures dropped.
-    bands, rows = minhash.band_params(options.lsh_threshold, options.num_perm)
-    docs = CampaignColumns(options.num_perm, bands, rows)
-    try:
-        for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(
-            campaign, scheme
-        ):
-            docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
-                     _key_digest(document_id, content_hash) in this_run)  # fmt: skip
-        current = docs.finish()
-        n = len(docs)
-        result.documents = int(current.sum())
-        result.earlier_documents = n - result.documents
 
-        pairs: dict[tuple[int, int], dict[str, Any]] = {}
+def _identical_pairs(docs: CampaignColumns, current: np.ndarray) -> dict[tuple[int, int], dict[str, Any]]:
+    """Pairs of documents with the same content hash under different ids, one of them this run's."""
+    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+    for group in docs.identical_groups():
+        for a in range(len(group)):
+            for b in range(a + 1, len(group)):
+                i, j = group[a], group[b]
+                if (current[i] or current[j]) and document_owner(docs.document_id(i)) != document_owner(
+                    docs.document_id(j)
+                ):
+                    pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
+    return pairs
 
-        # 3. identical documents: same content hash under different document ids.
-        for group in docs.identical_groups():
-            for a in range(len(group)):
-                for b in range(a + 1, len(group)):
-                    i, j = group[a], group[b]
-                    if (current[i] or current[j]) and document_owner(docs.document_id(i)) != document_owner(
-                        docs.document_id(j)
-                    ):
-                        pairs[(i, j)] = {"kind": "identical", "shared": docs.sizes[i], "ci": 1.0, "cj": 1.0, "jac": 1.0}
 
-        # 4. candidates: LSH on the band keys ∪ shared sampled shingles.
-        max_df = options.df_limit(n)
-        by_band = minhash.key_pairs(docs.band_columns(), current) if n >= 2 else set()
-        by_sample, frequent_samples = docs.samples.pairs(
-            current, max_df=max_df, min_shared=options.min_sampled_shared,
-            max_postings=min(max_df, options.max_postings),
-        )  # fmt: skip
-        names = {k: docs.document_id(k) for pair in (*pairs, *by_band, *by_sample) for k in pair}
-    finally:
-        docs.close()
-    candidates = {
-        (i, j) for (i, j) in by_band | by_sample
-        if (i, j) not in pairs and document_owner(names[i]) != document_owner(names[j]) and (current[i] or current[j])
-    }  # fmt: skip
+def _verified_sets(
+    candidates: set[tuple[int, int]],
+    by_sample: set[tuple[int, int]],
+    docs: CampaignColumns,
+    store: SignatureStore,
+    options: MatchOptions,
+    bands: int,
+    rows: int,
+) -> dict[int, np.ndarray]:
+    """The stored shingle sets of the candidates' documents; drops band candidates found by chance.
 
-    # 5. exact verification from the stored shingle sets.
-    if candidates:
-        involved = sorted({k for pair in candidates for k in pair})
-        stored = store.shingles([docs.row_ids[k] for k in involved])
-        sets = {k: unpack_u32(stored.get(docs.row_ids[k])) for k in involved}
-        del stored
-        # A band key shared by chance (32 bits) is no candidate: the signatures, recomputed
-        # from the stored sets they were computed from, must agree on a whole band.
-        signatures: dict[int, np.ndarray] = {}
-        for i, j in [pair for pair in candidates if pair not in by_sample]:
-            for k in (i, j):
-                if k not in signatures:
-                    signatures[k] = minhash.signature(sets[k], options.num_perm)
-            if not minhash.bands_agree(signatures[i], signatures[j], bands, rows):
-                candidates.discard((i, j))
-        del signatures
-    result.candidates = len(candidates)
-    if candidates:
-        inter = {pair: np.intersect1d(sets[pair[0]], sets[pair[1]], assume_unique=True) for pair in candidates}
-        frequent = _boilerplate(store, campaign, scheme, inter.values(), frequent_samples, max_df)
-        own = {k: len(s) - (int(np.isin(s, frequent, assume_unique=True).sum()) if len(frequent) else 0)
-               for k, s in sets.items()}  # fmt: skip
-        for (i, j), shared_set in inter.items():
-            if len(frequent):
-                shared_set = shared_set[~np.isin(shared_set, frequent, assume_unique=True)]
-            shared = int(len(shared_set))
-            if shared < options.min_shared:
-                continue
-            ci = shared / max(own[i], 1)
-            cj = shared / max(own[j], 1)
-            jac = shared / max(own[i] + own[j] - shared, 1)
-            if jac >= options.min_jaccard or min(ci, cj) >= options.min_both:
-                kind = "near_duplicate"
-            elif max(ci, cj) >= options.min_containment:
-                kind = "copied_section"
-            else:
-                continue
-            pairs[(i, j)] = {"kind": kind, "shared": shared, "ci": ci, "cj": cj, "jac": jac}
+    A band key shared by chance (32 bits) is no candidate: the signatures, recomputed from the
+    stored sets they were computed from, must agree on a whole band. ``candidates`` is pruned
+    in place.
+    """
+    if not candidates:
+        return {}
+    involved = sorted({k for pair in candidates for k in pair})
+    stored = store.shingles([docs.row_ids[k] for k in involved])
+    sets = {k: unpack_u32(stored.get(docs.row_ids[k])) for k in involved}
+    del stored
+    signatures: dict[int, np.ndarray] = {}
+    for i, j in [pair for pair in candidates if pair not in by_sample]:
+        for k in (i, j):
+            if k not in signatures:
+                signatures[k] = minhash.signature(sets[k], options.num_perm)
+        if not minhash.bands_agree(signatures[i], signatures[j], bands, rows):
+            candidates.discard((i, j))
+    return sets
 
-    # 6. report rows, this run's document first.
+
+@dataclass(frozen=True)
+class _Boilerplate:
+    """What :func:`_boilerplate` needs besides the overlaps: the store and the campaign's limits."""
+
+    store: SignatureStore
+    campaign: str
+    scheme: str
+    frequent_samples: np.ndarray
+    max_df: int
+
+    def of(self, intersections: Iterable[np.ndarray]) -> np.ndarray:
+        return _boilerplate(self.store, self.campaign, self.scheme, intersections, self.frequent_samples, self.max_df)
+
+
+def _classified_pairs(
+    candidates: set[tuple[int, int]],
+    sets: dict[int, np.ndarray],
+    boilerplate: _Boilerplate,
+    options: MatchOptions,
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """The verified candidates that match, by their exact overlap without boilerplate, with their kind."""
+    inter = {pair: np.intersect1d(sets[pair[0]], sets[pair[1]], assume_unique=True) for pair in candidates}
+    frequent = boilerplate.of(inter.values())
+    own = {k: len(s) - (int(np.isin(s, frequent, assume_unique=True).sum()) if len(frequent) else 0)
+           for k, s in sets.items()}  # fmt: skip
+    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+    for (i, j), shared_set in inter.items():
+        if len(frequent):
+            shared_set = shared_set[~np.isin(shared_set, frequent, assume_unique=True)]
+        shared = int(len(shared_set))
+        if shared < options.min_shared:
+            continue
+        ci = shared / max(own[i], 1)
+        cj = shared / max(own[j], 1)
+        jac = shared / max(own[i] + own[j] - shared, 1)
+        if jac >= options.min_jaccard or min(ci, cj) >= options.min_both:
+            kind = "near_duplicate"
+        elif max(ci, cj) >= options.min_containment:
+            kind = "copied_section"
+        else:
+            continue
+        pairs[(i, j)] = {"kind": kind, "shared": shared, "ci": ci, "cj": cj, "jac": jac}
+    return pairs
+
+
+def _report_rows(
+    pairs: dict[tuple[int, int], dict[str, Any]],
+    docs: CampaignColumns,
+    current: np.ndarray,
+    names: dict[int, str],
+) -> list[dict[str, Any]]:
+    """One row per matching pair, in pair order, with this run's document first."""
+    out: list[dict[str, Any]] = []
     for (i, j), m in sorted(pairs.items()):
         if not current[i]:
             i, j = j, i
@@ -305,7 +383,7 @@ def match_cohort(
         matched_words = (
             docs.words[i] if m["kind"] == "identical" else min(m["shared"] + SHINGLE - 1, docs.words[i], docs.words[j])
         )
-        result.pairs.append(
+        out.append(
             {
                 "document_id": names[i],
                 "matched_document_id": names[j],
@@ -317,8 +395,7 @@ def match_cohort(
                 "matched_run_id": None if current[j] else docs.run_of(j),
             }
         )
-    result.elapsed_seconds = round(time.monotonic() - started, 3)
-    return result
+    return out
 
 
 def _rows_of(

@@ -1,6 +1,7 @@
 """The notebook API: DataFrames in, DataFrames out, the same run as ``doccheck run``.
 
 :mod:`.api` holds ``check_dataframe``/``acheck_dataframe``/``plan_dataframe`` and their results;
+:mod:`.frames` turns a DataFrame into manifest rows (which column plays which part);
 :mod:`.progress` the live progress line (Jupyter, terminal or nothing).
 """
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +45,11 @@ from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
 from doccheck.ledger.writer import LedgerWriter
+from doccheck.pipeline.batch_result import BatchResult as BatchResult
+from doccheck.pipeline.batch_result import RowFailure as RowFailure
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
+from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
@@ -99,70 +100,6 @@ class FatalSubmitError(DocCheckBaseError, RuntimeError):
 
 class ClaimLost(DocCheckBaseError, RuntimeError):
     """This submitter's lease on a key expired (it stalled): it must not send the key."""
-
-
-@dataclass(frozen=True)
-class RowFailure:
-    """One document the service (or the local pre-check) refused, with the reason."""
-
-    document_id: str
-    idempotency_key: str
-    code: str
-    message: str
-
-
-@dataclass
-class BatchResult:
-    """What one ``submit_batch`` call did.
-
-    ``submitted``: new checks created now; ``replayed``: the service returned an earlier
-    check for the key (resume after a crash: no charge); ``already_done``: the ledger
-    already held the check, no request at all; ``failed`` and ``skipped_budget`` are
-    rows left without a check (reported, retried by a rerun).
-    """
-
-    total: int = 0
-    submitted: int = 0
-    replayed: int = 0
-    already_done: int = 0
-    failed: int = 0
-    skipped_budget: int = 0
-    cost_cents: int = 0
-    failures: list[RowFailure] = field(default_factory=list)
-    #: Not sent before the submit deadline after transient errors (state ``retry_later``).
-    retry_later: int = 0
-    #: Held by another live process until the deadline (that process sends them).
-    in_flight_elsewhere: int = 0
-    #: Checks found with ``GET /checks`` for requests in doubt (also counted in ``replayed``).
-    reconciled: int = 0
-    #: Keys whose earlier request may have made a check that no lookup could find or rule
-    #: out: not sent again (``in_doubt``; ``doccheck resolve`` settles them).
-    in_doubt: int = 0
-    #: Requeued attempts after a transient error (a measure of the service's weather).
-    requeued: int = 0
-
-    @property
-    def incomplete(self) -> int:
-        """Documents this call left without a check that a later run (or ``resolve``) must settle."""
-        return self.retry_later + self.in_flight_elsewhere + self.in_doubt
-
-    def merge(self, other: BatchResult) -> BatchResult:
-        """Sum of two results (the flow adds up its batches)."""
-        return BatchResult(
-            total=self.total + other.total,
-            submitted=self.submitted + other.submitted,
-            replayed=self.replayed + other.replayed,
-            already_done=self.already_done + other.already_done,
-            failed=self.failed + other.failed,
-            skipped_budget=self.skipped_budget + other.skipped_budget,
-            cost_cents=self.cost_cents + other.cost_cents,
-            failures=[*self.failures, *other.failures],
-            retry_later=self.retry_later + other.retry_later,
-            in_flight_elsewhere=self.in_flight_elsewhere + other.in_flight_elsewhere,
-            reconciled=self.reconciled + other.reconciled,
-            in_doubt=self.in_doubt + other.in_doubt,
-            requeued=self.requeued + other.requeued,
-        )
 
 
 def _groupable(doc: Any) -> bool:
@@ -422,71 +359,82 @@ class _BatchSubmitter:
                 return None
         except TRANSIENT_ERRORS as exc:  # the list could not be read: do not send blind
             return await self._requeue(doc, exc, attempt)
-        reserved = 0
-        if self.budget is not None:
-            reserved = int(doc.estimated_cost_cents or 0)
-            if not await self._db(self.budget.reserve, reserved, doc.idempotency_key):
-                await self._fail(
-                    doc,
-                    "budget_exceeded",
-                    f"not sent: its estimated {reserved} cents would exceed the budget of "
-                    f"{self.budget.max_spend_cents} cents",
-                    state="skipped_budget",
-                )
-                return None
-        # Text and multipart: "submitting" and "sending" in one grouped commit, before the request.
+        reserved = await self._reserve(doc)
+        if reserved is None:
+            return None
         grouped = _groupable(doc)
-        held: bool | None = True  # ``prepared``: written with the claim
-        if grouped and not prepared:
-            held = await self.prepares.record(self._prepare_of(doc))
-        elif not grouped:
-            await self._db(
-                self.ledger.mark_submitting,
-                doc.idempotency_key,
-                campaign=self.campaign,
-                document_id=doc.document_id,
-                products=list(doc.products),
-                mode=doc.mode,
-            )
+        held = await self._mark_submitting(doc, grouped=grouped, prepared=prepared)
         try:
             if grouped and not held:
                 raise ClaimLost(doc.idempotency_key)
             check, upload_id = await self._send(doc, previous.upload_id if previous else None, marked=grouped)
-        except (AuthenticationError, ConfigurationError) as exc:
+        except Exception as exc:  # noqa: BLE001 - sorted by _not_sent; one odd row never sinks the batch
             if self.budget is not None:
                 await self._db(self.budget.release, reserved, doc.idempotency_key)
+            return await self._not_sent(doc, previous, exc, attempt)
+        await self._record_answer(doc, check, upload_id, reserved)
+        return None
+
+    async def _reserve(self, doc: Any) -> int | None:
+        """The cents reserved against the budget for ``doc`` (0 without one); None: skipped, over budget."""
+        if self.budget is None:
+            return 0
+        reserved = int(doc.estimated_cost_cents or 0)
+        if await self._db(self.budget.reserve, reserved, doc.idempotency_key):
+            return reserved
+        await self._fail(
+            doc,
+            "budget_exceeded",
+            f"not sent: its estimated {reserved} cents would exceed the budget of {self.budget.max_spend_cents} cents",
+            state="skipped_budget",
+        )
+        return None
+
+    async def _mark_submitting(self, doc: Any, *, grouped: bool, prepared: bool) -> bool | None:
+        """Record ``submitting`` before the request; False: another owner holds the claim.
+
+        Text and multipart: "submitting" and "sending" in one grouped commit. ``prepared``:
+        written with the claim already."""
+        if prepared:
+            return True
+        if grouped:
+            return await self.prepares.record(self._prepare_of(doc))
+        await self._db(
+            self.ledger.mark_submitting,
+            doc.idempotency_key,
+            campaign=self.campaign,
+            document_id=doc.document_id,
+            products=list(doc.products),
+            mode=doc.mode,
+        )
+        return True
+
+    async def _not_sent(self, doc: Any, previous: SubmissionRow | None, exc: Exception, attempt: int) -> float | None:
+        """What a failed send means (its budget already released): fatal, again later, or a row's failure."""
+        if isinstance(exc, (AuthenticationError, ConfigurationError)):
             raise FatalSubmitError(f"the service refused the credentials: {exc}") from exc
-        except TRANSIENT_ERRORS as exc:  # may have reached the service: stays in doubt
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        if isinstance(exc, TRANSIENT_ERRORS):  # may have reached the service: stays in doubt
             return await self._requeue(doc, exc, attempt)
-        except ClaimLost:
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        if isinstance(exc, ClaimLost):
             delay = ELSEWHERE_POLICY.backoff(attempt)
             if self._past_deadline(delay):
                 self.result.in_flight_elsewhere += 1
                 return None
             return delay
-        except DocCheckError as exc:
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
-            if await self._refusal_in_doubt(doc, previous, attempt, exc):
-                return None
+        if isinstance(exc, DocCheckError) and await self._refusal_in_doubt(doc, previous, attempt, exc):
+            return None
+        if isinstance(exc, DocCheckError):
             await self._fail(doc, _error_code(exc), exc.message)
             await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
-            return None
-        except OSError as exc:  # the file vanished or became unreadable since planning
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
+        elif isinstance(exc, OSError):  # the file vanished or became unreadable since planning
             await self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
-            return None
-        except Exception as exc:  # noqa: BLE001 - one odd row never sinks the batch
-            if self.budget is not None:
-                await self._db(self.budget.release, reserved, doc.idempotency_key)
-            log.warning("unexpected error submitting %s", doc.document_id, exc_info=True)
+        else:
+            log.warning("unexpected error submitting %s", doc.document_id, exc_info=exc)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
-            return None
+        return None
+
+    async def _record_answer(self, doc: Any, check: Check, upload_id: str | None, reserved: int) -> None:
+        """The service's answer recorded (the doubt cleared in the same transaction), its charge counted."""
         await self.round.record(Answer(doc.idempotency_key, check, doc.mode, upload_id, self.owner))
         self.released.add(doc.idempotency_key)  # released with the doubt cleared, same transaction
         charge = 0 if check.replayed else int(check.cost.total_cents or 0)
@@ -499,7 +447,6 @@ class _BatchSubmitter:
             self.result.replayed += 1
         else:
             self.result.submitted += 1
-        return None
 
     async def _sending(self, doc: Any) -> None:
         """Record, before a create-check request, that it may reach the service; refuse to
@@ -664,27 +611,6 @@ async def submit_batch(
         renewer.cancel()
         submitter.writer.close()
     return submitter.result
-
-
-@contextlib.contextmanager
-def collections_skip_older_objects() -> Iterator[None]:
-    """While a batch is submitted, the garbage collector's full passes skip every object
-    that existed before it (``gc.freeze``), and take them back after (``gc.unfreeze``).
-
-    Why: a process that has imported SQLAlchemy, pydantic's schemas and Prefect tracks
-    ~10^5 long-lived objects, and the batch's allocations set off a full pass every ~1,000
-    documents that walks all of them: ~100 ms each, ~0.1 ms a document (issue 10,
-    docs/benchmarks.md). Nothing is leaked: the objects are unfrozen at the end, whatever
-    happens, and left alone when the program froze some itself.
-    """
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def first_error(group: BaseExceptionGroup) -> BaseException:

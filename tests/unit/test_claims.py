@@ -9,6 +9,7 @@ import multiprocessing
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,10 +92,9 @@ def test_submitted_is_never_moved_back(ledger: Ledger) -> None:
     assert row2 is not None and (row2.state, row2.campaign, row2.document_id) == ("retry_later", "c", "d2")
 
 
-def _race(database_url: str, owner: str, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _race(database_url: str, owner: str, start: Any, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     led = Ledger(database_url)
-    while time.time() < start_at:
-        time.sleep(0.001)
+    start.wait(timeout=60)  # every process has its engine open: all four claim at the same moment
     won = [k for k in KEYS if led.claims.claim(k, owner)]
     led.close()
     out.put((owner, won))
@@ -104,8 +104,8 @@ def test_claims_race_between_processes_has_one_winner_per_key(ledger: Ledger) ->
     """Four real processes claim the same keys at the same moment: each key has one owner."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    start_at = time.time() + 3.0
-    procs = [ctx.Process(target=_race, args=(ledger.database_url, f"p{i}", start_at, out)) for i in range(4)]
+    start = ctx.Barrier(4)
+    procs = [ctx.Process(target=_race, args=(ledger.database_url, f"p{i}", start, out)) for i in range(4)]
     for p in procs:
         p.start()
     results = dict(out.get(timeout=60) for _ in procs)

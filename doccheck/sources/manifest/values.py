@@ -72,20 +72,8 @@ def cell_text(field: str, value: Any) -> str | None:
         return _number_literal(field, value)
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):  # pandas' and Parquet's usual "missing"
-            return None
-        if math.isinf(value):
-            raise CellProblem(field, RejectCode.INVALID_VALUE, f"{value} is not a finite number")
-        return repr(value)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            raise CellProblem(field, RejectCode.INVALID_VALUE, f"{value} is not a finite number")
-        return str(value)  # keeps the scale: Decimal('1.50') → '1.50'
+    if isinstance(value, (bool, int, float, decimal.Decimal)):
+        return _number_text(field, value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         try:
             return bytes(value).decode("utf-8")
@@ -102,6 +90,23 @@ def cell_text(field: str, value: Any) -> str | None:
     if isinstance(value, dict):
         return _nested_json(field, value)
     return str(value)
+
+
+def _number_text(field: str, value: bool | int | float | decimal.Decimal) -> str | None:
+    """A typed number's text (a boolean as ``true``/``false``); NaN is missing, infinity refused."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):  # pandas' and Parquet's usual "missing"
+            return None
+        if math.isinf(value):
+            raise CellProblem(field, RejectCode.INVALID_VALUE, f"{value} is not a finite number")
+        return repr(value)
+    if not value.is_finite():
+        raise CellProblem(field, RejectCode.INVALID_VALUE, f"{value} is not a finite number")
+    return str(value)  # keeps the scale: Decimal('1.50') → '1.50'
 
 
 def _number_literal(field: str, literal: str) -> str:

@@ -24,6 +24,9 @@ from doccheck.extract import (
 )
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream
 
+# Real worker processes (started, killed, replaced): seconds, not the unit suite's milliseconds.
+pytestmark = pytest.mark.integration
+
 #: Structural limits out of the way, so that only the OS-level ones can stop the work.
 _LIFTED = dict(max_part_bytes=10**11, max_inflated_bytes=10**11, max_compression_ratio=10**9,
                max_text_chars=10**11, max_pdf_content_bytes=10**11)  # fmt: skip
