@@ -65,3 +65,15 @@ def test_threshold_by_rate_picks_the_right_cut() -> None:
     assert threshold_for_rate(reference, 0.05) == pytest.approx(0.95)  # 0.95..0.99 = 5 flagged
     assert threshold_for_rate(reference, 0.0) > 0.99
     assert threshold_for_rate(reference, 1.0) == 0.0
+
+
+def test_the_options_carry_the_rules_with_their_defaults() -> None:
+    from doccheck.pipeline.options import OutputOptions
+
+    out = OutputOptions()
+    assert (out.min_ai_words, out.ai_band_elevated, out.ai_band_high) == (300, 0.5, 0.8)
+    assert out.reference_campaign is None and out.max_false_flag_rate is None
+    bounds = BandBounds(out.min_ai_words, out.ai_band_elevated, out.ai_band_high)
+    assert ai_band(0.9, 299, bounds) == "too_short"
+    with pytest.raises(ValueError):
+        OutputOptions(max_false_flag_rate=1.5)
