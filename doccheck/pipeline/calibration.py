@@ -15,9 +15,11 @@ Pure functions over plain numbers: no ledger, no Prefect, tested against scipy a
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from scipy.stats import binomtest
@@ -133,3 +135,13 @@ def calibrate(
         expected_false_flags_low=judged_documents * low,
         expected_false_flags_high=judged_documents * high,
     )
+
+
+def write_calibration(run_dir: Path, calibration: Calibration) -> Path:
+    """Write ``calibration.json`` into the run folder (via a temporary file, so a reader never
+    sees half of it): a data team reads the same numbers as the page."""
+    target = run_dir / "calibration.json"
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(calibration.as_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return target

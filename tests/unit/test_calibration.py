@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from scipy.stats import beta, binomtest
 
@@ -12,6 +15,7 @@ from doccheck.pipeline.calibration import (
     calibrate,
     exact_interval,
     threshold_for_rate,
+    write_calibration,
 )
 
 
@@ -77,3 +81,10 @@ def test_the_options_carry_the_rules_with_their_defaults() -> None:
     assert ai_band(0.9, 299, bounds) == "too_short"
     with pytest.raises(ValueError):
         OutputOptions(max_false_flag_rate=1.5)
+
+
+def test_calibration_json_holds_the_fields_the_page_states(tmp_path: Path) -> None:
+    cal = calibrate("essays-2021", [0.1] * 9 + [0.9], threshold=0.5, judged_documents=20)
+    written = json.loads(write_calibration(tmp_path, cal).read_text())
+    assert written["reference_flagged"] == 1 and written["judged_documents"] == 20
+    assert written["expected_false_flags_high"] == pytest.approx(20 * exact_interval(1, 10)[1])
