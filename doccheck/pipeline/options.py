@@ -161,6 +161,21 @@ class OutputOptions(_Group):
         default_factory=list,
         description="Files of finished checks to fetch into <run>/files/: similarity_pdf, pdf, original.",
     )
+    # The report's AI rules (doccheck.pipeline.calibration; docs/instructor.md explains each)
+    min_ai_words: int = Field(default=300, ge=0, description="Documents under this many words are too short to judge.")
+    ai_band_elevated: float = Field(
+        default=0.5, ge=0, le=1, description="AI score where 'elevated' (and the flag) starts."
+    )
+    ai_band_high: float = Field(default=0.8, ge=0, le=1, description="AI score where 'high' starts.")
+    reference_campaign: str | None = Field(
+        default=None, description="Earlier campaign of known-human work: the base rate of false flags."
+    )
+    max_false_flag_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Pick the flag threshold so the reference's false-flag rate stays under this.",
+    )
 
     @field_validator("download", mode="before")
     @classmethod
