@@ -16,6 +16,7 @@ Typical use from a notebook::
 
 from __future__ import annotations
 
+from doccheck.pipeline.batch_result import BatchResult, RowFailure
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import (
     PendingProduct,
@@ -26,14 +27,9 @@ from doccheck.pipeline.collect import (
     report_tables,
     wait_for_results,
 )
+from doccheck.pipeline.failures import FatalSubmitError
 from doccheck.pipeline.progress import Progress, ProgressCallback
-from doccheck.pipeline.submit import (
-    DEFAULT_UPLOAD_CONCURRENCY,
-    BatchResult,
-    FatalSubmitError,
-    RowFailure,
-    submit_batch,
-)
+from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, submit_batch
 
 __all__ = [
     "DEFAULT_UPLOAD_CONCURRENCY",

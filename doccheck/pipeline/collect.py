@@ -20,8 +20,8 @@ from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckEr
 from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.outputs.reports import LedgerReportTables
+from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.progress import ProgressCallback, report
-from doccheck.pipeline.submit import first_error
 from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
 
 log = logging.getLogger(__name__)

@@ -29,18 +29,14 @@ from doccheck.client import (
     ConflictError,
     DocCheckError,
     FileDocument,
-    NetworkError,
     NotFoundError,
-    RateLimitError,
     RetryPolicy,
-    ServerError,
     TextDocument,
     UploadExpiredError,
     plan_document,
 )
 from doccheck.client.models import Check, Upload
 from doccheck.client.profile import current_profile
-from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
@@ -49,6 +45,8 @@ from doccheck.pipeline.batch_result import BatchResult as BatchResult
 from doccheck.pipeline.batch_result import RowFailure as RowFailure
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
+from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
+from doccheck.pipeline.failures import error_code as _error_code
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
@@ -90,26 +88,11 @@ PIPELINE_DEPTH = 4
 ROUND_ITEMS_PER_SLOT = 2
 ROUND_MAX_WAIT_SECONDS = 0.02
 
-#: Errors after which the request may succeed later: requeued, never a final failure.
-TRANSIENT_ERRORS = (RateLimitError, ServerError, NetworkError)
-
-
-class FatalSubmitError(DocCheckBaseError, RuntimeError):
-    """A configuration problem that would fail every document (401): the batch stops."""
-
-
-class ClaimLost(DocCheckBaseError, RuntimeError):
-    """This submitter's lease on a key expired (it stalled): it must not send the key."""
-
 
 def _groupable(doc: Any) -> bool:
     """Text and multipart documents: one request, so ``submitting`` and ``sending`` are
     written together, in a grouped commit (upload mode records its upload id between them)."""
     return (doc.mode == "text" and doc.text is not None) or (doc.mode == "multipart" and doc.path is not None)
-
-
-def _error_code(exc: DocCheckError) -> str:
-    return exc.code or (f"http_{exc.status_code}" if exc.status_code else type(exc).__name__)
 
 
 class _BatchSubmitter:
@@ -611,25 +594,3 @@ async def submit_batch(
         renewer.cancel()
         submitter.writer.close()
     return submitter.result
-
-
-def first_error(group: BaseExceptionGroup) -> BaseException:
-    """The error to raise from a task group: a fatal one if any, else the first.
-
-    Callers (Prefect retry conditions, the CLI) branch on the exception class, which an
-    ``ExceptionGroup`` wrapper would hide.
-    """
-    leaves: list[BaseException] = []
-
-    def walk(g: BaseExceptionGroup) -> None:
-        for e in g.exceptions:
-            if isinstance(e, BaseExceptionGroup):
-                walk(e)
-            else:
-                leaves.append(e)
-
-    walk(group)
-    for exc in leaves:
-        if isinstance(exc, (FatalSubmitError, AuthenticationError)):
-            return exc
-    return leaves[0] if leaves else group
