@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.outputs.lms_columns import LMS_FIELDS, lms_rows, run_sidecar
 from doccheck.sources.manifest import Rejection
 
 __all__ = [
@@ -71,6 +72,7 @@ SUBMISSIONS_SCHEMA = pa.schema(
         pa.field("charged_cents", pa.int64()),
         pa.field("refunded_cents", pa.int64()),
         pa.field("net_cents", pa.int64()),
+        *LMS_FIELDS,  # an LMS export's student columns (doccheck.outputs.lms_columns); null for a manifest's rows
     ]
 )
 AI_RESULTS_SCHEMA = pa.schema(
@@ -204,7 +206,7 @@ class LedgerReportTables(ReportTables):
         from doccheck.ledger.report import iter_report_chunks, resolve_run
 
         rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
-        return cls(lambda: iter_report_chunks(ledger, run_id=rid))
+        return cls(lambda: lms_rows(iter_report_chunks(ledger, run_id=rid), run_sidecar(ledger, rid)))
 
 
 @dataclass(frozen=True)

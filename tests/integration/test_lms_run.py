@@ -9,6 +9,7 @@ import zipfile
 from contextlib import closing
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
@@ -77,3 +78,18 @@ def test_a_second_download_sends_only_new_and_changed_work(emulator: EmulatorHan
     assert two.documents == 8
     assert two.submitted == 3 and two.reused == 5
     assert emulator.account_state(key)["checks"] == charged + 3
+    # The reports say whose work each document is (never sent: metadata is the allowlist only).
+    subs = pq.read_table(Path(str(two.report_dir)) / "submissions.parquet").to_pylist()
+    docs = {r["submitted_file"]: r for r in pq.read_table(Path(str(two.report_dir)) / "documents.parquet").to_pylist()}
+    essay3 = next(r for r in subs if r["submitted_file"] == "essay3.txt")
+    assert (essay3["lms"], essay3["student_id"], essay3["student"], essay3["late"], essay3["attempt"]) == (
+        "moodle", "103", "Student 3", None, None,
+    )  # fmt: skip
+    assert docs["onlinetext.html"]["student"] == "Student 0" and docs["essay3.txt"]["student_id"] == "103"
+    assert {r["student"] for r in subs} == {f"Student {i}" for i in range(5)} | {"Late One", "Late Two"}
+    with emulator.client(key) as http:
+        for row in subs:
+            check = http.get(f"/checks/{row['check_id']}").json()
+            assert check["metadata"]["document_id"] == row["document_id"]
+            assert set(check["metadata"]) <= {"document_id", "doccheck_ref"}, check["metadata"]
+            assert "Student" not in check["name"]
