@@ -15,11 +15,12 @@ entries (``status = rejected``, their code and reason naming the entry and the s
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["LMS_FIELDS", "NO_SUBMISSION", "lms_rows", "lms_values", "run_sidecar"]
+__all__ = ["LMS_FIELDS", "NEW_FIELD", "NO_SUBMISSION", "lms_rows", "lms_values", "mark_new", "run_sidecar"]
 
 #: The columns added to ``submissions`` and ``documents`` (in this order, after the fixed ones).
 LMS_FIELDS = (
@@ -32,6 +33,9 @@ LMS_FIELDS = (
     pa.field("email", pa.string()),  # from --roster; never under blind marking
     pa.field("section", pa.string()),  # from --roster
 )
+#: Whether this run made the document's check (new or changed work) or reused an earlier run's
+#: (unchanged work of a later download: free); null without a check. Every run has it.
+NEW_FIELD = pa.field("new_this_run", pa.bool_())
 _NAMES = tuple(f.name for f in LMS_FIELDS)
 #: ``status`` of a roster student with no document in the export.
 NO_SUBMISSION = "no_submission"
@@ -40,7 +44,7 @@ _ZERO = {"cost_cents": 0, "charged_cents": 0, "refunded_cents": 0, "net_cents": 
 
 def lms_values(row: Mapping[str, Any]) -> dict[str, Any]:
     """The LMS columns of a report row (null when it has none): what the wide table copies."""
-    return {name: row.get(name) for name in _NAMES}
+    return {name: row.get(name) for name in (*_NAMES, NEW_FIELD.name)}
 
 
 def run_sidecar(ledger: Any, run_id: str) -> dict[str, Any] | None:
@@ -75,6 +79,46 @@ def lms_rows(
               for r in sidecar.get("no_submission") or []]  # fmt: skip
     if extra:
         yield {"submissions": extra}
+
+
+def mark_new(
+    chunks: Iterable[Mapping[str, list[dict[str, Any]]]], ledger: Any, run_id: str
+) -> Iterator[Mapping[str, list[dict[str, Any]]]]:
+    """``chunks`` with ``new_this_run`` on their submissions rows: true when the row's check was
+    submitted while this run ran (between its start and its end), false when it is older."""
+    from sqlmodel import col, select
+
+    from doccheck.ledger.tables import RunRow, SubmissionRow
+
+    with ledger.session() as s:
+        run = s.get(RunRow, run_id)
+        window = (run.started_at, run.finished_at) if run is not None else None
+    for part in chunks:
+        subs = part.get("submissions")
+        keys = [str(r["idempotency_key"]) for r in subs or [] if r.get("check_id") and r.get("idempotency_key")]
+        if not keys or window is None:
+            yield part
+            continue
+        with ledger.session() as s:
+            stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
+            when = dict(s.exec(stmt.where(col(SubmissionRow.idempotency_key).in_(keys))).all())
+        marked = [{**r, NEW_FIELD.name: _within(when.get(str(r.get("idempotency_key"))), window)}
+                  if r.get("check_id") else r for r in subs or []]  # fmt: skip
+        yield {**part, "submissions": marked}
+
+
+def _within(moment: datetime | None, window: tuple[datetime, datetime | None]) -> bool | None:
+    if moment is None:
+        return None
+    start, end = (_aware(w) for w in window)
+    at = _aware(moment)
+    assert at is not None and start is not None
+    return start <= at and (end is None or at <= end)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    """UTC-aware (a ledger may hand back naive UTC)."""
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def _known(values: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -87,6 +87,13 @@ def test_a_second_download_sends_only_new_and_changed_work(emulator: EmulatorHan
     )  # fmt: skip
     assert docs["onlinetext.html"]["student"] == "Student 0" and docs["essay3.txt"]["student_id"] == "103"
     assert {r["student"] for r in subs} == {f"Student {i}" for i in range(5)} | {"Late One", "Late Two"}
+    # The three new or changed files are marked new (this run made their checks); the rest were reused.
+    new = {(r["student"], r["submitted_file"]) for r in subs if r["new_this_run"]}
+    assert new == {("Student 3", "essay3.txt"), ("Late One", "late.txt"), ("Late Two", "late.txt")}
+    assert all(r["new_this_run"] is False for r in subs if (r["student"], r["submitted_file"]) not in new)
+    assert {(r["student"], r["submitted_file"]) for r in docs.values() if r["new_this_run"]} <= new
+    first = pq.read_table(Path(str(one.report_dir)) / "submissions.parquet").to_pylist()
+    assert all(r["new_this_run"] is True for r in first)
     with emulator.client(key) as http:
         for row in subs:
             check = http.get(f"/checks/{row['check_id']}").json()

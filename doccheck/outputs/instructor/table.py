@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from doccheck.outputs.lms_columns import LMS_FIELDS, lms_values
+from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
 
 __all__ = [
@@ -73,6 +73,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error_message", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
         *LMS_FIELDS,  # an LMS export's student columns, copied from submissions (null for a manifest's rows)
+        NEW_FIELD,  # new_this_run, copied from submissions
     ]
 )
 
