@@ -151,7 +151,8 @@ def as_manifest(
     if lms is None and not is_export(path):
         return str(path), None
     derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
-    return str(derived.manifest), derived.result
+    # Absolute: the run records it, and a later ``collect`` (from any folder) finds its sidecar by it.
+    return str(derived.manifest.resolve()), derived.result
 
 
 def review_manifest(
