@@ -15,9 +15,12 @@ it has one of the linking columns:
   them, or it would pay again);
 - ``check_id`` of a check of those submissions (outcomes, webhook events, signatures).
 
-Report folders: each selected run's ``report_dir`` (from its summary), and the ``latest``
+Report folders: each selected run's ``report_dir`` (from its summary), folders named for a
+selected run in the ``--out`` roots of its campaign (runs whose summary lacks them), and the ``latest``
 copy when the newest run writing to it is selected. A folder is removed only if it looks
-like a report folder (files only, report extensions), never a user's other files.
+like a report folder (report files and a ``files/`` folder of downloads), never a user's
+other files. After deleting, :func:`doccheck.ledger.purge_residue.scrub_database` makes the
+deleted rows unreadable in the database files (SQLite VACUUM + WAL truncate, PostgreSQL VACUUM).
 
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
 the document's metadata and is needed only until applied) and deletes events older than
@@ -38,9 +41,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.ledger.purge_residue import out_roots, scan_run_folders, scrub_database
 
 CHUNK = 500
-REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv"}
+REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
+FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.downloads)
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
@@ -77,6 +82,7 @@ class PurgeResult:
     event_bodies_dropped: int = 0
     events_deleted: int = 0
     legacy_secrets_deleted: int = 0
+    scrubbed: list[str] = field(default_factory=list)
 
 
 def _aware(value: Any) -> datetime | None:
@@ -220,6 +226,10 @@ def _report_folder_problem(path: Path) -> str | None:
     if path.is_symlink() or not path.is_dir():
         return "not a folder"
     for child in path.iterdir():
+        if child.name == FILES_SUBDIR and child.is_dir() and not child.is_symlink():
+            if any(grand.is_dir() or grand.is_symlink() for grand in child.iterdir()):
+                return f"holds {child.name!r} with folders in it"
+            continue
         if child.is_dir() or child.is_symlink():
             return f"holds {child.name!r}, which is not a report file"
         if child.suffix.lower() not in REPORT_SUFFIXES and not child.name.startswith("."):
@@ -230,6 +240,8 @@ def _report_folder_problem(path: Path) -> str | None:
 def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) -> None:
     newest_for_latest: dict[str, tuple[datetime, str]] = {}
     candidates: list[Path] = []
+    recorded: list[str] = []  # report folders of the touched campaigns: their parents are --out roots
+    campaigns = {run.campaign for run in all_runs if run.id in selected}
     for run in all_runs:
         summary = run.summary if isinstance(run.summary, dict) else {}
         started = _aware(run.started_at) or datetime.min.replace(tzinfo=UTC)
@@ -241,8 +253,11 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
         ):
             newest_for_latest[latest] = (started, run.id)
         report_dir = summary.get("report_dir")
+        if isinstance(report_dir, str) and report_dir and run.campaign in campaigns:
+            recorded.append(report_dir)
         if run.id in selected and isinstance(report_dir, str) and report_dir:
             candidates.append(Path(report_dir))
+    candidates += scan_run_folders(out_roots(recorded), selected)
     candidates += [Path(latest) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
     for path in dict.fromkeys(candidates):
         if not path.exists():
@@ -267,6 +282,8 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
         if folder.exists() and _report_folder_problem(folder) is None:
             shutil.rmtree(folder)
             result.folders.append(folder)
+    if any(result.rows.values()):
+        result.scrubbed = scrub_database(engine, [name for name, count in result.rows.items() if count])
     return result
 
 

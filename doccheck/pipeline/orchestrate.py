@@ -169,7 +169,10 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     observer.waited(waited)
 
     summary = close_run(steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started)
-    return await steps.write_outputs(summary, options)
+    summary = await steps.write_outputs(summary, options)
+    if summary.report_dir:  # stored again so that purge finds the folders it must remove
+        steps.ledger.finish_run(prepared.run_id, status=summary.status, summary=summary.model_dump(mode="json"))
+    return summary
 
 
 async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, observer: RunObserver) -> BatchResult:
