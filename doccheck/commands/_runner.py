@@ -131,19 +131,25 @@ def run_flow(
     ``make_coro`` is a callable so that the flow module is imported only after the
     environment (quiet console, API URL) is set up by the caller.
     """
+    from doccheck.commands.signals import exit_after_stop, exit_code_for, stop_message, stop_on_signals
+
+    stopped: int | None = None  # 130/143 when a signal stopped the command
     try:
-        with progress_bar(console, enabled=show_progress):
+        with stop_on_signals(), progress_bar(console, enabled=show_progress):
             result = asyncio.run(make_coro())
     except typer.Exit:
         raise
-    except KeyboardInterrupt:
-        raise fail(
-            err_console, "interrupted; rerun the same command to resume (nothing is charged twice)", 130
-        ) from None
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err_console, describe_error(exc)) from None
+    except BaseException as exc:  # Ctrl-C, SIGTERM (Prefect's TerminationSignal): one line, 130/143
+        stopped = exit_code_for(exc)
+        if stopped is None:
+            raise
+        fail(err_console, stop_message(stopped), stopped)
+        exit_after_stop(stopped, _drain)  # bounded: worker threads may still wait on a request
     finally:
-        _drain()
+        if stopped is None:
+            _drain()
     return result
 
 
