@@ -82,6 +82,11 @@ def describe_error(exc: BaseException) -> str:
     Library errors are built without request data (the client never puts the key in a
     message), so their text is safe to show.
     """
+    from doccheck.guards.environment_errors import describe_environment_error
+
+    environment = describe_environment_error(exc)
+    if environment is not None:
+        return environment
     text = " ".join(str(exc).split()) or type(exc).__name__
     name = type(exc).__name__
     if name in {"ManifestError", "ConfigurationError"}:

@@ -392,15 +392,23 @@ class LocalSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
-        from pathlib import Path
-
-        from doccheck.outputs.instructor.outputs import write_run_outputs
-        from doccheck.outputs.reports import run_label, write_reports
+        from doccheck.guards.environment_errors import naming
         from doccheck.pipeline.collect import report_tables
 
         if not self._write_files or summary.run_id is None:
             return summary
         tables = report_tables(self._ledger, summary.run_id)
+        with naming(options.output.out_dir):  # a full disk names the reports folder
+            return await self._write_run_folder(summary, options, tables)
+
+    async def _write_run_folder(self, summary: RunSummary, options: RunOptions, tables: Any) -> RunSummary:
+        """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
+        from pathlib import Path
+
+        from doccheck.outputs.instructor.outputs import write_run_outputs
+        from doccheck.outputs.reports import run_label, write_reports
+
+        assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
                               metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
         outputs = await write_run_outputs(
