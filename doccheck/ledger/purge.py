@@ -23,7 +23,8 @@ other files. After deleting, :func:`doccheck.ledger.purge_residue.scrub_database
 deleted rows unreadable in the database files (SQLite VACUUM + WAL truncate, PostgreSQL VACUUM).
 
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
-the document's metadata and is needed only until applied) and deletes events older than
+the document's metadata and is needed only until applied) and of events whose check the ledger
+has not known for ``UNKNOWN_BODY_TTL``, and deletes events older than
 the retention; :func:`retention` combines both with a purge of runs older than N days.
 """
 
@@ -49,6 +50,7 @@ FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.dow
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
+UNKNOWN_BODY_TTL = timedelta(days=7)  # then an unapplied event's check is one the ledger does not know
 
 
 class PurgeError(DocCheckBaseError, ValueError):
@@ -290,14 +292,18 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
 def drop_event_bodies(
     engine: Engine, *, older_than: timedelta | None = None, now: datetime | None = None, apply: bool = True
 ) -> tuple[int, int]:
-    """Empty the payload of applied events and delete events received before
+    """Empty the payload of applied events and of events left unapplied for
+    ``UNKNOWN_BODY_TTL`` (their check is unknown here), and delete events received before
     ``now - older_than``: ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
     metadata = reflect(engine)
     events = metadata.tables.get(EVENTS_TABLE)
     if events is None or "payload" not in events.c:
         return 0, 0
-    applied = events.c.applied == True  # noqa: E712
-    cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
+    moment = now or datetime.now(UTC)
+    # an event still unapplied after UNKNOWN_BODY_TTL is for a check this ledger does not know
+    # (another ledger's, or a purged campaign's): its body goes too
+    applied = or_(events.c.applied == True, events.c.received_at < moment - UNKNOWN_BODY_TTL)  # noqa: E712
+    cutoff = moment - older_than if older_than is not None else None
     with engine.begin() as conn:
         bodies = [row.id for row in conn.execute(select(events.c.id, events.c.payload).where(applied)) if row.payload]
         old = (
