@@ -4,7 +4,7 @@ ends like Ctrl-C, with one line, the resume hint and exit 143 (128 + 15), never 
 Inside a flow, Prefect's own SIGTERM handler raises ``TerminationSignal`` (the flow run is
 marked crashed), then restores the handler it found and sends the signal again so that
 handler runs too. :func:`stop_on_signals` installs that handler: it ignores the re-sent
-signal while ``TerminationSignal`` is being handled, raises :class:`Terminated` for a
+signal while ``TerminationSignal`` is being handled, raises :class:`_Terminated` for a
 SIGTERM outside a flow (reading the manifest, writing reports), and exits at once on any
 second signal. No Prefect import here: the exception is recognised by its ``signal``.
 """
@@ -24,7 +24,7 @@ from typing import NoReturn
 RESUME_HINT = "rerun the same command to resume (nothing is charged twice)"
 
 
-class Terminated(BaseException):  # noqa: N818 - named like KeyboardInterrupt, which it mirrors
+class _Terminated(BaseException):  # noqa: N818 - control flow like KeyboardInterrupt, caught by run_flow
     """A SIGTERM arrived outside a flow (a BaseException, so ``except Exception`` lets it pass)."""
 
     def __init__(self, signum: int = signal.SIGTERM) -> None:
@@ -65,7 +65,7 @@ def stop_on_signals() -> Iterator[None]:
         handling = sys.exc_info()[1]
         if handling is not None and getattr(handling, "signal", None) == signum:
             return  # Prefect re-sends the signal it turned into TerminationSignal: already stopping
-        raise Terminated(signum)
+        raise _Terminated(signum)
 
     previous_int = signal.getsignal(signal.SIGINT)
 
@@ -114,4 +114,4 @@ def _exit_now(signum: int) -> None:
     os._exit(128 + signum)
 
 
-__all__ = ["RESUME_HINT", "Terminated", "exit_after_stop", "exit_code_for", "stop_message", "stop_on_signals"]
+__all__ = ["RESUME_HINT", "exit_after_stop", "exit_code_for", "stop_message", "stop_on_signals"]
