@@ -91,7 +91,8 @@ def purge(
             f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
         )
         if plan is not None:
-            rows = execute_purge(engine, plan).rows if yes else plan.rows
+            done = execute_purge(engine, plan) if yes else None
+            rows = done.rows if done is not None else plan.rows
             folders = plan.folders
             console.print(
                 f"runs: {len(plan.run_ids)}; campaigns whole: {', '.join(plan.whole_campaigns) or '-'}; "
@@ -105,10 +106,15 @@ def purge(
                 console.print(f"report folder {verb}: {folder}")
             for kept, why in plan.skipped_folders.items():
                 console.print(f"[yellow]report folder kept[/] {kept}: {why}")
+            for line in done.scrubbed if done is not None else ["database files: deleted rows scrubbed after deleting"]:
+                console.print(line)
+        if not retention:  # a campaign purge also reaches bodies of checks the ledger never knew
+            bodies, _ = drop_event_bodies(engine, apply=yes)
+            console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
         if retention:
             bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes)
             secrets = legacy_secret_rows(engine, apply=yes)
-            console.print(f"webhook event bodies (applied) {verb}: {bodies}")
+            console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
             console.print(f"webhook events older than {age} {verb}: {old_events}")
             console.print(f"legacy plain-text secrets in the ledger {verb}: {secrets}")
     finally:

@@ -170,7 +170,10 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     observer.waited(waited)
 
     summary = close_run(steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started)
-    return await steps.write_outputs(summary, options)
+    summary = await steps.write_outputs(summary, options)
+    if summary.report_dir:  # stored again so that purge finds the folders it must remove
+        steps.ledger.finish_run(prepared.run_id, status=summary.status, summary=summary.model_dump(mode="json"))
+    return summary
 
 
 async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, observer: RunObserver) -> BatchResult:
@@ -403,15 +406,23 @@ class LocalSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
-        from pathlib import Path
-
-        from doccheck.outputs.instructor.outputs import write_run_outputs
-        from doccheck.outputs.reports import run_label, write_reports
+        from doccheck.guards.environment_errors import naming
         from doccheck.pipeline.collect import report_tables
 
         if not self._write_files or summary.run_id is None:
             return summary
         tables = report_tables(self._ledger, summary.run_id)
+        with naming(options.output.out_dir):  # a full disk names the reports folder
+            return await self._write_run_folder(summary, options, tables)
+
+    async def _write_run_folder(self, summary: RunSummary, options: RunOptions, tables: Any) -> RunSummary:
+        """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
+        from pathlib import Path
+
+        from doccheck.outputs.instructor.outputs import write_run_outputs
+        from doccheck.outputs.reports import run_label, write_reports
+
+        assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
                               metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
         outputs = await write_run_outputs(
