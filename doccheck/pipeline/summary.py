@@ -48,6 +48,9 @@ class RunSummary(BaseModel):
     unsent_retry_later: int = 0
     in_flight_elsewhere: int = 0
     in_doubt: int = 0
+    #: Why the documents in doubt could not be settled (the service's mismatch, at most 3
+    #: distinct messages), so that the run's output names it next to ``doccheck resolve``.
+    in_doubt_reasons: list[str] = Field(default_factory=list)
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
     #: True when waiting ended at ``waiting.timeout`` with products still pending.

@@ -43,6 +43,8 @@ MONEY_PROFILES = [
 ON_POSTGRES_TOO = [*MONEY_PROFILES, "reuse-refused", "price-at-completion", "status-synonyms", "list-no-metadata"]
 #: Lists that can prove nothing: every key lost in the crash stays in doubt.
 BLIND = {"no-list", "list-no-metadata"}
+#: What the run says about why (the mismatch), besides the next step.
+MISMATCH = {"no-list": "the service has no list of checks", "list-no-metadata": "does not carry metadata"}
 N_DOCS = 12
 DAY = 86400
 
@@ -173,6 +175,9 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
     if doubtful:  # the rule: reported with the next step, exit 3, never resent
         assert any(code == 3 and "doccheck resolve --campaign course" in out for code, out, _ in results), results
         assert {r.idempotency_key for r in doubtful} <= lost_at_crash
+        said = " ".join(" ".join(out.split()) for code, out, _ in results if code == 3)
+        assert "why: an earlier request may have created a check" in said, results  # the mismatch, named
+        assert MISMATCH.get(profile, "") in said, results
     if profile in BLIND:
         assert doubtful, (profile, results)  # nothing can prove a lost key: none adopted by a guess
     else:  # the list proved every lost key one way or the other
