@@ -53,6 +53,9 @@ class RunSummary(BaseModel):
     in_doubt_reasons: list[str] = Field(default_factory=list)
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
+    #: ``collect_results``: what polling could not read, one line per kind of error
+    #: (``doccheck.pipeline.collect.describe_poll_errors``): a 404 on every poll is named, not "pending".
+    poll_errors: list[str] = Field(default_factory=list)
     #: True when waiting ended at ``waiting.timeout`` with products still pending.
     timed_out: bool = False
     spent_cents: int = 0
