@@ -17,6 +17,11 @@ case, 12 documents; per case a crashing flow, two resumes in parallel and a coll
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,8 +33,7 @@ from doccheck.ledger import Ledger
 from doccheck.ledger.tables import ClaimRow
 from doccheck.pipeline.reconcile import reference_for
 from tests.fixtures.emulator import EmulatorHandle
-from tests.integration.test_keys_in_flight import cli_env, finish, start_run, write_manifest
-from tests.integration.test_service_profiles_crash import _crash
+from tests.integration.test_keys_in_flight import CRASHING_RUN, REPO, cli_env, finish, start_run, write_manifest
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -54,6 +58,30 @@ N_DOCS = 12
 DAY = 86400
 
 
+#: The crash of test_keys_in_flight (stalled at the 4th recorded answer with requests in flight,
+#: then SIGKILLed), running the same pipeline (``run_checks``) with the library's own steps
+#: instead of the Prefect flow: seconds less per case, and the resumes are real `doccheck run`s.
+CRASHING_LIBRARY_RUN = CRASHING_RUN.split("from doccheck.pipeline.options import RunOptions")[0] + textwrap.dedent(
+    """
+    import os
+    from doccheck.client import AsyncDocCheckClient, lanes_for
+    from doccheck.pipeline.options import RunOptions
+    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+
+    manifest, db_url, base_url = sys.argv[1:4]
+
+    async def main():
+        options = RunOptions.from_flat(manifest=manifest, out_dir="reports", campaign="course", base_url=base_url,
+                                       database_url=db_url, concurrency=6, wait=False)
+        ledger = Ledger(db_url)
+        async with AsyncDocCheckClient(base_url, os.environ["DOCCHECK_API_KEY"], max_connections=lanes_for(6)) as client:
+            await run_checks(options, LocalSteps(ledger, client, write_files=False))
+
+    asyncio.run(main())
+    """
+)
+
+
 @pytest.fixture(scope="module")
 def emulator(isolated_emulator: EmulatorHandle) -> EmulatorHandle:
     return isolated_emulator
@@ -69,6 +97,30 @@ def _database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) 
     if backend == "postgres":
         return str(request.getfixturevalue("postgres_database"))
     return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+def _crash(emulator: EmulatorHandle, key: str, manifest: Path, database_url: str, tmp_path: Path) -> None:
+    """Kill the run once it stalled and at least 6 checks exist (several answers never recorded)."""
+    emulator.set_faults(latency_ms=200)  # several requests in flight at the kill
+    script = tmp_path / "crashing_run.py"
+    script.write_text(CRASHING_LIBRARY_RUN)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(manifest), database_url, emulator.base_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(emulator, key), cwd=REPO,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read() if proc.stderr else "")
+        until = time.monotonic() + 20
+        while emulator.account_state(key)["checks"] < 6 and time.monotonic() < until:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    emulator.reset_faults()
 
 
 def service_truth(emulator: EmulatorHandle, key: str, profile: str) -> dict[str, dict[str, int]]:
