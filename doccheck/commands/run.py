@@ -182,6 +182,8 @@ def run(
                 f"found or ruled out, so they were not sent again; see "
                 f"`doccheck resolve --campaign {shlex.quote(summary.campaign)}`."
             )
+            for reason in summary.in_doubt_reasons:
+                console.print(f"  why: {reason}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_INCOMPLETE)
 
 

@@ -233,6 +233,24 @@ def summary_rejections(plan: PlanFigures) -> list[dict[str, str | int | None]]:
     ]
 
 
+def in_doubt_reasons(ledger: Ledger, campaign: str, limit: int = 3) -> list[str]:
+    """The distinct messages of the campaign's documents in doubt: each names the mismatch
+    (no list, no metadata...) and the next step, which the count alone does not."""
+    from sqlmodel import col, select
+
+    from doccheck.ledger.tables import SubmissionRow
+
+    stmt = (
+        select(SubmissionRow.error_message)
+        .where(SubmissionRow.campaign == campaign, SubmissionRow.state == "in_doubt")
+        .where(col(SubmissionRow.error_message).is_not(None))
+        .distinct()
+        .limit(limit)
+    )
+    with ledger.session() as s:
+        return [m for m in s.exec(stmt).all() if m]
+
+
 def close_run(
     ledger: Ledger,
     prepared: Prepared,
@@ -273,6 +291,7 @@ def close_run(
         unsent_retry_later=batch.retry_later,
         in_flight_elsewhere=batch.in_flight_elsewhere,
         in_doubt=batch.in_doubt,
+        in_doubt_reasons=in_doubt_reasons(ledger, prepared.campaign) if batch.in_doubt else [],
         products=products,
         pending=pending,
         timed_out=bool(waited and waited.timed_out),
