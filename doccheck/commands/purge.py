@@ -30,28 +30,34 @@ def parse_age(text: str) -> timedelta:
     return timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
 
 
+OlderThanOption = Annotated[
+    str | None, typer.Option(help="Only runs started before this age: days (30, 30d) or hours (12h).")
+]
+RetentionOption = Annotated[
+    bool,
+    typer.Option(
+        "--retention",
+        help="Apply the retention policy: runs older than DOCCHECK_RETENTION_DAYS (or --older-than), "
+        "applied event bodies, old events, legacy secrets. For schedules.",
+    ),
+]
+RetentionDaysOption = Annotated[
+    float | None,
+    typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
+]
+DatabaseUrlOption = Annotated[
+    str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+]
+
+
 def purge(
     campaign: Annotated[list[str] | None, typer.Option("--campaign", help="Campaign to purge (repeatable).")] = None,
     run_id: Annotated[list[str] | None, typer.Option("--run-id", help="Run to purge (repeatable).")] = None,
-    older_than: Annotated[
-        str | None, typer.Option(help="Only runs started before this age: days (30, 30d) or hours (12h).")
-    ] = None,
-    retention: Annotated[
-        bool,
-        typer.Option(
-            "--retention",
-            help="Apply the retention policy: runs older than DOCCHECK_RETENTION_DAYS (or --older-than), "
-            "applied event bodies, old events, legacy secrets. For schedules.",
-        ),
-    ] = False,
-    retention_days: Annotated[
-        float | None,
-        typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
-    ] = None,
+    older_than: OlderThanOption = None,
+    retention: RetentionOption = False,
+    retention_days: RetentionDaysOption = None,
     yes: Annotated[bool, typer.Option("--yes", help="Really delete (without it: a dry run that only prints).")] = False,
-    database_url: Annotated[
-        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
-    ] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Delete a campaign's or run's ledger rows, webhook bodies and report folders (dry run unless --yes)."""
     from doccheck.config import load_settings
