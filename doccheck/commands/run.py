@@ -223,7 +223,8 @@ def export_manifest(
     from doccheck.sources.lms.roster import no_submission_lines
 
     try:
-        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts)
+        # the roster's email, section and "no submission" rows go in the reports (the export's sidecar)
+        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
         missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
     except (ValueError, OSError) as exc:
         raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None

@@ -323,7 +323,9 @@ def prepare_run(
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
-    manifest, _ = as_manifest(source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts)
+    manifest, _ = as_manifest(
+        source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts, roster=source.roster
+    )
     recording = start_recording(
         ledger, manifest, campaign=source.campaign_name, products=source.products,
         metadata_columns=source.metadata_columns, params=params, batch_size=options.submission.batch_size,

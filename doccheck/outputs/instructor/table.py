@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
 
 __all__ = [
@@ -71,6 +72,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error_code", pa.string()),
         pa.field("error_message", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
+        *LMS_FIELDS,  # an LMS export's student columns, copied from submissions (null for a manifest's rows)
+        NEW_FIELD,  # new_this_run, copied from submissions
     ]
 )
 
@@ -208,6 +211,7 @@ class DocumentsBuilder:
                 "error_message": sub.get("error_message"),
             }
             row["flagged"] = is_flagged(row)
+            row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
                 row[column] = doc_files.get(kind)
