@@ -110,6 +110,8 @@ def purge(
             console.print(table)
             for folder in folders:
                 console.print(f"report folder {verb}: {folder}")
+            for folder in plan.export_folders:
+                console.print(f"LMS export copy {verb}: {folder}")
             for kept, why in plan.skipped_folders.items():
                 console.print(f"[yellow]report folder kept[/] {kept}: {why}")
             for line in done.scrubbed if done is not None else ["database files: deleted rows scrubbed after deleting"]:

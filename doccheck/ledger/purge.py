@@ -42,7 +42,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.errors import DocCheckBaseError
-from doccheck.ledger.purge_residue import out_roots, scan_run_folders, scrub_database
+from doccheck.ledger.purge_residue import (
+    export_folders,
+    is_export_folder,
+    out_roots,
+    scan_run_folders,
+    scrub_database,
+)
 
 CHUNK = 500
 REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
@@ -69,10 +75,12 @@ class PurgePlan:
     rows: dict[str, int] = field(default_factory=dict)
     folders: list[Path] = field(default_factory=list)
     skipped_folders: dict[str, str] = field(default_factory=dict)
+    #: Copies of an LMS export's documents (``<out>/exports/<campaign>/``) of the campaigns purged whole.
+    export_folders: list[Path] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(self.rows.values()) and not self.folders
+        return not any(self.rows.values()) and not self.folders and not self.export_folders
 
 
 @dataclass
@@ -151,7 +159,9 @@ def plan_purge(
     cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
     plan = PurgePlan()
     with engine.connect() as conn:
-        all_runs = conn.execute(select(runs.c.id, runs.c.campaign, runs.c.started_at, runs.c.summary)).all()
+        all_runs = conn.execute(
+            select(runs.c.id, runs.c.campaign, runs.c.started_at, runs.c.summary, runs.c.manifest)
+        ).all()
         selected = []
         for run in all_runs:
             if campaigns and run.campaign not in campaigns:
@@ -186,6 +196,8 @@ def plan_purge(
                     select(func.count()).select_from(table).where(condition)
                 ).scalar_one()
     _plan_folders(plan, all_runs, selected_ids)
+    whole_campaigns = set(plan.whole_campaigns)
+    plan.export_folders = export_folders(run.manifest for run in all_runs if run.campaign in whole_campaigns)
     return plan
 
 
@@ -283,6 +295,10 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
     for folder in plan.folders:
         if folder.exists() and _report_folder_problem(folder) is None:
             shutil.rmtree(folder)
+            result.folders.append(folder)
+    for folder in plan.export_folders:
+        if is_export_folder(folder):
+            shutil.rmtree(folder)  # the students' work and names copied out of their LMS export
             result.folders.append(folder)
     if any(result.rows.values()):
         result.scrubbed = scrub_database(engine, [name for name, count in result.rows.items() if count])

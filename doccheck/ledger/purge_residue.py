@@ -47,6 +47,21 @@ def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path
     return found
 
 
+def export_folders(manifests: Iterable[str | None]) -> list[Path]:
+    """The folders an LMS export's documents were copied into (``<out>/exports/<campaign>/``)
+    for the runs whose derived manifests are ``manifests``: only a real folder under an
+    ``exports`` folder that holds a derived manifest's ``.lms.json`` sidecar, so nothing the
+    user wrote by hand is ever taken for one."""
+    return list(dict.fromkeys(Path(m).parent for m in manifests if m and is_export_folder(Path(m).parent)))
+
+
+def is_export_folder(folder: Path) -> bool:
+    """A real folder under ``exports`` holding a derived manifest's ``.lms.json`` sidecar."""
+    if folder.parent.name != "exports" or folder.is_symlink() or not folder.is_dir():
+        return False
+    return any(child.name.endswith(".lms.json") and child.is_file() for child in folder.iterdir())
+
+
 def scrub_database(engine: Engine, tables: Iterable[str]) -> list[str]:
     """Make deleted rows unreadable in the database files: what was done, or the command
     an administrator must run (a line each, for the purge output)."""

@@ -164,3 +164,24 @@ def test_a_manifest_run_has_null_lms_columns(emulator: EmulatorHandle, tmp_path:
         (row,) = pq.read_table(Path(str(summary.report_dir)) / table).to_pylist()
         assert row["document_id"] == "d1"
         assert all(row[c] is None for c in ("lms", "student_id", "student", "late", "attempt", "submitted_file"))
+
+
+def test_purging_the_campaign_removes_the_copies_of_the_export(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """The export's documents are copied under ``<out>/exports/<campaign>/``: purging the
+    campaign removes them with the reports, so no student's text stays behind."""
+    from doccheck.ledger.purge import execute_purge, plan_purge
+
+    key = emulator.new_account()
+    essay = _essay(4242)
+    export = _moodle_zip(tmp_path / f"C103-Purge-{uuid.uuid4().hex[:8]}.zip",
+                         {"Student 1_101_assignsubmission_file/essay.txt": essay})  # fmt: skip
+    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
+        summary = asyncio.run(_run(ledger, emulator, key, _options(export, tmp_path / "out")))
+        assert summary.status == "finished", summary
+        copies = list((tmp_path / "out" / "exports").iterdir())
+        assert len(copies) == 1 and any(essay.encode() in p.read_bytes() for p in _files_under(copies[0]))
+        plan = plan_purge(ledger.engine, campaigns=[summary.campaign])
+        assert plan.export_folders == copies
+        execute_purge(ledger.engine, plan)
+    assert not copies[0].exists()
+    assert not any(essay.encode() in p.read_bytes() for p in _files_under(tmp_path / "out"))
