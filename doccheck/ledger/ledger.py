@@ -296,3 +296,10 @@ class Ledger(Database):
         Delegates to :meth:`~doccheck.ledger.queries.Queries.run_summary`.
         """
         return self.queries.run_summary(run_id)
+
+    def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:
+        """A campaign's completed AI scores (texts of at least ``min_words``): a reference of known-human work.
+
+        Delegates to :meth:`~doccheck.ledger.queries.Queries.ai_scores`.
+        """
+        return self.queries.ai_scores(campaign, min_words=min_words)

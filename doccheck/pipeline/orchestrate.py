@@ -405,6 +405,7 @@ class LocalSteps:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
         from pathlib import Path
 
+        from doccheck.outputs.calibration import RULE_OPTIONS
         from doccheck.outputs.instructor.outputs import write_run_outputs
         from doccheck.outputs.reports import run_label, write_reports
         from doccheck.pipeline.collect import report_tables
@@ -418,7 +419,7 @@ class LocalSteps:
             paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
             client=self._client if options.output.download else None, download=tuple(options.output.download),
             download_concurrency=min(options.submission.concurrency, 8), status=summary.status,
-            spent_cents=summary.spent_cents,
+            spent_cents=summary.spent_cents, rules=options.output.model_dump(include=set(RULE_OPTIONS)),
         )  # fmt: skip
         summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
         summary.report_html = str(outputs.paths.report_html)

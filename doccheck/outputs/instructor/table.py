@@ -7,8 +7,10 @@ empty run still has them); the allowlisted manifest metadata follows as ``meta_<
 string columns, as in the Parquet reports, so it can never clash with a fixed column.
 
 ``flagged`` is a reading aid, not a verdict: a document is flagged when its AI label is
-``ai`` or ``mixed``, its AI score is at least :data:`FLAG_AI_SCORE`, its similarity score
-at least :data:`FLAG_SIMILARITY_SCORE`, or it matches another document of the cohort.
+``ai`` or ``mixed`` or its AI score is at least the run's threshold (:class:`AiRules`,
+default :data:`FLAG_AI_SCORE`), unless it is too short to judge (``ai_band`` ``too_short``:
+never AI-flagged); when its similarity score is at least :data:`FLAG_SIMILARITY_SCORE`; or
+when it matches another document of the cohort.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.reports import META_PREFIX
 
 __all__ = [
@@ -44,6 +47,25 @@ FILE_COLUMNS: dict[str, str] = {
     "pdf": "file_pdf",
     "original": "file_original",
 }
+
+# --- AI judging (issue 25): the length gate and the band; see doccheck.outputs.calibration ---
+JUDGING_FIELDS = [
+    pa.field("ai_words", pa.int64()),  # the words the service counted (the gate's input)
+    pa.field("ai_band", pa.string()),  # too_short | low | elevated | high (null: no AI score yet)
+    pa.field("ai_note", pa.string()),  # the gate's reason, e.g. "too short to judge (212 words < 300)"
+]
+
+
+def judging_columns(ai: Mapping[str, Any], sub: Mapping[str, Any], rules: AiRules) -> dict[str, Any]:
+    """The :data:`JUDGING_FIELDS` of one document (its AI result row and submissions row)."""
+    words = ai.get("words") if ai.get("words") is not None else sub.get("words")
+    words = None if words is None else int(words)
+    band = rules.band(_float(ai.get("score")), words)
+    note = f"too short to judge ({words} words < {rules.bounds.min_words})" if band == "too_short" else None
+    return {"ai_words": words, "ai_band": band, "ai_note": note}
+
+
+# --- end AI judging ---
 
 DOCUMENTS_SCHEMA = pa.schema(
     [
@@ -71,6 +93,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error_code", pa.string()),
         pa.field("error_message", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
+        *JUDGING_FIELDS,
     ]
 )
 
@@ -103,13 +126,15 @@ def _cohort_index(cohort_matches: Iterable[Mapping[str, Any]] | None) -> dict[st
     return index
 
 
-def is_flagged(row: Mapping[str, Any]) -> bool:
-    """The ``flagged`` rule of the module docstring."""
+def is_flagged(row: Mapping[str, Any], rules: AiRules | None = None) -> bool:
+    """The ``flagged`` rule of the module docstring (``rules``: the run's; default bounds)."""
+    rules = rules or AiRules()
     ai_score = _float(row.get("ai_score"))
     sim_score = _float(row.get("similarity_score"))
+    judged = row.get("ai_band") != "too_short" and not rules.too_short(row.get("ai_words"))
     return bool(
-        row.get("ai_label") in ("ai", "mixed")
-        or (ai_score is not None and ai_score >= FLAG_AI_SCORE)
+        (judged and row.get("ai_label") in ("ai", "mixed"))
+        or (judged and ai_score is not None and ai_score >= rules.threshold)
         or (sim_score is not None and sim_score >= FLAG_SIMILARITY_SCORE)
         or (row.get("cohort_match_count") or 0) > 0
     )
@@ -133,11 +158,13 @@ class DocumentsBuilder:
         document_of_check: Mapping[str, str],
         names: Mapping[str, str] | None = None,
         cohort_matches: Iterable[Mapping[str, Any]] | None = None,
+        rules: AiRules | None = None,
     ) -> None:
         self._ai, self._sim, self._top = ai, sim, top_sources
         self._document_of_check = document_of_check
         self._names = names or {}
         self._cohort = _cohort_index(cohort_matches)
+        self.rules = rules or AiRules()
 
     def with_lookups(
         self,
@@ -165,6 +192,7 @@ class DocumentsBuilder:
         *,
         names: Mapping[str, str] | None = None,
         cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+        rules: AiRules | None = None,
     ) -> DocumentsBuilder:
         """Lookups from whole report tables (row dicts in memory)."""
         sources = TopSources()
@@ -176,6 +204,7 @@ class DocumentsBuilder:
             document_of_check=checks_to_documents(tables.get("submissions", [])),
             names=names,
             cohort_matches=cohort_matches,
+            rules=rules,
         )
 
     def rows(
@@ -207,7 +236,8 @@ class DocumentsBuilder:
                 "error_code": sub.get("error_code"),
                 "error_message": sub.get("error_message"),
             }
-            row["flagged"] = is_flagged(row)
+            row.update(judging_columns(a, sub, self.rules))
+            row["flagged"] = is_flagged(row, self.rules)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
                 row[column] = doc_files.get(kind)
@@ -265,14 +295,16 @@ def build_documents(
     names: Mapping[str, str] | None = None,
     cohort_matches: Sequence[Mapping[str, Any]] | None = None,
     files: Mapping[str, Mapping[str, str]] | None = None,
+    rules: AiRules | None = None,
 ) -> list[dict[str, Any]]:
     """One dict per document (report order), keys of :data:`DOCUMENTS_SCHEMA` plus ``meta_*``.
 
     ``tables``: the report rows (``submissions`` with its ``meta_*`` columns, the product
     and source tables); ``names``: document_id → name; ``cohort_matches``: rows with
-    ``document_id`` and ``matched_document_id``; ``files``: document_id → {kind: relative path}.
+    ``document_id`` and ``matched_document_id``; ``files``: document_id → {kind: relative path};
+    ``rules``: the run's AI rules (default bounds when not given).
     """
-    builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
+    builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches, rules=rules)
     return builder.rows(tables.get("submissions", []), files)
 
 
