@@ -22,6 +22,10 @@ like a report folder (files only, report extensions), never a user's other files
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
 the document's metadata and is needed only until applied) and deletes events older than
 the retention; :func:`retention` combines both with a purge of runs older than N days.
+
+Review dispositions (``review_dispositions``: the reviewer's decision and note) have a
+``campaign`` and the ``idempotency_key`` of the version reviewed, so they go with the rest.
+On SQLite the purge runs with ``PRAGMA secure_delete``: the deleted rows are overwritten.
 """
 
 from __future__ import annotations
@@ -259,6 +263,10 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
     result = PurgeResult()
     metadata = reflect(engine)
     with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            # Overwrite what is deleted (reviewers' notes, names, metadata), so no purged text stays
+            # readable in the file's free pages. PostgreSQL: docs/ledger.md (VACUUM).
+            conn.exec_driver_sql("PRAGMA secure_delete = ON")
         for table in reversed(metadata.sorted_tables):  # children before parents, if keyed
             condition = _condition(table, plan)
             if condition is not None:

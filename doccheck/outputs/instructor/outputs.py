@@ -65,6 +65,8 @@ async def write_run_outputs(
     reference: list[float] = []
     if ai_rules.reference_campaign and ledger is not None:
         reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
+    decided = getattr(ledger, "dispositions", None) if run_id else None
+    dispositions_of = (lambda ids: decided.of_run(run_id, ids)) if decided is not None and run_id else None
     paths = write_instructor_files(
         run_dir,
         latest_dir,
@@ -76,5 +78,6 @@ async def write_run_outputs(
         spent_cents=spent_cents,
         rules=ai_rules,
         reference_scores=reference,
+        dispositions_of=dispositions_of,
     )
     return RunOutputs(paths, result)

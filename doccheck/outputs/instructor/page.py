@@ -118,6 +118,7 @@ def _columns(meta: Sequence[str]) -> list[dict[str, str]]:
         {"key": "similarity_score", "label": "Similarity %", "type": "number"},
         {"key": "top_source", "label": "Top source", "type": "text"},
         {"key": "cohort", "label": "Cohort matches", "type": "number"},
+        {"key": "review", "label": "Review", "type": "text"},
         {"key": "status", "label": "Status", "type": "text"},
         {"key": "cost_cents", "label": "Cost (¢)", "type": "number"},
         {"key": "files", "label": "Files", "type": "text"},
@@ -157,6 +158,7 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
         {"text": _num(row.get("similarity_score"), 1), "sort": _num(row.get("similarity_score"), 6), "num": True},
         top_cell,
         {"text": peers or "", "sort": str(row.get("cohort_match_count") or 0)},
+        _review_cell(row),
         status_cell,
         {
             "text": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
@@ -205,6 +207,17 @@ def base_rate_text(calibration: Calibration | None, ai_flags: int) -> str:
         f"({low:.0f} to {high:.0f}) to be flagged by chance even if every student wrote their own work; "
         f"this run has {ai_flags} AI flags."
     )
+
+
+def _review_cell(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The reviewer's decision, who and when, and the note; marked when about an earlier version."""
+    status = row.get("review_status")
+    if not status:
+        return {"text": "", "sort": ""}
+    text = str(status) if row.get("review_current") is not False else f"{status} (earlier version)"
+    by = " · ".join(str(v) for v in (row.get("reviewed_by"), row.get("reviewed_at")) if v)
+    note = " · ".join(v for v in (by, str(row.get("review_note") or "")) if v)
+    return {"text": text, "sort": text, **({"note": note} if note else {})}
 
 
 # --- end AI judging ---

@@ -6,7 +6,8 @@ row per student. The column names and types are fixed by :data:`DOCUMENTS_SCHEMA
 empty run still has them); the allowlisted manifest metadata follows as ``meta_<column>``
 string columns, as in the Parquet reports, so it can never clash with a fixed column.
 
-``flagged`` is a reading aid, not a verdict: a document is flagged when its AI label is
+``flagged`` is a reading aid, not a verdict (and not raised again once a reviewer cleared
+this version of the document, :func:`apply_dispositions`): a document is flagged when its AI label is
 ``ai`` or ``mixed`` or its AI score is at least the run's threshold (:class:`AiRules`,
 default :data:`FLAG_AI_SCORE`), unless it is too short to judge (``ai_band`` ``too_short``:
 never AI-flagged); when its similarity score is at least :data:`FLAG_SIMILARITY_SCORE`; or
@@ -21,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.reports import META_PREFIX
 
@@ -67,6 +69,31 @@ def judging_columns(ai: Mapping[str, Any], sub: Mapping[str, Any], rules: AiRule
 
 # --- end AI judging ---
 
+# --- review dispositions (issue 25): doccheck review's decisions; see doccheck.ledger.dispositions ---
+REVIEW_FIELDS = [
+    pa.field("review_status", pa.string()),  # cleared | discussed | referred (null: not reviewed)
+    pa.field("review_note", pa.string()),
+    pa.field("reviewed_by", pa.string()),
+    pa.field("reviewed_at", pa.string()),  # ISO 8601, UTC
+    pa.field("review_current", pa.bool_()),  # the decision was about this version of the document
+]
+
+
+def apply_dispositions(rows: Iterable[dict[str, Any]], dispositions: Mapping[str, Disposition]) -> None:
+    """Fill the :data:`REVIEW_FIELDS` of these rows; a flag cleared for this very version is not raised again."""
+    for row in rows:
+        decided = dispositions.get(str(row.get("document_id")))
+        if decided is None:
+            continue
+        row.update(review_status=decided.status, review_note=decided.note, reviewed_by=decided.decided_by,
+                   reviewed_at=decided.decided_at.isoformat(timespec="seconds"),
+                   review_current=decided.current)  # fmt: skip
+        if decided.status == "cleared" and decided.current:
+            row["flagged"] = False
+
+
+# --- end review dispositions ---
+
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("document_id", pa.string()),
@@ -94,6 +121,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error_message", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
         *JUDGING_FIELDS,
+        *REVIEW_FIELDS,
     ]
 )
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
 from doccheck.outputs.instructor.page import PageTally, generate_report
@@ -29,6 +30,7 @@ from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
     DocumentsBuilder,
     TopSources,
+    apply_dispositions,
     checks_to_documents,
     documents_schema,
     documents_table,
@@ -127,6 +129,7 @@ def write_instructor_files(
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
     rules: AiRules | None = None,
     reference_scores: Sequence[float] | None = None,
+    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -138,12 +141,13 @@ def write_instructor_files(
     a 20,000-document run never has its wide rows, its page or its CSV whole in memory.
     ``rules`` are the run's AI rules (gate, bands, threshold); ``reference_scores`` the AI
     scores of ``rules.reference_campaign`` (known-human work): the expected false flags, stated
-    on the page and in ``calibration.json`` (unknown without them).
+    on the page and in ``calibration.json`` (unknown without them). ``dispositions_of(document_ids)``
+    gives each chunk's review decisions (``doccheck review``), shown and applied to the flags.
     """
     folder = Path(run_dir)
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
-    tally, kept = _write_wide_table(folder, source, names_of)
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path, csv_path = folder / DOCUMENTS_PARQUET, folder / DOCUMENTS_CSV
@@ -208,7 +212,10 @@ class _WideSource:
 
 
 def _write_wide_table(
-    folder: Path, source: _WideSource, names_of: Callable[[Sequence[str]], Mapping[str, str]] | None
+    folder: Path,
+    source: _WideSource,
+    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
+    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
 ) -> tuple[PageTally, list[dict[str, Any]]]:
     """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
     given in memory only) the rows, rendered from memory as they were built."""
@@ -224,6 +231,8 @@ def _write_wide_table(
                 if names_of is not None:
                     builder = builder.with_names(names_of(ids))
                 rows = builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
+                if dispositions_of is not None:
+                    apply_dispositions(rows, dispositions_of(ids))
                 table = documents_table(rows, schema)
                 parquet.write_table(table)
                 csv_file.write(table.to_pylist())
