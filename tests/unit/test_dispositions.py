@@ -110,3 +110,16 @@ def test_purge_removes_dispositions_and_leaves_no_note_in_the_file(tmp_path: Pat
     ledger.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("purge.db*"))
     assert b"UNIQUE-NOTE-7f3a" not in raw and b"kept note" in raw
+
+
+def test_notebook_set_disposition_uses_the_same_table(tmp_path: Path) -> None:
+    from doccheck.notebook import set_disposition
+
+    url = f"sqlite:///{tmp_path / 'nb.db'}"
+    ledger = Ledger(url)
+    _document(ledger, "r1", "s1", "h1")
+    decided = set_disposition("course", "s1", "discussed", note="met on Friday", decided_by="ana", database_url=url)
+    assert decided.status == "discussed" and ledger.dispositions.of_run("r1")["s1"].note == "met on Friday"
+    with pytest.raises(DispositionError):
+        set_disposition("course", "s1", "maybe", database_url=url)
+    ledger.close()
