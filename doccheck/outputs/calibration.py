@@ -177,8 +177,9 @@ class AiRules:
         return cls(bounds, bounds.elevated, v.get("reference_campaign"), None if rate is None else float(rate))
 
     def with_reference(self, reference_scores: Sequence[float]) -> AiRules:
-        """These rules with the threshold chosen by rate from the reference scores (when asked)."""
-        if self.max_false_flag_rate is None:
+        """These rules with the threshold chosen by rate from the reference scores (when asked; an
+        empty reference keeps the bound: the run is over, and the page says the rate is unknown)."""
+        if self.max_false_flag_rate is None or not reference_scores:
             return self
         chosen = threshold_for_rate(reference_scores, self.max_false_flag_rate)
         return AiRules(self.bounds, chosen, self.reference_campaign, self.max_false_flag_rate)

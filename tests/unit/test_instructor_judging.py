@@ -167,3 +167,13 @@ def test_write_run_outputs_takes_the_rules_as_option_values(tmp_path: Path) -> N
     asyncio.run(write_run_outputs(paths.run_dir, None, campaign="c", ledger=_Ledger(), rules=rules))
     cal = json.loads((paths.run_dir / "calibration.json").read_text())
     assert cal["reference_campaign"] == "ref" and cal["reference_flagged"] == 1 and cal["judged_documents"] == 4
+
+
+def test_an_empty_reference_campaign_is_named_and_the_rate_stays_unknown(tmp_path: Path) -> None:
+    paths = write_reports(tmp_path, "run-1", judging_tables())
+    rules = AiRules(reference_campaign="nothing-here", max_false_flag_rate=0.01)
+    written = write_instructor_files(paths.run_dir, None, campaign="c", rules=rules, reference_scores=[])
+    page = written.report_html.read_text()
+    assert "the reference campaign &#39;nothing-here&#39; has no completed AI scores" in page
+    cal = json.loads((paths.run_dir / "calibration.json").read_text())
+    assert cal["reference_campaign"] == "nothing-here" and cal["false_flag_rate"] is None and cal["threshold"] == 0.5

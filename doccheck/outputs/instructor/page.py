@@ -190,6 +190,12 @@ def _pct(value: float) -> str:
 
 def base_rate_text(calibration: Calibration | None, ai_flags: int) -> str:
     """How many of the run's AI flags to expect by chance, in words and numbers (or that it is unknown)."""
+    if calibration is not None and calibration.reference_campaign and calibration.false_flag_rate is None:
+        return (
+            f"The rate of false AI flags is unknown for this run: the reference campaign "
+            f"{calibration.reference_campaign!r} has no completed AI scores in the ledger, so the page cannot say "
+            f"how many of the {ai_flags} AI flags would be raised even if every student wrote their own work."
+        )
     if calibration is None or calibration.false_flag_rate is None:
         return (
             "The rate of false AI flags is unknown for this run: no reference campaign of known-human work "
