@@ -128,7 +128,9 @@ async def _dry_run(options: RunOptions, logger: Any) -> RunSummary:
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
-    manifest, _ = as_manifest(source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts)
+    manifest, _ = as_manifest(
+        source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts, roster=source.roster
+    )
     planned = _task(plan_only, "plan manifest (dry run)")(
         manifest, campaign=source.campaign_name, products=source.products, metadata_columns=source.metadata_columns,
         database_url=resolve_database_url(options.connection.database_url), templates=source.templates,

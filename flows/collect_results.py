@@ -14,6 +14,7 @@ from prefect import flow, get_run_logger, tags
 from doccheck.client import ConfigurationError
 from doccheck.outputs.downloads import parse_kinds
 from doccheck.outputs.reports import run_label
+from doccheck.pipeline.collect import describe_poll_errors
 from doccheck.pipeline.collect_run import collected_summary, runs_to_collect
 from doccheck.pipeline.options import as_list
 from doccheck.pipeline.summary import RunSummary
@@ -81,6 +82,7 @@ async def collect_results(
         summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                     started=started)  # fmt: skip
         summary.orchestration = "Prefect flow run"
+        summary.poll_errors = describe_poll_errors(polled.errors)
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
             base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,

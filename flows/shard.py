@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -116,61 +118,73 @@ async def bulk_check_shard(
     budget = Budget(max_spend_cents) if max_spend_cents is not None else None
     deadline_at = time.time() + submit_deadline
 
-    total = BatchResult()
-    pending: set[asyncio.Task[BatchResult]] = set()
-    window = max(1, parallel_batches)
-    per_batch = max(1, concurrency // window)
-    number = 0
-
-    async def drain(keep: int) -> None:
-        nonlocal total
-        while len(pending) > keep:
-            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for finished in done:
-                pending.discard(finished)
-                total = total.merge(finished.result())  # a failed batch fails the shard: the parent retries it
-
-    async def send(batch: list[PlannedDocument]) -> None:
-        nonlocal number
-        number += 1
-        await drain(window - 1)
-        pending.add(
-            asyncio.ensure_future(
-                submit_shard_batch(
-                    batch,
-                    run_id=run_id,
-                    shard=shard,
-                    batch_number=number,
-                    base_url=base,
-                    database_url=db_url,
-                    api_key_block=key_source,
-                    concurrency=per_batch,
-                    webhook_url=webhook_url,
-                    budget=budget,
-                    deadline_at=deadline_at,
-                    rate_limit=limit,
-                    lease_seconds=claim_lease_seconds,
-                )  # fmt: skip
-            )
-        )
-
-    tally = PlanTally(campaign=campaign, manifest=Path(manifest))
-    batch: list[PlannedDocument] = []
+    window = _BatchWindow(parallel_batches)
+    submit = partial(
+        submit_shard_batch, run_id=run_id, shard=shard, base_url=base, database_url=db_url, api_key_block=key_source,
+        concurrency=max(1, concurrency // window.size), webhook_url=webhook_url, budget=budget,
+        deadline_at=deadline_at, rate_limit=limit, lease_seconds=claim_lease_seconds,
+    )  # fmt: skip
     try:
-        for doc in iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns):
-            if not in_shard(doc.idempotency_key, shard, shards):
-                continue
-            batch.append(doc)
-            if len(batch) >= batch_size:
-                await send(batch)
-                batch = []
-        if batch:
-            await send(batch)
-        await drain(0)
+        for batch in _shard_batches(manifest, campaign, products, metadata_columns, shard, shards, batch_size):
+            await window.add(partial(submit, batch))
+        total = await window.finish()
     finally:
-        for task in pending:
-            task.cancel()
+        window.cancel()
     row = result_row(total)
     logger.info("shard %d/%d of run %s: %s", shard + 1, shards, run_id, row)
     await acreate_table_artifact(table=[{"shard": shard, **row}], description=SHARD_RESULT_DESCRIPTION)
     return row
+
+
+class _BatchWindow:
+    """At most ``size`` batch tasks in flight at once; their results summed as they finish.
+
+    A failed batch fails the shard (its error propagates from :meth:`finish` or the next
+    :meth:`add`): the parent retries the shard run.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self.pending: set[asyncio.Task[BatchResult]] = set()
+        self.total = BatchResult()
+        self.number = 0
+
+    async def _drain(self, keep: int) -> None:
+        while len(self.pending) > keep:
+            done, _ = await asyncio.wait(self.pending, return_when=asyncio.FIRST_COMPLETED)
+            for finished in done:
+                self.pending.discard(finished)
+                self.total = self.total.merge(finished.result())
+
+    async def add(self, start: Callable[..., Awaitable[BatchResult]]) -> None:
+        """``start(batch_number=n)`` for the next batch, once a place in the window is free."""
+        self.number += 1
+        await self._drain(self.size - 1)
+        self.pending.add(asyncio.ensure_future(start(batch_number=self.number)))
+
+    async def finish(self) -> BatchResult:
+        """Wait for every batch; the shard's total."""
+        await self._drain(0)
+        return self.total
+
+    def cancel(self) -> None:
+        """Cancel what is still in flight (the shard failed or was cancelled)."""
+        for task in self.pending:
+            task.cancel()
+
+
+def _shard_batches(
+    manifest: str, campaign: str, products: list[str], metadata_columns: list[str], shard: int, shards: int,
+    batch_size: int,
+) -> Iterator[list[PlannedDocument]]:  # fmt: skip
+    """This shard's documents of the manifest, planned as a stream, in batches of ``batch_size``."""
+    tally = PlanTally(campaign=campaign, manifest=Path(manifest))
+    batch: list[PlannedDocument] = []
+    for doc in iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns):
+        if in_shard(doc.idempotency_key, shard, shards):
+            batch.append(doc)
+            if len(batch) >= batch_size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch

@@ -82,6 +82,11 @@ def describe_error(exc: BaseException) -> str:
     Library errors are built without request data (the client never puts the key in a
     message), so their text is safe to show.
     """
+    from doccheck.guards.environment_errors import describe_environment_error
+
+    environment = describe_environment_error(exc)
+    if environment is not None:
+        return environment
     text = " ".join(str(exc).split()) or type(exc).__name__
     name = type(exc).__name__
     if name in {"ManifestError", "ConfigurationError"}:
@@ -131,27 +136,34 @@ def run_flow(
     ``make_coro`` is a callable so that the flow module is imported only after the
     environment (quiet console, API URL) is set up by the caller.
     """
-    try:
-        with one_line_errors(err_console), progress_bar(console, enabled=show_progress):
-            result = asyncio.run(make_coro())
-    finally:
-        _drain()
-    return result
+    with one_line_errors(err_console, cleanup=_drain), progress_bar(console, enabled=show_progress):
+        return asyncio.run(make_coro())
 
 
 @contextmanager
-def one_line_errors(err_console: Console) -> Iterator[None]:
-    """A fatal error or an interrupt inside becomes one ``error:`` line and its exit code."""
+def one_line_errors(err_console: Console, cleanup: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Inside, a fatal error becomes one ``error:`` line and exit 1, and a stop by signal
+    (Ctrl-C, SIGTERM as a scheduler sends it) one line with the resume hint and 130/143
+    (``doccheck.commands.signals``); ``cleanup`` runs on the way out, bounded after a signal."""
+    from doccheck.commands.signals import exit_after_stop, exit_code_for, stop_message, stop_on_signals
+
+    stopped: int | None = None  # 130/143 when a signal stopped the command
     try:
-        yield
+        with stop_on_signals():
+            yield
     except typer.Exit:
         raise
-    except KeyboardInterrupt:
-        raise fail(
-            err_console, "interrupted; rerun the same command to resume (nothing is charged twice)", 130
-        ) from None
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err_console, describe_error(exc)) from None
+    except BaseException as exc:  # Ctrl-C, SIGTERM (Prefect's TerminationSignal): one line, 130/143
+        stopped = exit_code_for(exc)
+        if stopped is None:
+            raise
+        fail(err_console, stop_message(stopped), stopped)
+        exit_after_stop(stopped, cleanup)  # bounded: worker threads may still wait on a request
+    finally:
+        if stopped is None:
+            cleanup()
 
 
 def _drain() -> None:

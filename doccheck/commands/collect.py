@@ -94,5 +94,7 @@ def collect(
 
 def _print_collected(console: Console, summary: Any) -> None:
     console.print(summary_table(summary))
+    for line in summary.poll_errors:
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
     if summary.status == "pending":
         console.print(f"{summary.pending} products still pending: run this command again later.")

@@ -87,13 +87,16 @@ def _configure_webhook(base_url: str, receiver_url: str, secret_path: Path) -> N
     SecretFile(secret_path).store(webhook.secret)
 
 
+StopServerOption = Annotated[
+    bool, typer.Option("--stop-server", help="Stop the local Prefect server an earlier demo started, then exit.")
+]
+
+
 def demo(
     manifest: Annotated[Path, typer.Option(help="Manifest to check.")] = Path("sample_data/manifest.csv"),
     out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
     products: Annotated[str, typer.Option(help="Products for rows without their own.")] = "ai,similarity",
-    stop_server: Annotated[
-        bool, typer.Option("--stop-server", help="Stop the local Prefect server an earlier demo started, then exit.")
-    ] = False,
+    stop_server: StopServerOption = False,
 ) -> None:
     """Start an emulator and a receiver, check sample_data/, write ./reports, stop them again."""
     console = Console()
@@ -116,50 +119,10 @@ def demo(
     database_url = f"sqlite:///{(DEMO_DIR / 'ledger.db').resolve()}"
     services: list[Service] = []
     try:
-        port, storage_port, receiver_port = free_port(), free_port(), free_port()
-        emulator = start_service(
-            "emulator",
-            doccheck_command(
-                "emulator",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--storage-port",
-                str(storage_port),
-                "--allow-private-webhooks",
-                "--api-key",
-                DEMO_API_KEY,
-            ),  # fmt: skip
-            health_url=f"http://127.0.0.1:{port}/_emulator/health",
-            url=f"http://127.0.0.1:{port}/api/v1",
-            log_path=DEMO_DIR / "emulator.log",
-            env={"PYTHONUNBUFFERED": "1"},
-        )
+        emulator = _start_emulator()
         services.append(emulator)
         console.print(f"  emulator        {emulator.url}")
-        receiver_url = f"http://127.0.0.1:{receiver_port}"
-        secret_path = (DEMO_DIR / "webhook-secrets.json").resolve()
-        _configure_webhook(emulator.url, f"{receiver_url}/webhook", secret_path)
-        receiver_env = {"PYTHONUNBUFFERED": "1", "DOCCHECK_WEBHOOK_SECRET": ""}
-        receiver = start_service(
-            "receiver",
-            doccheck_command(
-                "receiver",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(receiver_port),
-                "--database-url",
-                database_url,
-                "--webhook-secret-file",
-                str(secret_path),
-            ),  # fmt: skip
-            health_url=f"{receiver_url}/healthz",
-            url=f"{receiver_url}/webhook",
-            log_path=DEMO_DIR / "receiver.log",
-            env=receiver_env,
-        )
+        receiver = _start_receiver(emulator.url, database_url)
         services.append(receiver)
         console.print(f"  receiver        {receiver.url}  (account webhook configured)")
         console.print(f"  checking        {manifest}  (products {products}) ...")
@@ -195,6 +158,29 @@ def demo(
         console.print(rejected)
     console.print("stopped the emulator and the receiver.")
     console.print(f"Reports: {out}/latest/*.parquet   Prefect UI: {_ui_url(prefect_api)}")
+
+
+def _start_emulator() -> Service:
+    """The emulator on free local ports, allowed to call the local receiver."""
+    port, storage_port = free_port(), free_port()
+    args = doccheck_command("emulator", "--host", "127.0.0.1", "--port", str(port), "--storage-port",
+                            str(storage_port), "--allow-private-webhooks", "--api-key", DEMO_API_KEY)  # fmt: skip
+    return start_service("emulator", args, health_url=f"http://127.0.0.1:{port}/_emulator/health",
+                         url=f"http://127.0.0.1:{port}/api/v1", log_path=DEMO_DIR / "emulator.log",
+                         env={"PYTHONUNBUFFERED": "1"})  # fmt: skip
+
+
+def _start_receiver(emulator_url: str, database_url: str) -> Service:
+    """The receiver on a free port, with the account webhook pointed at it and its secret in an owner-only file."""
+    port = free_port()
+    receiver_url = f"http://127.0.0.1:{port}"
+    secret_path = (DEMO_DIR / "webhook-secrets.json").resolve()
+    _configure_webhook(emulator_url, f"{receiver_url}/webhook", secret_path)
+    args = doccheck_command("receiver", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url,
+                            "--webhook-secret-file", str(secret_path))  # fmt: skip
+    return start_service("receiver", args, health_url=f"{receiver_url}/healthz", url=f"{receiver_url}/webhook",
+                         log_path=DEMO_DIR / "receiver.log",
+                         env={"PYTHONUNBUFFERED": "1", "DOCCHECK_WEBHOOK_SECRET": ""})  # fmt: skip
 
 
 def _close_ledgers() -> None:

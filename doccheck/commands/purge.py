@@ -30,28 +30,34 @@ def parse_age(text: str) -> timedelta:
     return timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
 
 
+OlderThanOption = Annotated[
+    str | None, typer.Option(help="Only runs started before this age: days (30, 30d) or hours (12h).")
+]
+RetentionOption = Annotated[
+    bool,
+    typer.Option(
+        "--retention",
+        help="Apply the retention policy: runs older than DOCCHECK_RETENTION_DAYS (or --older-than), "
+        "applied event bodies, old events, legacy secrets. For schedules.",
+    ),
+]
+RetentionDaysOption = Annotated[
+    float | None,
+    typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
+]
+DatabaseUrlOption = Annotated[
+    str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+]
+
+
 def purge(
     campaign: Annotated[list[str] | None, typer.Option("--campaign", help="Campaign to purge (repeatable).")] = None,
     run_id: Annotated[list[str] | None, typer.Option("--run-id", help="Run to purge (repeatable).")] = None,
-    older_than: Annotated[
-        str | None, typer.Option(help="Only runs started before this age: days (30, 30d) or hours (12h).")
-    ] = None,
-    retention: Annotated[
-        bool,
-        typer.Option(
-            "--retention",
-            help="Apply the retention policy: runs older than DOCCHECK_RETENTION_DAYS (or --older-than), "
-            "applied event bodies, old events, legacy secrets. For schedules.",
-        ),
-    ] = False,
-    retention_days: Annotated[
-        float | None,
-        typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
-    ] = None,
+    older_than: OlderThanOption = None,
+    retention: RetentionOption = False,
+    retention_days: RetentionDaysOption = None,
     yes: Annotated[bool, typer.Option("--yes", help="Really delete (without it: a dry run that only prints).")] = False,
-    database_url: Annotated[
-        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
-    ] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Delete a campaign's or run's ledger rows, webhook bodies and report folders (dry run unless --yes)."""
     from doccheck.config import load_settings
@@ -91,7 +97,8 @@ def purge(
             f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
         )
         if plan is not None:
-            rows = execute_purge(engine, plan).rows if yes else plan.rows
+            done = execute_purge(engine, plan) if yes else None
+            rows = done.rows if done is not None else plan.rows
             folders = plan.folders
             console.print(
                 f"runs: {len(plan.run_ids)}; campaigns whole: {', '.join(plan.whole_campaigns) or '-'}; "
@@ -105,10 +112,15 @@ def purge(
                 console.print(f"report folder {verb}: {folder}")
             for kept, why in plan.skipped_folders.items():
                 console.print(f"[yellow]report folder kept[/] {kept}: {why}")
+            for line in done.scrubbed if done is not None else ["database files: deleted rows scrubbed after deleting"]:
+                console.print(line)
+        if not retention:  # a campaign purge also reaches bodies of checks the ledger never knew
+            bodies, _ = drop_event_bodies(engine, apply=yes)
+            console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
         if retention:
             bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes)
             secrets = legacy_secret_rows(engine, apply=yes)
-            console.print(f"webhook event bodies (applied) {verb}: {bodies}")
+            console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
             console.print(f"webhook events older than {age} {verb}: {old_events}")
             console.print(f"legacy plain-text secrets in the ledger {verb}: {secrets}")
     finally:

@@ -45,102 +45,118 @@ EXIT_INCOMPLETE = 3
 _D = DEFAULTS  # every flag's default comes from the one options model (doccheck.pipeline.options)
 
 
-def run(
-    manifest: Annotated[
-        Path,
-        typer.Argument(
-            help="CSV, Parquet or JSONL manifest (docs/manifest.md), or an LMS export: .zip or folder (docs/lms.md)."
-        ),
-    ],
-    products: Annotated[
-        str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
-    ] = ",".join(_D.source.products),
-    out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports (a run folder + latest/).")] = Path(
-        _D.output.out_dir
+_PRODUCTS = ",".join(_D.source.products)
+_OUT = Path(_D.output.out_dir)
+
+ManifestOption = Annotated[
+    Path,
+    typer.Argument(
+        help="CSV, Parquet or JSONL manifest (docs/manifest.md), or an LMS export: .zip or folder (docs/lms.md)."
     ),
-    campaign: Annotated[
-        str | None, typer.Option(help="Namespace of the Idempotency-Keys (default: the manifest's file name).")
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option(min=1, max=64, help="Requests in flight at once.")
-    ] = _D.submission.concurrency,
-    wait: Annotated[
-        bool, typer.Option("--wait/--no-wait", help="Wait for the results before writing reports.")
-    ] = _D.waiting.wait,
+]
+ProductsOption = Annotated[
+    str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
+]
+OutOption = Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports (a run folder + latest/).")]
+CampaignOption = Annotated[
+    str | None, typer.Option(help="Namespace of the Idempotency-Keys (default: the manifest's file name).")
+]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, max=64, help="Requests in flight at once.")]
+WaitOption = Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the results before writing reports.")]
+MaxSpendCentsOption = Annotated[
+    int | None, typer.Option(min=0, help="The campaign's budget: stop before this many cents would be spent.")
+]
+MetadataColumnsOption = Annotated[
+    str, typer.Option(help="Manifest columns sent to the service as metadata (comma-separated allowlist).")
+]
+DatabaseUrlOption = Annotated[
+    str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
+]
+BaseUrlOption = Annotated[
+    str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")
+]
+WebhookUrlOption = Annotated[str | None, typer.Option(help="Per-check webhook URL (default: the account's webhook).")]
+GraceSecondsOption = Annotated[float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")]
+PollIntervalOption = Annotated[
+    float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")
+]
+DownloadOption = Annotated[
+    str,
+    typer.Option(
+        help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."
+    ),
+]
+SubmitDeadlineOption = Annotated[
+    float,
+    typer.Option(min=0, help="Seconds to keep retrying documents that met 429/5xx/network errors (then exit 3)."),
+]
+TemplateOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--template",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable.",
+    ),
+]
+ShardsOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=1024,
+        help="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
+        "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
+    ),
+]
+PrefectOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--prefect/--no-prefect",
+        help="Run as a Prefect flow (shown in the Prefect UI) or in this process. "
+        "Default: a flow when PREFECT_API_URL is set or the demo's Prefect server runs.",
+        show_default=False,
+    ),
+]
+LmsOption = Annotated[
+    str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
+]
+RosterOption = Annotated[
+    Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
+]
+ReferenceCampaignOption = Annotated[
+    str | None,
+    typer.Option(help="An earlier campaign of known-human work: the report states the flags expected by chance."),
+]
+
+
+def run(
+    manifest: ManifestOption,
+    products: ProductsOption = _PRODUCTS,
+    out: OutOption = _OUT,
+    campaign: CampaignOption = None,
+    concurrency: ConcurrencyOption = _D.submission.concurrency,
+    wait: WaitOption = _D.waiting.wait,
     wait_timeout: Annotated[float, typer.Option(min=0, help="Seconds to wait for results.")] = _D.waiting.timeout,
-    max_spend_cents: Annotated[
-        int | None, typer.Option(min=0, help="The campaign's budget: stop before this many cents would be spent.")
-    ] = None,
-    metadata_columns: Annotated[
-        str, typer.Option(help="Manifest columns sent to the service as metadata (comma-separated allowlist).")
-    ] = "",
+    max_spend_cents: MaxSpendCentsOption = None,
+    metadata_columns: MetadataColumnsOption = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and print the plan; send nothing.")] = False,
-    database_url: Annotated[
-        str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Service base URL ending in /api/v1 (default DOCCHECK_BASE_URL).")
-    ] = None,
-    webhook_url: Annotated[
-        str | None, typer.Option(help="Per-check webhook URL (default: the account's webhook).")
-    ] = None,
+    database_url: DatabaseUrlOption = None,
+    base_url: BaseUrlOption = None,
+    webhook_url: WebhookUrlOption = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Documents per Prefect task run.")] = _D.submission.batch_size,
-    grace_seconds: Annotated[
-        float, typer.Option(min=0, help="Seconds without a webhook before polling a check.")
-    ] = _D.waiting.grace_seconds,
-    poll_interval: Annotated[
-        float, typer.Option(min=0.05, help="Seconds between checks of the ledger while waiting.")
-    ] = _D.waiting.poll_interval,
+    grace_seconds: GraceSecondsOption = _D.waiting.grace_seconds,
+    poll_interval: PollIntervalOption = _D.waiting.poll_interval,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    download: Annotated[
-        str,
-        typer.Option(
-            help="Also fetch these files of finished checks into <run>/files/: similarity_pdf, pdf, original (comma-separated)."
-        ),
-    ] = "",
-    submit_deadline: Annotated[
-        float,
-        typer.Option(min=0, help="Seconds to keep retrying documents that met 429/5xx/network errors (then exit 3)."),
-    ] = _D.submission.submit_deadline,
-    template: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--template",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="A file every student was given (prompt, template): cohort matching ignores its text. Repeatable.",
-        ),
-    ] = None,
-    shards: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=1024,
-            help="Split the submission into N runs of the bulk-check-shard deployment on its work pool "
-            "(PREFECT_API_URL must name the server; the ledger must be PostgreSQL). 1: this process.",
-        ),
-    ] = 1,
-    prefect: Annotated[
-        bool | None,
-        typer.Option(
-            "--prefect/--no-prefect",
-            help="Run as a Prefect flow (shown in the Prefect UI) or in this process. "
-            "Default: a flow when PREFECT_API_URL is set or the demo's Prefect server runs.",
-            show_default=False,
-        ),
-    ] = None,
-    lms: Annotated[
-        str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
-    ] = None,
+    download: DownloadOption = "",
+    submit_deadline: SubmitDeadlineOption = _D.submission.submit_deadline,
+    template: TemplateOption = None,
+    shards: ShardsOption = 1,
+    prefect: PrefectOption = None,
+    lms: LmsOption = None,
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
-    roster: Annotated[
-        Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
-    ] = None,
-    reference_campaign: Annotated[
-        str | None,
-        typer.Option(help="An earlier campaign of known-human work: the report states the flags expected by chance."),
-    ] = None,
+    roster: RosterOption = None,
+    reference_campaign: ReferenceCampaignOption = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
@@ -187,6 +203,8 @@ def run(
                 f"found or ruled out, so they were not sent again; see "
                 f"`doccheck resolve --campaign {shlex.quote(summary.campaign)}`."
             )
+            for reason in summary.in_doubt_reasons:
+                console.print(f"  why: {reason}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
@@ -211,7 +229,8 @@ def export_manifest(
     from doccheck.sources.lms.roster import no_submission_lines
 
     try:
-        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts)
+        # the roster's email, section and "no submission" rows go in the reports (the export's sidecar)
+        manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
         missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
     except (ValueError, OSError) as exc:
         raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None

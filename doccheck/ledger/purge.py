@@ -15,17 +15,17 @@ it has one of the linking columns:
   them, or it would pay again);
 - ``check_id`` of a check of those submissions (outcomes, webhook events, signatures).
 
-Report folders: each selected run's ``report_dir`` (from its summary), and the ``latest``
+Report folders: each selected run's ``report_dir`` (from its summary), folders named for a
+selected run in the ``--out`` roots of its campaign (runs whose summary lacks them), and the ``latest``
 copy when the newest run writing to it is selected. A folder is removed only if it looks
-like a report folder (files only, report extensions), never a user's other files.
+like a report folder (report files and a ``files/`` folder of downloads), never a user's
+other files. After deleting, :func:`doccheck.ledger.purge_residue.scrub_database` makes the
+deleted rows unreadable in the database files (SQLite VACUUM + WAL truncate, PostgreSQL VACUUM).
 
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
-the document's metadata and is needed only until applied) and deletes events older than
+the document's metadata and is needed only until applied) and of events whose check the ledger
+has not known for ``UNKNOWN_BODY_TTL``, and deletes events older than
 the retention; :func:`retention` combines both with a purge of runs older than N days.
-
-Review dispositions (``review_dispositions``: the reviewer's decision and note) have a
-``campaign`` and the ``idempotency_key`` of the version reviewed, so they go with the rest.
-On SQLite the purge runs with ``PRAGMA secure_delete``: the deleted rows are overwritten.
 """
 
 from __future__ import annotations
@@ -42,12 +42,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.ledger.purge_residue import out_roots, scan_run_folders, scrub_database
 
 CHUNK = 500
-REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv"}
+REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
+FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.downloads)
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
+UNKNOWN_BODY_TTL = timedelta(days=7)  # then an unapplied event's check is one the ledger does not know
 
 
 class PurgeError(DocCheckBaseError, ValueError):
@@ -81,6 +84,7 @@ class PurgeResult:
     event_bodies_dropped: int = 0
     events_deleted: int = 0
     legacy_secrets_deleted: int = 0
+    scrubbed: list[str] = field(default_factory=list)
 
 
 def _aware(value: Any) -> datetime | None:
@@ -224,6 +228,10 @@ def _report_folder_problem(path: Path) -> str | None:
     if path.is_symlink() or not path.is_dir():
         return "not a folder"
     for child in path.iterdir():
+        if child.name == FILES_SUBDIR and child.is_dir() and not child.is_symlink():
+            if any(grand.is_dir() or grand.is_symlink() for grand in child.iterdir()):
+                return f"holds {child.name!r} with folders in it"
+            continue
         if child.is_dir() or child.is_symlink():
             return f"holds {child.name!r}, which is not a report file"
         if child.suffix.lower() not in REPORT_SUFFIXES and not child.name.startswith("."):
@@ -234,6 +242,8 @@ def _report_folder_problem(path: Path) -> str | None:
 def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) -> None:
     newest_for_latest: dict[str, tuple[datetime, str]] = {}
     candidates: list[Path] = []
+    recorded: list[str] = []  # report folders of the touched campaigns: their parents are --out roots
+    campaigns = {run.campaign for run in all_runs if run.id in selected}
     for run in all_runs:
         summary = run.summary if isinstance(run.summary, dict) else {}
         started = _aware(run.started_at) or datetime.min.replace(tzinfo=UTC)
@@ -245,8 +255,11 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
         ):
             newest_for_latest[latest] = (started, run.id)
         report_dir = summary.get("report_dir")
+        if isinstance(report_dir, str) and report_dir and run.campaign in campaigns:
+            recorded.append(report_dir)
         if run.id in selected and isinstance(report_dir, str) and report_dir:
             candidates.append(Path(report_dir))
+    candidates += scan_run_folders(out_roots(recorded), selected)
     candidates += [Path(latest) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
     for path in dict.fromkeys(candidates):
         if not path.exists():
@@ -263,10 +276,6 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
     result = PurgeResult()
     metadata = reflect(engine)
     with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
-            # Overwrite what is deleted (reviewers' notes, names, metadata), so no purged text stays
-            # readable in the file's free pages. PostgreSQL: docs/ledger.md (VACUUM).
-            conn.exec_driver_sql("PRAGMA secure_delete = ON")
         for table in reversed(metadata.sorted_tables):  # children before parents, if keyed
             condition = _condition(table, plan)
             if condition is not None:
@@ -275,20 +284,26 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
         if folder.exists() and _report_folder_problem(folder) is None:
             shutil.rmtree(folder)
             result.folders.append(folder)
+    if any(result.rows.values()):
+        result.scrubbed = scrub_database(engine, [name for name, count in result.rows.items() if count])
     return result
 
 
 def drop_event_bodies(
     engine: Engine, *, older_than: timedelta | None = None, now: datetime | None = None, apply: bool = True
 ) -> tuple[int, int]:
-    """Empty the payload of applied events and delete events received before
+    """Empty the payload of applied events and of events left unapplied for
+    ``UNKNOWN_BODY_TTL`` (their check is unknown here), and delete events received before
     ``now - older_than``: ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
     metadata = reflect(engine)
     events = metadata.tables.get(EVENTS_TABLE)
     if events is None or "payload" not in events.c:
         return 0, 0
-    applied = events.c.applied == True  # noqa: E712
-    cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
+    moment = now or datetime.now(UTC)
+    # an event still unapplied after UNKNOWN_BODY_TTL is for a check this ledger does not know
+    # (another ledger's, or a purged campaign's): its body goes too
+    applied = or_(events.c.applied == True, events.c.received_at < moment - UNKNOWN_BODY_TTL)  # noqa: E712
+    cutoff = moment - older_than if older_than is not None else None
     with engine.begin() as conn:
         bodies = [row.id for row in conn.execute(select(events.c.id, events.c.payload).where(applied)) if row.payload]
         old = (

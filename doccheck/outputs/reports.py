@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
 from doccheck.sources.manifest import Rejection
 
 __all__ = [
@@ -71,6 +72,8 @@ SUBMISSIONS_SCHEMA = pa.schema(
         pa.field("charged_cents", pa.int64()),
         pa.field("refunded_cents", pa.int64()),
         pa.field("net_cents", pa.int64()),
+        *LMS_FIELDS,  # an LMS export's student columns (doccheck.outputs.lms_columns); null for a manifest's rows
+        NEW_FIELD,  # new_this_run: this run made the check (true) or reused an earlier run's (false)
     ]
 )
 AI_RESULTS_SCHEMA = pa.schema(
@@ -204,7 +207,9 @@ class LedgerReportTables(ReportTables):
         from doccheck.ledger.report import iter_report_chunks, resolve_run
 
         rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
-        return cls(lambda: iter_report_chunks(ledger, run_id=rid))
+        return cls(
+            lambda: lms_rows(mark_new(iter_report_chunks(ledger, run_id=rid), ledger, rid), run_sidecar(ledger, rid))
+        )
 
 
 @dataclass(frozen=True)

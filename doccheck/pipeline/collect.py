@@ -128,14 +128,17 @@ async def poll_pending(
     return result
 
 
-def _warn_poll_errors(errors: dict[str, str], warned: set[str]) -> None:
-    """Name what polling could not read, once per kind of error (a 404 on every
-    ``GET /checks/{id}`` is a service without that path, not "pending")."""
+def describe_poll_errors(errors: dict[str, str], seen: set[str] | None = None) -> list[str]:
+    """What polling could not read, one sentence per kind of error not in ``seen`` (which
+    it extends): a 404 on every ``GET /checks/{id}`` is a service without that path, not
+    "pending", and the sentence says what to do."""
+    seen = set() if seen is None else seen
+    out: list[str] = []
     for check_id, error in errors.items():
         kind = error.split(":", 1)[0]
-        if kind in warned:
+        if kind in seen:
             continue
-        warned.add(kind)
+        seen.add(kind)
         same = sum(e.split(":", 1)[0] == kind for e in errors.values())
         hint = (
             " (the service may have no GET /checks/{id}: results then come only by webhook; "
@@ -143,7 +146,14 @@ def _warn_poll_errors(errors: dict[str, str], warned: set[str]) -> None:
             if kind in ("not_found", "404", "http_404")
             else ""
         )
-        log.warning("polling %d checks failed with %s, e.g. check %s%s", same, error[:200], check_id, hint)
+        out.append(f"polling {same} checks failed with {error[:200]}, e.g. check {check_id}{hint}")
+    return out
+
+
+def _warn_poll_errors(errors: dict[str, str], warned: set[str]) -> None:
+    """Log :func:`describe_poll_errors` once per kind (the Prefect UI's run log)."""
+    for line in describe_poll_errors(errors, warned):
+        log.warning("%s", line)
 
 
 def _pending(ledger: Ledger, run_id: str) -> list[PendingProduct]:

@@ -15,7 +15,7 @@ from doccheck.client import ConfigurationError
 from doccheck.ledger import Ledger
 from doccheck.outputs.reports import ReportPaths, run_label, write_reports
 from doccheck.pipeline.campaign_collect import runs_with_pending
-from doccheck.pipeline.collect import apply_events, poll_pending, report_tables
+from doccheck.pipeline.collect import apply_events, describe_poll_errors, poll_pending, report_tables
 from doccheck.pipeline.orchestrate import products_from_summary
 from doccheck.pipeline.summary import RunSummary, money_fields
 
@@ -93,13 +93,14 @@ async def collect_runs(
     started = time.monotonic()
     run, earlier = runs_to_collect(ledger, campaign=campaign, run_id=run_id)
     apply_events(ledger)
-    await poll_pending(client, ledger, run_id=run.id if run_id else None,
+    polled = await poll_pending(client, ledger, run_id=run.id if run_id else None,
                        campaign=None if run_id else run.campaign, older_than_seconds=0)  # fmt: skip
     for other in earlier:
         _write(ledger, other, out_dir, run.campaign)
     paths = _write(ledger, run.id, out_dir, run.campaign)
     summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                 started=started)  # fmt: skip
+    summary.poll_errors = describe_poll_errors(polled.errors)
     outputs = await write_run_outputs(
         paths.run_dir, paths.latest_dir, campaign=run.campaign, run_id=run.id, ledger=ledger,
         client=client if download else None, download=download, status=summary.status, spent_cents=None,

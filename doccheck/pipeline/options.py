@@ -94,6 +94,11 @@ class SourceOptions(_Group):
     attempts: Literal["latest", "all"] = Field(
         default="latest", description="Blackboard exports: check each student's latest attempt, or all."
     )
+    roster: str | None = Field(
+        default=None,
+        description="An LMS export's roster CSV (gradebook, grading worksheet): email, section and "
+        "'no submission' rows in the reports.",
+    )
 
     @field_validator("products", "metadata_columns", "templates", mode="before")
     @classmethod

@@ -170,7 +170,10 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     observer.waited(waited)
 
     summary = close_run(steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started)
-    return await steps.write_outputs(summary, options)
+    summary = await steps.write_outputs(summary, options)
+    if summary.report_dir:  # stored again so that purge finds the folders it must remove
+        steps.ledger.finish_run(prepared.run_id, status=summary.status, summary=summary.model_dump(mode="json"))
+    return summary
 
 
 async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, observer: RunObserver) -> BatchResult:
@@ -230,6 +233,24 @@ def summary_rejections(plan: PlanFigures) -> list[dict[str, str | int | None]]:
     ]
 
 
+def in_doubt_reasons(ledger: Ledger, campaign: str, limit: int = 3) -> list[str]:
+    """The distinct messages of the campaign's documents in doubt: each names the mismatch
+    (no list, no metadata...) and the next step, which the count alone does not."""
+    from sqlmodel import col, select
+
+    from doccheck.ledger.tables import SubmissionRow
+
+    stmt = (
+        select(SubmissionRow.error_message)
+        .where(SubmissionRow.campaign == campaign, SubmissionRow.state == "in_doubt")
+        .where(col(SubmissionRow.error_message).is_not(None))
+        .distinct()
+        .limit(limit)
+    )
+    with ledger.session() as s:
+        return [m for m in s.exec(stmt).all() if m]
+
+
 def close_run(
     ledger: Ledger,
     prepared: Prepared,
@@ -270,6 +291,7 @@ def close_run(
         unsent_retry_later=batch.retry_later,
         in_flight_elsewhere=batch.in_flight_elsewhere,
         in_doubt=batch.in_doubt,
+        in_doubt_reasons=in_doubt_reasons(ledger, prepared.campaign) if batch.in_doubt else [],
         products=products,
         pending=pending,
         timed_out=bool(waited and waited.timed_out),
@@ -301,7 +323,9 @@ def prepare_run(
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
-    manifest, _ = as_manifest(source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts)
+    manifest, _ = as_manifest(
+        source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts, roster=source.roster
+    )
     recording = start_recording(
         ledger, manifest, campaign=source.campaign_name, products=source.products,
         metadata_columns=source.metadata_columns, params=params, batch_size=options.submission.batch_size,
@@ -403,16 +427,24 @@ class LocalSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
-        from pathlib import Path
-
-        from doccheck.outputs.calibration import RULE_OPTIONS
-        from doccheck.outputs.instructor.outputs import write_run_outputs
-        from doccheck.outputs.reports import run_label, write_reports
+        from doccheck.guards.environment_errors import naming
         from doccheck.pipeline.collect import report_tables
 
         if not self._write_files or summary.run_id is None:
             return summary
         tables = report_tables(self._ledger, summary.run_id)
+        with naming(options.output.out_dir):  # a full disk names the reports folder
+            return await self._write_run_folder(summary, options, tables)
+
+    async def _write_run_folder(self, summary: RunSummary, options: RunOptions, tables: Any) -> RunSummary:
+        """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
+        from pathlib import Path
+
+        from doccheck.outputs.calibration import RULE_OPTIONS
+        from doccheck.outputs.instructor.outputs import write_run_outputs
+        from doccheck.outputs.reports import run_label, write_reports
+
+        assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
                               metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
         outputs = await write_run_outputs(

@@ -48,8 +48,14 @@ class RunSummary(BaseModel):
     unsent_retry_later: int = 0
     in_flight_elsewhere: int = 0
     in_doubt: int = 0
+    #: Why the documents in doubt could not be settled (the service's mismatch, at most 3
+    #: distinct messages), so that the run's output names it next to ``doccheck resolve``.
+    in_doubt_reasons: list[str] = Field(default_factory=list)
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
     pending: int = 0
+    #: ``collect_results``: what polling could not read, one line per kind of error
+    #: (``doccheck.pipeline.collect.describe_poll_errors``): a 404 on every poll is named, not "pending".
+    poll_errors: list[str] = Field(default_factory=list)
     #: True when waiting ended at ``waiting.timeout`` with products still pending.
     timed_out: bool = False
     spent_cents: int = 0

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -87,73 +88,97 @@ def receiver(
     `doccheck demo`; re-read on every delivery, so a rotation needs no restart, and the
     previous secret verifies only for a bounded window). Never from the ledger.
     """
-    import uvicorn
     from rich.console import Console
 
     from doccheck.config import load_settings
-    from doccheck.ledger import Ledger
     from doccheck.ledger.engine import redact_url
     from doccheck.receiver.app import create_app
-    from doccheck.webhooks.secret_file import SecretFileError, file_secrets_provider
 
     console = Console(stderr=True, soft_wrap=True)
     settings = load_settings(database_url=database_url)
+    ledger = _open_ledger(console, settings.database_url)
     try:
-        ledger = Ledger(settings.database_url)
-    except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
+        provider, source = _secrets_provider(console, settings.webhook_secrets(), webhook_secret_block,
+                                             webhook_secret_file, secret_block_refresh, prefect_api_url)  # fmt: skip
+        on_stored, events_note = _events_hook(console, ledger, prefect_events, prefect_api_url)
+        app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance, on_stored=on_stored)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         console.print(
-            f"[red]error:[/] cannot open the ledger {redact_url(settings.database_url)}: {type(exc).__name__}"
+            f"receiver listening on http://{host}:{port}/webhook "
+            f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
         )
+        _serve(app, host, port, header_timeout=header_timeout, body_timeout=body_timeout)
+    finally:
+        ledger.close()
+    console.print("receiver stopped")
+
+
+def _open_ledger(console: Any, database_url: str) -> Any:
+    """The ledger, or one clear line and exit 1 (no traceback, no password in the URL)."""
+    from doccheck.ledger import Ledger
+    from doccheck.ledger.engine import redact_url
+
+    try:
+        return Ledger(database_url)
+    except Exception as exc:  # noqa: BLE001 - one clear line, no traceback
+        console.print(f"[red]error:[/] cannot open the ledger {redact_url(database_url)}: {type(exc).__name__}")
         raise typer.Exit(1) from None
-    env_secrets = settings.webhook_secrets()
-    if webhook_secret_block:
+
+
+def _secrets_provider(
+    console: Any, env_secrets: list[Any], block: str | None, secret_file: Path | None, refresh: float,
+    prefect_api_url: str | None,
+) -> tuple[Callable[[], Any], str]:  # fmt: skip
+    """Where the signing secrets come from, checked now (a bad source fails with one line and exit 2):
+    a Prefect Secret block, else DOCCHECK_WEBHOOK_SECRET, else the owner-only secret file."""
+    from doccheck.webhooks.secret_file import SecretFileError, file_secrets_provider
+
+    if block:
         from doccheck.receiver.prefect_events import prefect_api_from_environment, secret_block_provider
 
         try:
             api_url, api_key = prefect_api_from_environment(prefect_api_url)
-            provider = secret_block_provider(api_url, webhook_secret_block, api_key, ttl=secret_block_refresh)
+            provider = secret_block_provider(api_url, block, api_key, ttl=refresh)
             provider()  # fail now, with one clear line, rather than at the first delivery
         except (ValueError, LookupError, RuntimeError) as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2) from None
-        source = f"Prefect Secret block {webhook_secret_block!r}"
-    elif env_secrets:
-        provider = lambda: env_secrets  # noqa: E731
-        source = "DOCCHECK_WEBHOOK_SECRET"
-    elif webhook_secret_file is not None:
-        provider = file_secrets_provider(webhook_secret_file)
+        return provider, f"Prefect Secret block {block!r}"
+    if env_secrets:
+        return (lambda: env_secrets), "DOCCHECK_WEBHOOK_SECRET"
+    if secret_file is not None:
+        provider = file_secrets_provider(secret_file)
         try:
             provider()  # refuse an insecure or unreadable file now, with one clear line
         except SecretFileError as exc:
             console.print(f"[red]error:[/] {exc}")
-            ledger.close()
             raise typer.Exit(2) from None
-        source = f"the secret file {webhook_secret_file}"
-    else:
-        console.print(
-            "[red]error:[/] no signing secret: set DOCCHECK_WEBHOOK_SECRET, --webhook-secret-file "
-            "(DOCCHECK_WEBHOOK_SECRET_FILE) or --webhook-secret-block (secrets are no longer read from the ledger)"
-        )
-        ledger.close()
-        raise typer.Exit(2)
-    on_stored = None
-    events_note = ""
-    if prefect_events:
-        from doccheck.receiver.prefect_events import emitter_from_environment, ledger_campaign_lookup
-
-        try:
-            emitter = emitter_from_environment(prefect_api_url, campaign_of=ledger_campaign_lookup(ledger))
-        except ValueError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from None
-        on_stored = emitter.emit
-        events_note = f", Prefect events to {emitter.events_url}"
-    app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance, on_stored=on_stored)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return provider, f"the secret file {secret_file}"
     console.print(
-        f"receiver listening on http://{host}:{port}/webhook "
-        f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
+        "[red]error:[/] no signing secret: set DOCCHECK_WEBHOOK_SECRET, --webhook-secret-file "
+        "(DOCCHECK_WEBHOOK_SECRET_FILE) or --webhook-secret-block (secrets are no longer read from the ledger)"
     )
+    raise typer.Exit(2)
+
+
+def _events_hook(console: Any, ledger: Any, enabled: bool, prefect_api_url: str | None) -> tuple[Any, str]:
+    """``--prefect-events``: the emitter called for each new verified delivery, and a note for the banner."""
+    if not enabled:
+        return None, ""
+    from doccheck.receiver.prefect_events import emitter_from_environment, ledger_campaign_lookup
+
+    try:
+        emitter = emitter_from_environment(prefect_api_url, campaign_of=ledger_campaign_lookup(ledger))
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    return emitter.emit, f", Prefect events to {emitter.events_url}"
+
+
+def _serve(app: Any, host: str, port: int, *, header_timeout: float, body_timeout: float) -> None:
+    """Serve until stopped, with read deadlines for slow clients (headers, then the body)."""
+    import uvicorn
+
     from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
 
     bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
@@ -164,6 +189,3 @@ def receiver(
         server.run()  # type: ignore[attr-defined]
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
         pass
-    finally:
-        ledger.close()
-    console.print("receiver stopped")

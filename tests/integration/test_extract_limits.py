@@ -93,6 +93,8 @@ def _forge_declared_size(data: bytes, member: str, size: int) -> bytes:
 
 
 def test_docx_bomb_stopped_by_wall_clock_when_structural_limits_are_lifted(bomb: bytes) -> None:
+    sandbox.shutdown()  # one warm worker, whatever earlier tests of the session left in the pool
+    _warm()
     before = sandbox.worker_pids()
     message, elapsed = _timed_rejection(bomb, "bomb.docx", ExtractionLimits(**_LIFTED, wall_seconds=1.5))
     assert message == "extraction took over 1.5 s"
@@ -229,6 +231,8 @@ def test_concurrent_documents_share_the_pool() -> None:
 
 def test_a_structural_refusal_keeps_the_worker() -> None:
     """Only the OS-level limits cost a new process; a refused bomb does not."""
+    _warm()
+    sandbox.shutdown()  # one warm worker, whatever earlier tests of the session left in the pool
     _warm()
     before = sandbox.worker_pids()
     with pytest.raises(ExtractionLimitExceeded):

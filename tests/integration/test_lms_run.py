@@ -9,6 +9,7 @@ import zipfile
 from contextlib import closing
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
@@ -77,3 +78,89 @@ def test_a_second_download_sends_only_new_and_changed_work(emulator: EmulatorHan
     assert two.documents == 8
     assert two.submitted == 3 and two.reused == 5
     assert emulator.account_state(key)["checks"] == charged + 3
+    # The reports say whose work each document is (never sent: metadata is the allowlist only).
+    subs = pq.read_table(Path(str(two.report_dir)) / "submissions.parquet").to_pylist()
+    docs = {r["submitted_file"]: r for r in pq.read_table(Path(str(two.report_dir)) / "documents.parquet").to_pylist()}
+    essay3 = next(r for r in subs if r["submitted_file"] == "essay3.txt")
+    assert (essay3["lms"], essay3["student_id"], essay3["student"], essay3["late"], essay3["attempt"]) == (
+        "moodle", "103", "Student 3", None, None,
+    )  # fmt: skip
+    assert docs["onlinetext.html"]["student"] == "Student 0" and docs["essay3.txt"]["student_id"] == "103"
+    assert {r["student"] for r in subs} == {f"Student {i}" for i in range(5)} | {"Late One", "Late Two"}
+    # The three new or changed files are marked new (this run made their checks); the rest were reused.
+    new = {(r["student"], r["submitted_file"]) for r in subs if r["new_this_run"]}
+    assert new == {("Student 3", "essay3.txt"), ("Late One", "late.txt"), ("Late Two", "late.txt")}
+    assert all(r["new_this_run"] is False for r in subs if (r["student"], r["submitted_file"]) not in new)
+    assert {(r["student"], r["submitted_file"]) for r in docs.values() if r["new_this_run"]} <= new
+    first = pq.read_table(Path(str(one.report_dir)) / "submissions.parquet").to_pylist()
+    assert all(r["new_this_run"] is True for r in first)
+    with emulator.client(key) as http:
+        for row in subs:
+            check = http.get(f"/checks/{row['check_id']}").json()
+            assert check["metadata"]["document_id"] == row["document_id"]
+            assert set(check["metadata"]) <= {"document_id", "doccheck_ref"}, check["metadata"]
+            assert "Student" not in check["name"]
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_students(
+    emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    key = emulator.new_account()
+    tag = uuid.uuid4().hex[:8]
+    export = _moodle_zip(
+        tmp_path / f"C102-Blind-{tag}.zip",
+        {
+            "Participant_7_assignsubmission_file/essay.txt": _essay(7),
+            "Participant_8_assignsubmission_file/essay.txt": _essay(8),
+            "Participant_8_assignsubmission_file/sources.zip": "PK not opened",
+            "Participant_7_assignsubmission_file/tool.exe": "MZ",
+        },
+    )
+    roster = tmp_path / "worksheet.csv"
+    roster.write_text(
+        "Identifier,Full name,Email address\n"
+        "Participant 7,Alice Realname,alice@uni.example\n"
+        "Participant 8,Bob Realname,bob@uni.example\n"
+        "Participant 9,Carol Realname,carol@uni.example\n",
+        encoding="utf-8",
+    )
+    base = _options(export, tmp_path / "out")
+    options = base.model_copy(update={"source": base.source.model_copy(update={"roster": str(roster)})})
+    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
+        summary = asyncio.run(_run(ledger, emulator, key, options))
+    assert summary.status == "finished" and summary.submitted == 2, summary
+    subs = pq.read_table(Path(str(summary.report_dir)) / "submissions.parquet").to_pylist()
+    refused = {r["submitted_file"]: r for r in subs if r["status"] == "rejected"}
+    assert set(refused) == {"sources.zip", "tool.exe"}
+    assert (
+        refused["sources.zip"]["error_code"] == "nested_zip" and refused["tool.exe"]["error_code"] == "unsupported_type"
+    )
+    assert "Participant 8 (8)" in refused["sources.zip"]["error_message"]
+    assert all(r["cost_cents"] == 0 and r["net_cents"] == 0 and r["check_id"] is None for r in refused.values())
+    missing = [r for r in subs if r["status"] == "no_submission"]
+    assert [(r["student_id"], r["student"], r["email"], r["cost_cents"]) for r in missing] == [
+        ("9", "Participant 9", None, 0)
+    ]
+    docs = pq.read_table(Path(str(summary.report_dir)) / "documents.parquet").to_pylist()
+    assert sorted(r["student"] for r in docs if r["status"] == "submitted") == ["Participant 7", "Participant 8"]
+    for path in _files_under(tmp_path / "out"):
+        data = path.read_bytes()
+        for secret in (b"Realname", b"uni.example"):
+            assert secret not in data, f"{secret!r} in {path}"
+
+
+def test_a_manifest_run_has_null_lms_columns(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key = emulator.new_account()
+    manifest = tmp_path / f"plain-{uuid.uuid4().hex[:8]}.csv"
+    manifest.write_text(f"document_id,text,student\nd1,{_essay(1)},Alice Realname\n", encoding="utf-8")
+    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
+        summary = asyncio.run(_run(ledger, emulator, key, _options(manifest, tmp_path / "out")))
+    assert summary.status == "finished", summary
+    for table in ("submissions.parquet", "documents.parquet"):
+        (row,) = pq.read_table(Path(str(summary.report_dir)) / table).to_pylist()
+        assert row["document_id"] == "d1"
+        assert all(row[c] is None for c in ("lms", "student_id", "student", "late", "attempt", "submitted_file"))

@@ -69,4 +69,6 @@ def test_roster_students_without_work_are_listed(tmp_path: Path) -> None:
     args = ["run", str(_export(tmp_path)), "--dry-run", "--out", str(tmp_path / "o"), "--roster", str(roster)]
     code, out = _invoke(args, tmp_path)
     assert code == 0, out
-    assert "  no submission: B (4799)" in out and "(4711)" not in out.split("no submission")[1]
+    # A blind-marked export: the roster's real name of a student without work is not shown either.
+    assert "  no submission: Participant 4799 (4799)" in out and "(4711)" not in out.split("no submission")[1]
+    assert ",B," not in out and " B " not in out

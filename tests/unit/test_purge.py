@@ -49,3 +49,25 @@ def test_age_selection_and_folder_safety(tmp_path: Path) -> None:
             plan_purge(ledger.engine)
     finally:
         ledger.close()
+
+
+def test_unknown_check_bodies_are_emptied_after_a_week(tmp_path: Path) -> None:
+    from doccheck.ledger.purge import UNKNOWN_BODY_TTL, drop_event_bodies
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        now = datetime.now(UTC)
+        with ledger.engine.begin() as conn:
+            for event_id, age in (("fresh", timedelta(hours=1)), ("stale", UNKNOWN_BODY_TTL + timedelta(hours=1))):
+                conn.execute(
+                    text("INSERT INTO webhook_events (event_id, type, check_id, received_at, payload, applied) "
+                         "VALUES (:e, 'check.completed', 'chk_nobody', :t, :p, 0)"),
+                    {"e": event_id, "t": now - age, "p": '{"metadata": {"student": "Ottoline"}}'},
+                )  # fmt: skip
+        assert drop_event_bodies(ledger.engine, apply=False) == (1, 0)
+        assert drop_event_bodies(ledger.engine) == (1, 0)
+        with ledger.engine.connect() as conn:
+            rows = dict(conn.execute(text("SELECT event_id, payload FROM webhook_events")).all())
+        assert "Ottoline" in rows["fresh"] and "Ottoline" not in rows["stale"]
+    finally:
+        ledger.close()

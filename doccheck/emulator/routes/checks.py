@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 
@@ -29,6 +30,7 @@ from doccheck.emulator.limits import ascii_int
 from doccheck.emulator.openapi_docs import CHECK_RESPONSES, CREATE_CHECK_BODY, LIST_PARAMS
 from doccheck.emulator.processing import schedule_products
 from doccheck.emulator.reference import reference_index
+from doccheck.emulator.runtime import Emulator
 from doccheck.emulator.similarity import SourceInfo
 from doccheck.emulator.store import FILE_KINDS, Account, Check, IdempotencyRecord
 from doccheck.emulator.webhook_urls import vet_url_or_422
@@ -89,29 +91,11 @@ async def create_check(request: Request) -> Response:
     products = products_of(raw.products)
     name = optional_str(raw.name, "name", MAX_NAME_LENGTH)
     metadata = metadata_of(raw.metadata)
-    webhook_url = optional_str(raw.webhook_url, "webhook_url", 4096)
-    if webhook_url is not None:
-        if account.webhook is None:
-            raise ApiError(409, "webhook_not_configured",
-                           "set the account webhook (PUT /webhook) before giving a per-check webhook_url")  # fmt: skip
-        webhook_url = await vet_url_or_422(
-            webhook_url, allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline
-        )
+    webhook_url = await _webhook_url_of(emu, account, raw)
     check_id = str(uuid.uuid4())
     seq = emu.store.next_seq()
+    build = _builder(account, raw, given[0])
     indexes = [reference_index(), account.index]
-    if given == ["text"]:
-        text = optional_str(raw.text, "text", 10**9)
-        if not text or not text.strip():
-            raise invalid_input("field 'text' is empty")
-        build = partial(from_text, text)
-    elif given == ["file"]:
-        assert raw.file is not None
-        build = partial(from_file, raw.file.data, raw.file.filename)
-    else:
-        upload_id = optional_str(raw.upload_id, "upload_id", MAX_ID_LENGTH) or ""
-        upload = upload_of(account, upload_id)
-        build = partial(from_upload, upload, upload.data or b"")  # the bytes stored at this moment
 
     def prepare() -> Document:
         doc = build()
@@ -127,42 +111,68 @@ async def create_check(request: Request) -> Response:
         return late
     if doc.upload is not None:
         upload_of(account, doc.upload.id)
-    cost = price(doc.words, products)
-    if cost["total_cents"] > account.balance_cents:
-        raise ApiError(402, "insufficient_balance",
-                       f"this check costs {cost['total_cents']} cents; the balance is {account.balance_cents}")  # fmt: skip
     if name is None:
         name = doc.filename if doc.upload or raw.file is not None else _timestamp_name(now)
     check = Check(
-        id=check_id,
-        seq=seq,
-        name=name,
-        products=products,
-        words=doc.words,
-        created_at=now,
-        metadata=metadata,
-        cost=cost,
-        original=doc.original,
-        original_filename=doc.filename,
-        original_content_type=doc.content_type,
-        results=doc.results,
-        webhook_url=webhook_url,
+        id=check_id, seq=seq, name=name, products=products, words=doc.words, created_at=now, metadata=metadata,
+        cost=price(doc.words, products), original=doc.original, original_filename=doc.filename,
+        original_content_type=doc.content_type, results=doc.results, webhook_url=webhook_url,
         ai={"status": "processing"} if "ai" in products else None,
         similarity={"status": "processing"} if "similarity" in products else None,
+    )  # fmt: skip
+    _charge_and_store(account, check, doc, key, _fingerprint_after(doc, products), now)
+    schedule_products(emu, account, check)
+    return JSONResponse(check.resource(), status_code=201)
+
+
+async def _webhook_url_of(emu: Emulator, account: Account, raw: CheckInput) -> str | None:
+    """The per-check webhook URL, vetted like the account's (409 while the account has none)."""
+    webhook_url = optional_str(raw.webhook_url, "webhook_url", 4096)
+    if webhook_url is None:
+        return None
+    if account.webhook is None:
+        raise ApiError(409, "webhook_not_configured",
+                       "set the account webhook (PUT /webhook) before giving a per-check webhook_url")  # fmt: skip
+    return await vet_url_or_422(
+        webhook_url, allow_private=emu.config.allow_private_webhooks, offline=emu.config.offline
     )
-    account.balance_cents -= cost["total_cents"]
-    account.charged_cents += cost["total_cents"]
+
+
+def _builder(account: Account, raw: CheckInput, given: str) -> Callable[[], Document]:
+    """How the document is made from the one input given (run off the event loop)."""
+    if given == "text":
+        text = optional_str(raw.text, "text", 10**9)
+        if not text or not text.strip():
+            raise invalid_input("field 'text' is empty")
+        return partial(from_text, text)
+    if given == "file":
+        assert raw.file is not None
+        return partial(from_file, raw.file.data, raw.file.filename)
+    upload_id = optional_str(raw.upload_id, "upload_id", MAX_ID_LENGTH) or ""
+    upload = upload_of(account, upload_id)
+    return partial(from_upload, upload, upload.data or b"")  # the bytes stored at this moment
+
+
+def _charge_and_store(
+    account: Account, check: Check, doc: Document, key: str | None, fingerprint: str, now: float
+) -> None:
+    """Bill the check (402 when the balance is short), store it, consume its upload, index it,
+    and remember its Idempotency-Key: all synchronously, so no other request sees half of it."""
+    total = check.cost["total_cents"]
+    if total > account.balance_cents:
+        raise ApiError(402, "insufficient_balance",
+                       f"this check costs {total} cents; the balance is {account.balance_cents}")  # fmt: skip
+    account.balance_cents -= total
+    account.charged_cents += total
     account.checks[check.id] = check
     account.check_order.append(check.id)
     if doc.upload is not None:
         doc.upload.status = "consumed"
         doc.upload.check_id = check.id
         doc.upload.data = None
-    account.index.add_hashes(SourceInfo(check.id, check.name, None, "submission", seq), doc.hashes)
+    account.index.add_hashes(SourceInfo(check.id, check.name, None, "submission", check.seq), doc.hashes)
     if key is not None:
-        account.idempotency[key] = IdempotencyRecord(_fingerprint_after(doc, products), check.id, now)
-    schedule_products(emu, account, check)
-    return JSONResponse(check.resource(), status_code=201)
+        account.idempotency[key] = IdempotencyRecord(fingerprint, check.id, now)
 
 
 def _fingerprint_after(doc: Document, products: list[str]) -> str:

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules
+from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
 
 __all__ = [
@@ -120,6 +121,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error_code", pa.string()),
         pa.field("error_message", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
+        *LMS_FIELDS,  # an LMS export's student columns, copied from submissions (null for a manifest's rows)
+        NEW_FIELD,  # new_this_run, copied from submissions
         *JUDGING_FIELDS,
         *REVIEW_FIELDS,
     ]
@@ -266,6 +269,7 @@ class DocumentsBuilder:
             }
             row.update(judging_columns(a, sub, self.rules))
             row["flagged"] = is_flagged(row, self.rules)
+            row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
                 row[column] = doc_files.get(kind)

@@ -74,7 +74,8 @@ def read_export(
         if parsed is None:
             unknown = Parsed(chosen, "", "", PurePosixPath(item.name).name)  # nobody to name
             reason = item.reason if isinstance(item, Refused) else f"not named as a {chosen} export names files"
-            result.files.append(SubmittedFile(item.name, unknown, "", EntryKind.REJECTED, reason))
+            code = "unsafe_entry" if isinstance(item, Refused) else "unrecognised_entry"
+            result.files.append(SubmittedFile(item.name, unknown, "", EntryKind.REJECTED, reason, code))
             continue
         result.files.append(_classify(item, parsed, attempts))
     if chosen == "blackboard" and attempts != "all":
@@ -96,17 +97,17 @@ def _classify(item: Entry | Refused, parsed: Parsed, attempts: str) -> Submitted
     doc_id = make_document_id(parsed.lms, parsed.student_id, file_key)
     who = f"{parsed.student} ({parsed.student_id})"
     if isinstance(item, Refused):
-        return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: {item.reason}")
+        return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: {item.reason}", "unsafe_entry")
     if parsed.kind is not EntryKind.DOCUMENT:
         reason = "a URL submission, not a document" if parsed.kind is EntryKind.LINK else "an attempt receipt, not sent"
         return SubmittedFile(item.name, parsed, doc_id, parsed.kind, reason)
     if parsed.submitted_file.lower().endswith(".zip"):
         return SubmittedFile(
-            item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: a zip inside the export is not opened"
+            item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: a zip inside the export is not opened", "nested_zip"
         )
     if not is_supported(parsed.submitted_file):
         reason = f"{who}: file type of {parsed.submitted_file!r} is not supported"
-        return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, reason)
+        return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, reason, "unsupported_type")
     return SubmittedFile(item.name, parsed, doc_id, EntryKind.DOCUMENT)
 
 

@@ -23,6 +23,8 @@ from pathlib import Path, PurePosixPath
 
 from doccheck.sources.lms import read_export
 from doccheck.sources.lms.model import ExportResult, SubmittedFile
+from doccheck.sources.lms.roster import read_roster
+from doccheck.sources.lms.sidecar import write_sidecar
 from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, copy_member
 
 __all__ = [
@@ -75,9 +77,15 @@ def derive_manifest(
     attempts: str = "latest",
     groups: bool = False,
     limits: ExportLimits = DEFAULT_LIMITS,
+    roster: str | os.PathLike[str] | None = None,
 ) -> Derived:
-    """Read ``export``, copy its documents under ``work_dir/<campaign>/`` and write the manifest there."""
+    """Read ``export``, copy its documents under ``work_dir/<campaign>/`` and write the manifest there.
+
+    Beside it, the sidecar the reports join back (students, refused entries, and with
+    ``roster`` the roster's email/section and its students without work).
+    """
     source = Path(export)
+    students = read_roster(roster) if roster is not None else None  # a bad roster fails before any copy
     result = read_export(source, lms=lms, attempts=attempts, groups=groups, limits=limits)
     folder = Path(work_dir) / export_campaign(source)
     files = folder / "files"
@@ -94,6 +102,7 @@ def derive_manifest(
             rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
     manifest = folder / f"{export_campaign(source)}.csv"
     write_manifest(manifest, rows)
+    write_sidecar(manifest, result, students)  # the LMS columns the reports join back, never sent
     return Derived(manifest=manifest, result=result)
 
 
@@ -127,7 +136,12 @@ def write_manifest(path: Path, rows: list[dict[str, str]]) -> None:
 
 
 def as_manifest(
-    path: str | os.PathLike[str], work_dir: str | os.PathLike[str], *, lms: str | None = None, attempts: str = "latest"
+    path: str | os.PathLike[str],
+    work_dir: str | os.PathLike[str],
+    *,
+    lms: str | None = None,
+    attempts: str = "latest",
+    roster: str | os.PathLike[str] | None = None,
 ) -> tuple[str, ExportResult | None]:
     """The manifest to run for ``path``: itself for a manifest file, else the one derived from the export.
 
@@ -136,8 +150,9 @@ def as_manifest(
     """
     if lms is None and not is_export(path):
         return str(path), None
-    derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts)
-    return str(derived.manifest), derived.result
+    derived = derive_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
+    # Absolute: the run records it, and a later ``collect`` (from any folder) finds its sidecar by it.
+    return str(derived.manifest.resolve()), derived.result
 
 
 def review_manifest(

@@ -64,6 +64,7 @@ class SubmittedFile:
     document_id: str
     kind: EntryKind
     reason: str | None = None  # why it is rejected / not checked
+    code: str | None = None  # a rejection's machine code in the reports (nested_zip, unsupported_type, ...)
 
 
 @dataclass

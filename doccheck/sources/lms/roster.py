@@ -82,4 +82,8 @@ def missing_from(result: ExportResult, roster: list[RosterEntry]) -> list[Roster
 
 def no_submission_lines(result: ExportResult, roster_path: str | os.PathLike[str]) -> list[str]:
     """The lines printed under the export's summary: one per roster student without work."""
-    return [f"  no submission: {r.student} ({r.student_id})" for r in missing_from(result, read_roster(roster_path))]
+    blind = any(f.parsed.blind for f in result.files)  # the roster's real names are not shown then
+    return [
+        f"  no submission: {f'Participant {r.student_id}' if blind else r.student} ({r.student_id})"
+        for r in missing_from(result, read_roster(roster_path))
+    ]

@@ -1,0 +1,92 @@
+"""What a purge must also reach besides the rows it deletes: report folders the ledger
+never recorded, and the deleted text that a database keeps readable after DELETE.
+
+- Folders: a run's reports are ``<out>/<campaign>-<stamp>-<run id prefix>/``
+  (``doccheck.outputs.reports.run_label``). Older runs stored their summary before the
+  reports were written, so their ``report_dir`` is empty; :func:`scan_run_folders`
+  finds their folders in the ``--out`` roots recorded by any run of the campaign.
+- SQLite: a DELETE leaves the text in free pages of the main file and in the ``-wal``
+  file until a checkpoint. :func:`scrub_database` rewrites the file (``VACUUM``, with
+  ``secure_delete`` on) and truncates the WAL (``wal_checkpoint(TRUNCATE)``).
+- PostgreSQL: deleted rows stay in dead tuples until ``VACUUM``; :func:`scrub_database`
+  vacuums the touched tables, or returns the command to run when the role may not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+_LABEL_STAMP = re.compile(r"-[0-9]{8}T[0-9]{9}Z-")
+_SAFE_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def out_roots(report_dirs: Iterable[str]) -> list[Path]:
+    """The ``--out`` folders of recorded report folders (each folder's parent), once each."""
+    return list(dict.fromkeys(Path(d).parent for d in report_dirs if d))
+
+
+def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path]:
+    """Folders in ``roots`` named like a report folder of one of ``run_ids`` (run and collect)."""
+    prefixes = {run_id[:8] for run_id in run_ids if run_id}
+    found: list[Path] = []
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            if child.is_symlink() or not child.is_dir() or not _LABEL_STAMP.search(child.name):
+                continue
+            if child.name.rsplit("-", 1)[-1] in prefixes:
+                found.append(child)
+    return found
+
+
+def scrub_database(engine: Engine, tables: Iterable[str]) -> list[str]:
+    """Make deleted rows unreadable in the database files: what was done, or the command
+    an administrator must run (a line each, for the purge output)."""
+    touched = sorted({t for t in tables if _SAFE_TABLE.match(t)})
+    if engine.dialect.name == "sqlite":
+        return _scrub_sqlite(engine)
+    if engine.dialect.name == "postgresql":
+        return _scrub_postgres(engine, touched)
+    return [f"{engine.dialect.name}: deleted rows may stay in the database files until its own vacuum"]
+
+
+def _scrub_sqlite(engine: Engine) -> list[str]:
+    raw = engine.raw_connection()  # the driver's own connection: VACUUM runs outside any transaction
+    try:
+        dbapi: Any = raw.driver_connection
+        dbapi.commit()
+        previous, dbapi.isolation_level = dbapi.isolation_level, None
+        try:
+            dbapi.execute("PRAGMA secure_delete=ON")
+            dbapi.execute("VACUUM")
+            busy = dbapi.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        finally:
+            dbapi.isolation_level = previous
+    finally:
+        raw.close()
+    if busy:
+        return ["sqlite: another process holds the ledger open; run `sqlite3 LEDGER 'PRAGMA wal_checkpoint(TRUNCATE)'`"]
+    return ["sqlite: file rewritten (VACUUM) and write-ahead log truncated"]
+
+
+def _scrub_postgres(engine: Engine, tables: list[str]) -> list[str]:
+    if not tables:
+        return []
+    command = "VACUUM (FULL) " + ", ".join(f'"{t}"' for t in tables)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(command))
+    except SQLAlchemyError:
+        return [f"postgresql: this role may not vacuum; ask the owner to run: {command};"]
+    return [f"postgresql: vacuumed {', '.join(tables)}"]
+
+
+__all__ = ["out_roots", "scan_run_folders", "scrub_database"]

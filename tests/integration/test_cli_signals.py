@@ -1,0 +1,73 @@
+"""``doccheck run`` stopped as a scheduler stops it: a real process, real emulator, real
+Prefect server. SIGTERM (to the process or to its whole process group, as systemd and
+container runtimes send it) and SIGINT while the run waits for results end with ONE line,
+the resume hint and exit 143/130, no traceback; the rerun is exact (one check per document)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.fixtures.emulator import EmulatorHandle
+
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+
+DOCS = 3
+
+
+def _env(emulator: EmulatorHandle, key: str, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
+    env.update(DOCCHECK_BASE_URL=emulator.base_url, DOCCHECK_API_KEY=key, COLUMNS="200",
+               DOCCHECK_DATABASE_URL=f"sqlite:///{tmp_path / 'ledger.db'}")  # fmt: skip
+    return env
+
+
+def _args(tmp_path: Path, mode: str = "--prefect") -> list[str]:
+    manifest = tmp_path / "sig.csv"
+    rows = [{"document_id": f"s-{i}", "text": f"Essay {i} on tides and harbours. " * 30} for i in range(DOCS)]
+    pd.DataFrame(rows).to_csv(manifest, index=False)
+    return [sys.executable, "-m", "doccheck.cli", "run", str(manifest), "--out", "out", "--grace-seconds", "0",
+            "--poll-interval", "0.2", "--wait-timeout", "600", "--no-progress", mode]  # fmt: skip
+
+
+@pytest.mark.parametrize(("signum", "group", "code"), [(signal.SIGTERM, False, 143), (signal.SIGTERM, True, 143),
+                                                       (signal.SIGINT, False, 130)])  # fmt: skip
+@pytest.mark.parametrize("mode", ["--prefect", "--no-prefect"])  # a flow run, and the run in this process
+def test_stop_while_waiting_then_rerun(
+    prefect_server: object, emulator_faults: EmulatorHandle, tmp_path: Path, signum: int, group: bool, code: int,
+    mode: str,
+) -> None:  # fmt: skip
+    emulator = emulator_faults
+    key = emulator.new_account()
+    emulator.set_faults(processing_seconds=3600)  # results never come: the run waits
+    env = _env(emulator, key, tmp_path)
+    proc = subprocess.Popen(_args(tmp_path, mode), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while emulator.account_state(key)["checks"] < DOCS:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)  # now in the wait for results
+        os.killpg(proc.pid, signum) if group else proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "rerun the same command" in lines[0], err
+    assert "Traceback" not in out + err and "TerminationSignal" not in out + err
+
+    emulator.reset_faults()
+    emulator.advance(7200)
+    rerun = subprocess.run(_args(tmp_path, mode), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr
+    assert emulator.account_state(key)["checks"] == DOCS  # one check per document, none paid twice

@@ -1,0 +1,96 @@
+"""A purge forgets everything it promises: after ``doccheck run`` (a real process, real
+emulator, real Prefect server) and ``doccheck purge --campaign C --yes``, a planted sentence,
+student name and e-mail are found in NO file under the ledger, the reports (run folder and
+``latest/``) or the Prefect home: not in the SQLite ``-wal`` file, not in free pages, not in
+PostgreSQL's dead tuples."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import PrefectServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "doccheck.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=240)  # fmt: skip
+
+
+def _files_holding(roots: list[Path], needles: list[bytes]) -> list[str]:
+    hits = []
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                hits += [f"{path}: {needle!r}" for needle in needles if needle in data]
+    return hits
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        (tmp_path / "ledger").mkdir()
+        return f"sqlite:///{tmp_path / 'ledger' / 'l.db'}"
+    return str(request.getfixturevalue("postgres_database"))
+
+
+def _ledger_files(url: str, tmp_path: Path) -> Path:
+    """The folder holding the ledger's table files (PostgreSQL: the cluster's ``base/``;
+    its ``pg_wal`` keeps old records until the server recycles them, see docs/reliability.md).
+    A CHECKPOINT first, so that what the server holds in memory is in the files."""
+    if not url.startswith("postgresql"):
+        return tmp_path / "ledger"
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("CHECKPOINT"))
+            return Path(conn.execute(text("SHOW data_directory")).scalar_one()) / "base"
+    finally:
+        engine.dispose()
+
+
+def test_purge_leaves_no_trace(
+    prefect_server: PrefectServer, emulator: EmulatorHandle, ledger_url: str, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:10]
+    sentence = f"The heron {tag} waded through the moonlit estuary."
+    name, email = f"Ottoline Quarrymaine{tag}", f"ottoline.{tag}@example.edu"
+    manifest = tmp_path / "quarry.csv"
+    pd.DataFrame([
+        {"document_id": f"q-{tag}", "text": f"{sentence} " + "Rivers carve valleys over many years. " * 20,
+         "student_name": name, "email": email},
+    ]).to_csv(manifest, index=False)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
+    env.update(DOCCHECK_BASE_URL=emulator.base_url, DOCCHECK_API_KEY=emulator.new_account(),
+               DOCCHECK_DATABASE_URL=ledger_url, COLUMNS="200")  # fmt: skip
+    run = _cli(["run", str(manifest), "--campaign", f"quarry-{tag}", "--out", "out", "--grace-seconds", "0",
+                "--poll-interval", "0.1", "--no-progress", "--metadata-columns", "student_name,email"],
+               env, tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    needles = [s.encode() for s in (sentence, name, email)]
+    roots = [_ledger_files(ledger_url, tmp_path), tmp_path / "out", prefect_server.home]
+    assert _files_holding([tmp_path / "out"], needles[1:]), "the run should have written the name into reports"
+    assert _files_holding([_ledger_files(ledger_url, tmp_path)], needles[1:]), "the ledger should hold the name"
+
+    dry = _cli(["purge", "--campaign", f"quarry-{tag}"], env, tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run" in dry.stdout and "report folder would remove" in dry.stdout and "latest" in dry.stdout
+
+    purged = _cli(["purge", "--campaign", f"quarry-{tag}", "--yes"], env, tmp_path)
+    assert purged.returncode == 0, purged.stderr
+    assert ("write-ahead log truncated" if ledger_url.startswith("sqlite") else "vacuumed") in purged.stdout
+    assert not (tmp_path / "out" / "latest").exists()
+    roots[0] = _ledger_files(ledger_url, tmp_path)  # after a new checkpoint
+    assert _files_holding(roots, needles) == []
