@@ -15,6 +15,7 @@ from doccheck.commands.manifest import manifest
 from doccheck.commands.probe import probe
 from doccheck.commands.purge import purge
 from doccheck.commands.resolve import resolve
+from doccheck.commands.review import review
 from doccheck.commands.run import run
 from doccheck.emulator.command import emulator
 from doccheck.receiver.command import receiver
@@ -33,6 +34,7 @@ app.command("collect")(collect)
 app.command("demo")(demo)
 app.command("purge")(purge)
 app.command("resolve")(resolve)
+app.command("review")(review)
 app.command("probe")(probe)
 app.command("manifest")(manifest)
 

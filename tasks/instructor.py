@@ -41,12 +41,15 @@ async def instructor_report(
     download: Sequence[str] = (),
     status: str | None = None,
     spent_cents: int | None = None,
+    rules: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Download ``download`` kinds and write the instructor's files; returns paths and counts."""
+    """Download ``download`` kinds and write the instructor's files; returns paths and counts.
+
+    ``rules``: the ``OutputOptions`` AI fields (length gate, bands, reference campaign)."""
     kinds = parse_kinds(list(download))
     ledger = ledger_for(database_url)
     common: dict[str, Any] = dict(campaign=campaign, run_id=run_id, ledger=ledger, download=kinds,
-                                  status=status, spent_cents=spent_cents)  # fmt: skip
+                                  status=status, spent_cents=spent_cents, rules=rules)  # fmt: skip
     if kinds:
         if base_url is None:
             raise ValueError("downloading files needs the service's base URL")

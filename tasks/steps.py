@@ -114,6 +114,7 @@ class TaskSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         assert summary.run_id is not None
+        from doccheck.outputs.calibration import RULE_OPTIONS
         from doccheck.outputs.reports import run_label
 
         label = run_label(summary.campaign, summary.run_id)
@@ -123,6 +124,7 @@ class TaskSteps:
             summary.report_dir, summary.latest_dir, campaign=summary.campaign, run_id=summary.run_id,
             database_url=self.database_url, base_url=self.base_url, api_key_block=self.key_source,
             download=list(options.output.download), status=summary.status,
+            rules=options.output.model_dump(include=set(RULE_OPTIONS)),
         )  # fmt: skip
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         return summary

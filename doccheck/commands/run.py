@@ -124,6 +124,10 @@ LmsOption = Annotated[
 RosterOption = Annotated[
     Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
 ]
+ReferenceCampaignOption = Annotated[
+    str | None,
+    typer.Option(help="An earlier campaign of known-human work: the report states the flags expected by chance."),
+]
 
 
 def run(
@@ -152,6 +156,7 @@ def run(
     lms: LmsOption = None,
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
     roster: RosterOption = None,
+    reference_campaign: ReferenceCampaignOption = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
@@ -166,6 +171,7 @@ def run(
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
             submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards,
+            reference_campaign=reference_campaign,
         )  # fmt: skip
     except ValidationError as exc:
         raise fail(err, option_error(exc)) from None

@@ -31,6 +31,7 @@ from doccheck.ledger._base import Database
 from doccheck.ledger._base import dump as _dump
 from doccheck.ledger._base import parse_time as _parse_time
 from doccheck.ledger.claims import Claims
+from doccheck.ledger.dispositions import Dispositions
 from doccheck.ledger.engine import redact_url
 from doccheck.ledger.events import Events
 from doccheck.ledger.merge import PRODUCTS, TERMINAL
@@ -69,6 +70,8 @@ class Ledger(Database):
         self.webhook_events = Events(self, self.outcomes)
         #: Ownership of keys in flight and sends in doubt (:mod:`doccheck.ledger.claims`).
         self.claims = Claims(self.engine)
+        #: Reviewers' decisions about flagged documents (:mod:`doccheck.ledger.dispositions`).
+        self.dispositions = Dispositions(self)
 
     def __repr__(self) -> str:
         return f"Ledger({redact_url(self.database_url)!r})"
@@ -296,3 +299,10 @@ class Ledger(Database):
         Delegates to :meth:`~doccheck.ledger.queries.Queries.run_summary`.
         """
         return self.queries.run_summary(run_id)
+
+    def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:
+        """A campaign's completed AI scores (texts of at least ``min_words``): a reference of known-human work.
+
+        Delegates to :meth:`~doccheck.ledger.queries.Queries.ai_scores`.
+        """
+        return self.queries.ai_scores(campaign, min_words=min_words)

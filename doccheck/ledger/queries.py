@@ -147,3 +147,20 @@ class Queries:
         """Counts of a run: documents, rejected, per submission state, per product status, cost."""
         with self.session() as s:
             return self.summary_in(s, run_id)
+
+    # -- the reference campaign of the expected false flags (issue 25) ----------------
+
+    def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:
+        """The completed AI scores of a campaign's submitted checks, one per check, of texts of
+        at least ``min_words`` words (an unknown length counts): the known-human reference of
+        :func:`doccheck.outputs.calibration.calibrate`, judged by the same length gate."""
+        stmt = (
+            select(OutcomeRow.check_id, OutcomeRow.score)
+            .join(SubmissionRow, col(SubmissionRow.check_id) == col(OutcomeRow.check_id))
+            .where(SubmissionRow.campaign == campaign, OutcomeRow.product == "ai")
+            .where(OutcomeRow.status == ProductState.COMPLETED, col(OutcomeRow.score).is_not(None))
+            .where(or_(col(SubmissionRow.words).is_(None), col(SubmissionRow.words) >= min_words))
+        )
+        with self.session() as s:
+            by_check = {check_id: float(score) for check_id, score in s.exec(stmt).all() if score is not None}
+        return list(by_check.values())

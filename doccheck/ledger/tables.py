@@ -11,7 +11,8 @@ charges, so every table is keyed the way the flows look things up:
 - ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once;
 - ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
 - ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
-- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`).
+- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`);
+- ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger.dispositions`).
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -299,6 +300,32 @@ class BudgetHoldRow(SQLModel, table=True):
     held_at: datetime = Field(default_factory=utcnow)
 
 
+# --- review dispositions (issue 25; doccheck.ledger.dispositions) ---
+class DispositionRow(SQLModel, table=True):
+    """What a reviewer decided about one document of a campaign: cleared, discussed or referred.
+
+    One row per (campaign, document): a new decision replaces the last. ``idempotency_key``
+    and ``content_hash`` name the version that was looked at, so a cleared flag is not raised
+    again for that version but is for a changed document. ``note`` is the reviewer's text:
+    purged with the campaign (``campaign``) or with the run that alone used the key."""
+
+    __tablename__ = "review_dispositions"
+    __table_args__ = (UniqueConstraint("campaign", "document_id", name="uq_dispositions_campaign_document"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str
+    document_id: str
+    idempotency_key: str | None = None
+    content_hash: str | None = None
+    status: str  # cleared | discussed | referred
+    note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    decided_by: str | None = None
+    decided_at: datetime = Field(default_factory=utcnow)
+
+
+DISPOSITION_TABLES = [table_of(DispositionRow)]
+# --- end review dispositions ---
+
 SIGNATURE_TABLES = [table_of(DocumentSignatureRow), table_of(CohortMatchRow)]
 MONEY_TABLES = [table_of(CheckCostRow), table_of(CampaignBudgetRow), table_of(BudgetHoldRow)]
 LEDGER_TABLES = [
@@ -311,4 +338,5 @@ LEDGER_TABLES = [
     table_of(ClaimRow),
     *SIGNATURE_TABLES,
     *MONEY_TABLES,
+    *DISPOSITION_TABLES,
 ]

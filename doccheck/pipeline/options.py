@@ -166,7 +166,7 @@ class OutputOptions(_Group):
         default_factory=list,
         description="Files of finished checks to fetch into <run>/files/: similarity_pdf, pdf, original.",
     )
-    # The report's AI rules (doccheck.pipeline.calibration; docs/instructor.md explains each)
+    # The report's AI rules (doccheck.outputs.calibration; docs/instructor.md explains each)
     min_ai_words: int = Field(default=300, ge=0, description="Documents under this many words are too short to judge.")
     ai_band_elevated: float = Field(
         default=0.5, ge=0, le=1, description="AI score where 'elevated' (and the flag) starts."

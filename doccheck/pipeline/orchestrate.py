@@ -440,6 +440,7 @@ class LocalSteps:
         """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
         from pathlib import Path
 
+        from doccheck.outputs.calibration import RULE_OPTIONS
         from doccheck.outputs.instructor.outputs import write_run_outputs
         from doccheck.outputs.reports import run_label, write_reports
 
@@ -450,7 +451,7 @@ class LocalSteps:
             paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
             client=self._client if options.output.download else None, download=tuple(options.output.download),
             download_concurrency=min(options.submission.concurrency, 8), status=summary.status,
-            spent_cents=summary.spent_cents,
+            spent_cents=summary.spent_cents, rules=options.output.model_dump(include=set(RULE_OPTIONS)),
         )  # fmt: skip
         summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
         summary.report_html = str(outputs.paths.report_html)

@@ -75,6 +75,7 @@ def _counts(ledger: Ledger, campaign: str, run_ids: list[str], check_ids: list[s
         "outcomes": f"SELECT count(*) FROM outcomes WHERE check_id IN ({checks})",
         "webhook_events": f"SELECT count(*) FROM webhook_events WHERE check_id IN ({checks})",
         "matching_signatures": f"SELECT count(*) FROM matching_signatures WHERE campaign = '{campaign}'",
+        "review_dispositions": f"SELECT count(*) FROM review_dispositions WHERE campaign = '{campaign}'",
     }
     with ledger.engine.connect() as conn:
         return {name: conn.execute(text(q)).scalar_one() for name, q in queries.items()}
@@ -113,10 +114,14 @@ def test_purge_campaign_and_run(emulator: EmulatorHandle, database_url: str, tmp
         gone_folder = _with_reports(ledger, second.run_id, reports, f"{gone}-2")
         kept_folder = _with_reports(ledger, other.run_id, reports, f"{kept}-1")
         _with_reports(ledger, first.run_id, reports, f"{gone}-1")
+        for campaign, doc in ((gone, "g-1"), (kept, "k-1")):  # a reviewer's decision in each campaign
+            review = _cli("review", doc, "--campaign", campaign, "--status", "cleared", "--note", f"note {tag}",
+                          "--database-url", database_url)  # fmt: skip
+            assert review.exit_code == 0, review.stdout + review.stderr
         gone_runs, kept_runs = [first.run_id, second.run_id], [other.run_id, other_again.run_id]
         before = _counts(ledger, gone, gone_runs, gone_checks)
         assert before == {"runs": 2, "documents": 4, "rejections": 2, "submissions": 2, "outcomes": 2,
-                          "webhook_events": 2, "matching_signatures": 2}  # fmt: skip
+                          "webhook_events": 2, "matching_signatures": 2, "review_dispositions": 1}  # fmt: skip
         kept_before = _counts(ledger, kept, kept_runs, kept_checks)
 
         dry = _cli("purge", "--campaign", gone, "--database-url", database_url)
@@ -138,6 +143,7 @@ def test_purge_campaign_and_run(emulator: EmulatorHandle, database_url: str, tmp
         after = _counts(ledger, kept, kept_runs, kept_checks)
         assert after["runs"] == 1 and after["documents"] == 2 and after["rejections"] == 1
         assert after["submissions"] == 2 and after["outcomes"] == 2 and after["matching_signatures"] == 2
+        assert after["review_dispositions"] == 1  # about a version the campaign's other run still has
         assert not kept_folder.exists() and not (reports / "latest").exists()  # its newest writer went
         rerun = _run(emulator, key, database_url, kept, "k")
         assert rerun.summary["submitted"] == 0 and rerun.summary["spent_cents"] == 0  # still free

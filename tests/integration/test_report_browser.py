@@ -44,7 +44,7 @@ def _tables() -> ReportTables:
                 "check_id": check,
                 "products": ["ai", "similarity"],
                 "status": "submitted",
-                "words": 200,
+                "words": 200 if doc == "d4" else 400,  # d4: too short to judge
                 "cost_cents": 6,
             }
         )
@@ -112,11 +112,20 @@ def test_sort_filter_escape_and_no_network(browser: Any, report: Path) -> None:
     assert browser.title.startswith("doccheck report")
 
     # Sorting: one click ascending, a second descending (numbers as numbers).
-    header = browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="ai_score"] button')
+    header = browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="similarity_score"] button')
     header.click()
-    assert _column(browser, "ai_score") == ["0.05", "0.10", "0.40", "0.95"]
+    assert _column(browser, "similarity_score") == ["1.0", "3.0", "12.0", "70.0"]
     header.click()
-    assert _column(browser, "ai_score") == ["0.95", "0.40", "0.10", "0.05"]
+    assert _column(browser, "similarity_score") == ["70.0", "12.0", "3.0", "1.0"]
+    # The AI column shows bands (in order of concern), never the raw score; the gate says why.
+    band = browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="ai_band"] button')
+    band.click()
+    bands = _column(browser, "ai_band")
+    assert bands[0] == "too short to judge\ntoo short to judge (200 words < 300)"
+    assert bands[1:] == ["low", "low", "high"]
+    band.click()
+    assert _column(browser, "ai_band")[0] == "high"
+    assert "0.95" not in browser.find_element(By.ID, "documents").text
     browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="document_id"] button').click()
     assert _column(browser, "document_id") == ["d1", "d2", "d3", "d4"]
 

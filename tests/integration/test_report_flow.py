@@ -84,3 +84,36 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
     assert collected.downloads is not None
     assert collected.downloads["downloaded"] == 0 and collected.downloads["reused"] == 4
     assert Path(collected.report_dir or "") != run_dir
+
+
+def test_bulk_check_states_the_expected_false_flags_from_a_reference_campaign(
+    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The AI rules reach the flow's instructor task: the gate, the bands and calibration.json."""
+    import json
+
+    monkeypatch.setenv("DOCCHECK_API_KEY", emulator.new_account())
+    tag = uuid.uuid4().hex[:8]
+    params: dict[str, Any] = dict(
+        out_dir=str(tmp_path / "reports"), base_url=emulator.base_url, products=["ai"],
+        database_url=f"sqlite:///{tmp_path / 'ledger.db'}", grace_seconds=0, poll_interval=0.1, min_ai_words=20,
+    )  # fmt: skip
+
+    def run(campaign: str, rows: list[dict[str, str]], **extra: Any) -> Any:
+        manifest = tmp_path / f"{campaign}.csv"
+        pd.DataFrame(rows).to_csv(manifest, index=False)
+        return asyncio.run(bulk_check(**flow_kwargs(manifest=str(manifest), campaign=campaign, **params, **extra)))
+
+    reference = [{"document_id": f"old-{i}", "text": f"{ESSAY * 3} Essay {i}."} for i in range(3)]
+    assert run(f"ref-{tag}", reference).status == "finished"
+    cohort = [{"document_id": "long", "text": ESSAY * 3}, {"document_id": "short", "text": "Trees cool streets."}]
+    summary = run(f"cohort-{tag}", cohort, reference_campaign=f"ref-{tag}")
+    run_dir = Path(summary.report_dir or "")
+    calibration = json.loads((run_dir / "calibration.json").read_text())
+    assert calibration["reference_campaign"] == f"ref-{tag}" and calibration["reference_documents"] == 3
+    assert calibration["judged_documents"] == 1 and calibration["false_flag_rate"] is not None
+    rows = pq.read_table(run_dir / "documents.parquet", columns=["document_id", "ai_band"]).to_pylist()
+    bands = {r["document_id"]: r["ai_band"] for r in rows}
+    assert bands["short"] == "too_short" and bands["long"] in ("low", "elevated", "high")
+    page = (run_dir / "report.html").read_text()
+    assert "of 3 known-human documents" in page and "under 20 words" in page

@@ -1,4 +1,4 @@
-"""The length gate, the bands and the expected false flags (doccheck.pipeline.calibration)."""
+"""The length gate, the bands and the expected false flags (doccheck.outputs.calibration)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import beta, binomtest
 
-from doccheck.pipeline.calibration import (
+from doccheck.outputs.calibration import (
     BandBounds,
     ai_band,
     ai_flagged,

@@ -4,11 +4,12 @@ both produce the same folder."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
 from doccheck.outputs.instructor.writer import (
     InstructorPaths,
@@ -43,10 +44,14 @@ async def write_run_outputs(
     download_concurrency: int = 4,
     status: str | None = None,
     spent_cents: int | None = None,
+    rules: Mapping[str, Any] | None = None,
 ) -> RunOutputs:
     """Download ``download`` kinds of every finished check of the run (needs ``client``),
     then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
-    built from the run folder's reports in chunks (see ``write_instructor_files``)."""
+    built from the run folder's reports in chunks (see ``write_instructor_files``).
+
+    ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs.calibration.RULE_OPTIONS`);
+    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown)."""
     kinds = parse_kinds(download)
     result: DownloadResult | None = None
     if kinds:
@@ -56,6 +61,12 @@ async def write_run_outputs(
         result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
     # Names are read per chunk of the wide table, not the run's at once.
     names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
+    ai_rules = AiRules.from_options(rules)
+    reference: list[float] = []
+    if ai_rules.reference_campaign and ledger is not None:
+        reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
+    decided = getattr(ledger, "dispositions", None) if run_id else None
+    dispositions_of = (lambda ids: decided.of_run(run_id, ids)) if decided is not None and run_id else None
     paths = write_instructor_files(
         run_dir,
         latest_dir,
@@ -65,5 +76,8 @@ async def write_run_outputs(
         names_of=names_of,
         download_failures=[f.__dict__ for f in result.failures] if result else (),
         spent_cents=spent_cents,
+        rules=ai_rules,
+        reference_scores=reference,
+        dispositions_of=dispositions_of,
     )
     return RunOutputs(paths, result)

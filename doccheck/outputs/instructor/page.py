@@ -28,7 +28,8 @@ from urllib.parse import quote
 from jinja2 import Environment, Template, select_autoescape
 from markupsafe import Markup
 
-from doccheck.outputs.instructor.table import FILE_COLUMNS, FLAG_AI_SCORE, FLAG_SIMILARITY_SCORE
+from doccheck.outputs.calibration import BANDS, AiRules, Calibration
+from doccheck.outputs.instructor.table import FILE_COLUMNS, FLAG_SIMILARITY_SCORE
 from doccheck.outputs.reports import META_PREFIX
 
 __all__ = ["PageTally", "generate_report", "render_report"]
@@ -112,11 +113,12 @@ def _columns(meta: Sequence[str]) -> list[dict[str, str]]:
         {"key": "document_id", "label": "Document", "type": "text"},
         {"key": "name", "label": "Name", "type": "text"},
         *({"key": m, "label": m[len(META_PREFIX) :], "type": "text"} for m in meta),
-        {"key": "ai_score", "label": "AI score", "type": "number"},
+        {"key": "ai_band", "label": "AI band", "type": "number"},
         {"key": "ai_label", "label": "AI label", "type": "text"},
         {"key": "similarity_score", "label": "Similarity %", "type": "number"},
         {"key": "top_source", "label": "Top source", "type": "text"},
         {"key": "cohort", "label": "Cohort matches", "type": "number"},
+        {"key": "review", "label": "Review", "type": "text"},
         {"key": "status", "label": "Status", "type": "text"},
         {"key": "cost_cents", "label": "Cost (¢)", "type": "number"},
         {"key": "files", "label": "Files", "type": "text"},
@@ -143,19 +145,20 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
     status_cell = text(status)
     if row.get("error_message") and status not in ("submitted", None):
         status_cell["note"] = row["error_message"]
-    label_cell = text(row.get("ai_label"))
-    if row.get("ai_label"):
+    label_cell = text(None if row.get("ai_band") == "too_short" else row.get("ai_label"))
+    if label_cell["text"]:
         label_cell["badge"] = str(row["ai_label"]) if row["ai_label"] in ("ai", "mixed") else "plain"
     peers = row.get("cohort_matched_document_ids")
     return [
         text(row.get("document_id")),
         text(row.get("name")),
         *(text(row.get(m)) for m in meta),
-        {"text": _num(row.get("ai_score"), 2), "sort": _num(row.get("ai_score"), 6), "num": True},
+        _band_cell(row),
         label_cell,
         {"text": _num(row.get("similarity_score"), 1), "sort": _num(row.get("similarity_score"), 6), "num": True},
         top_cell,
         {"text": peers or "", "sort": str(row.get("cohort_match_count") or 0)},
+        _review_cell(row),
         status_cell,
         {
             "text": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
@@ -166,6 +169,65 @@ def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) ->
     ]
 
 
+# --- AI judging (issue 25): the band cell and the base-rate sentence ---
+_BAND_LABELS = {"too_short": "too short to judge", "low": "low", "elevated": "elevated", "high": "high"}
+
+
+def _band_cell(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The band in words (the raw score stays in documents.parquet), sorted in order of concern."""
+    band = row.get("ai_band")
+    if band is None:
+        return {"text": "", "sort": ""}
+    cell: dict[str, Any] = {"text": _BAND_LABELS.get(str(band), str(band)), "sort": str(BANDS.index(band))}
+    if row.get("ai_note"):
+        cell["note"] = row["ai_note"]
+    return cell
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f} %"
+
+
+def base_rate_text(calibration: Calibration | None, ai_flags: int) -> str:
+    """How many of the run's AI flags to expect by chance, in words and numbers (or that it is unknown)."""
+    if calibration is not None and calibration.reference_campaign and calibration.false_flag_rate is None:
+        return (
+            f"The rate of false AI flags is unknown for this run: the reference campaign "
+            f"{calibration.reference_campaign!r} has no completed AI scores in the ledger, so the page cannot say "
+            f"how many of the {ai_flags} AI flags would be raised even if every student wrote their own work."
+        )
+    if calibration is None or calibration.false_flag_rate is None:
+        return (
+            "The rate of false AI flags is unknown for this run: no reference campaign of known-human work "
+            "was given (--reference-campaign), so the page cannot say how many of the "
+            f"{ai_flags} AI flags would be raised even if every student wrote their own work."
+        )
+    c, rate = calibration, calibration.false_flag_rate
+    low, high = c.expected_false_flags_low or 0.0, c.expected_false_flags_high or 0.0
+    expected = c.judged_documents * rate
+    return (
+        f"At the threshold {c.threshold:g}, {c.reference_flagged} of {c.reference_documents} known-human documents "
+        f"of the campaign {c.reference_campaign!r} were flagged ({_pct(rate)}; exact 95 % interval "
+        f"{_pct(c.false_flag_rate_low or 0.0)} to {_pct(c.false_flag_rate_high or 0.0)}). "
+        f"Of this run's {c.judged_documents} judged documents, expect about {expected:.0f} "
+        f"({low:.0f} to {high:.0f}) to be flagged by chance even if every student wrote their own work; "
+        f"this run has {ai_flags} AI flags."
+    )
+
+
+def _review_cell(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The reviewer's decision, who and when, and the note; marked when about an earlier version."""
+    status = row.get("review_status")
+    if not status:
+        return {"text": "", "sort": ""}
+    text = str(status) if row.get("review_current") is not False else f"{status} (earlier version)"
+    by = " · ".join(str(v) for v in (row.get("reviewed_by"), row.get("reviewed_at")) if v)
+    note = " · ".join(v for v in (by, str(row.get("review_note") or "")) if v)
+    return {"text": text, "sort": text, **({"note": note} if note else {})}
+
+
+# --- end AI judging ---
+
 #: What the page lists of a rejected row.
 _REJECTED_KEYS = ("row_number", "document_id", "error_code", "error_message")
 
@@ -175,7 +237,10 @@ class PageTally:
     the cards, the two histograms' values and the rejected rows (so the page can be
     written while the documents are read in chunks, never all held at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: AiRules | None = None) -> None:
+        self.rules = rules or AiRules()
+        self.judged = 0  # documents with an AI band past the length gate
+        self.ai_flagged = 0  # of those, flagged on AI (label or score)
         self.accepted = 0
         self.flagged = 0
         self.pending = 0
@@ -199,6 +264,11 @@ class PageTally:
                 continue
             self.accepted += 1
             self.flagged += 1 if r.get("flagged") else 0
+            if r.get("ai_band") in ("low", "elevated", "high"):
+                self.judged += 1
+                score = r.get("ai_score")
+                ai_hit = r.get("ai_label") in ("ai", "mixed") or (score is not None and score >= self.rules.threshold)
+                self.ai_flagged += 1 if ai_hit else 0
             self.pending += sum(
                 1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
             )
@@ -241,6 +311,8 @@ def render_report(
     spent_cents: int | None = None,
     link_prefix: str = "",
     generated_at: datetime | None = None,
+    rules: AiRules | None = None,
+    calibration: Calibration | None = None,
 ) -> str:
     """The HTML text of the report.
 
@@ -248,13 +320,13 @@ def render_report(
     included; they are listed in their own section). ``link_prefix`` goes before each file
     link (``""`` in the run folder, ``"../<run folder>/"`` in ``latest/``).
     """
-    tally = PageTally()
+    tally = PageTally(rules)
     tally.add(documents)
     return "".join(
         generate_report(
             tally, lambda: documents, campaign=campaign, run_id=run_id, status=status, cohort_matches=cohort_matches,
             download_failures=download_failures, spent_cents=spent_cents, link_prefix=link_prefix,
-            generated_at=generated_at,
+            generated_at=generated_at, rules=rules, calibration=calibration,
         )
     )  # fmt: skip
 
@@ -271,6 +343,8 @@ def generate_report(
     spent_cents: int | None = None,
     link_prefix: str = "",
     generated_at: datetime | None = None,
+    rules: AiRules | None = None,
+    calibration: Calibration | None = None,
 ) -> Iterator[str]:
     """The page of :func:`render_report` as pieces of text, to write as they come.
 
@@ -279,6 +353,7 @@ def generate_report(
     A value is never split across pieces, so a piece can be edited on its own.
     """
     template, css, js = _assets()
+    rules = rules or tally.rules
     meta = list(tally.meta)
     charged = tally.charged
     flagged = tally.flagged
@@ -302,7 +377,9 @@ def generate_report(
         status=status,
         generated_at=(generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         cards=cards,
-        flag_ai=FLAG_AI_SCORE,
+        flag_ai=f"{rules.threshold:g}",
+        bounds=rules.bounds,
+        base_rate=base_rate_text(calibration, tally.ai_flagged),
         flag_similarity=f"{FLAG_SIMILARITY_SCORE:g}",
         charts=[
             _histogram(tally.ai_scores, 1.0, "AI score", "bar-ai"),

@@ -6,9 +6,12 @@ row per student. The column names and types are fixed by :data:`DOCUMENTS_SCHEMA
 empty run still has them); the allowlisted manifest metadata follows as ``meta_<column>``
 string columns, as in the Parquet reports, so it can never clash with a fixed column.
 
-``flagged`` is a reading aid, not a verdict: a document is flagged when its AI label is
-``ai`` or ``mixed``, its AI score is at least :data:`FLAG_AI_SCORE`, its similarity score
-at least :data:`FLAG_SIMILARITY_SCORE`, or it matches another document of the cohort.
+``flagged`` is a reading aid, not a verdict (and not raised again once a reviewer cleared
+this version of the document, :func:`apply_dispositions`): a document is flagged when its AI label is
+``ai`` or ``mixed`` or its AI score is at least the run's threshold (:class:`AiRules`,
+default :data:`FLAG_AI_SCORE`), unless it is too short to judge (``ai_band`` ``too_short``:
+never AI-flagged); when its similarity score is at least :data:`FLAG_SIMILARITY_SCORE`; or
+when it matches another document of the cohort.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from doccheck.ledger.dispositions import Disposition
+from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
 
@@ -45,6 +50,50 @@ FILE_COLUMNS: dict[str, str] = {
     "pdf": "file_pdf",
     "original": "file_original",
 }
+
+# --- AI judging (issue 25): the length gate and the band; see doccheck.outputs.calibration ---
+JUDGING_FIELDS = [
+    pa.field("ai_words", pa.int64()),  # the words the service counted (the gate's input)
+    pa.field("ai_band", pa.string()),  # too_short | low | elevated | high (null: no AI score yet)
+    pa.field("ai_note", pa.string()),  # the gate's reason, e.g. "too short to judge (212 words < 300)"
+]
+
+
+def judging_columns(ai: Mapping[str, Any], sub: Mapping[str, Any], rules: AiRules) -> dict[str, Any]:
+    """The :data:`JUDGING_FIELDS` of one document (its AI result row and submissions row)."""
+    words = ai.get("words") if ai.get("words") is not None else sub.get("words")
+    words = None if words is None else int(words)
+    band = rules.band(_float(ai.get("score")), words)
+    note = f"too short to judge ({words} words < {rules.bounds.min_words})" if band == "too_short" else None
+    return {"ai_words": words, "ai_band": band, "ai_note": note}
+
+
+# --- end AI judging ---
+
+# --- review dispositions (issue 25): doccheck review's decisions; see doccheck.ledger.dispositions ---
+REVIEW_FIELDS = [
+    pa.field("review_status", pa.string()),  # cleared | discussed | referred (null: not reviewed)
+    pa.field("review_note", pa.string()),
+    pa.field("reviewed_by", pa.string()),
+    pa.field("reviewed_at", pa.string()),  # ISO 8601, UTC
+    pa.field("review_current", pa.bool_()),  # the decision was about this version of the document
+]
+
+
+def apply_dispositions(rows: Iterable[dict[str, Any]], dispositions: Mapping[str, Disposition]) -> None:
+    """Fill the :data:`REVIEW_FIELDS` of these rows; a flag cleared for this very version is not raised again."""
+    for row in rows:
+        decided = dispositions.get(str(row.get("document_id")))
+        if decided is None:
+            continue
+        row.update(review_status=decided.status, review_note=decided.note, reviewed_by=decided.decided_by,
+                   reviewed_at=decided.decided_at.isoformat(timespec="seconds"),
+                   review_current=decided.current)  # fmt: skip
+        if decided.status == "cleared" and decided.current:
+            row["flagged"] = False
+
+
+# --- end review dispositions ---
 
 DOCUMENTS_SCHEMA = pa.schema(
     [
@@ -74,6 +123,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
         *LMS_FIELDS,  # an LMS export's student columns, copied from submissions (null for a manifest's rows)
         NEW_FIELD,  # new_this_run, copied from submissions
+        *JUDGING_FIELDS,
+        *REVIEW_FIELDS,
     ]
 )
 
@@ -106,13 +157,15 @@ def _cohort_index(cohort_matches: Iterable[Mapping[str, Any]] | None) -> dict[st
     return index
 
 
-def is_flagged(row: Mapping[str, Any]) -> bool:
-    """The ``flagged`` rule of the module docstring."""
+def is_flagged(row: Mapping[str, Any], rules: AiRules | None = None) -> bool:
+    """The ``flagged`` rule of the module docstring (``rules``: the run's; default bounds)."""
+    rules = rules or AiRules()
     ai_score = _float(row.get("ai_score"))
     sim_score = _float(row.get("similarity_score"))
+    judged = row.get("ai_band") != "too_short" and not rules.too_short(row.get("ai_words"))
     return bool(
-        row.get("ai_label") in ("ai", "mixed")
-        or (ai_score is not None and ai_score >= FLAG_AI_SCORE)
+        (judged and row.get("ai_label") in ("ai", "mixed"))
+        or (judged and ai_score is not None and ai_score >= rules.threshold)
         or (sim_score is not None and sim_score >= FLAG_SIMILARITY_SCORE)
         or (row.get("cohort_match_count") or 0) > 0
     )
@@ -136,11 +189,13 @@ class DocumentsBuilder:
         document_of_check: Mapping[str, str],
         names: Mapping[str, str] | None = None,
         cohort_matches: Iterable[Mapping[str, Any]] | None = None,
+        rules: AiRules | None = None,
     ) -> None:
         self._ai, self._sim, self._top = ai, sim, top_sources
         self._document_of_check = document_of_check
         self._names = names or {}
         self._cohort = _cohort_index(cohort_matches)
+        self.rules = rules or AiRules()
 
     def with_lookups(
         self,
@@ -168,6 +223,7 @@ class DocumentsBuilder:
         *,
         names: Mapping[str, str] | None = None,
         cohort_matches: Sequence[Mapping[str, Any]] | None = None,
+        rules: AiRules | None = None,
     ) -> DocumentsBuilder:
         """Lookups from whole report tables (row dicts in memory)."""
         sources = TopSources()
@@ -179,6 +235,7 @@ class DocumentsBuilder:
             document_of_check=checks_to_documents(tables.get("submissions", [])),
             names=names,
             cohort_matches=cohort_matches,
+            rules=rules,
         )
 
     def rows(
@@ -210,7 +267,8 @@ class DocumentsBuilder:
                 "error_code": sub.get("error_code"),
                 "error_message": sub.get("error_message"),
             }
-            row["flagged"] = is_flagged(row)
+            row.update(judging_columns(a, sub, self.rules))
+            row["flagged"] = is_flagged(row, self.rules)
             row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
@@ -269,14 +327,16 @@ def build_documents(
     names: Mapping[str, str] | None = None,
     cohort_matches: Sequence[Mapping[str, Any]] | None = None,
     files: Mapping[str, Mapping[str, str]] | None = None,
+    rules: AiRules | None = None,
 ) -> list[dict[str, Any]]:
     """One dict per document (report order), keys of :data:`DOCUMENTS_SCHEMA` plus ``meta_*``.
 
     ``tables``: the report rows (``submissions`` with its ``meta_*`` columns, the product
     and source tables); ``names``: document_id → name; ``cohort_matches``: rows with
-    ``document_id`` and ``matched_document_id``; ``files``: document_id → {kind: relative path}.
+    ``document_id`` and ``matched_document_id``; ``files``: document_id → {kind: relative path};
+    ``rules``: the run's AI rules (default bounds when not given).
     """
-    builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
+    builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches, rules=rules)
     return builder.rows(tables.get("submissions", []), files)
 
 

@@ -22,12 +22,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from doccheck.ledger.dispositions import Disposition
+from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
 from doccheck.outputs.instructor.page import PageTally, generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
     DocumentsBuilder,
     TopSources,
+    apply_dispositions,
     checks_to_documents,
     documents_schema,
     documents_table,
@@ -35,6 +38,7 @@ from doccheck.outputs.instructor.table import (
 from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
+    "CALIBRATION_JSON",
     "COHORT_MATCHES_FILE",
     "DOCUMENTS_CSV",
     "DOCUMENTS_PARQUET",
@@ -48,6 +52,8 @@ __all__ = [
 REPORT_HTML = "report.html"
 DOCUMENTS_PARQUET = "documents.parquet"
 DOCUMENTS_CSV = "documents.csv"
+#: The expected false flags (doccheck.outputs.calibration), the page's numbers for data teams.
+CALIBRATION_JSON = "calibration.json"
 #: Written by the cohort comparison when it ran (optional input).
 COHORT_MATCHES_FILE = "cohort_matches.parquet"
 
@@ -121,6 +127,9 @@ def write_instructor_files(
     download_failures: Sequence[Mapping[str, Any]] = (),
     spent_cents: int | None = None,
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
+    rules: AiRules | None = None,
+    reference_scores: Sequence[float] | None = None,
+    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -130,51 +139,19 @@ def write_instructor_files(
     From the run folder, the wide table is built :data:`CHUNK` submissions at a time and
     written as it goes (Parquet, CSV), then read back in chunks while the page is written:
     a 20,000-document run never has its wide rows, its page or its CSV whole in memory.
+    ``rules`` are the run's AI rules (gate, bands, threshold); ``reference_scores`` the AI
+    scores of ``rules.reference_campaign`` (known-human work): the expected false flags, stated
+    on the page and in ``calibration.json`` (unknown without them). ``dispositions_of(document_ids)``
+    gives each chunk's review decisions (``doccheck review``), shown and applied to the flags.
     """
     folder = Path(run_dir)
+    rules = (rules or AiRules()).with_reference(reference_scores or [])
+    source = _WideSource.of(folder, tables, names, cohort_matches, rules)
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of)
+    calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
+    write_calibration(folder, calibration)
+    parquet_path, csv_path = folder / DOCUMENTS_PARQUET, folder / DOCUMENTS_CSV
     documents: Callable[[], Iterable[Mapping[str, Any]]]
-    if tables is not None:
-        if cohort_matches is None:
-            # A report table of its own when the cohort comparison registers one, else its file.
-            present = tables.get("cohort_matches")
-            cohort_matches = list(present) if present is not None else _read_cohort(folder)
-        builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches)
-        given = list(tables.get("submissions", []))
-        meta = list(dict.fromkeys(k for r in given for k in r if k.startswith(META_PREFIX)))
-        chunks: Iterable[Sequence[Mapping[str, Any]]] = [given]
-    else:
-        if cohort_matches is None:
-            cohort_matches = _read_cohort(folder) or []
-        builder = DocumentsBuilder(ai={}, sim={}, top_sources={}, document_of_check={}, names=names,
-                                   cohort_matches=cohort_matches)  # fmt: skip
-        lookups = _FolderLookups(folder)
-        subs_path = folder / REPORT_FILES["submissions"]
-        meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
-        chunks = _parquet_chunks(subs_path)
-    schema = documents_schema(meta)
-    tally = PageTally()
-    kept: list[dict[str, Any]] = []  # rows given in memory are rendered from memory, as they were built
-
-    parquet_path = folder / DOCUMENTS_PARQUET
-    tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
-    try:
-        with pq.ParquetWriter(tmp, schema) as parquet, CsvChunks(folder / DOCUMENTS_CSV, schema.names) as csv_file:
-            for subs in chunks:
-                ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
-                chunk_builder = builder if tables is not None else lookups.builder(builder, subs)
-                if names_of is not None:
-                    chunk_builder = chunk_builder.with_names(names_of(ids))
-                rows = chunk_builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
-                table = documents_table(rows, schema)
-                parquet.write_table(table)
-                csv_file.write(table.to_pylist())
-                tally.add(rows)
-                if tables is not None:
-                    kept.extend(rows)
-        os.replace(tmp, parquet_path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    csv_path = folder / DOCUMENTS_CSV
     if tables is not None:
         documents = lambda: kept  # noqa: E731
     else:
@@ -183,8 +160,9 @@ def write_instructor_files(
     # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
-                             cohort_matches=cohort_matches, download_failures=download_failures,
-                             spent_cents=spent_cents, link_prefix=marker)  # fmt: skip
+                             cohort_matches=source.cohort_matches, download_failures=download_failures,
+                             spent_cents=spent_cents, link_prefix=marker, rules=source.builder.rules,
+                             calibration=calibration)  # fmt: skip
     html_path = folder / REPORT_HTML
     targets = [(html_path, "")]
     latest_html: Path | None = None
@@ -193,10 +171,78 @@ def write_instructor_files(
         latest.mkdir(parents=True, exist_ok=True)
         _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
         _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
+        _atomic_copy(folder / CALIBRATION_JSON, latest / CALIBRATION_JSON)
         latest_html = latest / REPORT_HTML
         targets.append((latest_html, f"../{quote(folder.name)}/"))
     _atomic_pieces(targets, pieces, marker)
     return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
+
+
+@dataclass
+class _WideSource:
+    """Where the wide rows come from: rows given in memory, or the run folder's files in chunks."""
+
+    builder: DocumentsBuilder
+    meta: list[str]
+    chunks: Iterable[Sequence[Mapping[str, Any]]]
+    cohort_matches: Sequence[Mapping[str, Any]] | None
+    lookups: _FolderLookups | None  # None: the rows were given (``tables``)
+
+    @classmethod
+    def of(cls, folder: Path, tables: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+           names: Mapping[str, str] | None, cohort_matches: Sequence[Mapping[str, Any]] | None,
+           rules: AiRules) -> _WideSource:  # fmt: skip
+        """The source of ``tables`` when given, else of the run folder."""
+        if tables is not None:
+            if cohort_matches is None:
+                # A report table of its own when the cohort comparison registers one, else its file.
+                present = tables.get("cohort_matches")
+                cohort_matches = list(present) if present is not None else _read_cohort(folder)
+            builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches, rules=rules)
+            given = list(tables.get("submissions", []))
+            meta = list(dict.fromkeys(k for r in given for k in r if k.startswith(META_PREFIX)))
+            return cls(builder, meta, [given], cohort_matches, None)
+        if cohort_matches is None:
+            cohort_matches = _read_cohort(folder) or []
+        builder = DocumentsBuilder(ai={}, sim={}, top_sources={}, document_of_check={}, names=names,
+                                   cohort_matches=cohort_matches, rules=rules)  # fmt: skip
+        subs_path = folder / REPORT_FILES["submissions"]
+        meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
+        return cls(builder, meta, _parquet_chunks(subs_path), cohort_matches, _FolderLookups(folder))
+
+
+def _write_wide_table(
+    folder: Path,
+    source: _WideSource,
+    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
+    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+) -> tuple[PageTally, list[dict[str, Any]]]:
+    """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
+    given in memory only) the rows, rendered from memory as they were built."""
+    schema = documents_schema(source.meta)
+    tally = PageTally(source.builder.rules)
+    kept: list[dict[str, Any]] = []
+    tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
+    try:
+        with pq.ParquetWriter(tmp, schema) as parquet, CsvChunks(folder / DOCUMENTS_CSV, schema.names) as csv_file:
+            for subs in source.chunks:
+                ids = [str(r["document_id"]) for r in subs if r.get("document_id") is not None]
+                builder = source.builder if source.lookups is None else source.lookups.builder(source.builder, subs)
+                if names_of is not None:
+                    builder = builder.with_names(names_of(ids))
+                rows = builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
+                if dispositions_of is not None:
+                    apply_dispositions(rows, dispositions_of(ids))
+                table = documents_table(rows, schema)
+                parquet.write_table(table)
+                csv_file.write(table.to_pylist())
+                tally.add(rows)
+                if source.lookups is None:
+                    kept.extend(rows)
+        os.replace(tmp, folder / DOCUMENTS_PARQUET)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return tally, kept
 
 
 #: Submissions per chunk when the wide table is built from the run folder's files.
@@ -219,7 +265,7 @@ class _FolderLookups:
     the wide table's Python memory does not grow with the run."""
 
     def __init__(self, folder: Path) -> None:
-        self._ai = _arrow(folder / REPORT_FILES["ai_results"], ("document_id", "status", "label", "score"))
+        self._ai = _arrow(folder / REPORT_FILES["ai_results"], ("document_id", "status", "label", "score", "words"))
         self._sim = _arrow(folder / REPORT_FILES["similarity_results"],
                            ("document_id", "status", "score", "matched_words"))  # fmt: skip
         self._sources = _arrow(folder / REPORT_FILES["similarity_sources"], _SOURCE_COLUMNS)

@@ -11,13 +11,14 @@ the vendors refuse to judge short texts. So this module holds the three rules th
   judged documents. Without a reference the rate is unknown and nothing is invented.
 
 Pure functions over plain numbers: no ledger, no Prefect, tested against scipy and by hand.
+:class:`AiRules` bundles the run's settings (``OutputOptions``' AI fields) for the report writer.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,48 @@ def write_calibration(run_dir: Path, calibration: Calibration) -> Path:
     tmp.write_text(json.dumps(calibration.as_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(target)
     return target
+
+
+#: The ``OutputOptions`` fields :class:`AiRules` is built from (plain JSON: a Prefect task parameter).
+RULE_OPTIONS = ("min_ai_words", "ai_band_elevated", "ai_band_high", "reference_campaign", "max_false_flag_rate")
+
+
+@dataclass(frozen=True)
+class AiRules:
+    """The AI rules of one report: the bands (and gate), the flag threshold, the reference.
+
+    ``threshold`` is where an AI score raises a flag: the ``elevated`` bound, unless
+    ``max_false_flag_rate`` chose one from the reference's scores (:func:`threshold_for_rate`)."""
+
+    bounds: BandBounds = BandBounds()
+    threshold: float = 0.5
+    reference_campaign: str | None = None
+    max_false_flag_rate: float | None = None
+
+    @classmethod
+    def from_options(cls, values: Mapping[str, Any] | None) -> AiRules:
+        """Rules from the :data:`RULE_OPTIONS` values (missing ones: the defaults)."""
+        v = dict(values or {})
+        bounds = BandBounds(
+            min_words=int(v.get("min_ai_words", 300)),
+            elevated=float(v.get("ai_band_elevated", 0.5)),
+            high=float(v.get("ai_band_high", 0.8)),
+        )
+        rate = v.get("max_false_flag_rate")
+        return cls(bounds, bounds.elevated, v.get("reference_campaign"), None if rate is None else float(rate))
+
+    def with_reference(self, reference_scores: Sequence[float]) -> AiRules:
+        """These rules with the threshold chosen by rate from the reference scores (when asked; an
+        empty reference keeps the bound: the run is over, and the page says the rate is unknown)."""
+        if self.max_false_flag_rate is None or not reference_scores:
+            return self
+        chosen = threshold_for_rate(reference_scores, self.max_false_flag_rate)
+        return AiRules(self.bounds, chosen, self.reference_campaign, self.max_false_flag_rate)
+
+    def band(self, score: float | None, word_count: int | None) -> str | None:
+        """:func:`ai_band` under these bounds."""
+        return ai_band(score, word_count, self.bounds)
+
+    def too_short(self, word_count: int | None) -> bool:
+        """:func:`too_short` under these bounds."""
+        return too_short(word_count, self.bounds.min_words)
