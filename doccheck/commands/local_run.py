@@ -45,6 +45,7 @@ class _Bars(RunObserver):
     def __init__(self, progress: Progress | None) -> None:
         self.progress = progress
         self.bars: dict[str, TaskID] = {}
+        self.total: int | None = None  # documents to submit, known once the run is recorded
 
     def show(self, label: str, done: int, total: int | None) -> None:
         if self.progress is None:
@@ -100,7 +101,7 @@ async def _run(options: RunOptions, bars: _Bars) -> RunSummary:
     ):
         steps = LocalSteps(
             ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
-            on_submit=lambda done: bars.show("submitting", done, getattr(bars, "total", None)),
+            on_submit=lambda done: bars.show("submitting", done, bars.total),
             on_results=lambda done, total: bars.show("waiting for results", done, total),
         )  # fmt: skip
         summary = await run_checks(options, steps, bars)
