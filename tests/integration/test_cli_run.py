@@ -128,3 +128,20 @@ def test_run_dry_run_then_real_run_then_collect(
     assert collect.returncode == 0, collect.stderr
     assert "finished" in collect.stdout
     assert emulator.account_state(key)["checks"] == 2
+
+
+def test_cli_dry_run_needs_no_prefect_server(tmp_path: Path) -> None:
+    """``doccheck run --dry-run`` with PREFECT_API_URL pointing nowhere still plans (no flow)."""
+    doccheck = Path(sys.executable).parent / "doccheck"
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api", "COLUMNS": "200",
+           "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}  # fmt: skip
+    ok = subprocess.run([str(doccheck), "run", str(Path(__file__).parents[2] / "sample_data" / "manifest.csv"), "--dry-run"], capture_output=True, text=True, env=env,
+                        cwd=tmp_path, timeout=120)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "dry run: nothing was sent." in ok.stdout and "already used by row 3" in ok.stdout
+    assert not (tmp_path / "none.db").exists()  # a dry run leaves no ledger behind
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,text\n1,hello\n", encoding="utf-8")
+    failed = subprocess.run([str(doccheck), "run", str(bad), "--dry-run"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=120)  # fmt: skip
+    assert failed.returncode == 1 and "required column 'document_id' is missing" in failed.stderr

@@ -116,22 +116,3 @@ def test_spill_store_matches_like_the_memory_store() -> None:
     spilled = match_cohort(plan.documents, campaign="c", run_id="r", store=spill)
     spill.close()
     assert spilled.top(50) == in_memory.top(50) and spilled.summary()["pairs"] >= 1
-
-
-def test_cli_dry_run_needs_no_prefect_server(tmp_path: Path) -> None:
-    """``doccheck run --dry-run`` with PREFECT_API_URL pointing nowhere still plans (no flow)."""
-    import os
-
-    doccheck = Path(sys.executable).parent / "doccheck"
-    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api", "COLUMNS": "200",
-           "DOCCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}  # fmt: skip
-    ok = subprocess.run([str(doccheck), "run", str(SAMPLE), "--dry-run"], capture_output=True, text=True, env=env,
-                        cwd=tmp_path, timeout=120)  # fmt: skip
-    assert ok.returncode == 0, ok.stderr
-    assert "dry run: nothing was sent." in ok.stdout and "already used by row 3" in ok.stdout
-    assert not (tmp_path / "none.db").exists()  # a dry run leaves no ledger behind
-    bad = tmp_path / "bad.csv"
-    bad.write_text("id,text\n1,hello\n", encoding="utf-8")
-    failed = subprocess.run([str(doccheck), "run", str(bad), "--dry-run"], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=120)  # fmt: skip
-    assert failed.returncode == 1 and "required column 'document_id' is missing" in failed.stderr
