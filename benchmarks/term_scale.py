@@ -1,30 +1,53 @@
-"""Term scale (issue 10): a dry run's peak RSS and seconds vs the manifest's size, and start-up cost.
+"""Term scale: a whole term through ``doccheck run`` (issue 28), and the dry run's memory (issue 10).
 
-Run:  .venv/bin/python benchmarks/term_scale.py [--rows 10000,100000] [--words 400] [--startup]
+Run:  .venv/bin/python benchmarks/term_scale.py [--n 100000] [--words 300] [--backends sqlite,postgres]
+          [--files 0] [--skip-page] [--profile-rerun FILE]
 
-For each size, a CSV manifest of generated text rows (``--words`` words each, ~6 bytes a
-word: 400 words ≈ 2.5 KB a row, the issue's 250 MB per 100,000 rows) is dry-run in a fresh
-process with ``doccheck.pipeline.dry_run.dry_run`` (validate → plan → cohort matching, what
-``doccheck run --dry-run`` does); the child reports its peak RSS (``ru_maxrss``) and its
-seconds (wall, and CPU: on a shared machine the CPU seconds say what the load hides). The
-first size is the baseline: the figures are printed with their ratio to it.
+**The term (issue 28)**: one CSV manifest of ``--n`` generated text rows in 200 courses (a
+``course`` column), an emulator that holds the results back (``--processing-seconds`` a day), and
+for each backend (a fresh SQLite file; a fresh database on a throwaway PostgreSQL cluster)
+``doccheck run MANIFEST --no-wait`` twice: the first run, then the weekly rerun with nothing new.
+Each command is a subprocess; its wall seconds, CPU seconds and peak RSS (``wait4``'s
+``ru_maxrss`` of that child only) are printed, then the ledger's bytes per document (SQLite: the
+file and its WAL; PostgreSQL: ``pg_total_relation_size`` of every table). ``--files N``: N
+generated files (half 8-page PDFs, half ~3,400-word DOCX) in a manifest of paths, run twice on
+SQLite: the first run extracts, the rerun must not. ``--skip-page``: no browser timing of the
+report page (the hook :func:`page_timings` is where it goes). ``--profile-rerun FILE``: the rerun
+of the first backend runs in-process under cProfile (threads run inline so the profile sees
+them) and its stats go to FILE.
 
-``--no-match``: validate and plan only, to tell planning's memory from cohort matching's.
-
-``--background bg|both``: the matching in a second process fed while the manifest is planned
-(``dry_run(background=True)``); peak RSS is then the parent's plus the child's (an upper
-bound of the pair's peak), CPU both processes'. ``both`` runs in-process and background
-alternately on the same manifest, the first one being the baseline.
-
-``--startup``: wall seconds of ``doccheck run --dry-run`` on a 100-row manifest as a
-command (no Prefect server needed), against the flow's dry run (``bulk_check(dry_run=True)``)
-without ``PREFECT_API_URL``, which is how a dry run started before issue 10: Prefect then
-starts a temporary server.
+**The dry run (issue 10)**: ``--rows 10000,100000 [--words 400] [--startup] [--no-match]
+[--background in|bg|both]`` as before (see :func:`dry_run_main`).
 """
+
+# The dry run (issue 10), kept as it was:
+# Term scale (issue 10): a dry run's peak RSS and seconds vs the manifest's size, and start-up cost.
+#
+# Run:  .venv/bin/python benchmarks/term_scale.py [--rows 10000,100000] [--words 400] [--startup]
+#
+# For each size, a CSV manifest of generated text rows (``--words`` words each, ~6 bytes a
+# word: 400 words ≈ 2.5 KB a row, the issue's 250 MB per 100,000 rows) is dry-run in a fresh
+# process with ``doccheck.pipeline.dry_run.dry_run`` (validate → plan → cohort matching, what
+# ``doccheck run --dry-run`` does); the child reports its peak RSS (``ru_maxrss``) and its
+# seconds (wall, and CPU: on a shared machine the CPU seconds say what the load hides). The
+# first size is the baseline: the figures are printed with their ratio to it.
+#
+# ``--no-match``: validate and plan only, to tell planning's memory from cohort matching's.
+#
+# ``--background bg|both``: the matching in a second process fed while the manifest is planned
+# (``dry_run(background=True)``); peak RSS is then the parent's plus the child's (an upper
+# bound of the pair's peak), CPU both processes'. ``both`` runs in-process and background
+# alternately on the same manifest, the first one being the baseline.
+#
+# ``--startup``: wall seconds of ``doccheck run --dry-run`` on a 100-row manifest as a
+# command (no Prefect server needed), against the flow's dry run (``bulk_check(dry_run=True)``)
+# without ``PREFECT_API_URL``, which is how a dry run started before issue 10: Prefect then
+# starts a temporary server.
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -33,9 +56,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+for extra in (ROOT, ROOT / "benchmarks"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
 
 CHILD = """
 import json, resource, sys, time
@@ -107,7 +134,8 @@ def startup(folder: Path) -> None:
     )
 
 
-def main() -> None:
+def dry_run_main(argv: list[str]) -> None:
+    """Issue 10's dry-run figures (``--rows``)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default="10000,100000")
     parser.add_argument("--words", type=int, default=400)
@@ -119,7 +147,7 @@ def main() -> None:
         default="in",
         help="match in this process (in), in a second process fed while planning (bg), or both, alternating",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="doccheck-scale-") as tmp:
         folder = Path(tmp)
         if args.startup:
@@ -141,6 +169,190 @@ def main() -> None:
                     f"{figures['documents']} documents, {figures['pairs']} pairs"
                 )
             manifest.unlink()
+
+
+# ---------------------------------------------------------------------------------------------
+# The term (issue 28): doccheck run --no-wait, first run and rerun, SQLite and PostgreSQL.
+
+COURSES = 200
+API_KEY_TERM = "dc_test_term_scale"
+
+
+def make_term_manifest(path: Path, rows: int, words: int, seed: int = 28) -> Path:
+    """``rows`` text rows in ``COURSES`` courses (``course`` column), distinct texts of ``words`` words."""
+    rnd = random.Random(seed)
+    vocabulary = [f"{rnd.choice('bcdfghklmnprstvw')}{rnd.choice('aeiou')}{i:x}" for i in range(5000)]
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("document_id,course,text\n")
+        for i in range(rows):
+            handle.write(f"s{i:07d},course-{i % COURSES:03d},{' '.join(rnd.choices(vocabulary, k=words))}\n")
+    return path
+
+
+def make_files(folder: Path, n: int, seed: int = 29) -> Path:
+    """``n`` generated files (even: 8-page PDF, odd: ~3,400-word DOCX) and a manifest of their paths."""
+    import docx
+    from fpdf import FPDF
+
+    rnd = random.Random(seed)
+    vocabulary = [f"{rnd.choice('bcdfghklmnprstvw')}{rnd.choice('aeiou')}{i:x}" for i in range(5000)]
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = folder / "files.csv"
+    with manifest.open("w", encoding="utf-8") as handle:
+        handle.write("document_id,course,path\n")
+        for i in range(n):
+            if i % 2 == 0:
+                pdf = FPDF()
+                pdf.set_font("helvetica", size=11)
+                for _ in range(8):
+                    pdf.add_page()
+                    pdf.multi_cell(0, 5, " ".join(rnd.choices(vocabulary, k=420)))
+                name = f"f{i:06d}.pdf"
+                pdf.output(str(folder / name))
+            else:
+                document = docx.Document()
+                for _ in range(34):
+                    document.add_paragraph(" ".join(rnd.choices(vocabulary, k=100)))
+                name = f"f{i:06d}.docx"
+                document.save(str(folder / name))
+            handle.write(f"f{i:06d},course-{i % COURSES:03d},{name}\n")
+    return manifest
+
+
+def start_term_emulator(work: Path) -> tuple[Any, str]:
+    """An emulator that holds every result back for a day (the run does not wait anyway)."""
+    from doccheck.commands.services import doccheck_command, free_port, start_service
+
+    port, storage_port = free_port(), free_port()
+    args = doccheck_command(
+        "emulator", "--host", "127.0.0.1", "--port", str(port), "--storage-port", str(storage_port),
+        "--api-key", API_KEY_TERM, "--balance-cents", "1000000000", "--processing-seconds", "86400",
+        "--latency-ms", "0", "--offline", "--seed", "1",
+    )  # fmt: skip
+    root = f"http://127.0.0.1:{port}"
+    service = start_service("emulator", args, health_url=f"{root}/_emulator/health", url=root,
+                            log_path=work / "emulator.log", env={"PYTHONUNBUFFERED": "1"}, timeout=60)  # fmt: skip
+    return service, root
+
+
+def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str]) -> dict[str, float]:
+    """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its own peak RSS."""
+    from doccheck.commands.services import doccheck_command
+
+    args = doccheck_command("run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
+                            "--metadata-columns", "course", "--database-url", database_url, "--out", str(out))  # fmt: skip
+    started = time.perf_counter()
+    child = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.perf_counter() - started
+    if child.returncode != 0:
+        raise SystemExit(f"doccheck run failed ({child.returncode}):\n{output[-3000:]}")
+    return {"seconds": elapsed, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def profiled_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str], stats: Path) -> None:
+    """The same command in a child under cProfile, with ``asyncio.to_thread`` run inline so that
+    the recording and report threads are in the profile."""
+    code = (
+        "import asyncio, cProfile, sys\n"
+        "async def inline(f, /, *a, **k):\n    return f(*a, **k)\n"
+        "asyncio.to_thread = inline\n"
+        "from doccheck.cli import app\n"
+        "sys.argv = ['doccheck', *sys.argv[2:]]\n"
+        "p = cProfile.Profile()\n"
+        "try:\n    p.runcall(app)\nexcept SystemExit:\n    pass\n"
+        "p.dump_stats(STATS)\n"
+    ).replace("STATS", repr(str(stats)))
+    args = [PY, "-c", code, "x", "run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
+            "--metadata-columns", "course", "--database-url", database_url, "--out", str(out)]  # fmt: skip
+    subprocess.run(args, env=env, cwd=ROOT, check=True, capture_output=True)
+
+
+def ledger_bytes(database_url: str) -> int:
+    """The ledger's size: SQLite file + WAL, or every PostgreSQL table with its indexes and TOAST."""
+    if database_url.startswith("sqlite"):
+        path = Path(database_url.split("///", 1)[1])
+        return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public'"
+            )).scalar_one())  # fmt: skip
+    finally:
+        engine.dispose()
+
+
+def page_timings(report_dir: Path) -> dict[str, float]:
+    """Hook: the entry page's and the largest group page's load and a sort in headless Chromium
+    (the lead adds it, with the browser test's set-up); empty until then."""
+    return {}
+
+
+def term_main(argv: list[str]) -> None:
+    """Issue 28's figures: see the module's docstring."""
+    from pg_cluster import fresh_database, throwaway_postgres
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--words", type=int, default=300)
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--files", type=int, default=0, help="generated PDF/DOCX files to extract (0: none)")
+    parser.add_argument("--skip-page", action="store_true", help="no browser timing of the report page")
+    parser.add_argument("--profile-rerun", type=Path, help="cProfile the first backend's rerun into this file")
+    args = parser.parse_args(argv)
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    with tempfile.TemporaryDirectory(prefix="doccheck-term-") as tmp, contextlib.ExitStack() as stack:
+        folder = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DOCCHECK_"))}
+        env.update(PREFECT_HOME=str(folder / "prefect-home"), DOCCHECK_API_KEY=API_KEY_TERM)
+        service, root = start_term_emulator(folder)
+        stack.callback(service.stop)
+        env["DOCCHECK_BASE_URL"] = f"{root}/api/v1"
+        pg_url = stack.enter_context(throwaway_postgres()) if "postgres" in backends else None
+        runs: list[tuple[str, Path, int]] = []
+        if args.n:
+            manifest = make_term_manifest(folder / "term.csv", args.n, args.words)
+            print(f"term: {args.n} text rows of {args.words} words in {COURSES} courses "
+                  f"({manifest.stat().st_size / 1e6:.0f} MB CSV)", flush=True)  # fmt: skip
+            runs += [(backend, manifest, args.n) for backend in backends]
+        if args.files:
+            started = time.perf_counter()
+            files = make_files(folder / "files", args.files)
+            print(f"files: {args.files} generated PDF/DOCX in {time.perf_counter() - started:.0f} s", flush=True)
+            runs.append(("sqlite (files)", files, args.files))
+        for number, (backend, manifest, n) in enumerate(runs):
+            if backend == "postgres":
+                assert pg_url is not None
+                database_url = fresh_database(pg_url)
+            else:
+                database_url = f"sqlite:///{folder / f'ledger-{number}.db'}"
+            out = folder / f"reports-{number}"
+            for label in ("first run", "rerun"):
+                if label == "rerun" and args.profile_rerun and number == 0:
+                    profiled_run(manifest, database_url=database_url, out=out, env=env, stats=args.profile_rerun)
+                    print(f"  (profile of the rerun in {args.profile_rerun})")
+                figures = timed_run(manifest, database_url=database_url, out=out, env=env)
+                size = ledger_bytes(database_url)
+                pages = {} if args.skip_page else page_timings(out / "latest")
+                shown = ", ".join(f"{k} {v:.2f} s" for k, v in pages.items())
+                print(f"{backend:>15} {label:>9}: {figures['seconds']:7.1f} s (CPU {figures['cpu_seconds']:.1f} s), "
+                      f"peak RSS {figures['peak_rss_mb']:4.0f} MB, ledger {size / 1e6:.0f} MB = "
+                      f"{size / n:,.0f} bytes/doc{'; ' + shown if shown else ''}", flush=True)  # fmt: skip
+
+
+def main() -> None:
+    """``--rows``/``--startup``: the dry run of issue 10; otherwise the term of issue 28."""
+    argv = sys.argv[1:]
+    if any(a.split("=")[0] in ("--rows", "--startup", "--no-match", "--background") for a in argv):
+        dry_run_main(argv)
+    else:
+        term_main(argv)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from sqlalchemy import insert, select
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow
+from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, SubmissionRow
 from doccheck.pipeline.plan_stream import PlanTally, plan_one, resolve_campaign
 from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
@@ -52,6 +52,8 @@ __all__ = [
 
 #: ``RowFailure.code`` (and the ledger's ``error_code``) of a row changed since it was planned.
 MANIFEST_CHANGED = "manifest_changed"
+#: The submission state of a key whose check exists (``submit_batch`` sends it no more).
+SETTLED = "submitted"
 #: Ids per ``IN (...)`` clause (SQLite's variable limit is far above; PostgreSQL has none to speak of).
 _IN_CHUNK = 500
 
@@ -131,10 +133,14 @@ class LoadedBatch:
     ref: BatchRef
     documents: list[PlannedDocument]
     failures: list[RowFailure] = field(default_factory=list)
+    #: Rows not read again because every key of the batch already had its check (a rerun).
+    settled: int = 0
 
     def result(self) -> BatchResult:
-        """The refused rows as a :class:`BatchResult` to ``merge`` with ``submit_batch``'s."""
-        return BatchResult(total=len(self.failures), failed=len(self.failures), failures=list(self.failures))
+        """The refused rows (and the settled ones, as ``already_done``) as a :class:`BatchResult`
+        to ``merge`` with ``submit_batch``'s."""
+        return BatchResult(total=len(self.failures) + self.settled, failed=len(self.failures),
+                           already_done=self.settled, failures=list(self.failures))  # fmt: skip
 
 
 def _settings(
@@ -430,11 +436,21 @@ def record_plan(
 
 
 def _recorded_rows(ledger: Ledger, run_id: str, ref: BatchRef) -> dict[int, dict[str, Any]]:
-    """The ledger's documents of ``run_id`` in the ref's rows, by row number."""
-    t = table_of(DocumentRow)
+    """The ledger's documents of ``run_id`` in the ref's rows, by row number, each with its
+    key's submission state (``state``, None when the key was never submitted): one query."""
+    t, sub = table_of(DocumentRow), table_of(SubmissionRow)
     with ledger.engine.connect() as conn:
         rows = conn.execute(
-            select(t.c.row_number, t.c.document_id, t.c.idempotency_key, t.c.products, t.c.mode, t.c.content_hash)
+            select(
+                t.c.row_number,
+                t.c.document_id,
+                t.c.idempotency_key,
+                t.c.products,
+                t.c.mode,
+                t.c.content_hash,
+                sub.c.state,
+            )  # fmt: skip
+            .select_from(t.outerjoin(sub, sub.c.idempotency_key == t.c.idempotency_key))
             .where(t.c.run_id == run_id, t.c.row_number >= ref.first_row, t.c.row_number <= ref.last_row)
             .order_by(t.c.row_number)
         ).mappings()
@@ -476,6 +492,11 @@ def read_batch(
     defaults, allowlist = _settings(products, metadata_columns)
     recorded = _recorded_rows(ledger, run_id, ref)
     loaded = LoadedBatch(ref=ref, documents=[])
+    if recorded and all(r["state"] == SETTLED for r in recorded.values()):
+        # a rerun with nothing new: every key already has its check, nothing would be sent,
+        # so the rows are not read again (what was recorded a moment ago is what is reported)
+        loaded.settled = len(recorded)
+        return loaded
     changed: dict[int, tuple[str, str]] = {}
     seen: set[int] = set()
     try:

@@ -466,3 +466,28 @@ def test_a_batch_ref_is_a_plain_json_parameter() -> None:
     )
     assert to_jsonable_python(ref) == ref.to_dict() == json.loads(json.dumps(ref.to_dict()))
     assert TypeAdapter(BatchRef).validate_python(ref.to_dict()) == ref == BatchRef.from_dict(ref.to_dict())
+
+
+def test_a_batch_whose_keys_all_have_checks_is_not_read_again(tmp_path: Path) -> None:
+    """The weekly rerun (issue 28): nothing of a settled batch would be sent, so its rows are not
+    re-read (the file may even be gone) and they count as already done; one unsettled key and
+    the batch is read as before."""
+    from doccheck.ledger.tables import SubmissionRow
+
+    manifest = _write_csv(tmp_path / "term.csv", bom=False, newline="\n")
+    with closing(_ledger(tmp_path)) as ledger:
+        recorded = record_plan(ledger, manifest, batch_size=3)
+        first, second = recorded.batches[0], recorded.batches[1]
+        keys = {d.document_id: d.idempotency_key for d in load_batch(ledger, recorded.run_id, manifest, first)}
+        keys_second = [d.idempotency_key for d in load_batch(ledger, recorded.run_id, manifest, second)]
+        with ledger.session() as s:
+            for number, key in enumerate([*keys.values(), keys_second[0]]):
+                s.add(SubmissionRow(campaign="term", document_id=f"d{number}", idempotency_key=key, state="submitted"))
+            s.commit()
+        manifest.unlink()
+        loaded = read_batch(ledger, recorded.run_id, manifest, first)
+        assert loaded.documents == [] and loaded.failures == [] and loaded.settled == first.documents == len(keys)
+        result = loaded.result()
+        assert (result.total, result.already_done, result.failed) == (len(keys), len(keys), 0)
+        partly = read_batch(ledger, recorded.run_id, manifest, second)  # read again: the file is gone
+        assert partly.settled == 0 and partly.failures and partly.failures[0].code == MANIFEST_CHANGED
