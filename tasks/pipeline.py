@@ -240,6 +240,5 @@ def write_run_reports(
     """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``)."""
     ledger = ledger_for(database_url)
     tables = report_tables(ledger, run_id)
-    if metadata is None:
-        metadata = ledger.document_metadata(run_id)
-    return write_reports(Path(out_dir), run_label, tables, metadata=metadata or None)
+    found = metadata if metadata is not None else ledger.document_metadata(run_id)  # read as the reports go
+    return write_reports(Path(out_dir), run_label, tables, metadata=found or None)

@@ -38,7 +38,7 @@ from doccheck.ledger.merge import PRODUCTS, TERMINAL
 from doccheck.ledger.merge import product_fields as _product_fields
 from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.queries import PendingCheck, Queries
-from doccheck.ledger.runs import Runs
+from doccheck.ledger.runs import RunMetadata, Runs
 from doccheck.ledger.submissions import Submissions
 from doccheck.ledger.tables import OutcomeRow, RunRow, SubmissionRow, WebhookEventRow
 
@@ -136,7 +136,7 @@ class Ledger(Database):
         """
         return self.runs.record_rejections(run_id, rejections)
 
-    def document_metadata(self, run_id: str) -> dict[str, dict[str, Any]]:
+    def document_metadata(self, run_id: str) -> RunMetadata:
         """``document_id → metadata`` of a run, for joining caller columns into the reports.
 
         Delegates to :meth:`~doccheck.ledger.runs.Runs.document_metadata`.

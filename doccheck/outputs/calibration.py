@@ -23,8 +23,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import binomtest
-
 BANDS = ("too_short", "low", "elevated", "high")
 """The values of ``ai_band``, in order of concern."""
 
@@ -69,6 +67,8 @@ def exact_interval(flagged: int, total: int, confidence: float = 0.95) -> tuple[
     """The exact (Clopper-Pearson) interval of a binomial proportion, from scipy."""
     if total <= 0:
         raise ValueError("an interval needs at least one reference document")
+    from scipy.stats import binomtest  # here: scipy.stats is ~70 MB of RSS, needed only with a reference campaign
+
     ci = binomtest(flagged, total).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
 

@@ -406,9 +406,40 @@ def _swap_in(staging: Path, latest: Path) -> None:
     raise ReportError(f"could not refresh {latest}: too many concurrent writers")
 
 
+def _native_types(type_: pa.DataType) -> tuple[type, ...]:
+    """The Python types Arrow converts to ``type_`` exactly as :func:`_coerce` would (None aside)."""
+    if pa.types.is_string(type_):
+        return (str,)
+    if pa.types.is_integer(type_):
+        return (int,)  # bool is a subclass: refused by the exact-type test of _fast_array
+    if pa.types.is_floating(type_):
+        return (float, int)
+    if pa.types.is_boolean(type_):
+        return (bool,)
+    if pa.types.is_timestamp(type_):
+        return (datetime,)  # naive is read as UTC, aware converted: as _as_utc does
+    return ()
+
+
+def _fast_array(values: list[Any], type_: pa.DataType) -> pa.Array | None:
+    """The column in one Arrow call when every value already has a native type (the ledger's
+    rows do), else None (then each value goes through :func:`_coerce`, with its error message)."""
+    native = _native_types(type_)
+    if not native or not {type(v) for v in values} <= {*native, type(None)}:
+        return None
+    try:
+        return pa.array(values, type=type_, from_pandas=True)  # from_pandas: NaN → null
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+
+
 def _build_table(name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]], offset: int = 0) -> pa.Table:
     arrays = []
     for fld in schema:
+        fast = _fast_array([row.get(fld.name) for row in rows], fld.type)
+        if fast is not None:
+            arrays.append(fast)
+            continue
         values = []
         for index, row in enumerate(rows, start=offset):
             try:
@@ -479,7 +510,12 @@ def _as_utc(value: Any) -> datetime:
 
 
 def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[str]:
-    """Metadata column names in first-seen order, ``document_id`` excluded (already a column)."""
+    """Metadata column names in first-seen order, ``document_id`` excluded (already a column).
+
+    A mapping that reads the ledger as it goes (``Ledger.document_metadata``) says its own
+    columns in one pass that keeps only the names."""
+    if metadata is not None and callable(getattr(metadata, "columns", None)):
+        return list(metadata.columns())  # type: ignore[attr-defined]
     columns: list[str] = []
     for values in (metadata or {}).values():
         for key in values:
@@ -490,6 +526,8 @@ def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[
 
 def _join_metadata(table: pa.Table, metadata: Mapping[str, Mapping[str, str]], columns: list[str]) -> pa.Table:
     ids = table.column("document_id").to_pylist()
+    if callable(getattr(metadata, "for_ids", None)):  # the ledger's: one query for the chunk's ids
+        metadata = metadata.for_ids(i for i in ids if i is not None)  # type: ignore[attr-defined]
     for column in columns:
         values = []
         for document_id in ids:

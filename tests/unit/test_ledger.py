@@ -320,3 +320,32 @@ def test_the_facade_composes_one_object_per_job_and_delegates_every_public_metho
     run_id = ledger.start_run(campaign="c1")
     assert ledger.runs.get_run(run_id) == ledger.get_run(run_id)
     assert ledger.queries.run_summary(run_id) == ledger.run_summary(run_id)
+
+
+def test_document_metadata_is_read_as_it_is_used(ledger: Ledger, tmp_path: Path) -> None:
+    """Issue 28: a term's metadata is not held whole while its reports are written; the mapping
+    reads the ledger (walks it in chunks, or one query per chunk of ids) and says its columns."""
+    import pyarrow.parquet as pq
+
+    from doccheck.ledger.runs import RunMetadata
+    from doccheck.outputs.reports import write_reports
+
+    run_id = ledger.start_run(campaign="c1")
+    docs = [planned(f"d{i}", row=i, metadata={"document_id": f"d{i}", "course": f"c{i % 3}", **({"late": "yes"}
+            if i == 4 else {})}) for i in range(1, 8)]  # fmt: skip
+    ledger.record_documents(run_id, docs)
+    other = ledger.start_run(campaign="c1")
+    ledger.record_documents(other, [planned("x", metadata={"course": "elsewhere"})])
+    meta = ledger.document_metadata(run_id)
+    RunMetadata.CHUNK = 3  # several chunks of a walk
+    try:
+        assert dict(meta) == {d.document_id: dict(d.metadata or {}) for d in docs} and len(meta) == 7
+        assert meta.columns() == ["course", "late"]
+    finally:
+        RunMetadata.CHUNK = 2000
+    assert meta.for_ids(["d2", "nope", "x"]) == {"d2": {"document_id": "d2", "course": "c2"}}
+    assert meta["d4"]["late"] == "yes" and "x" not in meta
+    paths = write_reports(tmp_path / "reports", "run1", LedgerReportTables.from_ledger(ledger, run_id=run_id),
+                          metadata=meta)  # fmt: skip
+    subs = pq.read_table(paths.submissions).to_pylist()
+    assert [(r["document_id"], r["meta_course"], r["meta_late"]) for r in subs][3] == ("d4", "c1", "yes")

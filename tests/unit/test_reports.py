@@ -195,3 +195,27 @@ def test_concurrent_writers_leave_one_complete_latest(tmp_path: Path) -> None:
     (row,) = pq.read_table(latest / "submissions.parquet").to_pylist()
     assert row["document_id"] in {f"d{i}" for i in range(16)}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["latest", *(f"run{i}" for i in range(16))])
+
+
+def test_a_column_of_native_values_is_built_as_each_value_would_be_coerced() -> None:
+    """The one-call Arrow path (issue 28: the reports of a term) gives the same column as the
+    per-value coercion, and values it cannot take exactly (a bool among ints, 2.5 for an int,
+    an ISO string) still go through the coercion and its error messages."""
+    from doccheck.outputs.reports import _build_table, _coerce
+
+    schema = pa.schema([("n", pa.int64()), ("x", pa.float64()), ("s", pa.string()), ("b", pa.bool_()),
+                        ("t", pa.timestamp("us", tz="UTC"))])  # fmt: skip
+    rows = [
+        {"n": 3, "x": float("nan"), "s": "é", "b": True, "t": datetime(2026, 1, 1, 12)},
+        {"n": None, "x": 2, "s": None, "b": None, "t": datetime(2026, 1, 1, 13, tzinfo=timezone(timedelta(hours=1)))},
+    ]
+    slow = pa.Table.from_arrays(
+        [pa.array([_coerce(r.get(f.name), f.type) for r in rows], type=f.type) for f in schema], schema=schema
+    )
+    assert _build_table("t", schema, rows).equals(slow)
+    iso = [{**rows[0], "t": "2026-01-01T12:00:00"}]
+    assert _build_table("t", schema, iso).column("t").to_pylist() == [datetime(2026, 1, 1, 12, tzinfo=UTC)]
+    with pytest.raises(ReportError, match="column 'n'.*boolean"):
+        _build_table("t", schema, [{"n": True}])
+    with pytest.raises(ReportError, match="column 'n'.*whole number"):
+        _build_table("t", schema, [{"n": 2.5}])
