@@ -13,6 +13,7 @@ margin, and refuse the hostile files of issue 13 in well under a second.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 MiB = 1024 * 1024
@@ -45,8 +46,10 @@ WALL_SECONDS = 20.0
 CPU_SECONDS = 20
 #: Address space the worker may grow by for one job, above what it uses when idle (RLIMIT_AS).
 MEMORY_BYTES = 768 * MiB
-#: Worker processes kept ready; more concurrent extractions wait for one.
-WORKERS = 2
+#: Worker processes kept ready; more concurrent extractions wait for one. One a core (at
+#: least 2, at most 8: each may grow by ``MEMORY_BYTES`` while it works), so that a term of
+#: files is extracted on every core (``doccheck.extract.cache.prefetch``).
+WORKERS = max(2, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2))
 
 
 @dataclass(frozen=True)

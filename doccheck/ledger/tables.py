@@ -224,6 +224,22 @@ class DocumentSignatureRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class ExtractedWordsRow(SQLModel, table=True):
+    """A file's word count by the SHA-256 of its bytes, so unchanged files are not extracted again.
+
+    Per campaign (purged with it; ``run_id`` is the run that extracted it): the Idempotency-Key
+    and the plan need only the hash and the count (``doccheck.extract.cache``). Never text.
+    """
+
+    __tablename__ = "extracted_words"
+
+    campaign: str = Field(primary_key=True)
+    content_hash: str = Field(primary_key=True, max_length=64)
+    words: int
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class CohortMatchRow(SQLModel, table=True):
     """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
 
@@ -337,6 +353,7 @@ LEDGER_TABLES = [
     table_of(WebhookEventRow),
     table_of(ClaimRow),
     *SIGNATURE_TABLES,
+    table_of(ExtractedWordsRow),
     *MONEY_TABLES,
     *DISPOSITION_TABLES,
 ]

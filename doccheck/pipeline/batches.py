@@ -27,13 +27,16 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from doccheck.client import AsyncDocCheckClient
+from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, SubmissionRow
-from doccheck.pipeline.plan_stream import PlanTally, plan_one, resolve_campaign
+from doccheck.ledger.word_cache import LedgerWordStore
+from doccheck.pipeline.plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
 from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.sources.manifest.limits import MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.stream import iter_manifest
 from doccheck.sources.manifest.types import RowCursor, RowStart
 
@@ -360,6 +363,12 @@ class PlanRecording:
                 self._on_batch(ref)
 
     def _record(self) -> Iterator[PlannedDocument]:
+        store = LedgerWordStore(self.ledger, self.campaign, self.run_id)
+        with word_cache.using(store):  # files already extracted (same bytes) are not extracted again
+            word_cache.prefetch(file_paths(self.manifest, limit_bytes=MULTIPART_MAX_BYTES), store)  # every core
+            yield from self._record_rows()
+
+    def _record_rows(self) -> Iterator[PlannedDocument]:
         try:
             for outcome in self._outcomes:
                 if isinstance(outcome, Rejection):
@@ -501,22 +510,8 @@ def read_batch(
     seen: set[int] = set()
     try:
         outcomes = iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, start=ref.start())
-        for outcome in outcomes:
-            row = outcome.row_number
-            if row > ref.last_row:
-                break
-            if row not in recorded:
-                continue
-            seen.add(row)
-            if isinstance(outcome, Rejection):
-                changed[row] = (outcome.field, f"it is now rejected: {outcome.reason}")
-                continue
-            planned = plan_one(outcome, name)
-            what = _changed_field(recorded[row], planned)
-            if what is None:
-                loaded.documents.append(planned)
-            else:
-                changed[row] = (what, _difference(what, recorded[row], planned))
+        with word_cache.using(LedgerWordStore(ledger, name, run_id)):  # the files extracted when recorded
+            _compare(outcomes, ref, recorded, name, loaded, changed, seen)
     except ManifestError as exc:
         for row in recorded:
             if row not in seen:
@@ -528,6 +523,35 @@ def read_batch(
     for row, (what, why) in sorted(changed.items()):
         loaded.failures.append(_refuse(ledger, name, recorded[row], row, what, why))
     return loaded
+
+
+def _compare(
+    outcomes: Iterator[ManifestDocument | Rejection],
+    ref: BatchRef,
+    recorded: Mapping[int, Mapping[str, Any]],
+    name: str,
+    loaded: LoadedBatch,
+    changed: dict[int, tuple[str, str]],
+    seen: set[int],
+) -> None:
+    """The re-read rows of ``ref`` against what was recorded: the same go to ``loaded``, the
+    others to ``changed`` (row → field, why)."""
+    for outcome in outcomes:
+        row = outcome.row_number
+        if row > ref.last_row:
+            break
+        if row not in recorded:
+            continue
+        seen.add(row)
+        if isinstance(outcome, Rejection):
+            changed[row] = (outcome.field, f"it is now rejected: {outcome.reason}")
+            continue
+        planned = plan_one(outcome, name)
+        what = _changed_field(recorded[row], planned)
+        if what is None:
+            loaded.documents.append(planned)
+        else:
+            changed[row] = (what, _difference(what, recorded[row], planned))
 
 
 def _difference(what: str, recorded: Mapping[str, Any], doc: ManifestDocument) -> str:

@@ -10,6 +10,8 @@ Memory is the reader's working set plus ~12 bytes per row for duplicate ids.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -24,9 +26,10 @@ from doccheck.pipeline.planning import (
     idempotency_key,
 )
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.sources.manifest.columns import canonical_column
 from doccheck.sources.manifest.stream import iter_manifest
 
-__all__ = ["PlanTally", "iter_planned", "plan_one", "resolve_campaign"]
+__all__ = ["PlanTally", "file_paths", "iter_planned", "plan_one", "resolve_campaign"]
 
 _DOC_FIELDS = tuple(f.name for f in fields(ManifestDocument))
 
@@ -110,3 +113,63 @@ def iter_planned(
         planned = plan_one(outcome, tally.campaign)
         tally.add(planned)
         yield planned
+
+
+def file_paths(manifest: str | os.PathLike[str], *, limit_bytes: int) -> Iterator[Path]:
+    """The files a manifest's ``path`` cells name that its reader will extract, for
+    ``doccheck.extract.cache.prefetch`` to extract beforehand on every core.
+
+    Best effort and read-only: a cell that is odd (absolute, outside the manifest's folder,
+    not a regular supported file, larger than ``limit_bytes``), or a file that cannot be parsed
+    this simply, is left out; the reader itself judges every row and reports it. No text is
+    kept. CSV (UTF-8), JSONL and Parquet.
+    """
+    from doccheck.extract import SUPPORTED_TYPES, extension_of
+
+    source = Path(manifest)
+    root = source.parent.resolve()
+    for raw in _path_cells(source):
+        cell = raw.strip()
+        if not cell or "\x00" in cell or Path(cell).is_absolute():
+            continue
+        try:
+            path = (root / cell).resolve()
+            if not path.is_relative_to(root) or extension_of(path.name) not in SUPPORTED_TYPES:
+                continue
+            stat = path.stat()
+        except (OSError, ValueError, RuntimeError):
+            continue
+        if path.is_file() and 0 < stat.st_size <= limit_bytes:
+            yield path
+
+
+def _path_cells(source: Path) -> Iterator[str]:
+    """Raw ``path`` cells of a manifest; stops quietly at anything unusual."""
+    suffix = source.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            if "path" not in [canonical_column(n) for n in pq.ParquetFile(source).schema_arrow.names]:
+                return
+            for batch in pq.ParquetFile(source).iter_batches(columns=["path"], batch_size=4096):
+                yield from (str(v) for v in batch.column(0).to_pylist() if v is not None)
+        elif suffix in (".jsonl", ".ndjson"):
+            with source.open(encoding="utf-8-sig", errors="replace") as handle:
+                for line in handle:
+                    row = json.loads(line) if line.strip() else {}
+                    value = row.get("path") if isinstance(row, dict) else None
+                    if isinstance(value, str):
+                        yield value
+        else:
+            with source.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+                rows = csv.reader(handle)
+                header = [canonical_column(c) for c in next(rows, [])]
+                if "path" not in header:
+                    return
+                at = header.index("path")
+                for cells in rows:
+                    if len(cells) > at:
+                        yield cells[at]
+    except (OSError, ValueError, csv.Error, ImportError):
+        return

@@ -18,6 +18,7 @@ from doccheck.extract import (
     extension_of,
     extract_text,
 )
+from doccheck.extract import cache as word_cache
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.types import RejectCode
 from doccheck.sources.manifest.values import CellProblem, show
@@ -100,10 +101,19 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
 
 
 def _hash_and_extract(path: Path) -> tuple[str, int]:
-    """Small file: one read serves both the hash and the word count (empty text → 0 words)."""
+    """Small file: one read serves both the hash and the word count (empty text → 0 words).
+
+    Bytes already extracted (the same SHA-256) take their count from the active word store
+    (``doccheck.extract.cache``): a rerun, or the batch re-read of this run, extracts nothing."""
     data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    known = word_cache.cached_words(digest)
+    if known is not None:
+        return digest, known
     text = extract_text(data, path.name)
-    return hashlib.sha256(data).hexdigest(), (count_words(text) if text.strip() else 0)
+    words = count_words(text) if text.strip() else 0
+    word_cache.remember(digest, words)
+    return digest, words
 
 
 def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:

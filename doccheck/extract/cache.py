@@ -1,0 +1,143 @@
+"""What a file's extraction gave, kept by the SHA-256 of its bytes, so unchanged files are read once.
+
+Why: a term of real PDFs and DOCX spends most of its CPU extracting text, and a run read each
+file's text up to three times (planning counts its words, cohort matching signs it, the
+batch re-read before sending plans it again), and the weekly rerun all of it again although
+no byte changed (issue 28). What the Idempotency-Key and the plan need of a file is its hash
+and its word count; the hash is computed from the bytes anyway, so the word count is what is
+kept, under that hash.
+
+The store is the caller's (the ledger keeps it in a table of its own, purged with the
+campaign; ``doccheck.ledger.word_cache``): this layer only asks it. :func:`using` makes one
+store the active one for the code below it (the manifest reader asks :func:`cached_words`
+and tells :func:`remember`), and :func:`prefetch` fills it for many files at once with every
+extraction worker busy (``doccheck.extract.sandbox``: the per-document limits stay those of
+each worker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+from doccheck.extract.errors import ExtractionError
+from doccheck.extract.limits import WORKERS
+from doccheck.extract.parse import extract_text
+from doccheck.extract.words import count_words
+
+__all__ = ["WordStore", "active", "cached_words", "prefetch", "remember", "using"]
+
+
+class WordStore(Protocol):
+    """Word counts by the SHA-256 (hex) of a file's bytes."""
+
+    def lookup(self, digests: Sequence[str]) -> dict[str, int]:
+        """The counts known for these digests (the others are absent)."""
+        ...
+
+    def store(self, found: Mapping[str, int]) -> None:
+        """Keep these counts (a digest already kept is left as it is)."""
+        ...
+
+
+_lock = threading.Lock()
+_stack: list[WordStore] = []
+
+
+@contextmanager
+def using(store: WordStore) -> Iterator[WordStore]:
+    """Make ``store`` the one the manifest reader consults until the block ends."""
+    with _lock:
+        _stack.append(store)
+    try:
+        yield store
+    finally:
+        with _lock:
+            if store in _stack:
+                _stack.remove(store)
+
+
+def active() -> WordStore | None:
+    """The store in use (None: extract every file)."""
+    with _lock:
+        return _stack[-1] if _stack else None
+
+
+def cached_words(digest: str) -> int | None:
+    """The word count kept for these bytes, if a store is active and knows them."""
+    store = active()
+    return store.lookup([digest]).get(digest) if store is not None else None
+
+
+def remember(digest: str, words: int) -> None:
+    """Keep a count just extracted (nothing without an active store)."""
+    store = active()
+    if store is not None:
+        store.store({digest: words})
+
+
+def _extract_words(path: Path) -> tuple[str, int]:
+    data = path.read_bytes()
+    text = extract_text(data, path.name)
+    return hashlib.sha256(data).hexdigest(), (count_words(text) if text.strip() else 0)
+
+
+def prefetch(paths: Iterable[Path], store: WordStore, *, workers: int = WORKERS, chunk: int = 200) -> int:
+    """Extract the files ``store`` does not know yet, ``workers`` at a time; the count extracted.
+
+    Bytes are hashed first (cheap) and looked up ``chunk`` at a time; only the unknown ones
+    are extracted, each in a sandboxed worker under the usual limits. A file that cannot be
+    read or extracted is left to the caller's own reading, which reports it on its row. At
+    most ``2 * workers`` files are in memory at once.
+    """
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="doccheck-extract") as pool:
+        batch: list[Path] = []
+        for path in paths:
+            batch.append(path)
+            if len(batch) >= chunk:
+                done += _prefetch_chunk(batch, store, pool, workers)
+                batch = []
+        done += _prefetch_chunk(batch, store, pool, workers)
+    return done
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _prefetch_chunk(paths: list[Path], store: WordStore, pool: ThreadPoolExecutor, workers: int) -> int:
+    digests = {path: d for path, d in zip(paths, pool.map(_digest, paths), strict=True) if d is not None}
+    known = store.lookup(sorted(set(digests.values())))
+    todo = list({d: p for p, d in reversed(digests.items()) if d not in known}.values())  # one file per digest
+    found: dict[str, int] = {}
+    running: set[Future[tuple[str, int]]] = set()
+    for path in todo:
+        if len(running) >= 2 * max(1, workers):
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            found.update(_results(finished))
+        running.add(pool.submit(_extract_words, path))
+    found.update(_results(running))
+    if found:
+        store.store(found)
+    return len(found)
+
+
+def _results(futures: Iterable[Future[tuple[str, int]]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for future in futures:
+        try:
+            digest, words = future.result()
+        except (OSError, ExtractionError):
+            continue  # the row's own reading reports it, with its row number
+        out[digest] = words
+    return out

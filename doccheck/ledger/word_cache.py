@@ -1,0 +1,76 @@
+"""The ledger's word store: a file's word count by the SHA-256 of its bytes, per campaign.
+
+Why in the ledger: the count must outlive the run (the weekly rerun finds it) and go when
+the campaign is purged (``extracted_words`` has ``campaign`` and ``run_id`` columns, which is
+what ``doccheck.ledger.purge`` deletes by). What asks for it is ``doccheck.extract.cache``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
+
+from doccheck.ledger._base import Database
+from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.tables import ExtractedWordsRow, utcnow
+
+__all__ = ["LedgerWordStore"]
+
+#: Digests per ``IN (...)`` clause.
+_IN_CHUNK = 500
+#: Counts remembered in memory for the run (then forgotten, so memory stays flat).
+_MEMO = 50_000
+
+
+class LedgerWordStore:
+    """Word counts of ``campaign``'s files; new ones are written as extracted by ``run_id``."""
+
+    def __init__(self, db: Database, campaign: str, run_id: str | None) -> None:
+        self._db = db
+        self.campaign = campaign
+        self.run_id = run_id
+        self._memo: dict[str, int] = {}
+
+    def lookup(self, digests: Sequence[str]) -> dict[str, int]:
+        """The counts known for ``digests`` (memory first, then one query per 500)."""
+        found = {d: self._memo[d] for d in digests if d in self._memo}
+        missing = [d for d in dict.fromkeys(digests) if d not in found]
+        t = table_of(ExtractedWordsRow)
+        with self._db.engine.connect() as conn:
+            for i in range(0, len(missing), _IN_CHUNK):
+                stmt = select(t.c.content_hash, t.c.words).where(
+                    t.c.campaign == self.campaign, t.c.content_hash.in_(missing[i : i + _IN_CHUNK])
+                )
+                found.update({str(h): int(w) for h, w in conn.execute(stmt)})
+        self._keep(found)
+        return found
+
+    def store(self, found: Mapping[str, int]) -> None:
+        """Write the counts not stored yet (a concurrent writer's same row is fine: same bytes)."""
+        if not found:
+            return
+        self._keep(found)
+        t = table_of(ExtractedWordsRow)
+        digests = sorted(found)
+        try:
+            with self._db.engine.begin() as conn:
+                for i in range(0, len(digests), _IN_CHUNK):
+                    part = digests[i : i + _IN_CHUNK]
+                    there = set(
+                        conn.execute(
+                            select(t.c.content_hash).where(t.c.campaign == self.campaign, t.c.content_hash.in_(part))
+                        ).scalars()
+                    )
+                    rows = [{"campaign": self.campaign, "content_hash": d, "words": int(found[d]),
+                             "run_id": self.run_id, "created_at": utcnow()} for d in part if d not in there]  # fmt: skip
+                    if rows:
+                        conn.execute(insert(t), rows)
+        except IntegrityError:
+            pass  # another process stored the same bytes' count meanwhile
+
+    def _keep(self, found: Mapping[str, int]) -> None:
+        if len(self._memo) + len(found) > _MEMO:
+            self._memo.clear()
+        self._memo.update(found)

@@ -1,0 +1,106 @@
+"""Files are extracted once (issue 28): by the SHA-256 of their bytes, per campaign, in the ledger.
+
+A recorded run extracts each distinct file once, before its rows are read (on every worker),
+the batch re-read and the weekly rerun extract nothing, a changed file is extracted again,
+the counts are the ones a fresh extraction gives, and purging the campaign removes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from doccheck.extract import cache as word_cache
+from doccheck.extract import count_words, extract_text
+from doccheck.ledger import Ledger
+from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.purge import execute_purge, plan_purge
+from doccheck.ledger.tables import ExtractedWordsRow
+from doccheck.ledger.word_cache import LedgerWordStore
+from doccheck.pipeline.batches import read_batch, record_plan
+from doccheck.pipeline.plan_stream import file_paths
+from doccheck.pipeline.planning import load_plan
+from tests.hostile_documents import docx_package, para
+
+
+@pytest.fixture
+def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names of the files extracted (by the prefetch or by the manifest reader)."""
+    names: list[str] = []
+
+    def counting(data: bytes, filename: str, *args: Any, **kwargs: Any) -> str:
+        names.append(filename)
+        return extract_text(data, filename, *args, **kwargs)
+
+    monkeypatch.setattr(word_cache, "extract_text", counting)
+    monkeypatch.setattr("doccheck.sources.manifest.files.extract_text", counting)
+    yield names
+
+
+def _term(folder: Path) -> Path:
+    (folder / "docs").mkdir(parents=True)
+    for name, words in (("a", "alpha beta gamma"), ("b", "one two three four five"), ("c", "alpha beta gamma")):
+        (folder / "docs" / f"{name}.docx").write_bytes(docx_package(para(f"essay {name}: {words}")))
+    (folder / "docs" / "same-as-a.docx").write_bytes((folder / "docs" / "a.docx").read_bytes())
+    manifest = folder / "term.csv"
+    manifest.write_text(
+        "document_id,path\nd1,docs/a.docx\nd2,docs/b.docx\nd3,docs/same-as-a.docx\nd4,docs/c.docx\n"
+        "d5,../outside.docx\nd6,docs/missing.docx\n",
+        encoding="utf-8",
+    )
+    (folder / "outside.docx").write_bytes(docx_package(para("outside the manifest's folder")))
+    return manifest
+
+
+def test_files_are_extracted_once_and_never_again_while_their_bytes_stay(tmp_path: Path, extracted: list[str]) -> None:
+    manifest = _term(tmp_path / "term")
+    expected = {d.document_id: d.words for d in load_plan(manifest, campaign="t").documents}
+    extracted.clear()
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        first = record_plan(ledger, manifest, campaign="t", batch_size=2)
+        # the prefetch: a, b, c (same-as-a has a's bytes; outside and missing are the reader's to refuse)
+        assert sorted(extracted) == ["a.docx", "b.docx", "c.docx"]
+        assert {r.document_id for r in first.tally.rejections} == {"d5", "d6"}
+        loaded = [d for ref in first.batches for d in read_batch(ledger, first.run_id, manifest, ref).documents]
+        assert {d.document_id: d.words for d in loaded} == expected and len(extracted) == 3
+        rerun = record_plan(ledger, manifest, campaign="t", batch_size=2)
+        assert len(extracted) == 3 and rerun.tally.words == first.tally.words
+        (tmp_path / "term" / "docs" / "b.docx").write_bytes(docx_package(para("rewritten, now six words long")))
+        record_plan(ledger, manifest, campaign="t", batch_size=2)
+        assert extracted[3:] == ["b.docx"]
+        t = table_of(ExtractedWordsRow)
+        with ledger.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(t)).scalar_one() == 4
+        execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["t"]))
+        with ledger.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(t)).scalar_one() == 0
+
+
+def test_the_store_is_per_campaign_and_counts_match_a_fresh_extraction(tmp_path: Path) -> None:
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        store = LedgerWordStore(ledger, "t", "run-1")
+        store.store({"h1": 3, "h2": 0})
+        store.store({"h1": 99})  # a count already kept stays as it is
+        assert LedgerWordStore(ledger, "t", None).lookup(["h1", "h2", "h3"]) == {"h1": 3, "h2": 0}
+        assert LedgerWordStore(ledger, "other", None).lookup(["h1"]) == {}
+    manifest = _term(tmp_path / "term")
+    paths = list(file_paths(manifest, limit_bytes=10_000_000))
+    assert [p.name for p in paths] == ["a.docx", "b.docx", "same-as-a.docx", "c.docx"]
+    memory: dict[str, int] = {}
+
+    class Memory:
+        def lookup(self, digests: Any) -> dict[str, int]:
+            return {d: memory[d] for d in digests if d in memory}
+
+        def store(self, found: Any) -> None:
+            memory.update(found)
+
+    assert word_cache.prefetch(paths, Memory(), workers=2) == 3
+    words = sorted(memory.values())
+    fresh = sorted(count_words(extract_text(p.read_bytes(), p.name)) for p in paths if p.name != "same-as-a.docx")
+    assert words == fresh
