@@ -57,7 +57,9 @@ class DocumentRow(SQLModel, table=True):
     __tablename__ = "documents"
     __table_args__ = (
         UniqueConstraint("run_id", "document_id", name="uq_documents_run_document"),
-        Index("ix_documents_run", "run_id"),
+        # a batch's rows by number (batches.read_batch): a range, not the whole run scanned
+        # and sorted for each of a term's 1,000 batches (issue 28; was an index of run_id alone)
+        Index("ix_documents_run_row", "run_id", "row_number"),
         Index("ix_documents_key", "idempotency_key"),
     )
 
