@@ -96,19 +96,16 @@ def iter_report_chunks(
     rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
     size = max(1, chunk)
     counted: set[str] = set()
-    last: tuple[int, int] | None = None  # keyset: (row_number or -1, id) of the last document read
-    order = (func.coalesce(DocumentRow.row_number, -1), col(DocumentRow.id))
-    while True:
-        with ledger.session() as s:
-            stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid)  # type: ignore[call-overload]
-            if last is not None:
-                stmt = stmt.where(tuple_(*order) > tuple_(*map(literal, last)))
-            docs = s.execute(stmt.order_by(*order).limit(size)).all()
-            if not docs:
-                break
-            last = (docs[-1].row_number if docs[-1].row_number is not None else -1, docs[-1].id)
-            part = _document_chunk(s, docs, counted)
-        yield part  # outside the session: no transaction stays open while the caller writes
+    for docs_of in (_unnumbered_documents, _numbered_documents):  # report order: row number (none first), id
+        last: tuple[int, int] | None = None  # keyset: (row_number, id) of the last document read
+        while True:
+            with ledger.session() as s:
+                docs = docs_of(s, rid, last, size)
+                if not docs:
+                    break
+                last = (docs[-1].row_number, docs[-1].id)
+                part = _document_chunk(s, docs, counted)
+            yield part  # outside the session: no transaction stays open while the caller writes
     last = None
     by_row = (func.coalesce(RejectionRow.row_number, -1), col(RejectionRow.id))
     while True:
@@ -126,6 +123,23 @@ def iter_report_chunks(
     with ledger.session() as s:
         matches = cohort_match_rows(s, rid)
     yield {"cohort_matches": matches}
+
+
+def _unnumbered_documents(s: Session, rid: str, last: tuple[int, int] | None, size: int) -> Sequence[Any]:
+    """The next documents of the run without a row number, by id."""
+    stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid, col(DocumentRow.row_number).is_(None))  # type: ignore[call-overload]
+    if last is not None:
+        stmt = stmt.where(col(DocumentRow.id) > last[1])
+    return s.execute(stmt.order_by(col(DocumentRow.id)).limit(size)).all()
+
+
+def _numbered_documents(s: Session, rid: str, last: tuple[int, int] | None, size: int) -> Sequence[Any]:
+    """The next documents of the run by (row number, id): a range of the (run, row number) index,
+    not the run's rows sorted for each chunk (issue 28: a term is 100 chunks of 1,000)."""
+    stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid, col(DocumentRow.row_number).is_not(None))  # type: ignore[call-overload]
+    if last is not None:
+        stmt = stmt.where(tuple_(col(DocumentRow.row_number), col(DocumentRow.id)) > tuple_(*map(literal, last)))
+    return s.execute(stmt.order_by(col(DocumentRow.row_number), col(DocumentRow.id)).limit(size)).all()
 
 
 def _chunk_lookups(
