@@ -79,6 +79,9 @@ class BatchRef:
     offset: int | None
     line: int | None = None
     estimated_cost_cents: int = 0
+    #: The manifest's size and modification time when the batch was recorded (``manifest_stamp``):
+    #: while they stay, a batch whose keys all have their checks is not read again.
+    stamp: str | None = None
 
     def start(self) -> RowStart:
         """Where a reader starts to read this batch."""
@@ -167,8 +170,9 @@ class _Batcher:
     after the last full batch extend it rather than making an empty batch.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, stamp: str | None = None) -> None:
         self.size = max(1, int(size))
+        self.stamp = stamp
         self.number = 0
         self.first_row: int | None = None
         self.offset: int | None = None
@@ -205,6 +209,7 @@ class _Batcher:
             offset=self.offset,
             line=self.line,
             estimated_cost_cents=self.cost,
+            stamp=self.stamp,
         )
         self.first_row = self.offset = self.line = None
         self.documents = self.cost = 0
@@ -321,7 +326,7 @@ class PlanRecording:
         self.run_id: str = run_id
         self.tally = PlanTally(campaign=self.campaign, manifest=Path(manifest))
         self.batches: list[BatchRef] = []
-        self._batcher = _Batcher(batch_size)
+        self._batcher = _Batcher(batch_size, manifest_stamp(manifest))
         self._on_batch = on_batch
         self._documents: list[dict[str, Any]] = []
         self._rejections: list[Rejection] = []
@@ -444,6 +449,16 @@ def record_plan(
     ).finish()  # fmt: skip
 
 
+def manifest_stamp(manifest: str | os.PathLike[str]) -> str | None:
+    """The manifest's size and modification time (None when it cannot be read): what tells a
+    batch re-read that the file is the one recorded, without reading it."""
+    try:
+        st = os.stat(manifest)
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
 def _recorded_rows(ledger: Ledger, run_id: str, ref: BatchRef) -> dict[int, dict[str, Any]]:
     """The ledger's documents of ``run_id`` in the ref's rows, by row number, each with its
     key's submission state (``state``, None when the key was never submitted): one query."""
@@ -501,7 +516,12 @@ def read_batch(
     defaults, allowlist = _settings(products, metadata_columns)
     recorded = _recorded_rows(ledger, run_id, ref)
     loaded = LoadedBatch(ref=ref, documents=[])
-    if recorded and all(r["state"] == SETTLED for r in recorded.values()):
+    if (
+        recorded
+        and ref.stamp
+        and ref.stamp == manifest_stamp(manifest)
+        and all(r["state"] == SETTLED for r in recorded.values())
+    ):
         # a rerun with nothing new: every key already has its check, nothing would be sent,
         # so the rows are not read again (what was recorded a moment ago is what is reported)
         loaded.settled = len(recorded)
