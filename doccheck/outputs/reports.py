@@ -354,6 +354,7 @@ def _write_streamed(
         writers = {name: pq.ParquetWriter(tmps[name], schemas[name]) for name in SCHEMAS}
         offsets = dict.fromkeys(SCHEMAS, 0)
         for part in chunks:
+            known = _chunk_metadata(metadata, part) if meta_columns else {}
             for name, rows in part.items():
                 if name not in SCHEMAS or not rows:
                     continue
@@ -361,7 +362,7 @@ def _write_streamed(
                     rows = [_normalise_rejected(row) for row in rows]
                 table = _build_table(name, SCHEMAS[name], rows, offset=offsets[name])
                 if meta_columns:
-                    table = _join_metadata(table, metadata or {}, meta_columns)
+                    table = _join_metadata(table, known, meta_columns)
                 writers[name].write_table(table)
                 offsets[name] += len(rows)
         for writer in writers.values():
@@ -524,10 +525,19 @@ def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[
     return columns
 
 
+def _chunk_metadata(
+    metadata: Mapping[str, Mapping[str, str]] | None, part: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Mapping[str, Mapping[str, str]]:
+    """The metadata of one chunk's documents: the ledger's is read once for all the chunk's
+    tables (``RunMetadata.for_ids``), a plain mapping is used as it is."""
+    if metadata is None or not callable(getattr(metadata, "for_ids", None)):
+        return metadata or {}
+    ids = {row.get("document_id") for rows in part.values() for row in rows}
+    return metadata.for_ids(str(i) for i in ids if i is not None)  # type: ignore[attr-defined,no-any-return]
+
+
 def _join_metadata(table: pa.Table, metadata: Mapping[str, Mapping[str, str]], columns: list[str]) -> pa.Table:
     ids = table.column("document_id").to_pylist()
-    if callable(getattr(metadata, "for_ids", None)):  # the ledger's: one query for the chunk's ids
-        metadata = metadata.for_ids(i for i in ids if i is not None)  # type: ignore[attr-defined]
     for column in columns:
         values = []
         for document_id in ids:
