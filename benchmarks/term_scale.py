@@ -311,6 +311,26 @@ def ledger_bytes(database_url: str) -> int:
         engine.dispose()
 
 
+def table_bytes(database_url: str) -> dict[str, int]:
+    """Bytes of each ledger table with its indexes (SQLite ``dbstat``; PostgreSQL
+    ``pg_total_relation_size``), largest first."""
+    import sqlalchemy as sa
+
+    if database_url.startswith("sqlite"):
+        query = ("SELECT m.tbl_name, SUM(d.pgsize) FROM dbstat d JOIN sqlite_schema m ON m.name = d.name "
+                 "GROUP BY m.tbl_name")  # fmt: skip
+    else:
+        query = ("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                 "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public'")  # fmt: skip
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            sizes = {str(name): int(size or 0) for name, size in conn.execute(sa.text(query))}
+    finally:
+        engine.dispose()
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
 def page_timings(report_dir: Path) -> dict[str, float]:
     """Hook: the entry page's and the largest group page's load and a sort in headless Chromium
     (the lead adds it, with the browser test's set-up); empty until then."""
@@ -327,6 +347,7 @@ def term_main(argv: list[str]) -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--files", type=int, default=0, help="generated PDF/DOCX files to extract (0: none)")
     parser.add_argument("--skip-page", action="store_true", help="no browser timing of the report page")
+    parser.add_argument("--tables", action="store_true", help="also print the ledger's bytes/doc table by table")
     parser.add_argument("--profile-rerun", type=Path, help="cProfile the first backend's rerun into this file")
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -363,6 +384,9 @@ def term_main(argv: list[str]) -> None:
                 figures = timed_run(manifest, database_url=database_url, out=out, env=env)
                 size = ledger_bytes(database_url)
                 pages = {} if args.skip_page else page_timings(out / "latest")
+                if args.tables:
+                    shown_tables = ", ".join(f"{t} {b / n:,.0f}" for t, b in table_bytes(database_url).items() if b)
+                    print(f"{'':>15} {label:>9}  bytes/doc by table: {shown_tables}", flush=True)
                 shown = ", ".join(f"{k} {v:.2f} s" for k, v in pages.items())
                 print(f"{backend:>15} {label:>9}: {figures['seconds']:7.1f} s (CPU {figures['cpu_seconds']:.1f} s), "
                       f"peak RSS {figures['peak_rss_mb']:4.0f} MB, ledger {size / 1e6:.0f} MB = "
