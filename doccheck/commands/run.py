@@ -129,6 +129,11 @@ ReferenceCampaignOption = Annotated[
     typer.Option(help="An earlier campaign of known-human work: the report states the flags expected by chance."),
 ]
 
+GroupByOption = Annotated[
+    str | None,
+    typer.Option(help="One report page per value of this column (e.g. section, or a --metadata-columns column)."),
+]
+
 
 def run(
     manifest: ManifestOption,
@@ -157,6 +162,7 @@ def run(
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
     roster: RosterOption = None,
     reference_campaign: ReferenceCampaignOption = None,
+    group_by: GroupByOption = None,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
@@ -171,7 +177,7 @@ def run(
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
             submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards,
-            reference_campaign=reference_campaign,
+            reference_campaign=reference_campaign, group_by=group_by,
         )  # fmt: skip
     except ValidationError as exc:
         raise fail(err, option_error(exc)) from None

@@ -148,8 +148,10 @@ def write_calibration(run_dir: Path, calibration: Calibration) -> Path:
     return target
 
 
-#: The ``OutputOptions`` fields :class:`AiRules` is built from (plain JSON: a Prefect task parameter).
-RULE_OPTIONS = ("min_ai_words", "ai_band_elevated", "ai_band_high", "reference_campaign", "max_false_flag_rate")
+#: The ``OutputOptions`` fields the report page is built with (plain JSON: a Prefect task parameter):
+#: those :class:`AiRules` is built from, and ``group_by`` (one page per group).
+RULE_OPTIONS = ("min_ai_words", "ai_band_elevated", "ai_band_high", "reference_campaign", "max_false_flag_rate",
+                "group_by")  # fmt: skip
 
 
 @dataclass(frozen=True)

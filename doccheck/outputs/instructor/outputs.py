@@ -45,13 +45,15 @@ async def write_run_outputs(
     status: str | None = None,
     spent_cents: int | None = None,
     rules: Mapping[str, Any] | None = None,
+    group_by: str | None = None,
 ) -> RunOutputs:
     """Download ``download`` kinds of every finished check of the run (needs ``client``),
     then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
     built from the run folder's reports in chunks (see ``write_instructor_files``).
 
     ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs.calibration.RULE_OPTIONS`);
-    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown)."""
+    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown).
+    ``group_by``: a column with one report page per value (``--group-by``; else ``rules["group_by"]``)."""
     kinds = parse_kinds(download)
     result: DownloadResult | None = None
     if kinds:
@@ -79,5 +81,6 @@ async def write_run_outputs(
         rules=ai_rules,
         reference_scores=reference,
         dispositions_of=dispositions_of,
+        group_by=group_by or (rules or {}).get("group_by"),
     )
     return RunOutputs(paths, result)

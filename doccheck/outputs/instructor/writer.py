@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
-from doccheck.outputs.instructor.page import PageTally, generate_report
+from doccheck.outputs.instructor.groups import write_group_pages
+from doccheck.outputs.instructor.page import generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
     DocumentsBuilder,
@@ -35,6 +36,7 @@ from doccheck.outputs.instructor.table import (
     documents_schema,
     documents_table,
 )
+from doccheck.outputs.instructor.tally import PageTally, group_column
 from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
@@ -130,6 +132,7 @@ def write_instructor_files(
     rules: AiRules | None = None,
     reference_scores: Sequence[float] | None = None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -143,11 +146,15 @@ def write_instructor_files(
     scores of ``rules.reference_campaign`` (known-human work): the expected false flags, stated
     on the page and in ``calibration.json`` (unknown without them). ``dispositions_of(document_ids)``
     gives each chunk's review decisions (``doccheck review``), shown and applied to the flags.
+    ``group_by`` names a documents column (or a manifest metadata column): with two groups
+    or more, ``report.html`` lists the groups and each has its page in ``<run>/groups/``
+    (ValueError naming the columns when there is no such column).
     """
     folder = Path(run_dir)
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
-    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of)
+    group = group_column(group_by, documents_schema(source.meta).names)
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path, csv_path = folder / DOCUMENTS_PARQUET, folder / DOCUMENTS_CSV
@@ -159,10 +166,12 @@ def write_instructor_files(
 
     # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
                              cohort_matches=source.cohort_matches, download_failures=download_failures,
-                             spent_cents=spent_cents, link_prefix=marker, rules=source.builder.rules,
-                             calibration=calibration)  # fmt: skip
+                             spent_cents=spent_cents, link_prefix=marker, group_prefix=marker,
+                             rules=source.builder.rules, calibration=calibration)  # fmt: skip
     html_path = folder / REPORT_HTML
     targets = [(html_path, "")]
     latest_html: Path | None = None
@@ -216,11 +225,12 @@ def _write_wide_table(
     source: _WideSource,
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
 ) -> tuple[PageTally, list[dict[str, Any]]]:
     """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
     given in memory only) the rows, rendered from memory as they were built."""
     schema = documents_schema(source.meta)
-    tally = PageTally(source.builder.rules)
+    tally = PageTally(source.builder.rules, group_by)
     kept: list[dict[str, Any]] = []
     tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
     try:
