@@ -108,7 +108,7 @@ def derive_manifest(
             rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
     manifest = folder / f"{export_campaign(source)}.csv"
     write_manifest(manifest, rows)
-    write_sidecar(manifest, result, students)  # the LMS columns the reports join back, never sent
+    write_sidecar(manifest, result, students, source.name)  # the LMS columns the reports join back, never sent
     return Derived(manifest=manifest, result=result)
 
 
