@@ -136,6 +136,7 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
     subs = pq.read_table(Path(str(summary.report_dir)) / "submissions.parquet").to_pylist()
     refused = {r["submitted_file"]: r for r in subs if r["status"] == "rejected"}
     assert set(refused) == {"sources.zip", "tool.exe"}
+    assert summary.rejected == len(refused)  # the summary counts the refused entries the reports list
     assert (
         refused["sources.zip"]["error_code"] == "nested_zip" and refused["tool.exe"]["error_code"] == "unsupported_type"
     )
