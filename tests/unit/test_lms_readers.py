@@ -169,11 +169,14 @@ def test_canvas_names_as_content_zipper_builds_them(tmp_path: Path) -> None:
         _canvas_name(None, 0, True, _upload(605, "paper.pdf"), anonymous_id="Xk3pQ"): b"x",
         _canvas_name(None, 0, True, "text.html", anonymous_id="7Hn2a"): b"<p>x</p>",
         _canvas_name("Hopper, Grace", 1003, True, "link.html"): b"<a href=x>",
+        # a group assignment: the group's name, and the id of the member who stands for it
+        _canvas_name("Group 1", 1007, False, _upload(606, "team.pdf")): b"x",
     }
     assert sorted(members) == [
         "LATE_anon_7Hn2a_text.html",
         "LATE_anon_Xk3pQ_605_paper.pdf",
         "garcíajosé_1004_601_Ensayo final.pdf",
+        "group1_1007_606_team.pdf",
         "hoppergrace_LATE_1003_link.html",
         "lovelaceada_1001_603_What_ _Why_.txt",
         "lovelaceada_1001_604_text.html",
@@ -187,6 +190,7 @@ def test_canvas_names_as_content_zipper_builds_them(tmp_path: Path) -> None:
         ("document", "anon_7Hn2a", "anon_7Hn2a", "text.html", True, True, True),
         ("document", "anon_Xk3pQ", "anon_Xk3pQ", "paper.pdf", True, True, False),
         ("document", "1004", "garcíajosé", "Ensayo final.pdf", False, False, False),
+        ("document", "1007", "group1", "team.pdf", False, False, False),
         ("link", "1003", "hoppergrace", "link.html", True, False, False),
         ("document", "1001", "lovelaceada", "What_ _Why_.txt", False, False, False),
         ("document", "1001", "lovelaceada", "text.html", False, False, False),  # an upload named text.html
