@@ -132,3 +132,32 @@ def test_group_slugs_are_safe_file_names_and_unique() -> None:
     slugs = {group_slug(v) for v in ["a/b", "a b", "a-b", "../..", EVIL, "", "é"]}
     assert len(slugs) == 7
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", s) and not s.startswith(".") for s in slugs)
+
+
+def test_an_export_page_names_the_export_counts_students_and_lists_what_was_not_checked(tmp_path: Path) -> None:
+    """Issue 24 on the page: which LMS export, one student with two files is one student, late
+    work marked, and the roster's student without work (and a link entry) listed, not counted."""
+    from doccheck.outputs.instructor.writer import read_run_tables
+
+    tables, _ = term(3, ["x"])
+    paths = write_reports(tmp_path, "run-1", tables)
+    given = read_run_tables(paths.run_dir)
+    export = {"lms": "moodle", "export_name": "BIO101-Essay.zip"}
+    students = {"d0000": ("u1", "Ada", True), "d0001": ("u1", "Ada", False), "d0002": ("u2", EVIL, False)}
+    for row in given["submissions"]:
+        if row["document_id"] in students:
+            sid, name, late = students[row["document_id"]]
+            row.update(export, student_id=sid, student=name, late=late)
+    given["submissions"] += [
+        {**export, "status": "no_submission", "student_id": "u3", "student": "Cy", "error_message": "no file"},
+        {**export, "status": "not_a_document", "student_id": "u2", "student": EVIL, "error_code": "link",
+         "error_message": "a URL submission"},
+    ]  # fmt: skip
+    page = write_instructor_files(paths.run_dir, None, campaign="bio", tables=given).report_html.read_text()
+    assert "from the Moodle export <code>BIO101-Essay.zip</code>" in page
+    assert "<b>2</b><span>students</span>" in page and "<b>3</b><span>documents checked</span>" in page
+    assert sorted(r[1] for r in rows_data(page)) == ["d0000", "d0001", "d0002"]  # not the roster's Cy
+    assert 'data-column="late"' in page and '<span class="badge flag">late</span>' in page
+    not_checked = page.split('id="not-checked"')[1].split("</table>")[0]
+    assert "Cy" in not_checked and "no_submission" in not_checked and "not_a_document (link)" in not_checked
+    assert "<script>window" not in page

@@ -32,10 +32,11 @@ from markupsafe import Markup
 from doccheck.outputs.calibration import AiRules, Calibration
 from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
 from doccheck.outputs.instructor.table_view import columns, row_html, row_json
-from doccheck.outputs.instructor.tally import GroupCounts, PageTally
+from doccheck.outputs.instructor.tally import GroupCounts, PageTally, checked
 
 __all__ = ["PageTally", "generate_group_page", "generate_report", "render_report"]
 
+_LMS_NAMES = {"moodle": "Moodle", "canvas": "Canvas", "blackboard": "Blackboard", "plain": "plain-files"}
 #: Cohort pairs and rejected rows listed on the entry page (the rest: in the Parquet/CSV files).
 LISTED_ROWS = 1000
 
@@ -172,7 +173,7 @@ class DocumentsTable:
     def data(self) -> Iterator[Markup]:
         """Each accepted row as JSON text (escaped for ``<script>``: see ``row_json``)."""
         for r in self._documents():
-            if r.get("status") != "rejected":
+            if checked(r):
                 yield Markup(row_json(r, self.meta, self._prefix, self.lms))
 
 
@@ -187,6 +188,9 @@ def _common(tally: PageTally, campaign: str, run_id: str | None, status: str | N
         "run_id": run_id,
         "status": status,
         "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        "export": {"lms": _LMS_NAMES.get(tally.export[0], tally.export[0]), "name": tally.export[1]}
+        if tally.export
+        else None,
     }
 
 
@@ -273,6 +277,8 @@ def generate_report(
         else "No two documents of the cohort matched.",
         rejected=tally.rejected[:LISTED_ROWS],
         rejected_total=len(tally.rejected),
+        not_checked=tally.not_checked[:LISTED_ROWS],
+        not_checked_total=len(tally.not_checked),
         download_failures=list(download_failures)[:LISTED_ROWS],
         download_failures_total=len(download_failures),
         data_json=script_json(data),
@@ -304,7 +310,7 @@ def generate_group_page(
     group_tally.meta = list(tally.meta)  # the run's columns, in the run's order
     group_tally.add(rows)
     group_tally.lms = tally.lms
-    accepted = [r for r in rows if r.get("status") != "rejected"]
+    accepted = [r for r in rows if checked(r)]
     table = DocumentsTable(group_tally, lambda: accepted, link_prefix)
     return env.get_template("group.html.j2").generate(
         **_common(tally, campaign, run_id, status, generated_at),

@@ -18,14 +18,25 @@ from typing import Any
 
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.instructor.table_view import ConcernRows, concern
+from doccheck.outputs.lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED
 from doccheck.outputs.reports import META_PREFIX
 
-__all__ = ["NO_GROUP", "GroupCounts", "PageTally", "group_column", "group_key", "group_slug"]
+__all__ = ["NOT_CHECKED", "NO_GROUP", "GroupCounts", "PageTally", "checked", "group_column", "group_key", "group_slug"]
 
 #: What the page calls the group of a row whose group column is empty.
 NO_GROUP = "(none)"
 #: What the page lists of a rejected row.
 _REJECTED_KEYS = ("row_number", "document_id", "error_code", "error_message")
+#: Rows of an LMS export that are not documents checked: a roster's student without work, a
+#: link or receipt, an older attempt. Listed on their own, never counted as documents.
+NOT_CHECKED = (NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED)
+_NOT_CHECKED_KEYS = ("student", "student_id", "status", "error_code", "error_message")
+
+
+def checked(row: Mapping[str, Any]) -> bool:
+    """Whether a row is a document the run checked (or tried to): not rejected, not an export's other rows."""
+    status = row.get("status")
+    return status != "rejected" and status not in NOT_CHECKED
 
 
 def group_column(name: str | None, available: Sequence[str]) -> str | None:
@@ -78,6 +89,7 @@ class GroupCounts:
         self.charged_cents += int(row.get("cost_cents") or 0)
         if row.get("status") == "rejected":
             self.rejected += 1
+        if not checked(row):
             return
         self.documents += 1
         self.flagged += 1 if row.get("flagged") else 0
@@ -104,8 +116,10 @@ class PageTally:
         self.ai_scores = array("d")  # 8 bytes a score
         self.sim_scores = array("d")
         self.rejected: list[Mapping[str, Any]] = []
+        self.not_checked: list[Mapping[str, Any]] = []
         self.meta: list[str] = []
         self.lms = False  # an export's run: the student columns are shown
+        self.export: tuple[str, str] | None = None  # (lms, export name) of an export's run
         self.students: set[str] = set()
         self.groups: dict[str, GroupCounts] = {}
         self.concern = ConcernRows()
@@ -137,8 +151,13 @@ class PageTally:
 
     def _add_one(self, r: Mapping[str, Any], pending: int) -> None:
         self.charged += int(r.get("cost_cents") or 0)
+        if self.export is None and r.get("lms") and r.get("export_name"):
+            self.export = (str(r["lms"]), str(r["export_name"]))
         if r.get("status") == "rejected":
             self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
+            return
+        if not checked(r):
+            self.not_checked.append({k: r.get(k) for k in _NOT_CHECKED_KEYS})
             return
         self.accepted += 1
         self.flagged += 1 if r.get("flagged") else 0
