@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from doccheck.outputs.instructor import write_instructor_files
+from doccheck.outputs.instructor.evidence import PairTexts
 from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
 from doccheck.sources.manifest import Rejection
 
@@ -200,3 +201,40 @@ def test_grouped_pages_link_escape_and_load_nothing(browser: Any, tmp_path: Path
     assert browser.execute_script("return window.__pwned === undefined")
     requests = _network_requests(browser)
     assert requests and all(url.startswith(paths.run_dir.as_uri()) for url in requests), requests
+
+
+SHARED = (
+    "the factory clock replaced the rhythm of the seasons as the measure of a working day "
+    + EVIL
+    + " and the workers learned to sell their time rather than their labour"
+)
+
+
+@pytest.fixture
+def report_with_pair(tmp_path: Path) -> Path:
+    texts = {"d1": f"My essay opens with cities. {SHARED}. Then I argue otherwise.",
+             "d3": f"Historians disagree, yet {SHARED}; this is the view I defend."}  # fmt: skip
+    paths = write_reports(tmp_path, "run-1", _tables())
+    pair = {"document_id": "d3", "matched_document_id": "d1", "kind": "copied_section", "percent": 70.0,
+            "matched_percent": 60.0, "matched_words": 40, "jaccard": 0.4, "matched_run_id": None}  # fmt: skip
+    written = write_instructor_files(paths.run_dir, paths.latest_dir, campaign="course", run_id="r1",
+                                     cohort_matches=[pair],
+                                     texts_for=lambda pairs: PairTexts(lambda doc, run: texts.get(doc)))  # fmt: skip
+    return written.latest_report_html or written.report_html
+
+
+def test_cohort_pair_passages_are_highlighted_and_markup_stays_text(browser: Any, report_with_pair: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(report_with_pair.as_uri())
+    evidence = browser.find_element(By.CSS_SELECTOR, '#cohort-evidence article[data-pair="d3 d1"]')
+    marks = evidence.find_elements(By.TAG_NAME, "mark")
+    assert len(marks) == 2 and all(m.is_displayed() for m in marks)  # one per side, side by side
+    assert marks[0].location["y"] == marks[1].location["y"] and marks[0].location["x"] < marks[1].location["x"]
+    assert marks[0].value_of_css_property("background-color") != "rgba(0, 0, 0, 0)"  # highlighted
+    assert "the factory clock replaced the rhythm" in marks[0].text and EVIL in marks[0].text
+    assert EVIL in marks[1].text
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert evidence.find_elements(By.TAG_NAME, "img") == []
+    console = [e["message"] for e in browser.get_log("browser")]
+    assert not [m for m in console if "Content Security Policy" in m], console

@@ -11,6 +11,7 @@ from typing import Any
 
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.outputs.instructor.evidence_texts import manifest_texts
 from doccheck.outputs.instructor.writer import (
     InstructorPaths,
     names_from_ledger,
@@ -82,5 +83,6 @@ async def write_run_outputs(
         reference_scores=reference,
         dispositions_of=dispositions_of,
         group_by=group_by or (rules or {}).get("group_by"),
+        texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
     )
     return RunOutputs(paths, result)

@@ -240,6 +240,7 @@ def generate_report(
     generated_at: datetime | None = None,
     rules: AiRules | None = None,
     calibration: Calibration | None = None,
+    evidence_html: str = "",
 ) -> Iterator[str]:
     """The entry page (``report.html``) as pieces of text, to write as they come.
 
@@ -247,6 +248,7 @@ def generate_report(
     the groups, each linked to ``group_prefix + groups/<slug>.html``, and has no documents
     table; else ``documents()`` yields the rows again while the table's data is written.
     A value is never split across pieces, so a piece can be edited on its own.
+    ``evidence_html``: the cohort pairs' shared passages (:mod:`doccheck.outputs.instructor.evidence`).
     """
     env, _, _ = _assets()
     rules = rules or tally.rules
@@ -254,7 +256,9 @@ def generate_report(
     data = {"campaign": campaign, "run_id": run_id, "documents": tally.accepted, "flagged": tally.flagged,
             "rejected": len(tally.rejected), "charged_cents": tally.charged}  # fmt: skip
     groups = [_group_line(g, group_prefix) for g in tally.groups_by_concern()] if tally.grouped else []
-    return env.get_template("report.html.j2").generate(
+    return env.get_template(
+        "report.html.j2"
+    ).generate(
         **_common(tally, campaign, run_id, status, generated_at),
         cards=_cards(tally, spent_cents),
         flag_ai=f"{rules.threshold:g}",
@@ -275,6 +279,7 @@ def generate_report(
         pairs_note="No cohort comparison in this run."
         if cohort_matches is None
         else "No two documents of the cohort matched.",
+        evidence=Markup(evidence_html),  # noqa: S704 - rendered escaped by evidence.render_evidence
         rejected=tally.rejected[:LISTED_ROWS],
         rejected_total=len(tally.rejected),
         not_checked=tally.not_checked[:LISTED_ROWS],

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
+from doccheck.outputs.instructor.evidence import PairTexts, evidence_section
 from doccheck.outputs.instructor.groups import write_group_pages
 from doccheck.outputs.instructor.page import generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
@@ -133,6 +134,7 @@ def write_instructor_files(
     reference_scores: Sequence[float] | None = None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
     group_by: str | None = None,
+    texts_for: Callable[[Sequence[Mapping[str, Any]]], PairTexts] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -149,6 +151,8 @@ def write_instructor_files(
     ``group_by`` names a documents column (or a manifest metadata column): with two groups
     or more, ``report.html`` lists the groups and each has its page in ``<run>/groups/``
     (ValueError naming the columns when there is no such column).
+    ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
+    (:mod:`doccheck.outputs.instructor.evidence`; none without it).
     """
     folder = Path(run_dir)
     rules = (rules or AiRules()).with_reference(reference_scores or [])
@@ -168,10 +172,13 @@ def write_instructor_files(
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
     write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
                       rows=(lambda: kept) if tables is not None else None)  # fmt: skip
+    evidence = evidence_section(source.cohort_matches, texts_for,
+                                lambda ids: files_by_document(folder, ids, FILE_KINDS), marker)  # fmt: skip
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
                              cohort_matches=source.cohort_matches, download_failures=download_failures,
                              spent_cents=spent_cents, link_prefix=marker, group_prefix=marker,
-                             rules=source.builder.rules, calibration=calibration)  # fmt: skip
+                             rules=source.builder.rules, calibration=calibration,
+                             evidence_html=evidence)  # fmt: skip
     html_path = folder / REPORT_HTML
     targets = [(html_path, "")]
     latest_html: Path | None = None
