@@ -27,6 +27,7 @@ from prefect_doccheck.tasks.credentials import (
     resolve_credentials,
     resolve_database_url,
 )
+from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
 from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
 
@@ -90,5 +91,6 @@ async def collect_results(
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json())
         await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
+        emit_run_events(summary)  # flags found since the run, and whether it is complete now
         await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
         return summary
