@@ -152,6 +152,24 @@ def write_calibration(run_dir: Path, calibration: Calibration) -> Path:
 #: those :class:`AiRules` is built from, and ``group_by`` (one page per group).
 RULE_OPTIONS = ("min_ai_words", "ai_band_elevated", "ai_band_high", "reference_campaign", "max_false_flag_rate",
                 "group_by")  # fmt: skip
+#: The key of a run's recorded parameters (``runs.params``) that holds its :data:`RULE_OPTIONS`.
+JUDGING_PARAM = "judging"
+
+
+def rules_from_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The :data:`RULE_OPTIONS` a run was judged with, from its recorded parameters, so that
+    ``doccheck collect`` rewrites the page under the run's rules rather than the defaults.
+
+    The flow records them under :data:`JUDGING_PARAM`; the command and the notebook record
+    their whole options (``output`` holds them). None: a run recorded before either did."""
+    params = params or {}
+    found = params.get(JUDGING_PARAM)
+    if not isinstance(found, Mapping):
+        output = params.get("output")
+        found = output if isinstance(output, Mapping) else None
+    if found is None:
+        return None
+    return {k: found[k] for k in RULE_OPTIONS if k in found}
 
 
 @dataclass(frozen=True)

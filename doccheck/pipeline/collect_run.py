@@ -13,6 +13,7 @@ from typing import Any
 
 from doccheck.client import ConfigurationError
 from doccheck.ledger import Ledger
+from doccheck.outputs.calibration import rules_from_params
 from doccheck.outputs.reports import ReportPaths, run_label, write_reports
 from doccheck.pipeline.campaign_collect import runs_with_pending
 from doccheck.pipeline.collect import apply_events, describe_poll_errors, poll_pending, report_tables
@@ -105,6 +106,7 @@ async def collect_runs(
     outputs = await write_run_outputs(
         paths.run_dir, paths.latest_dir, campaign=run.campaign, run_id=run.id, ledger=ledger,
         client=client if download else None, download=download, status=summary.status, spent_cents=None,
+        rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
     )  # fmt: skip
     summary.report_html = str(outputs.paths.report_html)
     summary.downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None

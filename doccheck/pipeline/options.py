@@ -194,6 +194,17 @@ class OutputOptions(_Group):
 
         return list(parse_kinds(as_list(value)))  # a typo fails before anything is sent
 
+    @model_validator(mode="after")
+    def _judging(self) -> OutputOptions:
+        """Rules that could not judge fail before anything is sent, not when the page is written."""
+        if self.ai_band_elevated > self.ai_band_high:
+            raise ValueError(
+                f"ai_band_elevated ({self.ai_band_elevated:g}) must not be above ai_band_high ({self.ai_band_high:g})"
+            )
+        if self.max_false_flag_rate is not None and not self.reference_campaign:
+            raise ValueError("max_false_flag_rate needs a reference_campaign (known-human work to measure it on)")
+        return self
+
 
 class ConnectionOptions(_Group):
     """Which service and which ledger (the API key is never here)."""
