@@ -16,6 +16,7 @@ Pure functions over plain numbers: no ledger, no Prefect, tested against scipy a
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -85,8 +86,8 @@ def threshold_for_rate(reference_scores: Sequence[float], max_rate: float) -> fl
     scores = sorted(reference_scores)
     n = len(scores)
     allowed = math.floor(max_rate * n + 1e-9)
-    for candidate in sorted(set(scores)):
-        if sum(1 for s in scores if s >= candidate) <= allowed:
+    for candidate in sorted(set(scores)):  # n log n: a reference of 100,000 essays is instant
+        if n - bisect.bisect_left(scores, candidate) <= allowed:  # the scores >= candidate
             return candidate
     return math.nextafter(scores[-1], math.inf)
 
