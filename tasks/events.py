@@ -19,6 +19,7 @@ again (the server keeps one); the library never imports Prefect, so this lives h
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect.events import emit_event
 
+from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
 from doccheck.pipeline.summary import RunSummary
 
@@ -42,7 +44,7 @@ MAX_FLAG_EVENTS = 100
 #: Namespace of the uuid5 that names a flagged event after its run and document.
 _NAMESPACE = uuid.UUID("6f1c1d1e-8b0a-4e55-9d1e-d0cc4ecc0025")
 #: documents.parquet columns that say why a row is flagged (never a name or a text).
-_COLUMNS = ("document_id", "flagged", "ai_band", "ai_label", "similarity_score", "cohort_match_count")
+_COLUMNS = ("document_id", "flagged", "ai_band", "ai_label", "ai_score", "similarity_score", "cohort_match_count")
 
 
 def flagged_documents(run_dir: str | Path, limit: int = MAX_FLAG_EVENTS) -> tuple[list[dict[str, Any]], int]:
@@ -65,9 +67,20 @@ def flagged_documents(run_dir: str | Path, limit: int = MAX_FLAG_EVENTS) -> tupl
     return first, total
 
 
-def _reasons(row: dict[str, Any]) -> list[str]:
+def _threshold(run_dir: str | Path) -> float:
+    """The AI flag threshold the page used (``calibration.json``; the default bound without it)."""
+    try:
+        return float(json.loads((Path(run_dir) / "calibration.json").read_text(encoding="utf-8"))["threshold"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return AiRules().threshold
+
+
+def _reasons(row: dict[str, Any], threshold: float) -> list[str]:
+    """Why the page flagged the row (the rule of ``doccheck.outputs.instructor.table.is_flagged``)."""
     reasons = []
-    if row.get("ai_band") in ("elevated", "high") or row.get("ai_label") in ("ai", "mixed"):
+    judged = row.get("ai_band") != "too_short"
+    score = row.get("ai_score")
+    if judged and (row.get("ai_label") in ("ai", "mixed") or (score is not None and score >= threshold)):
         reasons.append("ai")
     if (row.get("similarity_score") or 0) >= FLAG_SIMILARITY_SCORE:
         reasons.append("similarity")
@@ -94,6 +107,7 @@ def _emit(summary: RunSummary, limit: int) -> dict[str, int]:
         {"prefect.resource.id": f"doccheck.run.{run_id}", "prefect.resource.role": "doccheck-run"},
     ]  # fmt: skip
     rows, total = flagged_documents(summary.report_dir, limit) if summary.report_dir else ([], 0)
+    threshold = _threshold(summary.report_dir) if rows and summary.report_dir else AiRules().threshold
     for row in rows:
         document_id = str(row["document_id"])
         emit_event(
@@ -101,7 +115,7 @@ def _emit(summary: RunSummary, limit: int) -> dict[str, int]:
             resource={"prefect.resource.id": f"doccheck.document.{campaign}.{document_id}",
                       "doccheck.campaign": campaign, "doccheck.document_id": document_id, "doccheck.run_id": run_id},
             related=related,
-            payload={"campaign": campaign, "document_id": document_id, "run_id": run_id, "reasons": _reasons(row)},
+            payload={"campaign": campaign, "document_id": document_id, "run_id": run_id, "reasons": _reasons(row, threshold)},
             id=uuid.uuid5(_NAMESPACE, f"{run_id}\x00{document_id}"),
         )  # fmt: skip
     completed = summary.status == "finished"
