@@ -78,7 +78,8 @@ async def collect_results(
         )
         for other in earlier:  # the latest run last, so that latest/ stays the latest run's
             write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
-        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
+        # staged: the folder and latest/ are published by the instructor report, once complete
+        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id), staged=True)
         summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                     started=started)  # fmt: skip
         summary.orchestration = "Prefect flow run"

@@ -17,6 +17,7 @@ from doccheck.outputs.instructor.writer import (
     read_run_tables,
     write_instructor_files,
 )
+from doccheck.outputs.report_folders import work_dir
 
 #: The report columns the download targets are chosen from (read alone: the rest stays on disk).
 TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
@@ -57,8 +58,9 @@ async def write_run_outputs(
     if kinds:
         if client is None:
             raise ValueError("downloading files needs a client")
-        targets = targets_from_rows(read_run_tables(run_dir, columns=TARGET_COLUMNS))
-        result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
+        folder = work_dir(run_dir)  # a staged run's ``.partial`` folder until the page is written
+        targets = targets_from_rows(read_run_tables(folder, columns=TARGET_COLUMNS))
+        result = await download_files(client, targets, kinds, folder, concurrency=download_concurrency)
     # Names are read per chunk of the wide table, not the run's at once.
     names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
     ai_rules = AiRules.from_options(rules)
