@@ -51,7 +51,7 @@ def tiny_fs(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        subprocess.run(["umount", "--lazy", str(mount)], check=False)  # lazy: a reader's handle may still be open
 
 
 def test_staged_run_folder_is_hidden_until_the_page_is_written(tmp_path: Path) -> None:
