@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
 
-__all__ = ["RETRY_SECONDS", "is_transient", "on_wait", "retry_transient"]
+__all__ = ["RETRY_SECONDS", "is_transient", "on_wait", "retry_transient", "retry_transient_async"]
 
 log = logging.getLogger("doccheck.ledger")
 
@@ -52,6 +59,9 @@ _TRANSIENT_TEXT = (
     "ssl syscall error",
     "connection timed out",
 )
+
+_RETRY = retry_if_exception(lambda exc: is_transient(exc))
+_BACKOFF = wait_exponential_jitter(initial=0.2, max=2.0, jitter=0.2)
 
 _listeners: list[Callable[[str | None], None]] = []
 _listeners_lock = threading.Lock()
@@ -90,34 +100,52 @@ def on_wait(listener: Callable[[str | None], None]) -> Callable[[], None]:
 
 def retry_transient(fn: Callable[[], T], *, seconds: float = RETRY_SECONDS) -> T:
     """``fn()``, called again on a transient database error for up to ``seconds``."""
-    waited = False
+    wait = _Wait(seconds)
+    try:
+        result = Retrying(retry=_RETRY, wait=_BACKOFF, stop=stop_after_delay(seconds), before_sleep=wait.before_sleep,
+                          reraise=True)(fn)  # fmt: skip
+    except BaseException:
+        wait.over(ok=False)
+        raise
+    wait.over(ok=True)
+    return result
 
-    def before_sleep(state: RetryCallState) -> None:
-        nonlocal waited
+
+async def retry_transient_async(fn: Callable[[], Awaitable[T]], *, seconds: float = RETRY_SECONDS) -> T:
+    """``await fn()``, awaited again on a transient database error for up to ``seconds``
+    (the wait sleeps without blocking the event loop)."""
+    wait = _Wait(seconds)
+    try:
+        retrying = AsyncRetrying(retry=_RETRY, wait=_BACKOFF, stop=stop_after_delay(seconds),
+                                 before_sleep=wait.before_sleep, reraise=True)  # fmt: skip
+        result: T = await retrying(fn)
+    except BaseException:
+        wait.over(ok=False)
+        raise
+    wait.over(ok=True)
+    return result
+
+
+class _Wait:
+    """The retry policy of one call, and what is said while it waits."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.waited = False
+
+    def before_sleep(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         reason = _short(exc)
-        if not waited:
-            log.warning("waiting for the database (%s): retrying for up to %.0f s", reason, seconds)
-        waited = True
+        if not self.waited:
+            log.warning("waiting for the database (%s): retrying for up to %.0f s", reason, self.seconds)
+        self.waited = True
         _tell(reason)
 
-    retrying = Retrying(
-        retry=retry_if_exception(is_transient),
-        wait=wait_exponential_jitter(initial=0.2, max=2.0, jitter=0.2),
-        stop=stop_after_delay(seconds),
-        before_sleep=before_sleep,
-        reraise=True,
-    )
-    try:
-        result = retrying(fn)
-    except BaseException:
-        if waited:
+    def over(self, *, ok: bool) -> None:
+        if self.waited:
+            if ok:
+                log.info("the database answers again")
             _tell(None)
-        raise
-    if waited:
-        log.info("the database answers again")
-        _tell(None)
-    return result
 
 
 def _tell(reason: str | None) -> None:

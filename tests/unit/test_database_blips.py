@@ -104,3 +104,33 @@ def test_a_retry_takes_its_predecessors_claims_without_waiting() -> None:
         assert ledger.claims.claim("key", begin_attempt("run-c", ["key"]).owner)  # the retry holds it at once
     finally:
         ledger.close()
+
+
+def test_the_async_retry_waits_without_blocking_the_loop() -> None:
+    import asyncio
+
+    from doccheck.ledger.transient import retry_transient_async
+
+    calls: list[int] = []
+    ticks: list[int] = []
+
+    async def flaky_round() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise _operational("the database system is starting up", "57P03")
+        return "counted"
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    async def main() -> str:
+        beat = asyncio.create_task(ticker())
+        try:
+            return await retry_transient_async(flaky_round)
+        finally:
+            beat.cancel()
+
+    assert asyncio.run(main()) == "counted" and len(calls) == 3
+    assert len(ticks) > 5  # the event loop ran while the round waited for the database
