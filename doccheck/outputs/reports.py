@@ -292,6 +292,7 @@ def write_reports(
     metadata: Mapping[str, Mapping[str, str]] | None = None,
     *,
     staged: bool = False,
+    latest: bool = True,
 ) -> ReportPaths:
     """Write ``out_dir/<run_label>/*.parquet`` and atomically refresh ``out_dir/latest/``.
 
@@ -301,6 +302,7 @@ def write_reports(
     ``staged``: stop before the rename (``run_dir`` is then not there yet): the instructor's
     files are added to the ``.partial`` folder, and ``write_instructor_files`` publishes the
     run folder and ``latest/`` together, so ``latest/`` never shows reports without their page.
+    ``latest=False``: leave ``latest/`` alone (``collect`` rewriting an earlier run's reports).
 
     ``run_label`` must be a plain folder name (letters, digits, ``.``, ``_``, ``-``; not
     ``latest``). Rewriting the same label replaces its files (``collect_results`` does that).
@@ -309,7 +311,7 @@ def write_reports(
         raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
     out = Path(out_dir)
     run_dir = out / run_label
-    latest = out / LATEST
+    latest_dir = out / LATEST
     with naming(staging_dir(run_dir)):  # a full disk names the folder being written
         stage = start_run_folder(run_dir)
         latest_stage = None
@@ -321,12 +323,12 @@ def write_reports(
                 for name, table in built.items():
                     _write_atomic(table, stage / REPORT_FILES[name])
             if not staged:
-                latest_stage = begin_latest(latest, stage, REPORT_FILES.values())
+                latest_stage = begin_latest(latest_dir, stage, REPORT_FILES.values()) if latest else None
                 with discarding(latest_stage):
-                    publish(run_dir, latest, latest_stage)
+                    publish(run_dir, latest_dir, latest_stage)
     return ReportPaths(
         run_dir=run_dir,
-        latest_dir=latest,
+        latest_dir=latest_dir,
         **{name: run_dir / REPORT_FILES[name] for name in SCHEMAS},
     )
 

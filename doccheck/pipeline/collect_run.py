@@ -73,10 +73,12 @@ def collected_summary(
 
 
 def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str, *, staged: bool = False) -> ReportPaths:
-    """``staged``: the folder and latest/ are published by ``write_run_outputs``, once complete."""
+    """``staged``: the folder and latest/ are published by ``write_run_outputs``, once complete;
+    else (an earlier run's reports) the folder is published and latest/ left alone."""
     metadata = ledger.document_metadata(run_id) or None
     tables = report_tables(ledger, run_id)
-    return write_reports(Path(out_dir), run_label(campaign, run_id), tables, metadata=metadata, staged=staged)
+    label = run_label(campaign, run_id)
+    return write_reports(Path(out_dir), label, tables, metadata=metadata, staged=staged, latest=staged)
 
 
 async def collect_runs(

@@ -121,3 +121,22 @@ def test_leftover_partial_folders_are_named_then_removed_when_stale(
         write_reports(tmp_path, "run-2", _tables(1))
     assert leftover_partials(tmp_path) == [other]  # this run's own leftover reused, the stale one removed
     assert str(other) in caplog.text and str(stale) in caplog.text
+
+
+def test_an_earlier_runs_rewrite_leaves_latest_alone(tmp_path: Path) -> None:
+    write_reports(tmp_path, "run-2", _tables(2))
+    write_reports(tmp_path, "run-1", _tables(5), latest=False)  # collect rewriting an earlier run
+    assert _latest_ids(tmp_path) == ["d0", "d1"] and (tmp_path / "run-1" / "submissions.parquet").is_file()
+
+
+def test_purge_finds_an_interrupted_runs_partial_folder(tmp_path: Path) -> None:
+    from doccheck.ledger.purge_residue import scan_run_folders
+
+    run_id = "abcd1234-0000-0000-0000-000000000000"
+    complete, partial = (
+        tmp_path / "c-20261125T101010123Z-abcd1234",
+        staging_dir(tmp_path / "c-20261125T111111456Z-abcd1234"),
+    )
+    for folder in (complete, partial, tmp_path / "c-20261125T101010123Z-ffff0000"):
+        folder.mkdir()
+    assert scan_run_folders([tmp_path], [run_id]) == [partial, complete]
