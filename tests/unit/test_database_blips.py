@@ -134,3 +134,21 @@ def test_the_async_retry_waits_without_blocking_the_loop() -> None:
 
     assert asyncio.run(main()) == "counted" and len(calls) == 3
     assert len(ticks) > 5  # the event loop ran while the round waited for the database
+
+
+def test_a_failed_batch_retried_in_this_process_counts_its_own_checks_as_new(ledger: Ledger) -> None:
+    from doccheck.client import AuthenticationError
+    from doccheck.pipeline import FatalSubmitError, submit_batch
+    from tests.fakes import FakeClient, docs, run
+
+    client, run_id = FakeClient(), ledger.start_run(campaign="c1")
+    client.fail["d3"] = AuthenticationError("key revoked", status_code=401, code="unauthorized")
+    with pytest.raises(FatalSubmitError):  # the batch task fails after d1 and d2 made their checks
+        run(submit_batch(client, ledger, run_id, docs(6), concurrency=1))
+    made = sum(1 for call in client.calls if call.startswith("submit"))
+    client.fail.clear()
+    retry = run(submit_batch(client, ledger, run_id, docs(6), concurrency=1))  # Prefect's retry of the task
+    assert (retry.submitted, retry.cost_cents, retry.already_done) == (6, 6, 0)  # what this run created
+    assert sum(1 for call in client.calls if call.startswith("submit")) == made + 4  # d3..d6: d1, d2 not again
+    rerun = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(6)))  # another run
+    assert (rerun.submitted, rerun.already_done) == (0, 6)
