@@ -47,6 +47,7 @@ from doccheck.notebook.frames import manifest_rows as _manifest_rows
 from doccheck.notebook.frames import resolve_columns as _resolve_columns
 from doccheck.notebook.frames import write_manifest as _write_manifest
 from doccheck.notebook.progress import RunProgress, progress_display
+from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
 from doccheck.pipeline.options import DEFAULTS, RunOptions
 from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
 
@@ -228,7 +229,8 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
             steps = LocalSteps(
                 ledger, client, write_files=prepared.write_files,
                 params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
-                        "wait": options.waiting.wait},
+                        "wait": options.waiting.wait, "templates": options.source.templates,
+                        JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS))},
                 on_submit=lambda done: display.update(submitted=done),
                 on_results=lambda done, total: display.update(finished=done, products=total),
             )  # fmt: skip

@@ -4,6 +4,7 @@ the error names the folder in one line."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.guards.environment_errors import describe_environment_error
+from doccheck.outputs.instructor.outputs import write_run_outputs
 from doccheck.outputs.instructor.writer import write_instructor_files
 from doccheck.outputs.report_folders import STALE_PARTIAL, leftover_partials, staging_dir, work_dir
 from doccheck.outputs.reports import ReportTables, write_reports
@@ -92,8 +94,8 @@ def test_disk_full_while_writing_the_page_keeps_latest_on_the_previous_run(tiny_
         pass
     finally:
         os.close(fd)
-    with pytest.raises(OSError) as failure:
-        write_instructor_files(paths.run_dir, paths.latest_dir, campaign="c", run_id="r2")
+    with pytest.raises(OSError) as failure:  # as run and collect write it (the error names the folder)
+        asyncio.run(write_run_outputs(paths.run_dir, paths.latest_dir, campaign="c", run_id="r2"))
     line = describe_environment_error(failure.value)
     assert line is not None and str(tiny_fs / ".run-2.partial") in line
     assert _latest_ids(tiny_fs) == ["d0", "d1", "d2"]

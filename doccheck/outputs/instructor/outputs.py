@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from doccheck.guards.environment_errors import naming
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.outputs.instructor.evidence_texts import manifest_texts
 from doccheck.outputs.instructor.writer import (
     InstructorPaths,
     names_from_ledger,
@@ -46,13 +48,15 @@ async def write_run_outputs(
     status: str | None = None,
     spent_cents: int | None = None,
     rules: Mapping[str, Any] | None = None,
+    group_by: str | None = None,
 ) -> RunOutputs:
     """Download ``download`` kinds of every finished check of the run (needs ``client``),
     then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
     built from the run folder's reports in chunks (see ``write_instructor_files``).
 
     ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs.calibration.RULE_OPTIONS`);
-    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown)."""
+    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown).
+    ``group_by``: a column with one report page per value (``--group-by``; else ``rules["group_by"]``)."""
     kinds = parse_kinds(download)
     result: DownloadResult | None = None
     if kinds:
@@ -69,17 +73,20 @@ async def write_run_outputs(
         reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
     decided = getattr(ledger, "dispositions", None) if run_id else None
     dispositions_of = (lambda ids: decided.of_run(run_id, ids)) if decided is not None and run_id else None
-    paths = write_instructor_files(
-        run_dir,
-        latest_dir,
-        campaign=campaign,
-        run_id=run_id,
-        status=status,
-        names_of=names_of,
-        download_failures=[f.__dict__ for f in result.failures] if result else (),
-        spent_cents=spent_cents,
-        rules=ai_rules,
-        reference_scores=reference,
-        dispositions_of=dispositions_of,
-    )
+    with naming(work_dir(run_dir)):  # a full disk names the folder being written
+        paths = write_instructor_files(
+            run_dir,
+            latest_dir,
+            campaign=campaign,
+            run_id=run_id,
+            status=status,
+            names_of=names_of,
+            download_failures=[f.__dict__ for f in result.failures] if result else (),
+            spent_cents=spent_cents,
+            rules=ai_rules,
+            reference_scores=reference,
+            dispositions_of=dispositions_of,
+            group_by=group_by or (rules or {}).get("group_by"),
+            texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
+        )
     return RunOutputs(paths, result)

@@ -23,11 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from doccheck.guards.environment_errors import naming
 from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
-from doccheck.outputs.instructor.page import PageTally, generate_report
+from doccheck.outputs.instructor.evidence import PairTexts, evidence_section
+from doccheck.outputs.instructor.groups import write_group_pages
+from doccheck.outputs.instructor.page import generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
     DocumentsBuilder,
@@ -37,6 +38,7 @@ from doccheck.outputs.instructor.table import (
     documents_schema,
     documents_table,
 )
+from doccheck.outputs.instructor.tally import PageTally, group_column
 from doccheck.outputs.report_folders import begin_latest, discarding, final_dir, publish, work_dir
 from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
 
@@ -124,6 +126,8 @@ def write_instructor_files(
     rules: AiRules | None = None,
     reference_scores: Sequence[float] | None = None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
+    texts_for: Callable[[Sequence[Mapping[str, Any]]], PairTexts] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -137,39 +141,18 @@ def write_instructor_files(
     scores of ``rules.reference_campaign`` (known-human work): the expected false flags, stated
     on the page and in ``calibration.json`` (unknown without them). ``dispositions_of(document_ids)``
     gives each chunk's review decisions (``doccheck review``), shown and applied to the flags.
+    ``group_by`` names a documents column (or a manifest metadata column): with two groups
+    or more, ``report.html`` lists the groups and each has its page in ``<run>/groups/``
+    (ValueError naming the columns when there is no such column).
+    ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
+    (:mod:`doccheck.outputs.instructor.evidence`; none without it).
     """
     final = final_dir(Path(run_dir))
     folder = work_dir(final)  # the ``.partial`` folder of a staged run, published at the end
-    with naming(folder):  # a full disk names the folder being written
-        return _write_files(final, folder, None if latest_dir is None else Path(latest_dir), campaign=campaign,
-                            run_id=run_id, status=status, names=names, tables=tables, cohort_matches=cohort_matches,
-                            download_failures=download_failures, spent_cents=spent_cents, names_of=names_of,
-                            rules=rules, reference_scores=reference_scores, dispositions_of=dispositions_of)  # fmt: skip
-
-
-def _write_files(
-    final: Path,
-    folder: Path,
-    latest: Path | None,
-    *,
-    campaign: str,
-    run_id: str | None,
-    status: str | None,
-    names: Mapping[str, str] | None,
-    tables: Mapping[str, Sequence[Mapping[str, Any]]] | None,
-    cohort_matches: Sequence[Mapping[str, Any]] | None,
-    download_failures: Sequence[Mapping[str, Any]],
-    spent_cents: int | None,
-    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
-    rules: AiRules | None,
-    reference_scores: Sequence[float] | None,
-    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None,
-) -> InstructorPaths:
-    """``write_instructor_files`` in ``folder`` (the run folder, or its ``.partial`` folder
-    that becomes ``final``), then ``latest`` swapped to a complete copy (see report_folders)."""
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
-    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of)
+    group = group_column(group_by, documents_schema(source.meta).names)
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path = folder / DOCUMENTS_PARQUET
@@ -181,11 +164,17 @@ def _write_files(
 
     # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
+    evidence = evidence_section(source.cohort_matches, texts_for,
+                                lambda ids: files_by_document(folder, ids, FILE_KINDS), marker)  # fmt: skip
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
                              cohort_matches=source.cohort_matches, download_failures=download_failures,
-                             spent_cents=spent_cents, link_prefix=marker, rules=source.builder.rules,
-                             calibration=calibration)  # fmt: skip
+                             spent_cents=spent_cents, link_prefix=marker, group_prefix=marker,
+                             rules=source.builder.rules, calibration=calibration,
+                             evidence_html=evidence)  # fmt: skip
     targets = [(folder / REPORT_HTML, "")]
+    latest = None if latest_dir is None else Path(latest_dir)
     latest_stage: Path | None = None
     if latest is not None:  # a complete copy beside latest/, swapped in once the run folder is complete
         latest_stage = begin_latest(latest, folder, [*REPORT_FILES.values(), DOCUMENTS_PARQUET, DOCUMENTS_CSV,
@@ -236,11 +225,12 @@ def _write_wide_table(
     source: _WideSource,
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
 ) -> tuple[PageTally, list[dict[str, Any]]]:
     """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
     given in memory only) the rows, rendered from memory as they were built."""
     schema = documents_schema(source.meta)
-    tally = PageTally(source.builder.rules)
+    tally = PageTally(source.builder.rules, group_by)
     kept: list[dict[str, Any]] = []
     tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
     try:
