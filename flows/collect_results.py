@@ -78,9 +78,10 @@ async def collect_results(
         logger.info(
             "polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors)
         )
-        for other in earlier:  # the latest run last, so that latest/ stays the latest run's
-            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
-        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
+        for other in earlier:  # latest/ stays the latest run's: only its complete folder is swapped in
+            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other), latest=False)
+        # staged: the folder and latest/ are published by the instructor report, once complete
+        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id), staged=True)
         summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                     started=started)  # fmt: skip
         summary.orchestration = "Prefect flow run"

@@ -236,10 +236,14 @@ def write_run_reports(
     out_dir: str,
     run_label: str,
     metadata: dict[str, dict[str, str]] | None = None,
+    staged: bool = False,
+    latest: bool = True,
 ) -> ReportPaths:
-    """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``)."""
+    """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``).
+    ``staged``: in the run's ``.partial`` folder, published by ``instructor report``;
+    ``latest=False``: ``latest/`` left alone (an earlier run's reports rewritten by collect)."""
     ledger = ledger_for(database_url)
     tables = report_tables(ledger, run_id)
     if metadata is None:
         metadata = ledger.document_metadata(run_id)
-    return write_reports(Path(out_dir), run_label, tables, metadata=metadata or None)
+    return write_reports(Path(out_dir), run_label, tables, metadata=metadata or None, staged=staged, latest=latest)

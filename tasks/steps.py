@@ -122,7 +122,8 @@ class TaskSteps:
         from doccheck.outputs.reports import run_label
 
         label = run_label(summary.campaign, summary.run_id)
-        paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label)
+        # staged: the folder and latest/ are published by the instructor report, once complete
+        paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label, staged=True)
         summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=summary.campaign, run_id=summary.run_id,

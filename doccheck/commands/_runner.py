@@ -120,8 +120,36 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
                 bars[event.phase] = progress.add_task(label, total=event.total or None)
             progress.update(bars[event.phase], completed=event.done, total=event.total or None)
 
-        with hub.listening(listener):
+        with hub.listening(listener), database_waits(progress):
             yield
+
+
+DATABASE_WAIT = "waiting for the database"
+
+
+@contextmanager
+def database_waits(progress: Progress) -> Iterator[None]:
+    """A ``waiting for the database`` line in ``progress`` while a ledger call retries a lost
+    connection (``doccheck.ledger.transient``), hidden again once the database answers:
+    a database restart shows as a wait, not as silence."""
+    from doccheck.ledger.transient import on_wait
+
+    shown: list[TaskID] = []
+
+    def listener(reason: str | None) -> None:
+        if reason is None:
+            if shown:
+                progress.update(shown[0], visible=False)
+            return
+        if not shown:
+            shown.append(progress.add_task(DATABASE_WAIT, total=None))
+        progress.update(shown[0], visible=True, description=DATABASE_WAIT)
+
+    remove = on_wait(listener)
+    try:
+        yield
+    finally:
+        remove()
 
 
 def run_flow(

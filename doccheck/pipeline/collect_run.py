@@ -74,9 +74,13 @@ def collected_summary(
     return with_export_rejections(summary)  # an LMS export's refused entries count, as in its reports
 
 
-def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str) -> ReportPaths:
+def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str, *, staged: bool = False) -> ReportPaths:
+    """``staged``: the folder and latest/ are published by ``write_run_outputs``, once complete;
+    else (an earlier run's reports) the folder is published and latest/ left alone."""
     metadata = ledger.document_metadata(run_id) or None
-    return write_reports(Path(out_dir), run_label(campaign, run_id), report_tables(ledger, run_id), metadata=metadata)
+    tables = report_tables(ledger, run_id)
+    label = run_label(campaign, run_id)
+    return write_reports(Path(out_dir), label, tables, metadata=metadata, staged=staged, latest=staged)
 
 
 async def collect_runs(
@@ -99,7 +103,7 @@ async def collect_runs(
                        campaign=None if run_id else run.campaign, older_than_seconds=0)  # fmt: skip
     for other in earlier:
         _write(ledger, other, out_dir, run.campaign)
-    paths = _write(ledger, run.id, out_dir, run.campaign)
+    paths = _write(ledger, run.id, out_dir, run.campaign, staged=True)
     summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                 started=started)  # fmt: skip
     summary.poll_errors = describe_poll_errors(polled.errors)

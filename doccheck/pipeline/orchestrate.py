@@ -447,7 +447,7 @@ class LocalSteps:
 
         assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
-                              metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
+                              metadata=self._ledger.document_metadata(summary.run_id) or None, staged=True)  # fmt: skip
         outputs = await write_run_outputs(
             paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
             client=self._client if options.output.download else None, download=tuple(options.output.download),

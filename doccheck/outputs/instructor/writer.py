@@ -4,13 +4,14 @@ Called after the Parquet reports are written (``doccheck.outputs.reports.write_r
 files downloaded (``doccheck.outputs.downloads``): it reads the run folder's reports back, so the
 same code serves ``bulk_check``, ``collect_results`` and the notebook. The three files go in
 the run folder and a copy in ``latest/``, where the page's file links point back into the
-run folder (``../<run>/files/...``), since the files are not copied.
+run folder (``../<run>/files/...``), since the files are not copied. A staged run folder
+(``write_reports(staged=True)``: ``.<run>.partial/``) is renamed and ``latest/`` swapped only
+after every file is written (:mod:`doccheck.outputs.report_folders`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from doccheck.outputs.instructor.table import (
     documents_table,
 )
 from doccheck.outputs.instructor.tally import PageTally, group_column
+from doccheck.outputs.report_folders import begin_latest, discarding, final_dir, publish, work_dir
 from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
@@ -108,15 +110,6 @@ def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | No
     return {doc: name for doc, name in rows if name}
 
 
-def _atomic_copy(source: Path, target: Path) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        shutil.copy2(source, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_instructor_files(
     run_dir: str | Path,
     latest_dir: str | Path | None = None,
@@ -154,14 +147,15 @@ def write_instructor_files(
     ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
     (:mod:`doccheck.outputs.instructor.evidence`; none without it).
     """
-    folder = Path(run_dir)
+    final = final_dir(Path(run_dir))
+    folder = work_dir(final)  # the ``.partial`` folder of a staged run, published at the end
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
     group = group_column(group_by, documents_schema(source.meta).names)
     tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
-    parquet_path, csv_path = folder / DOCUMENTS_PARQUET, folder / DOCUMENTS_CSV
+    parquet_path = folder / DOCUMENTS_PARQUET
     documents: Callable[[], Iterable[Mapping[str, Any]]]
     if tables is not None:
         documents = lambda: kept  # noqa: E731
@@ -179,19 +173,18 @@ def write_instructor_files(
                              spent_cents=spent_cents, link_prefix=marker, group_prefix=marker,
                              rules=source.builder.rules, calibration=calibration,
                              evidence_html=evidence)  # fmt: skip
-    html_path = folder / REPORT_HTML
-    targets = [(html_path, "")]
-    latest_html: Path | None = None
-    if latest_dir is not None:
-        latest = Path(latest_dir)
-        latest.mkdir(parents=True, exist_ok=True)
-        _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
-        _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
-        _atomic_copy(folder / CALIBRATION_JSON, latest / CALIBRATION_JSON)
-        latest_html = latest / REPORT_HTML
-        targets.append((latest_html, f"../{quote(folder.name)}/"))
-    _atomic_pieces(targets, pieces, marker)
-    return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
+    targets = [(folder / REPORT_HTML, "")]
+    latest = None if latest_dir is None else Path(latest_dir)
+    latest_stage: Path | None = None
+    if latest is not None:  # a complete copy beside latest/, swapped in once the run folder is complete
+        latest_stage = begin_latest(latest, folder, [*REPORT_FILES.values(), DOCUMENTS_PARQUET, DOCUMENTS_CSV,
+                                                      CALIBRATION_JSON])  # fmt: skip
+        targets.append((latest_stage / REPORT_HTML, f"../{quote(final.name)}/"))
+    with discarding(latest_stage):
+        _atomic_pieces(targets, pieces, marker)
+        publish(final, latest, latest_stage)
+    latest_html = latest / REPORT_HTML if latest is not None else None
+    return InstructorPaths(final / REPORT_HTML, final / DOCUMENTS_PARQUET, final / DOCUMENTS_CSV, latest_html)
 
 
 @dataclass
