@@ -27,6 +27,7 @@ from rich.console import Console
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
+    ledger_label,
     one_line_errors,
     quiet_prefect,
     rejections_table,
@@ -210,7 +211,7 @@ def run(
     if use_prefect(prefect, LOCAL_PREFECT_HOME):
         summary = _run_flow(console, err, options, progress)
     else:
-        with one_line_errors(err):
+        with one_line_errors(err, ledger=ledger_label(options.connection.database_url)):
             summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
     if summary.dry_run:
