@@ -47,6 +47,7 @@ from prefect_doccheck.tasks.credentials import (
     resolve_credentials,
     resolve_database_url,
 )
+from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import publish_report_link
 from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import check_service
@@ -117,6 +118,7 @@ async def bulk_check(
         summary.orchestration = "Prefect flow run"
         logger.info("summary: %s", summary.model_dump_json(exclude={"rejections"}))
         await publish_run_artifacts(summary.model_dump(mode="json"))
+        emit_run_events(summary)  # doccheck.document.flagged + doccheck.run.completed/incomplete
         if summary.report_html:
             await publish_report_link(summary.report_html, summary.campaign)
         return summary

@@ -12,6 +12,7 @@ import time
 from prefect import flow, get_run_logger, tags
 
 from doccheck.client import ConfigurationError
+from doccheck.outputs.calibration import rules_from_params
 from doccheck.outputs.downloads import parse_kinds
 from doccheck.outputs.reports import run_label
 from doccheck.pipeline.collect import describe_poll_errors
@@ -27,6 +28,7 @@ from prefect_doccheck.tasks.credentials import (
     resolve_credentials,
     resolve_database_url,
 )
+from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
 from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
 
@@ -76,9 +78,10 @@ async def collect_results(
         logger.info(
             "polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors)
         )
-        for other in earlier:  # the latest run last, so that latest/ stays the latest run's
-            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other))
-        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id))
+        for other in earlier:  # latest/ stays the latest run's: only its complete folder is swapped in
+            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other), latest=False)
+        # staged: the folder and latest/ are published by the instructor report, once complete
+        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id), staged=True)
         summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                     started=started)  # fmt: skip
         summary.orchestration = "Prefect flow run"
@@ -86,9 +89,11 @@ async def collect_results(
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
             base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,
+            rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
         )  # fmt: skip
         summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
         logger.info("summary: %s", summary.model_dump_json())
         await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
+        emit_run_events(summary)  # flags found since the run, and whether it is complete now
         await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
         return summary

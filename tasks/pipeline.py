@@ -236,9 +236,13 @@ def write_run_reports(
     out_dir: str,
     run_label: str,
     metadata: dict[str, dict[str, str]] | None = None,
+    staged: bool = False,
+    latest: bool = True,
 ) -> ReportPaths:
-    """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``)."""
+    """Build the run's tables from the ledger and write the Parquet reports (+ ``latest/``).
+    ``staged``: in the run's ``.partial`` folder, published by ``instructor report``;
+    ``latest=False``: ``latest/`` left alone (an earlier run's reports rewritten by collect)."""
     ledger = ledger_for(database_url)
     tables = report_tables(ledger, run_id)
     found = metadata if metadata is not None else ledger.document_metadata(run_id)  # read as the reports go
-    return write_reports(Path(out_dir), run_label, tables, metadata=found or None)
+    return write_reports(Path(out_dir), run_label, tables, metadata=found or None, staged=staged, latest=latest)

@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from doccheck.ledger import Ledger
+from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver
@@ -71,6 +72,9 @@ class TaskSteps:
             "metadata_columns": options.source.metadata_columns,
             "batch_size": options.submission.batch_size,
             "base_url": self.base_url,
+            "templates": options.source.templates,  # the page's evidence leaves their text out
+            # the page's AI rules, so that a collect rewrites it under the same ones
+            JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS)),
         }
         prepared: Prepared = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
         self.logger.info("run %s recorded in the ledger", prepared.run_id)
@@ -118,7 +122,8 @@ class TaskSteps:
         from doccheck.outputs.reports import run_label
 
         label = run_label(summary.campaign, summary.run_id)
-        paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label)
+        # staged: the folder and latest/ are published by the instructor report, once complete
+        paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label, staged=True)
         summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=summary.campaign, run_id=summary.run_id,

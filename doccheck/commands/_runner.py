@@ -76,7 +76,21 @@ def require_service_settings(err: Console, base_url: str | None) -> None:
         raise fail(err, "no API key: set DOCCHECK_API_KEY")
 
 
-def describe_error(exc: BaseException) -> str:
+def ledger_label(database_url: str | None) -> str:
+    """The ledger as an error line names it: SQLite's file path, else the URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    from doccheck.config import load_settings
+    from doccheck.ledger.engine import redact_url
+
+    url = database_url or load_settings().database_url
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return str(Path(parsed.database).resolve())
+    return redact_url(url)
+
+
+def describe_error(exc: BaseException, ledger: str | None = None) -> str:
     """A one-line description of a fatal error, without secrets or traceback.
 
     Library errors are built without request data (the client never puts the key in a
@@ -84,7 +98,7 @@ def describe_error(exc: BaseException) -> str:
     """
     from doccheck.guards.environment_errors import describe_environment_error
 
-    environment = describe_environment_error(exc)
+    environment = describe_environment_error(exc, ledger)
     if environment is not None:
         return environment
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -120,8 +134,36 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
                 bars[event.phase] = progress.add_task(label, total=event.total or None)
             progress.update(bars[event.phase], completed=event.done, total=event.total or None)
 
-        with hub.listening(listener):
+        with hub.listening(listener), database_waits(progress):
             yield
+
+
+DATABASE_WAIT = "waiting for the database"
+
+
+@contextmanager
+def database_waits(progress: Progress) -> Iterator[None]:
+    """A ``waiting for the database`` line in ``progress`` while a ledger call retries a lost
+    connection (``doccheck.ledger.transient``), hidden again once the database answers:
+    a database restart shows as a wait, not as silence."""
+    from doccheck.ledger.transient import on_wait
+
+    shown: list[TaskID] = []
+
+    def listener(reason: str | None) -> None:
+        if reason is None:
+            if shown:
+                progress.update(shown[0], visible=False)
+            return
+        if not shown:
+            shown.append(progress.add_task(DATABASE_WAIT, total=None))
+        progress.update(shown[0], visible=True, description=DATABASE_WAIT)
+
+    remove = on_wait(listener)
+    try:
+        yield
+    finally:
+        remove()
 
 
 def run_flow(
@@ -141,10 +183,13 @@ def run_flow(
 
 
 @contextmanager
-def one_line_errors(err_console: Console, cleanup: Callable[[], None] = lambda: None) -> Iterator[None]:
+def one_line_errors(
+    err_console: Console, cleanup: Callable[[], None] = lambda: None, ledger: str | None = None
+) -> Iterator[None]:
     """Inside, a fatal error becomes one ``error:`` line and exit 1, and a stop by signal
     (Ctrl-C, SIGTERM as a scheduler sends it) one line with the resume hint and 130/143
-    (``doccheck.commands.signals``); ``cleanup`` runs on the way out, bounded after a signal."""
+    (``doccheck.commands.signals``); ``cleanup`` runs on the way out, bounded after a signal.
+    ``ledger`` (:func:`ledger_label`) is named when the ledger's disk is full."""
     from doccheck.commands.signals import exit_after_stop, exit_code_for, stop_message, stop_on_signals
 
     stopped: int | None = None  # 130/143 when a signal stopped the command
@@ -154,7 +199,7 @@ def one_line_errors(err_console: Console, cleanup: Callable[[], None] = lambda: 
     except typer.Exit:
         raise
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
-        raise fail(err_console, describe_error(exc)) from None
+        raise fail(err_console, describe_error(exc, ledger)) from None
     except BaseException as exc:  # Ctrl-C, SIGTERM (Prefect's TerminationSignal): one line, 130/143
         stopped = exit_code_for(exc)
         if stopped is None:

@@ -17,6 +17,7 @@ from rich.console import Console
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
+    ledger_label,
     one_line_errors,
     quiet_prefect,
     require_service_settings,
@@ -68,7 +69,7 @@ def collect(
         raise fail(err, "give exactly one of --campaign or --run-id")
     require_service_settings(err, base_url)
     if not use_prefect(prefect, LOCAL_PREFECT_HOME):
-        with one_line_errors(err):
+        with one_line_errors(err, ledger=ledger_label(database_url)):
             summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
                                               database_url=database_url, download=tuple(parse_kinds(download)))  # fmt: skip
         _print_collected(console, summary)

@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from doccheck.commands._runner import database_waits
 from doccheck.commands.services import running_prefect_server
 from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
@@ -68,7 +69,7 @@ def _progress(console: Console, enabled: bool) -> Iterator[Progress | None]:
         yield None
         return
     columns = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*columns, console=console, transient=False) as progress, database_waits(progress):
         yield progress
 
 

@@ -27,6 +27,7 @@ from rich.console import Console
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
+    ledger_label,
     one_line_errors,
     quiet_prefect,
     rejections_table,
@@ -128,6 +129,27 @@ ReferenceCampaignOption = Annotated[
     str | None,
     typer.Option(help="An earlier campaign of known-human work: the report states the flags expected by chance."),
 ]
+MaxFalseFlagRateOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0, max=1.0,
+        help="Choose the AI flag threshold from the reference campaign: the lowest score at which at most this "
+        "share of its known-human documents would be flagged (needs --reference-campaign; default: "
+        "--ai-band-elevated).",
+    ),
+]  # fmt: skip
+MinAiWordsOption = Annotated[
+    int, typer.Option(min=0, help="Documents under this many words are 'too short to judge' and never AI-flagged.")
+]
+AiBandElevatedOption = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="AI score where the band 'elevated' (and the AI flag) starts.")
+]
+AiBandHighOption = Annotated[float, typer.Option(min=0.0, max=1.0, help="AI score where the band 'high' starts.")]
+
+GroupByOption = Annotated[
+    str | None,
+    typer.Option(help="One report page per value of this column (e.g. section, or a --metadata-columns column)."),
+]
 
 
 def run(
@@ -157,6 +179,11 @@ def run(
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
     roster: RosterOption = None,
     reference_campaign: ReferenceCampaignOption = None,
+    group_by: GroupByOption = None,
+    max_false_flag_rate: MaxFalseFlagRateOption = None,
+    min_ai_words: MinAiWordsOption = _D.output.min_ai_words,
+    ai_band_elevated: AiBandElevatedOption = _D.output.ai_band_elevated,
+    ai_band_high: AiBandHighOption = _D.output.ai_band_high,
 ) -> None:
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
@@ -171,7 +198,8 @@ def run(
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
             submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards,
-            reference_campaign=reference_campaign,
+            reference_campaign=reference_campaign, group_by=group_by, max_false_flag_rate=max_false_flag_rate,
+            min_ai_words=min_ai_words, ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
         )  # fmt: skip
     except ValidationError as exc:
         raise fail(err, option_error(exc)) from None
@@ -183,7 +211,7 @@ def run(
     if use_prefect(prefect, LOCAL_PREFECT_HOME):
         summary = _run_flow(console, err, options, progress)
     else:
-        with one_line_errors(err):
+        with one_line_errors(err, ledger=ledger_label(options.connection.database_url)):
             summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
     if summary.dry_run:

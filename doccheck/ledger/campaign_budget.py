@@ -27,10 +27,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.engine import Connection
 
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import ensure_budget_row, insert_ignore
+from doccheck.ledger.money import ensure_budget_row, insert_ignore, release_holds_where
 from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, utcnow
 
 if TYPE_CHECKING:
@@ -110,31 +109,13 @@ def release(ledger: Ledger, campaign: str, key: str) -> int:
     """Give back the reservation of ``key`` (after its charge was recorded, or after a
     refusal that charged nothing); returns the cents released (0 when none was held)."""
     with ledger.engine.begin() as conn:
-        return _release_where(conn, campaign, _holds.c.idempotency_key == key)
+        return release_holds_where(conn, campaign, _holds.c.idempotency_key == key)
 
 
 def reclaim_expired(ledger: Ledger, campaign: str, lease: timedelta = HOLD_LEASE) -> int:
     """Give back reservations older than ``lease`` (their process died); returns cents."""
     with ledger.engine.begin() as conn:
-        return _release_where(conn, campaign, _holds.c.held_at < utcnow() - lease)
-
-
-def _release_where(conn: Connection, campaign: str, condition: object) -> int:
-    gone = (
-        conn.execute(
-            delete(_holds).where(_holds.c.campaign == campaign, condition).returning(_holds.c.cents)  # type: ignore[arg-type]
-        )
-        .scalars()
-        .all()
-    )
-    cents = sum(int(c or 0) for c in gone)
-    if cents:
-        conn.execute(
-            update(_budgets)
-            .where(_budgets.c.campaign == campaign)
-            .values(reserved_cents=_budgets.c.reserved_cents - cents, updated_at=utcnow())
-        )
-    return cents
+        return release_holds_where(conn, campaign, _holds.c.held_at < utcnow() - lease)
 
 
 def budget_state(ledger: Ledger, campaign: str) -> BudgetState:

@@ -132,22 +132,21 @@ def _raise_charge(conn: Connection, check_id: str, cost: Any) -> None:
 def _release_priced_holds(conn: Connection, check_id: str, campaign: str) -> None:
     """The estimate held while the check's price was unknown gives way to the price."""
     keys = select(_subs.c.idempotency_key).where(_subs.c.check_id == check_id).scalar_subquery()
-    gone = (
-        conn.execute(
-            delete(_holds)
-            .where(_holds.c.campaign == campaign, _holds.c.idempotency_key.in_(keys))
-            .returning(_holds.c.cents)
-        )
-        .scalars()
-        .all()
-    )
-    cents = sum(int(c or 0) for c in gone)
+    release_holds_where(conn, campaign, _holds.c.idempotency_key.in_(keys))
+
+
+def release_holds_where(conn: Connection, campaign: str, condition: Any) -> int:
+    """Delete the campaign's holds matching ``condition`` and take their cents off its
+    ``reserved_cents``, in the caller's transaction; returns the cents released."""
+    gone = conn.execute(delete(_holds).where(_holds.c.campaign == campaign, condition).returning(_holds.c.cents))
+    cents = sum(int(c or 0) for c in gone.scalars().all())
     if cents:
         conn.execute(
             update(_budgets)
             .where(_budgets.c.campaign == campaign)
             .values(reserved_cents=_budgets.c.reserved_cents - cents, updated_at=utcnow())
         )
+    return cents
 
 
 def _count_in_budget(conn: Connection, check_id: str, campaign: str) -> None:

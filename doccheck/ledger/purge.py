@@ -53,6 +53,7 @@ from doccheck.ledger.purge_residue import (
 CHUNK = 500
 REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
 FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.downloads)
+GROUPS_SUBDIR = "groups"  # one report page per group (doccheck.outputs.instructor.groups, --group-by)
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
@@ -240,7 +241,7 @@ def _report_folder_problem(path: Path) -> str | None:
     if path.is_symlink() or not path.is_dir():
         return "not a folder"
     for child in path.iterdir():
-        if child.name == FILES_SUBDIR and child.is_dir() and not child.is_symlink():
+        if child.name in (FILES_SUBDIR, GROUPS_SUBDIR) and child.is_dir() and not child.is_symlink():
             if any(grand.is_dir() or grand.is_symlink() for grand in child.iterdir()):
                 return f"holds {child.name!r} with folders in it"
             continue

@@ -33,7 +33,8 @@ def out_roots(report_dirs: Iterable[str]) -> list[Path]:
 
 
 def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path]:
-    """Folders in ``roots`` named like a report folder of one of ``run_ids`` (run and collect)."""
+    """Folders in ``roots`` named like a report folder of one of ``run_ids`` (run and collect),
+    complete or not (``.<label>.partial``, left by an interrupted write)."""
     prefixes = {run_id[:8] for run_id in run_ids if run_id}
     found: list[Path] = []
     for root in roots:
@@ -42,7 +43,8 @@ def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path
         for child in sorted(root.iterdir()):
             if child.is_symlink() or not child.is_dir() or not _LABEL_STAMP.search(child.name):
                 continue
-            if child.name.rsplit("-", 1)[-1] in prefixes:
+            name = child.name.removesuffix(".partial")  # an incomplete run folder (doccheck.outputs.report_folders)
+            if name.rsplit("-", 1)[-1] in prefixes:
                 found.append(child)
     return found
 

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from doccheck.ledger.transient import retry_transient
+
 __all__ = ["LedgerWriter"]
 
 T = TypeVar("T")
@@ -31,9 +33,12 @@ class LedgerWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` on the writer thread; returns (or raises) once it has run."""
+        """``fn(*args, **kwargs)`` on the writer thread; returns (or raises) once it has run.
+        A lost database connection is retried there for a few seconds (``retry_transient``):
+        the batch's other ledger calls queue behind it, in order, while the database restarts."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        call = functools.partial(fn, *args, **kwargs)
+        return await loop.run_in_executor(self._pool, functools.partial(retry_transient, call))
 
     def close(self) -> None:
         """Wait for the calls already queued, then stop the thread."""

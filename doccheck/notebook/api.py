@@ -47,6 +47,7 @@ from doccheck.notebook.frames import manifest_rows as _manifest_rows
 from doccheck.notebook.frames import resolve_columns as _resolve_columns
 from doccheck.notebook.frames import write_manifest as _write_manifest
 from doccheck.notebook.progress import RunProgress, progress_display
+from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
 from doccheck.pipeline.options import DEFAULTS, RunOptions
 from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
 
@@ -228,7 +229,8 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
             steps = LocalSteps(
                 ledger, client, write_files=prepared.write_files,
                 params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
-                        "wait": options.waiting.wait},
+                        "wait": options.waiting.wait, "templates": options.source.templates,
+                        JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS))},
                 on_submit=lambda done: display.update(submitted=done),
                 on_results=lambda done, total: display.update(finished=done, products=total),
             )  # fmt: skip
@@ -274,6 +276,12 @@ async def acheck_dataframe(
     download: Sequence[str] | str = (),
     out_dir: str | os.PathLike[str] | None = None,
     templates: Sequence[str] = (),
+    min_ai_words: int = DEFAULTS.output.min_ai_words,
+    ai_band_elevated: float = DEFAULTS.output.ai_band_elevated,
+    ai_band_high: float = DEFAULTS.output.ai_band_high,
+    reference_campaign: str | None = None,
+    max_false_flag_rate: float | None = None,
+    group_by: str | None = None,
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
@@ -281,7 +289,10 @@ async def acheck_dataframe(
                         base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
                         database_url=database_url, download=download, templates=templates, out_dir=out_dir,
                         wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
-                        concurrency=concurrency, max_spend_cents=max_spend_cents)  # fmt: skip
+                        concurrency=concurrency, max_spend_cents=max_spend_cents, min_ai_words=min_ai_words,
+                        ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
+                        reference_campaign=reference_campaign, max_false_flag_rate=max_false_flag_rate,
+                        group_by=group_by)  # fmt: skip
     return await _execute(prepared, display=progress_display(progress))
 
 
@@ -342,6 +353,12 @@ def check_dataframe(
     out_dir: str | os.PathLike[str] | None = None,
     download: Sequence[str] | str = (),
     templates: Sequence[str] = (),
+    min_ai_words: int = DEFAULTS.output.min_ai_words,
+    ai_band_elevated: float = DEFAULTS.output.ai_band_elevated,
+    ai_band_high: float = DEFAULTS.output.ai_band_high,
+    reference_campaign: str | None = None,
+    max_false_flag_rate: float | None = None,
+    group_by: str | None = None,
 ) -> CheckResult:
     """Check every row of ``df`` and return the report tables as DataFrames.
 
@@ -369,6 +386,10 @@ def check_dataframe(
       reports, ``report.html`` and ``documents.csv`` (``result.report_html``).
       ``result.documents`` is always the per-student wide table.
     - ``templates``: files every student was given; local cohort matching ignores their text.
+    - The page's rules, as ``doccheck run``'s flags (docs/instructor.md): ``min_ai_words`` (the length
+      gate), ``ai_band_elevated``/``ai_band_high`` (the bands), ``reference_campaign`` (an earlier
+      campaign of known-human work: the flags expected by chance), ``max_false_flag_rate`` (the flag
+      threshold chosen by rate from it) and ``group_by`` (one page per value of a column).
       The pairs come back as ``cohort_matches`` (identical, near_duplicate, copied_section).
 
     Bad arguments raise ``ValueError`` and a missing service address or key raises
@@ -382,7 +403,10 @@ def check_dataframe(
                         database_url=database_url, download=download, templates=templates, out_dir=out_dir,
                         wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
                         concurrency=concurrency, max_spend_cents=max_spend_cents,
-                        needs_service=not (use_prefect and api_key_block))  # fmt: skip
+                        needs_service=not (use_prefect and api_key_block), min_ai_words=min_ai_words,
+                        ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
+                        reference_campaign=reference_campaign, max_false_flag_rate=max_false_flag_rate,
+                        group_by=group_by)  # fmt: skip
     if use_prefect:
         return _check_with_prefect(prepared, api_key_block=api_key_block)
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell

@@ -7,9 +7,12 @@ manifest the run recorded, and joined here by ``document_id`` into ``submissions
 (and from it ``documents.parquet``/``.csv``): ``lms, student_id, student, late, attempt,
 submitted_file`` and the roster's ``email, section``. Null for a manifest's rows.
 
-Two kinds of rows come only from the sidecar, after the run's own rows: the export's refused
+Three kinds of rows come only from the sidecar, after the run's own rows: the export's refused
 entries (``status = rejected``, their code and reason naming the entry and the student, cost
-0) and the roster's students without work (``status = no_submission``, no document, cost 0).
+0), its entries listed but not checked (``status = not_a_document`` for a link or receipt,
+``superseded`` for an older attempt; no document id, cost 0) and the roster's students without
+work (``status = no_submission``, no document, cost 0). Every row of an export also carries
+``export_name``, the export's file or folder name.
 """
 
 from __future__ import annotations
@@ -20,7 +23,17 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["LMS_FIELDS", "NEW_FIELD", "NO_SUBMISSION", "lms_rows", "lms_values", "mark_new", "run_sidecar"]
+__all__ = [
+    "LMS_FIELDS",
+    "NEW_FIELD",
+    "NOT_A_DOCUMENT",
+    "NO_SUBMISSION",
+    "SUPERSEDED",
+    "lms_rows",
+    "lms_values",
+    "mark_new",
+    "run_sidecar",
+]
 
 #: The columns added to ``submissions`` and ``documents`` (in this order, after the fixed ones).
 LMS_FIELDS = (
@@ -32,6 +45,7 @@ LMS_FIELDS = (
     pa.field("submitted_file", pa.string()),
     pa.field("email", pa.string()),  # from --roster; never under blind marking
     pa.field("section", pa.string()),  # from --roster
+    pa.field("export_name", pa.string()),  # the export's file or folder name: which download the row came from
 )
 #: Whether this run made the document's check (new or changed work) or reused an earlier run's
 #: (unchanged work of a later download: free); null without a check. Every run has it.
@@ -39,6 +53,12 @@ NEW_FIELD = pa.field("new_this_run", pa.bool_())
 _NAMES = tuple(f.name for f in LMS_FIELDS)
 #: ``status`` of a roster student with no document in the export.
 NO_SUBMISSION = "no_submission"
+#: ``status`` of an export's entry that is not a document: a Canvas URL submission
+#: (``error_code = link``) or a Blackboard attempt receipt (``receipt``). Never sent.
+NOT_A_DOCUMENT = "not_a_document"
+#: ``status`` of an older Blackboard attempt's file or receipt (``error_code = older_attempt``),
+#: left out because the latest attempt is checked (``--attempts all`` checks it too).
+SUPERSEDED = "superseded"
 _ZERO = {"cost_cents": 0, "charged_cents": 0, "refunded_cents": 0, "net_cents": 0}
 
 
@@ -67,15 +87,17 @@ def lms_rows(
         yield from chunks
         return
     documents: Mapping[str, Mapping[str, Any]] = sidecar.get("documents") or {}
+    export = {"export_name": sidecar.get("export_name")}
     for part in chunks:
         subs = part.get("submissions")
         if not subs:
             yield part
             continue
-        joined = [{**row, **_known(documents.get(str(row.get("document_id"))))} for row in subs]
+        joined = [{**row, **_known(documents.get(str(row.get("document_id"))), export)} for row in subs]
         yield {**part, "submissions": joined}
-    extra = [_refused_row(r) for r in sidecar.get("rejected") or []]
-    extra += [{**_known(r), "status": NO_SUBMISSION, "mode": None, "products": [], **_ZERO}
+    extra = [_refused_row(r, export) for r in sidecar.get("rejected") or []]
+    extra += [_listed_row(r, export) for r in sidecar.get("not_checked") or []]
+    extra += [{**_known(r, export), "status": NO_SUBMISSION, "mode": None, "products": [], **_ZERO}
               for r in sidecar.get("no_submission") or []]  # fmt: skip
     if extra:
         yield {"submissions": extra}
@@ -121,14 +143,28 @@ def _aware(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
-def _known(values: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {name: values.get(name) for name in _NAMES} if values else {}
+def _known(values: Mapping[str, Any] | None, export: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: values.get(name) for name in _NAMES} | dict(export) if values else {}
 
 
-def _refused_row(r: Mapping[str, Any]) -> dict[str, Any]:
+def _listed_row(r: Mapping[str, Any], export: Mapping[str, Any]) -> dict[str, Any]:
+    """A link, receipt or older attempt: listed with what it is, its student and why; never sent, cost 0."""
+    return {
+        **_known(r, export),
+        "document_id": None,
+        "mode": None,
+        "status": SUPERSEDED if r.get("kind") == "superseded" else NOT_A_DOCUMENT,
+        "products": [],
+        "error_code": r.get("code"),
+        "error_message": r.get("reason"),
+        **_ZERO,
+    }
+
+
+def _refused_row(r: Mapping[str, Any], export: Mapping[str, Any]) -> dict[str, Any]:
     """A refused entry of the export: a rejected row that names it, its student and why; cost 0."""
     return {
-        **_known(r),
+        **_known(r, export),
         "document_id": r.get("document_id"),
         "mode": "rejected",
         "status": "rejected",

@@ -6,16 +6,16 @@ hand over plain row dicts; a missing key is a null, a key the schema does not kn
 ignored. Caller metadata is joined back by ``document_id`` as extra string columns named
 ``meta_<column>``, so that it can never clash with a report column.
 
-``latest/`` is refreshed by writing a complete temporary folder and then swapping it in
-with renames, so a reader sees either the previous complete reports or the new ones.
+The run folder is written as ``<out>/.<run>.partial/`` and renamed when complete; ``latest/``
+is refreshed by writing a complete temporary folder and then swapping it in with renames, so a
+reader sees either the previous complete reports or the new ones
+(:mod:`doccheck.outputs.report_folders`).
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +27,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.guards.environment_errors import naming
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
+from doccheck.outputs.report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
 from doccheck.sources.manifest import Rejection
 
 __all__ = [
@@ -288,8 +290,19 @@ def write_reports(
     run_label: str,
     tables: ReportTables,
     metadata: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    staged: bool = False,
+    latest: bool = True,
 ) -> ReportPaths:
     """Write ``out_dir/<run_label>/*.parquet`` and atomically refresh ``out_dir/latest/``.
+
+    The files are written in ``out_dir/.<run_label>.partial/``, which is renamed to the run
+    folder once they are all there, then ``latest/`` is swapped to a copy of them: a full
+    disk or a kill leaves the previous run folder and ``latest/`` as they were.
+    ``staged``: stop before the rename (``run_dir`` is then not there yet): the instructor's
+    files are added to the ``.partial`` folder, and ``write_instructor_files`` publishes the
+    run folder and ``latest/`` together, so ``latest/`` never shows reports without their page.
+    ``latest=False``: leave ``latest/`` alone (``collect`` rewriting an earlier run's reports).
 
     ``run_label`` must be a plain folder name (letters, digits, ``.``, ``_``, ``-``; not
     ``latest``). Rewriting the same label replaces its files (``collect_results`` does that).
@@ -298,28 +311,24 @@ def write_reports(
         raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
     out = Path(out_dir)
     run_dir = out / run_label
-    if isinstance(tables, LedgerReportTables):
-        run_dir.mkdir(parents=True, exist_ok=True)
-        _write_streamed(run_dir, tables.chunks(), metadata)
-    else:
-        built = to_tables(tables, metadata)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for name, table in built.items():
-            _write_atomic(table, run_dir / REPORT_FILES[name])
-
-    latest = out / LATEST
-    staging = out / f".{LATEST}.tmp-{uuid.uuid4().hex}"
-    staging.mkdir()
-    try:
-        for name in SCHEMAS:
-            shutil.copy2(run_dir / REPORT_FILES[name], staging / REPORT_FILES[name])
-        _swap_in(staging, latest)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    latest_dir = out / LATEST
+    with naming(staging_dir(run_dir)):  # a full disk names the folder being written
+        stage = start_run_folder(run_dir)
+        latest_stage = None
+        with discarding(stage):
+            if isinstance(tables, LedgerReportTables):
+                _write_streamed(stage, tables.chunks(), metadata)
+            else:
+                built = to_tables(tables, metadata)
+                for name, table in built.items():
+                    _write_atomic(table, stage / REPORT_FILES[name])
+            if not staged:
+                latest_stage = begin_latest(latest_dir, stage, REPORT_FILES.values()) if latest else None
+                with discarding(latest_stage):
+                    publish(run_dir, latest_dir, latest_stage)
     return ReportPaths(
         run_dir=run_dir,
-        latest_dir=latest,
+        latest_dir=latest_dir,
         **{name: run_dir / REPORT_FILES[name] for name in SCHEMAS},
     )
 
@@ -375,36 +384,6 @@ def _write_streamed(
                 writer.close()
         for tmp in tmps.values():
             tmp.unlink(missing_ok=True)
-
-
-def _swap_in(staging: Path, latest: Path) -> None:
-    """Replace ``latest`` by ``staging`` with renames.
-
-    A directory cannot be renamed onto a non-empty one, so the old copy is moved aside
-    first and deleted afterwards. Two writers racing (a run and a scheduled collect) can
-    re-create ``latest`` in between; the loop then moves that one aside too, so the last
-    writer wins and nobody fails.
-    """
-    for _attempt in range(20):
-        old = latest.with_name(f".{LATEST}.old-{uuid.uuid4().hex}")
-        try:
-            if latest.is_symlink() or latest.is_file():
-                latest.unlink()
-            elif latest.exists():
-                os.replace(latest, old)
-        except FileNotFoundError:
-            pass  # another writer moved it first
-        try:
-            os.replace(staging, latest)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-            continue  # another writer put a new latest in place meanwhile: move it aside
-        finally:
-            if old.exists():
-                shutil.rmtree(old, ignore_errors=True)
-        return
-    raise ReportError(f"could not refresh {latest}: too many concurrent writers")
 
 
 def _native_types(type_: pa.DataType) -> tuple[type, ...]:

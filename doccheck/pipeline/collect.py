@@ -19,6 +19,7 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
 from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
+from doccheck.ledger.transient import retry_transient_async
 from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.progress import ProgressCallback, report
@@ -196,13 +197,19 @@ async def wait_for_results(
             "the service profile says the service has no GET /checks/{id}: results cannot be fetched, "
             "products stay pending with their check ids (docs/service-profile.md)"
         )
-    while True:
-        result.events_applied += apply_events(ledger)
+
+    async def one_round() -> tuple[int, PollResult, dict[str, int]]:
+        applied = apply_events(ledger)
         polled = await poll_pending(client, ledger, run_id=run_id, older_than_seconds=grace)
+        return applied, polled, ledger.outcome_counts(run_id=run_id)
+
+    while True:
+        # a database blip: the round (idempotent: apply, poll, count) is run again, for a few seconds
+        applied, polled, counts = await retry_transient_async(one_round)
+        result.events_applied += applied
         result.polled += polled.polled
         result.errors.update(polled.errors)
         _warn_poll_errors(polled.errors, warned)
-        counts = ledger.outcome_counts(run_id=run_id)
         if not counts["pending"]:
             break
         report(on_progress, counts["completed"] + counts["failed"], counts["total"], "wait")

@@ -13,11 +13,12 @@ from typing import Any
 
 from doccheck.client import ConfigurationError
 from doccheck.ledger import Ledger
+from doccheck.outputs.calibration import rules_from_params
 from doccheck.outputs.reports import ReportPaths, run_label, write_reports
 from doccheck.pipeline.campaign_collect import runs_with_pending
 from doccheck.pipeline.collect import apply_events, describe_poll_errors, poll_pending, report_tables
 from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.pipeline.summary import RunSummary, money_fields
+from doccheck.pipeline.summary import RunSummary, money_fields, with_export_rejections
 
 __all__ = ["collect_runs", "collected_summary", "runs_to_collect"]
 
@@ -48,7 +49,7 @@ def collected_summary(
     if by_campaign:
         pending = ledger.outcome_counts(campaign=run.campaign)["pending"]
     submissions = counts.get("submissions", {})
-    return RunSummary(
+    summary = RunSummary(
         status="finished" if pending == 0 else "pending",
         campaign=run.campaign,
         manifest=run.manifest,
@@ -70,11 +71,16 @@ def collected_summary(
         elapsed_seconds=round(time.monotonic() - started, 3),
         runs_collected=runs_collected,
     )
+    return with_export_rejections(summary)  # an LMS export's refused entries count, as in its reports
 
 
-def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str) -> ReportPaths:
+def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str, *, staged: bool = False) -> ReportPaths:
+    """``staged``: the folder and latest/ are published by ``write_run_outputs``, once complete;
+    else (an earlier run's reports) the folder is published and latest/ left alone."""
     metadata = ledger.document_metadata(run_id) or None
-    return write_reports(Path(out_dir), run_label(campaign, run_id), report_tables(ledger, run_id), metadata=metadata)
+    tables = report_tables(ledger, run_id)
+    label = run_label(campaign, run_id)
+    return write_reports(Path(out_dir), label, tables, metadata=metadata, staged=staged, latest=staged)
 
 
 async def collect_runs(
@@ -97,13 +103,14 @@ async def collect_runs(
                        campaign=None if run_id else run.campaign, older_than_seconds=0)  # fmt: skip
     for other in earlier:
         _write(ledger, other, out_dir, run.campaign)
-    paths = _write(ledger, run.id, out_dir, run.campaign)
+    paths = _write(ledger, run.id, out_dir, run.campaign, staged=True)
     summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
                                 started=started)  # fmt: skip
     summary.poll_errors = describe_poll_errors(polled.errors)
     outputs = await write_run_outputs(
         paths.run_dir, paths.latest_dir, campaign=run.campaign, run_id=run.id, ledger=ledger,
         client=client if download else None, download=download, status=summary.status, spent_cents=None,
+        rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
     )  # fmt: skip
     summary.report_html = str(outputs.paths.report_html)
     summary.downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None

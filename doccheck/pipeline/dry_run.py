@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from doccheck.pipeline.plan_stream import PlanTally, iter_planned, resolve_campaign
+from doccheck.pipeline.summary import with_export_rejections
 
 __all__ = ["BACKGROUND_BYTES", "DryRunSummary", "dry_run"]
 
@@ -91,7 +92,7 @@ def dry_run(
     else:
         for _ in documents:
             pass
-    return DryRunSummary(
+    summary = DryRunSummary(
         campaign=tally.campaign,
         manifest=str(manifest),
         documents=tally.documents,
@@ -106,3 +107,5 @@ def dry_run(
         ],
         cohort_matches=cohort,
     )
+    # an LMS export's refused entries are rejected too (and rows of the reports), though no manifest row
+    return with_export_rejections(summary)

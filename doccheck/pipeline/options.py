@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from doccheck.domain import DEFAULT_PRODUCTS
 
@@ -181,6 +181,11 @@ class OutputOptions(_Group):
         le=1,
         description="Pick the flag threshold so the reference's false-flag rate stays under this.",
     )
+    group_by: str | None = Field(
+        default=None,
+        description="One report page per value of this column (a documents column such as section, or one of "
+        "the metadata columns), linked from report.html.",
+    )
 
     @field_validator("download", mode="before")
     @classmethod
@@ -188,6 +193,17 @@ class OutputOptions(_Group):
         from doccheck.outputs.downloads import parse_kinds
 
         return list(parse_kinds(as_list(value)))  # a typo fails before anything is sent
+
+    @model_validator(mode="after")
+    def _judging(self) -> OutputOptions:
+        """Rules that could not judge fail before anything is sent, not when the page is written."""
+        if self.ai_band_elevated > self.ai_band_high:
+            raise ValueError(
+                f"ai_band_elevated ({self.ai_band_elevated:g}) must not be above ai_band_high ({self.ai_band_high:g})"
+            )
+        if self.max_false_flag_rate is not None and not self.reference_campaign:
+            raise ValueError("max_false_flag_rate needs a reference_campaign (known-human work to measure it on)")
+        return self
 
 
 class ConnectionOptions(_Group):
@@ -208,6 +224,17 @@ class RunOptions(_Group):
     output: OutputOptions = OutputOptions()
     connection: ConnectionOptions = ConnectionOptions()
     dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _group_by_is_a_column(self) -> RunOptions:
+        """``--group-by`` must name a column the reports will have: caught before anything is paid."""
+        from doccheck.outputs.instructor.table import documents_schema
+        from doccheck.outputs.instructor.tally import group_column
+        from doccheck.outputs.reports import META_PREFIX
+
+        meta = [META_PREFIX + c for c in self.source.metadata_columns]
+        group_column(self.output.group_by, documents_schema(meta).names)  # ValueError names the choices
+        return self
 
     @classmethod
     def from_flat(cls, **values: Any) -> RunOptions:

@@ -30,7 +30,7 @@ from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
-from doccheck.pipeline.summary import RunSummary, money_fields
+from doccheck.pipeline.summary import RunSummary, money_fields, with_export_rejections
 
 __all__ = [
     "LocalSteps",
@@ -301,6 +301,7 @@ def close_run(
         rejections=summary_rejections(plan),
         cohort_matches=prepared.cohort,
     )
+    summary = with_export_rejections(summary)  # an LMS export's refused entries (issue 24)
     ledger.finish_run(prepared.run_id, status=status, summary=summary.model_dump(mode="json"))
     return summary
 
@@ -446,7 +447,7 @@ class LocalSteps:
 
         assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
-                              metadata=self._ledger.document_metadata(summary.run_id) or None)  # fmt: skip
+                              metadata=self._ledger.document_metadata(summary.run_id) or None, staged=True)  # fmt: skip
         outputs = await write_run_outputs(
             paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
             client=self._client if options.output.download else None, download=tuple(options.output.download),

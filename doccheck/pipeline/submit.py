@@ -39,8 +39,10 @@ from doccheck.client.models import Check, Upload
 from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS, new_owner_id
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.ledger.transient import retry_transient
 from doccheck.ledger.writer import LedgerWriter
+from doccheck.pipeline.attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.batch_result import BatchResult as BatchResult
 from doccheck.pipeline.batch_result import RowFailure as RowFailure
 from doccheck.pipeline.budget import Budget
@@ -54,9 +56,8 @@ from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_r
 
 log = logging.getLogger(__name__)
 
-#: Upload-mode documents in flight at once. Each holds one of the account's 50
-#: waiting-upload slots between POST /uploads and POST /checks; staying far below 50
-#: leaves room for other runs and for uploads leaked by crashes (freed after 24 h).
+#: Upload-mode documents in flight at once. Each holds one of the account's 50 waiting-upload slots
+#: between POST /uploads and POST /checks; far below 50: room for other runs and leaked uploads.
 DEFAULT_UPLOAD_CONCURRENCY = 4
 
 #: Ledger states of a key whose request never left (a refusal then is about the document).
@@ -73,18 +74,16 @@ REQUEUE_POLICY = RetryPolicy(initial=1.0, max_backoff=30.0, max_retry_after=60.0
 #: Backoff while another live process holds a key (it will usually finish it).
 ELSEWHERE_POLICY = RetryPolicy(initial=0.5, max_backoff=5.0)
 
-#: Documents in progress per request slot: the ledger work of the next documents overlaps
-#: the requests in flight, and there are enough of them to fill large rounds (a crash
-#: leaves at most ``3 × concurrency`` extra keys marked ``sending`` but not sent yet; the
-#: resume reconciles them like any key in doubt, in one walk of ``GET /checks``).
-#: Not at concurrency 1, which keeps one document at a time from claim to recorded answer.
+#: Documents in progress per request slot: the ledger work of the next documents overlaps the
+#: requests in flight, enough to fill large rounds (a crash leaves at most ``3 × concurrency``
+#: extra keys marked ``sending`` but not sent; the resume reconciles them like any key in doubt,
+#: in one walk of ``GET /checks``). Not at concurrency 1: one document from claim to answer.
 PIPELINE_DEPTH = 4
 
-#: A ledger round commits at once when it holds this many items (answers and claims) per
-#: request slot; else it waits up to ``ROUND_MAX_WAIT_SECONDS`` while requests are in
-#: flight (``GroupCommit``). Why: a round costs ~1.5 ms of CPU plus ~0.15 ms a document,
-#: so rounds of ~16 documents instead of ~5 halve the ledger's CPU a document, and the
-#: writer thread holds the event loop's GIL less (issue 10; docs/benchmarks.md).
+#: A ledger round commits at once when it holds this many items (answers and claims) per request
+#: slot; else it waits up to ``ROUND_MAX_WAIT_SECONDS`` while requests are in flight (``GroupCommit``).
+#: Why: a round costs ~1.5 ms of CPU plus ~0.15 ms a document, so rounds of ~16 documents instead of
+#: ~5 halve the ledger's CPU a document and the writer thread holds the GIL less (issue 10).
 ROUND_ITEMS_PER_SLOT = 2
 ROUND_MAX_WAIT_SECONDS = 0.02
 
@@ -112,6 +111,7 @@ class _BatchSubmitter:
         total: int,
         deadline_at: float,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        attempt: Attempt,
     ) -> None:
         self.client = client
         self.ledger = ledger
@@ -121,10 +121,9 @@ class _BatchSubmitter:
         self.on_progress = on_progress
         #: Requests in flight at the service (``concurrency``): held around the requests only.
         self.sem = asyncio.Semaphore(max(1, concurrency))
-        #: Documents in progress (ledger writes + request): twice the requests, so the next
-        #: documents' claims and ``sending`` commit while the requests travel and the ledger's
-        #: latency stays out of the request slots (issue 10). Concurrency 1 stays strictly one
-        #: document at a time: no request leaves while another document's answer is unrecorded.
+        #: Documents in progress (ledger writes + request): more than the requests, so the next
+        #: documents' claims and ``sending`` commit while the requests travel (issue 10). Concurrency 1
+        #: stays one document at a time: no request leaves while another's answer is unrecorded.
         self.window = asyncio.Semaphore(PIPELINE_DEPTH * concurrency if concurrency > 1 else 1)
         self.in_flight = 0  # requests at the service now (``_request_slot``)
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
@@ -132,7 +131,8 @@ class _BatchSubmitter:
         self.done = 0
         self.deadline_at = deadline_at
         self.lease_seconds = lease_seconds
-        self.owner = new_owner_id()
+        self.attempt = attempt  # a retry of this batch in this process: the same owner, claims and new checks
+        self.owner = attempt.owner
         self.held: set[str] = set()
         self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
         self.reconciler = Reconciler(client, deadline_at=deadline_at)
@@ -141,9 +141,8 @@ class _BatchSubmitter:
         self.uploads: dict[str, Upload] = {}
         #: The ledger's calls run on this thread, off the event loop (issue 10).
         self.writer = LedgerWriter()
-        #: Answers (recorded, their claims released) and claims (+ ``submitting``/``sending``
-        #: when nothing stands between them) by group commit: ONE transaction for every
-        #: document waiting at that moment, whichever of the two it waits for.
+        #: Answers (recorded, their claims released) and claims (+ ``submitting``/``sending`` when
+        #: nothing stands between them) by group commit: ONE transaction for every document waiting.
         self.round = LedgerRound(
             ledger,
             self.writer,
@@ -224,7 +223,7 @@ class _BatchSubmitter:
         won, current, prepared = claimed if claimed is not None else (False, None, False)
         if not won:
             if current is not None and current.state == "submitted":
-                self.result.already_done += 1  # the other process finished it meanwhile
+                count_done(self.result, self.attempt, key)  # the other process finished it meanwhile
                 return None
             delay = ELSEWHERE_POLICY.backoff(attempt)
             if self._past_deadline(delay):
@@ -235,7 +234,7 @@ class _BatchSubmitter:
         try:
             # ``current`` was read after the claim was won, in its transaction: fresh
             if current is not None and current.state == "submitted":
-                self.result.already_done += 1
+                count_done(self.result, self.attempt, key)
                 return None
             return await self._submit(doc, current, attempt, prepared=prepared)
         finally:
@@ -430,6 +429,7 @@ class _BatchSubmitter:
             self.result.replayed += 1
         else:
             self.result.submitted += 1
+            self.attempt.created[doc.idempotency_key] = charge
 
     async def _sending(self, doc: Any) -> None:
         """Record, before a create-check request, that it may reach the service; refuse to
@@ -556,9 +556,10 @@ async def submit_batch(
     row is ``retry_later``. A 401 raises :class:`FatalSubmitError` because every
     document would fail. Documents sharing a key share one check.
     """
-    campaign = ledger.campaign_of(run_id)
-    record_documents(ledger, run_id, campaign, documents)  # Ledger.record_documents, one executemany
-    previous = ledger.submissions_for_keys(d.idempotency_key for d in documents)
+    campaign = retry_transient(lambda: ledger.campaign_of(run_id))  # a database blip costs seconds, not the batch
+    retry_transient(lambda: record_documents(ledger, run_id, campaign, documents))  # one executemany
+    previous = retry_transient(lambda: ledger.submissions_for_keys(d.idempotency_key for d in documents))
+    attempt = begin_attempt(run_id, (d.idempotency_key for d in documents))
     submitter = _BatchSubmitter(
         client,
         ledger,
@@ -571,13 +572,14 @@ async def submit_batch(
         total=len(documents),
         deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
         lease_seconds=lease_seconds,
+        attempt=attempt,
     )
     to_send: list[tuple[Any, SubmissionRow | None]] = []
     seen: set[str] = set()
     for doc in documents:
         prev = previous.get(doc.idempotency_key)
         if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
-            submitter.result.already_done += 1
+            count_done(submitter.result, attempt, doc.idempotency_key)
             submitter._tick()
             continue
         seen.add(doc.idempotency_key)
@@ -589,6 +591,7 @@ async def submit_batch(
                 for doc, prev in to_send:
                     group.create_task(submitter.run_one(doc, prev))
     except BaseExceptionGroup as eg:
+        end_attempt(attempt)  # failed: a retry of this batch in this process takes it over
         raise first_error(eg) from None
     finally:
         renewer.cancel()

@@ -7,16 +7,61 @@ serves all of them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from doccheck.outputs.markdown import escape_markdown
 
+#: ``field`` of a summary's rejection that is an LMS export's refused entry, not a manifest row.
+EXPORT_ENTRY = "export entry"
+_Summary = TypeVar("_Summary", bound=BaseModel)
+
 
 def money_fields(counts: dict[str, Any]) -> dict[str, Any]:
     """The money fields of a summary from ``Ledger.run_summary`` counts."""
     return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
+
+
+def export_rejections(manifest: str | None) -> list[dict[str, str | int | None]]:
+    """The refused entries of the LMS export ``manifest`` was derived from, as summary rejections.
+
+    They are in the export's sidecar (:mod:`doccheck.sources.lms.sidecar`), not in the
+    manifest: a hostile, unsupported or nested-zip entry never becomes a manifest row. Empty
+    for a manifest that is not an export's.
+    """
+    from doccheck.sources.lms.sidecar import read_sidecar
+
+    sidecar = read_sidecar(manifest) or {}
+    return [
+        {"row": None, "document_id": r.get("document_id"), "field": EXPORT_ENTRY, "code": r.get("code"),
+         "reason": r.get("reason")}
+        for r in sidecar.get("rejected") or []
+    ]  # fmt: skip
+
+
+def with_export_rejections(summary: _Summary) -> _Summary:
+    """``summary`` (a run's or a dry run's) with its export's refused entries counted in ``rejected``
+    and listed in ``rejections``, as the reports list them (``status = rejected`` rows).
+
+    Idempotent: a summary that already lists them is returned as it is.
+    """
+    rejections: list[dict[str, Any]] = list(getattr(summary, "rejections", []))
+    if any(r.get("field") == EXPORT_ENTRY for r in rejections):
+        return summary
+    extra = export_rejections(getattr(summary, "manifest", None))
+    if not extra:
+        return summary
+    modes = dict(getattr(summary, "counts_by_mode", {}))
+    if "rejected" in modes:
+        modes["rejected"] += len(extra)
+    return summary.model_copy(
+        update={
+            "rejected": int(getattr(summary, "rejected", 0)) + len(extra),
+            "rejections": [*rejections, *extra],
+            "counts_by_mode": modes,
+        }
+    )
 
 
 class RunSummary(BaseModel):

@@ -1,4 +1,10 @@
-"""``doccheck receiver``: serve the webhook receiver with uvicorn until Ctrl-C / SIGTERM."""
+"""``doccheck receiver``: serve the webhook receiver with uvicorn until Ctrl-C / SIGTERM.
+
+A stop drains: SIGTERM (systemd, Kubernetes) or Ctrl-C closes the listening socket at once
+(the service redelivers what it cannot send meanwhile), lets the deliveries in flight finish
+and be stored for up to :data:`DRAIN_SECONDS`, then prints one line and exits 143 (SIGTERM) or
+130 (Ctrl-C). A second signal stops without waiting.
+"""
 
 from __future__ import annotations
 
@@ -11,23 +17,30 @@ import typer
 
 from doccheck.receiver.app import DEFAULT_MAX_BODY_BYTES
 
+#: Seconds the deliveries in flight have to finish after a stop (the service wants an answer within 10 s).
+DRAIN_SECONDS = 10
+
 
 def _quiet_server(config: object) -> object:
-    """A uvicorn server that stops on SIGINT/SIGTERM and then returns normally.
+    """A uvicorn server that drains on SIGINT/SIGTERM and then returns normally.
 
     Stock uvicorn re-raises the signal after its graceful shutdown, which kills the
-    process before our own clean-up and goodbye line; here a signal only asks to stop.
+    process before our own clean-up and goodbye line; here a signal only asks to stop,
+    and is remembered (``stopped_by``, ``in_flight``) for the exit code and the line.
     """
-    import signal
-
     import uvicorn
 
     class QuietServer(uvicorn.Server):
+        stopped_by: int | None = None
+        in_flight = 0
+
         def handle_exit(self, sig: int, frame: object) -> None:
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True  # a second Ctrl-C: stop now
-            else:
-                self.should_exit = True
+            if self.should_exit:
+                self.force_exit = True  # a second signal: stop now, without waiting for deliveries
+                return
+            self.stopped_by = sig
+            self.in_flight = len(self.server_state.tasks)
+            self.should_exit = True
 
     return QuietServer(config)  # type: ignore[arg-type]
 
@@ -107,10 +120,25 @@ def receiver(
             f"receiver listening on http://{host}:{port}/webhook "
             f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
         )
-        _serve(app, host, port, header_timeout=header_timeout, body_timeout=body_timeout)
+        server = _serve(app, host, port, header_timeout=header_timeout, body_timeout=body_timeout)
     finally:
         ledger.close()
-    console.print("receiver stopped")
+    _goodbye(console, server)
+
+
+def _goodbye(console: Any, server: Any) -> None:
+    """One line; exit 143/130 when a signal stopped the receiver (128 + the signal)."""
+    import signal
+
+    sig = getattr(server, "stopped_by", None)
+    if sig is None:
+        console.print("receiver stopped")
+        return
+    name = "SIGTERM" if sig == signal.SIGTERM else ("Ctrl-C" if sig == signal.SIGINT else f"signal {sig}")
+    drained = "stopped without waiting" if server.force_exit else "finished"
+    console.print(f"receiver stopped ({name}): no new deliveries accepted, {server.in_flight} in flight {drained}; "
+                  "the service redelivers the rest")  # fmt: skip
+    raise typer.Exit(128 + int(sig))
 
 
 def _open_ledger(console: Any, database_url: str) -> Any:
@@ -175,17 +203,20 @@ def _events_hook(console: Any, ledger: Any, enabled: bool, prefect_api_url: str 
     return emitter.emit, f", Prefect events to {emitter.events_url}"
 
 
-def _serve(app: Any, host: str, port: int, *, header_timeout: float, body_timeout: float) -> None:
-    """Serve until stopped, with read deadlines for slow clients (headers, then the body)."""
+def _serve(app: Any, host: str, port: int, *, header_timeout: float, body_timeout: float) -> Any:
+    """Serve until stopped, with read deadlines for slow clients (headers, then the body);
+    the server, which knows the signal that stopped it."""
     import uvicorn
 
     from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
 
     bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
     config = uvicorn.Config(bounded, host=host, port=port, http=deadline_protocol(header_timeout),
-                            log_level="warning", access_log=False, lifespan="off")  # fmt: skip
+                            log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=DRAIN_SECONDS)  # fmt: skip
     server = _quiet_server(config)
     try:
         server.run()  # type: ignore[attr-defined]
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
         pass
+    return server

@@ -9,8 +9,8 @@ headless Chromium at the flow run's page and its Artifacts tab, and stops everyt
     python docs/tools/screenshot.py            # writes docs/images/prefect-run*.png (+ report.png)
     python docs/tools/screenshot.py report     # only docs/images/report.png (no Prefect server)
 
-``report`` runs the library pipeline (no Prefect) on the same manifest against the emulator,
-downloads the service's files, and shoots the run's ``report.html`` (a file:// page).
+``report`` runs ``doccheck run --no-prefect`` on the same manifest against the emulator (cohort
+matching included), downloads the service's files, and shoots the run's ``report.html`` (a file:// page).
 
 Needs ``chromium`` (Debian: ``apt-get install chromium``); nothing in the test suite or CI
 does. Only 127.0.0.1 is contacted; Chromium runs with networking features off.
@@ -82,41 +82,43 @@ def shoot(url: str, target: Path, *, width: int = 1440, height: int = 1500) -> N
 
 
 def make_report(work: Path, base_url: str) -> Path:
-    """Check ``sample_data/manifest.csv`` with the library pipeline; the run's report.html."""
-    import asyncio
-
-    from doccheck.client import AsyncDocCheckClient
-    from doccheck.ledger import Ledger
-    from doccheck.outputs.instructor.outputs import write_run_outputs
-    from doccheck.outputs.reports import write_reports
-    from doccheck.pipeline import report_tables, submit_batch, wait_for_results
-    from doccheck.pipeline.planning import load_plan
-
+    """Check ``sample_data/manifest.csv`` with ``doccheck run`` (no Prefect server: in its own
+    process, cohort matching included, so the page shows a pair's shared passages); the run's
+    report.html."""
     data = work / "sample_data"
     if not data.exists():
         shutil.copytree(ROOT / "sample_data", data)
-    plan = load_plan(data / "manifest.csv", campaign=CAMPAIGN, products=["ai", "similarity"],
-                     metadata_columns=["section"])  # fmt: skip
-    ledger = Ledger(f"sqlite:///{work / 'report-ledger.db'}")
+    env = {**os.environ, "DOCCHECK_BASE_URL": base_url, "DOCCHECK_API_KEY": API_KEY,
+           "DOCCHECK_DATABASE_URL": f"sqlite:///{work / 'report-ledger.db'}", "PREFECT_API_URL": ""}  # fmt: skip
+    subprocess.run(
+        doccheck_command("run", str(data / "manifest.csv"), "--campaign", CAMPAIGN, "--products", "ai,similarity",
+                         "--metadata-columns", "section", "--out", str(work / "reports"), "--wait",
+                         "--wait-timeout", "120", "--download", "similarity_pdf,pdf", "--no-prefect",
+                         "--no-progress"),  # fmt: skip
+        check=True, env=env, cwd=work, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    return work / "reports" / "latest" / "report.html"
 
-    async def run() -> Path:
-        run_id = ledger.start_run(campaign=plan.campaign, manifest=str(plan.manifest), products=["ai", "similarity"])
-        ledger.record_documents(run_id, plan.documents)
-        ledger.record_rejections(run_id, plan.rejections)
-        async with AsyncDocCheckClient(base_url, API_KEY) as client:
-            await submit_batch(client, ledger, run_id, plan.documents, concurrency=4)
-            await wait_for_results(client, ledger, run_id, timeout=120, grace_seconds=0, poll_interval=0.3)
-            paths = write_reports(work / "reports", "week-12", report_tables(ledger, run_id),
-                                  metadata=plan.metadata_by_document() or None)  # fmt: skip
-            outputs = await write_run_outputs(paths.run_dir, paths.latest_dir, campaign=plan.campaign, run_id=run_id,
-                                              ledger=ledger, client=client, download="similarity_pdf,pdf",
-                                              status="finished")  # fmt: skip
-        return outputs.paths.report_html
 
+def shoot_element(url: str, selector: str, target: Path) -> None:
+    """One PNG of the element ``selector`` of ``url`` (selenium + chromedriver, no telemetry)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    os.environ["SE_AVOID_STATS"] = "true"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium_binary()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1200",
+                "--disable-background-networking", "--no-first-run"):  # fmt: skip
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"), options=options)
     try:
-        return asyncio.run(run())
+        driver.get(url)
+        driver.find_element(By.CSS_SELECTOR, selector).screenshot(str(target))
     finally:
-        ledger.close()
+        driver.quit()
+    print(f"wrote {target.relative_to(ROOT)}")
 
 
 def start_emulator(work: Path):  # type: ignore[no-untyped-def]
@@ -138,6 +140,7 @@ def report_only() -> None:
         page = make_report(work, emulator.url)
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         shoot(page.as_uri(), OUT_DIR / "report.png", width=1400, height=1700)
+        shoot_element(page.as_uri(), "#cohort-evidence", OUT_DIR / "report-evidence.png")
     finally:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)

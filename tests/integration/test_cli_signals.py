@@ -71,3 +71,39 @@ def test_stop_while_waiting_then_rerun(
     rerun = subprocess.run(_args(tmp_path, mode), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert rerun.returncode == 0, rerun.stderr
     assert emulator.account_state(key)["checks"] == DOCS  # one check per document, none paid twice
+
+
+def test_sigterm_while_submitting_then_rerun(emulator_faults: EmulatorHandle, tmp_path: Path) -> None:
+    """SIGTERM with requests in flight (a slow service, the run in this process): one line,
+    exit 143; the rerun sends only what was not sent, and no document is paid twice."""
+    emulator = emulator_faults
+    key = emulator.new_account()
+    emulator.set_faults(latency_ms=400)
+    env = _env(emulator, key, tmp_path)
+    manifest = tmp_path / "many.csv"
+    rows = [{"document_id": f"m-{i}", "text": f"Essay {i} on canals and locks. " * 30} for i in range(40)]
+    pd.DataFrame(rows).to_csv(manifest, index=False)
+    args = [sys.executable, "-m", "doccheck.cli", "run", str(manifest), "--out", "out", "--no-wait",
+            "--concurrency", "2", "--no-progress", "--no-prefect"]  # fmt: skip
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while emulator.account_state(key)["checks"] < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "rerun the same command" in lines[0] and "Traceback" not in out + err, err
+    sent = emulator.account_state(key)["checks"]
+    assert sent < 40  # stopped mid-submit
+
+    emulator.reset_faults()
+    rerun = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr
+    assert emulator.account_state(key)["checks"] == 40  # every document once, none paid twice

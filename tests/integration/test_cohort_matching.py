@@ -128,6 +128,10 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     assert (matches["run_id"] == first.run_id).all() and matches["matched_run_id"].isna().all()
     section = matches[matches["kind"] == "copied_section"]
     assert (section[["percent", "matched_percent"]].max(axis=1) >= 18).all()
+    # The page shows each pair's shared passages, read again from the manifest's files, highlighted.
+    page = (out / "latest" / "report.html").read_text(encoding="utf-8")
+    assert page.count('<article class="evidence"') == len(corpus.pairs)
+    assert page.count("<mark>") >= 1 + 2 * len(corpus.pairs) and "could not be read again" not in page
 
     # The service's own similarity names only earlier-indexed checks; ours are mapped to document ids.
     sources = pq.read_table(out / "latest" / "similarity_sources.parquet").to_pandas()
@@ -173,6 +177,9 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     assert len(got) == 4 and not any("w2-alone" in pair for pair in got)
     assert (matches["run_id"] == second.run_id).all() and (matches["matched_run_id"] == first.run_id).all()
     assert set(matches["document_id"]) <= set(new)
+    # Week 1's files are gone: its side of each pair is said to be unreadable, never invented.
+    page = (out / "latest" / "report.html").read_text(encoding="utf-8")
+    assert page.count('<article class="evidence"') == 4 and page.count("could not be read again") == 4
 
 
 def test_notebook_result_has_the_pairs(

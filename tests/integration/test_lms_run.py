@@ -136,6 +136,7 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
     subs = pq.read_table(Path(str(summary.report_dir)) / "submissions.parquet").to_pylist()
     refused = {r["submitted_file"]: r for r in subs if r["status"] == "rejected"}
     assert set(refused) == {"sources.zip", "tool.exe"}
+    assert summary.rejected == len(refused)  # the summary counts the refused entries the reports list
     assert (
         refused["sources.zip"]["error_code"] == "nested_zip" and refused["tool.exe"]["error_code"] == "unsupported_type"
     )
@@ -147,6 +148,11 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
     ]
     docs = pq.read_table(Path(str(summary.report_dir)) / "documents.parquet").to_pylist()
     assert sorted(r["student"] for r in docs if r["status"] == "submitted") == ["Participant 7", "Participant 8"]
+    # what a page grouping by student needs, on every row of the export (documents, refusals, missing)
+    assert {(r["lms"], r["export_name"]) for r in docs} == {("moodle", export.name)}
+    assert sorted((r["student_id"], r["status"]) for r in docs) == [
+        ("7", "rejected"), ("7", "submitted"), ("8", "rejected"), ("8", "submitted"), ("9", "no_submission"),
+    ]  # fmt: skip
     for path in _files_under(tmp_path / "out"):
         data = path.read_bytes()
         for secret in (b"Realname", b"uni.example"):

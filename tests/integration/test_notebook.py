@@ -54,8 +54,13 @@ def test_check_dataframe_returns_report_frames_and_reruns_free(
     charged = emulator.account_state(key)["charged_cents"]
     assert result.summary["spent_cents"] == charged > 0
 
-    again = doccheck.check_dataframe(df, **params)
+    assert set(result.documents["ai_band"].dropna()) == {"too_short"}  # ~70 words < the default gate of 300
+    # The page's rules as keyword arguments, like doccheck run's flags: a rerun is free whatever they are.
+    again = doccheck.check_dataframe(df, **params, out_dir=tmp_path / "out", min_ai_words=10, group_by="group")
     assert again.summary["submitted"] == 0 and again.summary["spent_cents"] == 0
+    assert "too_short" not in set(again.documents["ai_band"].dropna())
+    assert again.report_html is not None
+    assert len(list((Path(again.report_html).parent / "groups").glob("*.html"))) == 2  # x, and the rejected row's
     assert emulator.account_state(key)["charged_cents"] == charged
     assert list(again.ai_results["score"]) == list(result.ai_results["score"])
 

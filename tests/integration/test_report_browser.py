@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from doccheck.outputs.instructor import write_instructor_files
+from doccheck.outputs.instructor.evidence import PairTexts
 from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
 from doccheck.sources.manifest import Rejection
 
@@ -148,5 +149,92 @@ def test_sort_filter_escape_and_no_network(browser: Any, report: Path) -> None:
     # No request but the page itself; no CSP violation (our own style and script are allowed).
     requests = _network_requests(browser)
     assert requests and all(url == report.as_uri() for url in requests), requests
+    console = [e["message"] for e in browser.get_log("browser")]
+    assert not [m for m in console if "Content Security Policy" in m], console
+
+
+def test_a_large_table_pages_and_sorts_and_filters_every_row(browser: Any, tmp_path: Path) -> None:
+    """250 rows: one page of 100 in the DOM; a sort and the flagged filter act on all 250."""
+    from selenium.webdriver.common.by import By
+
+    subs, ai, sim = [], [], []
+    for i in range(250):
+        doc, check = f"d{i:03d}", f"chk_{i:03d}"
+        subs.append({"document_id": doc, "row_number": i + 1, "mode": "text", "check_id": check,
+                     "products": ["ai", "similarity"], "status": "submitted", "words": 400, "cost_cents": 6})  # fmt: skip
+        ai.append({"document_id": doc, "check_id": check, "status": "completed", "score": 0.1, "label": "human"})
+        sim.append({"document_id": doc, "check_id": check, "status": "completed", "score": float((i * 7) % 250) / 10})
+    paths = write_reports(tmp_path, "run-1", ReportTables(subs, ai, sim, []))
+    page = write_instructor_files(paths.run_dir, None, campaign="course").report_html
+    browser.get(page.as_uri())
+    assert len(_column(browser, "document_id")) == 100
+    assert not browser.find_element(By.ID, "static-note").is_displayed()  # the script shows every row
+    header = browser.find_element(By.CSS_SELECTOR, '#documents th[data-column="similarity_score"] button')
+    header.click()
+    assert _column(browser, "similarity_score")[:2] == ["0.0", "0.1"]  # the smallest of all 250 rows
+    header.click()
+    assert _column(browser, "similarity_score")[0] == "24.9"
+    browser.find_element(By.ID, "page-next").click()
+    assert browser.find_element(By.ID, "page-info").text == "rows 101–200 · page 2 of 3"
+    browser.find_element(By.ID, "flagged-only").click()  # similarity >= 25 never: 24.9 is the most
+    assert browser.find_element(By.ID, "shown").text == "showing 0 of 250"
+    browser.find_element(By.ID, "flagged-only").click()
+    search = browser.find_element(By.ID, "search")
+    search.send_keys("d24")
+    assert sorted(_column(browser, "document_id")) == [f"d24{i}" for i in range(10)]
+
+
+def test_grouped_pages_link_escape_and_load_nothing(browser: Any, tmp_path: Path) -> None:
+    """The entry page links each group's page; a hostile group name is text on both; no request."""
+    from selenium.webdriver.common.by import By
+
+    metadata = {"d1": {"course": EVIL}, "d2": {"course": "BIO"}, "d3": {"course": EVIL}, "d4": {"course": "BIO"}}
+    paths = write_reports(tmp_path, "run-1", _tables(), metadata=metadata)
+    entry = write_instructor_files(paths.run_dir, paths.latest_dir, campaign="course", group_by="course").report_html
+    browser.get_log("performance")
+    browser.get(entry.as_uri())
+    links = browser.find_elements(By.CSS_SELECTOR, "#groups a")
+    assert sorted(a.text for a in links) == sorted(["BIO", EVIL, "(none)"])  # (none): the rejected row
+    next(a for a in links if a.text == EVIL).click()
+    assert browser.current_url.startswith((paths.run_dir / "groups").as_uri())
+    assert sorted(_column(browser, "document_id")) == ["d1", "d3"]
+    assert browser.execute_script("return window.__pwned === undefined")
+    requests = _network_requests(browser)
+    assert requests and all(url.startswith(paths.run_dir.as_uri()) for url in requests), requests
+
+
+SHARED = (
+    "the factory clock replaced the rhythm of the seasons as the measure of a working day "
+    + EVIL
+    + " and the workers learned to sell their time rather than their labour"
+)
+
+
+@pytest.fixture
+def report_with_pair(tmp_path: Path) -> Path:
+    texts = {"d1": f"My essay opens with cities. {SHARED}. Then I argue otherwise.",
+             "d3": f"Historians disagree, yet {SHARED}; this is the view I defend."}  # fmt: skip
+    paths = write_reports(tmp_path, "run-1", _tables())
+    pair = {"document_id": "d3", "matched_document_id": "d1", "kind": "copied_section", "percent": 70.0,
+            "matched_percent": 60.0, "matched_words": 40, "jaccard": 0.4, "matched_run_id": None}  # fmt: skip
+    written = write_instructor_files(paths.run_dir, paths.latest_dir, campaign="course", run_id="r1",
+                                     cohort_matches=[pair],
+                                     texts_for=lambda pairs: PairTexts(lambda doc, run: texts.get(doc)))  # fmt: skip
+    return written.latest_report_html or written.report_html
+
+
+def test_cohort_pair_passages_are_highlighted_and_markup_stays_text(browser: Any, report_with_pair: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(report_with_pair.as_uri())
+    evidence = browser.find_element(By.CSS_SELECTOR, '#cohort-evidence article[data-pair="d3 d1"]')
+    marks = evidence.find_elements(By.TAG_NAME, "mark")
+    assert len(marks) == 2 and all(m.is_displayed() for m in marks)  # one per side, side by side
+    assert marks[0].location["y"] == marks[1].location["y"] and marks[0].location["x"] < marks[1].location["x"]
+    assert marks[0].value_of_css_property("background-color") != "rgba(0, 0, 0, 0)"  # highlighted
+    assert "the factory clock replaced the rhythm" in marks[0].text and EVIL in marks[0].text
+    assert EVIL in marks[1].text
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert evidence.find_elements(By.TAG_NAME, "img") == []
     console = [e["message"] for e in browser.get_log("browser")]
     assert not [m for m in console if "Content Security Policy" in m], console

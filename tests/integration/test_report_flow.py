@@ -117,3 +117,10 @@ def test_bulk_check_states_the_expected_false_flags_from_a_reference_campaign(
     assert bands["short"] == "too_short" and bands["long"] in ("low", "elevated", "high")
     page = (run_dir / "report.html").read_text()
     assert "of 3 known-human documents" in page and "under 20 words" in page
+
+    # A collect rewrites the page under the rules the run was judged with (recorded with the run).
+    collected = asyncio.run(collect_results(run_id=summary.run_id, out_dir=params["out_dir"],
+                                            base_url=emulator.base_url, database_url=params["database_url"]))  # fmt: skip
+    again = Path(collected.report_dir or "")
+    assert again != run_dir and "under 20 words" in (again / "report.html").read_text()
+    assert json.loads((again / "calibration.json").read_text())["reference_campaign"] == f"ref-{tag}"

@@ -97,7 +97,8 @@ def test_shards_need_prefect(emulator: EmulatorHandle, tmp_path: Path) -> None:
 def test_collect_without_a_server(emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()
     base = ["--database-url", f"sqlite:///{tmp_path / 'l.db'}", "--out", "out"]
-    sent = _run([str(_manifest(tmp_path)), "--no-wait", "--no-progress", *base], cwd=tmp_path, key=key,
+    rules = ["--min-ai-words", "50", "--ai-band-high", "0.9"]  # the essays have 110 words: judged
+    sent = _run([str(_manifest(tmp_path)), "--no-wait", "--no-progress", *rules, *base], cwd=tmp_path, key=key,
                 base_url=emulator.base_url, prefect_api=None)  # fmt: skip
     assert sent.returncode == 0, sent.stdout + sent.stderr
     emulator.advance(60)  # every check finishes at the service
@@ -114,3 +115,9 @@ def test_collect_without_a_server(emulator: EmulatorHandle, tmp_path: Path) -> N
     subs = pq.read_table(tmp_path / "out" / "latest" / "ai_results.parquet").to_pandas()
     assert len(subs) == 6 and set(subs["status"]) == {"completed"}
     assert emulator.account_state(key)["checks"] == 6
+    # collect rewrote the page under the run's own rules (recorded with the run), not the defaults
+    rows = pq.read_table(tmp_path / "out" / "latest" / "documents.parquet").to_pylist()
+    bands = [r["ai_band"] for r in rows if r["status"] != "rejected"]
+    assert len(bands) == 6 and "too_short" not in bands and None not in bands
+    page = (tmp_path / "out" / "latest" / "report.html").read_text(encoding="utf-8")
+    assert "under 50 words" in page and "from 0.9" in page

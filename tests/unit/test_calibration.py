@@ -88,3 +88,18 @@ def test_calibration_json_holds_the_fields_the_page_states(tmp_path: Path) -> No
     written = json.loads(write_calibration(tmp_path, cal).read_text())
     assert written["reference_flagged"] == 1 and written["judged_documents"] == 20
     assert written["expected_false_flags_high"] == pytest.approx(20 * exact_interval(1, 10)[1])
+
+
+def test_a_runs_recorded_rules_are_read_back_for_collect() -> None:
+    from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS, AiRules, rules_from_params
+    from doccheck.pipeline.options import RunOptions
+
+    options = RunOptions.from_flat(manifest="m.csv", min_ai_words=120, ai_band_elevated=0.7,
+                                   reference_campaign="old", max_false_flag_rate=0.05)  # fmt: skip
+    flow = {"manifest": "m.csv", JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS))}
+    command = {"source": "command", **options.model_dump(mode="json", exclude={"connection"})}
+    for params in (flow, command):
+        rules = AiRules.from_options(rules_from_params(params))
+        assert (rules.bounds.min_words, rules.bounds.elevated, rules.reference_campaign) == (120, 0.7, "old")
+        assert rules.max_false_flag_rate == 0.05
+    assert rules_from_params({"manifest": "m.csv"}) is None and rules_from_params(None) is None

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
-from doccheck.commands._runner import describe_error
+from doccheck.commands._runner import describe_error, ledger_label
 from doccheck.guards.environment_errors import describe_environment_error
 
 CHILD = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-from doccheck.commands._runner import describe_error
+from doccheck.commands._runner import describe_error, ledger_label
 from doccheck.guards.environment_errors import naming
 try:
     with naming(sys.argv[1]), open(sys.argv[1], "wb") as f:
@@ -41,6 +41,14 @@ def test_sqlite_full_names_the_ledger() -> None:
     exc = OperationalError("INSERT", {}, Exception("database or disk is full"))
     line = describe_environment_error(exc, ledger="sqlite:///var/doccheck.db")
     assert line is not None and "ledger" in line and "sqlite:///var/doccheck.db" in line
+
+
+def test_the_command_names_the_ledgers_file_or_redacted_url(tmp_path: Path) -> None:
+    exc = OperationalError("INSERT", {}, Exception("database or disk is full"))
+    line = describe_error(exc, ledger_label(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    assert f"({tmp_path / 'ledger.db'})" in line and "rerun the same command" in line
+    label = ledger_label("postgresql+psycopg://doccheck:s3cret@db.example:5432/doccheck")
+    assert "s3cret" not in label and "db.example" in label
 
 
 def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:

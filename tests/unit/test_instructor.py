@@ -122,7 +122,10 @@ def test_page_escapes_untrusted_values_and_loads_nothing() -> None:
     rows = build_documents(rows_of(sample_tables()), files={"s1": {"similarity_pdf": "files/s1.similarity_pdf.pdf"}})
     html = render_report(rows, campaign=f"course {EVIL}", run_id="r1", link_prefix="../run-1/")
     assert "<script>window" not in html and "&lt;script&gt;window.__pwned" in html
-    assert html.count("<script") == 2  # our JSON block and our script, nothing else
+    assert html.count("<script") == 3  # our two JSON blocks (summary, rows) and our script, nothing else
+    rows_block = re.search(r'<script type="application/json" id="doccheck-rows">(.*?)</script>', html, re.S)
+    assert rows_block and "<" not in rows_block.group(1)  # the rows' data cannot close its block
+    assert EVIL in json.dumps(json.loads(rows_block.group(1)), ensure_ascii=False)  # as data, for textContent
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
     assert csp is not None
     policy = html_module.unescape(csp.group(1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -41,6 +42,10 @@ def test_dry_run_prints_what_was_recognised_and_no_name(tmp_path: Path) -> None:
     assert "Participant 4712 (4712): a zip inside the export is not opened" in out
     assert "C101-Essay-7" in out  # the campaign, from the export's name
     assert "dry run: nothing was sent." in out
+    # The refused entry counts as rejected and is listed, as the reports list it.
+    assert re.search(r"rows rejected\s*│?\s*1\b", out), out
+    rejected_table = out.split("rejected rows (not sent, no charge)")[1]
+    assert "inner.zip: Participant 4712 (4712): a zip inside the export is not opened" in rejected_table
 
 
 def test_manifest_command_writes_a_runnable_manifest(tmp_path: Path) -> None:

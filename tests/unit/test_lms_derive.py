@@ -29,6 +29,23 @@ def _exports(tmp_path: Path) -> tuple[Path, Path]:
     return zpath, folder
 
 
+def test_campaign_is_the_same_for_every_download_of_one_assignment(tmp_path: Path) -> None:
+    names = {
+        # Canvas (content_zipper.rb assignment_zip_filename + make_zip_tmpdir), a browser's second copy
+        "C101-essay-1_submissions.zip": "C101-essay-1_submissions",
+        "C101-essay-1_submissions (1).zip": "C101-essay-1_submissions",
+        # Blackboard: the download's time is in the name; two downloads are one assignment
+        "gradebook_C101_Essay 1_2026-03-01-10-00-00.zip": "gradebook_C101_Essay 1",
+        "gradebook_C101_Essay 1_2026-03-08-09-12-13.zip": "gradebook_C101_Essay 1",
+        # Only Blackboard's own prefix loses a trailing time
+        "essays_2026-03-01-10-00-00.zip": "essays_2026-03-01-10-00-00",
+    }
+    for name, campaign in names.items():
+        path = tmp_path / name
+        path.write_bytes(b"")
+        assert export_campaign(path) == campaign, name
+
+
 def test_zip_and_folder_give_the_same_manifest_and_campaign(tmp_path: Path) -> None:
     zpath, folder = _exports(tmp_path)
     assert export_campaign(zpath) == export_campaign(folder) == "C101-Essay 1-42"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -116,7 +118,7 @@ def test_canvas_normal_late_anonymous_text_and_link(tmp_path: Path) -> None:
     members = {
         "lovelaceada_1001_55501_Essay Final.docx": b"x",
         "turingalan_LATE_1002_55502_essay.pdf": b"x",
-        "turingalan_late_1002_text.html": b"<p>x</p>",
+        "turingalan_LATE_1002_text.html": b"<p>x</p>",
         "hopper_1003_link.html": b"<a href=x>",
         "anon_Xk3pQ_55504_paper.pdf": b"x",
     }
@@ -137,6 +139,79 @@ def test_canvas_replaced_file_keeps_its_id(tmp_path: Path) -> None:
     first = read_export(_zip(tmp_path, {"lovelaceada_1001_555_essay.pdf": b"a"}, "a.zip"))
     second = read_export(_zip(tmp_path, {"lovelaceada_1001_999_essay.pdf": b"b"}, "b.zip"))
     assert first.files[0].document_id == second.files[0].document_id == ID("canvas", "1001", "essay.pdf")
+
+
+def _canvas_name(sortable: str | None, user_id: int, late: bool, rest: str, anonymous_id: str | None = None) -> str:
+    """The entry name as lib/content_zipper.rb builds it (get_filename, sanitize_user_name,
+    sanitize_file_name, add_upload_submission): a port kept here so each form is built, not typed."""
+    users_name = None
+    if anonymous_id is None and sortable is not None:
+        users_name = re.sub(r"_(\d+)_", r"\1", sortable).lower()
+    ident = f"anon_{anonymous_id}" if anonymous_id is not None else str(user_id)
+    called = "_".join(p for p in (users_name, "LATE" if late else None, ident) if p is not None)
+    called = "".join(c for c in called if c == "_" or unicodedata.category(c)[0] in "LMN")
+    return f"{called}_{rest}"
+
+
+_ATTACHMENT_UNSAFE = re.compile(r'[\x00/\\:*?"<>|]+')  # sanitize_attachment_filename
+
+
+def _upload(attachment_id: int, display_name: str) -> str:
+    return f"{attachment_id}_{_ATTACHMENT_UNSAFE.sub('_', display_name)}"
+
+
+def test_canvas_names_as_content_zipper_builds_them(tmp_path: Path) -> None:
+    members = {
+        _canvas_name("García, José", 1004, False, _upload(601, "Ensayo final.pdf")): b"x",
+        _canvas_name("O_Neill, Sam", 1005, True, _upload(602, "2024_draft_v2.docx")): b"x",
+        _canvas_name("Lovelace, Ada", 1001, False, _upload(603, 'What? "Why".txt')): b"x",
+        _canvas_name("Lovelace, Ada", 1001, False, _upload(604, "text.html")): b"x",
+        _canvas_name(None, 0, True, _upload(605, "paper.pdf"), anonymous_id="Xk3pQ"): b"x",
+        _canvas_name(None, 0, True, "text.html", anonymous_id="7Hn2a"): b"<p>x</p>",
+        _canvas_name("Hopper, Grace", 1003, True, "link.html"): b"<a href=x>",
+        # a group assignment: the group's name, and the id of the member who stands for it
+        _canvas_name("Group 1", 1007, False, _upload(606, "team.pdf")): b"x",
+    }
+    assert sorted(members) == [
+        "LATE_anon_7Hn2a_text.html",
+        "LATE_anon_Xk3pQ_605_paper.pdf",
+        "garcíajosé_1004_601_Ensayo final.pdf",
+        "group1_1007_606_team.pdf",
+        "hoppergrace_LATE_1003_link.html",
+        "lovelaceada_1001_603_What_ _Why_.txt",
+        "lovelaceada_1001_604_text.html",
+        "o_neillsam_LATE_1005_602_2024_draft_v2.docx",
+    ]
+    result = read_export(_zip(tmp_path, members))
+    assert result.lms == "canvas"
+    rows = [(f.kind.value, f.parsed.student_id, f.parsed.student, f.parsed.submitted_file, f.parsed.late,
+             f.parsed.blind, f.parsed.online_text) for f in result.files]  # fmt: skip
+    assert rows == [
+        ("document", "anon_7Hn2a", "anon_7Hn2a", "text.html", True, True, True),
+        ("document", "anon_Xk3pQ", "anon_Xk3pQ", "paper.pdf", True, True, False),
+        ("document", "1004", "garcíajosé", "Ensayo final.pdf", False, False, False),
+        ("document", "1007", "group1", "team.pdf", False, False, False),
+        ("link", "1003", "hoppergrace", "link.html", True, False, False),
+        ("document", "1001", "lovelaceada", "What_ _Why_.txt", False, False, False),
+        ("document", "1001", "lovelaceada", "text.html", False, False, False),  # an upload named text.html
+        ("document", "1005", "o_neillsam", "2024_draft_v2.docx", True, False, False),
+    ]
+    assert result.files[0].document_id == ID("canvas", "anon_7Hn2a", "text.html")
+
+
+def test_canvas_late_flag_is_only_the_capitalised_word(tmp_path: Path) -> None:
+    # Canvas lower-cases the name and writes LATE in capitals: a lower-case "late" is part of a name.
+    result = read_export(_zip(tmp_path, {"smith_late_1001_601_a.pdf": b"x", "_1002_text.html": b"x"}))
+    assert [(f.parsed.student, f.parsed.student_id, f.parsed.late) for f in result.files] == [
+        ("", "1002", False),
+        ("smith_late", "1001", False),
+    ]
+
+
+def test_canvas_names_canvas_never_writes_are_not_canvas(tmp_path: Path) -> None:
+    # Upper-case letters in the name, or no attachment id before an upload's name.
+    for name in ("Smith_1001_601_a.pdf", "smith_1001_a.pdf", "smith_1001", "smith_report.pdf"):
+        assert read_export(_zip(tmp_path, {name: b"x"}), lms="canvas").files[0].kind is EntryKind.REJECTED, name
 
 
 BLACKBOARD = {

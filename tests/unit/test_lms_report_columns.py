@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from doccheck.outputs.instructor.writer import write_instructor_files
-from doccheck.outputs.lms_columns import NO_SUBMISSION, lms_rows
+from doccheck.outputs.lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED, lms_rows
 from doccheck.sources.lms.derive import derive_manifest
 from doccheck.sources.lms.sidecar import read_sidecar, sidecar_path
 from doccheck.sources.manifest import read_manifest
@@ -79,6 +79,8 @@ def test_a_blind_export_joins_no_roster_name_nor_email(tmp_path: Path) -> None:
 
 def _sidecar() -> dict[str, Any]:
     return {
+        "lms": "canvas",
+        "export_name": "C1-essay_submissions.zip",
         "documents": {"d1": {"lms": "canvas", "student_id": "1", "student": "s1", "late": True, "section": "A"}},
         "rejected": [
             {"lms": "canvas", "student_id": "2", "document_id": "d2", "code": "nested_zip", "reason": "x: why"}
@@ -105,12 +107,64 @@ def test_documents_csv_carries_the_lms_and_roster_columns(tmp_path: Path) -> Non
             for r in part["submissions"]]  # fmt: skip
     paths = write_instructor_files(tmp_path, campaign="c", tables={"submissions": subs})
     rows = pq.read_table(paths.documents_parquet).to_pylist()
-    assert [(r["status"], r["student"], r["late"], r["section"]) for r in rows] == [
-        ("submitted", "s1", True, "A"),
-        ("rejected", None, None, None),
-        (NO_SUBMISSION, "s3", None, "B"),
+    assert [(r["status"], r["student"], r["late"], r["section"], r["export_name"]) for r in rows] == [
+        ("submitted", "s1", True, "A", "C1-essay_submissions.zip"),
+        ("rejected", None, None, None, "C1-essay_submissions.zip"),
+        (NO_SUBMISSION, "s3", None, "B", "C1-essay_submissions.zip"),
     ]
     header, first = paths.documents_csv.read_text(encoding="utf-8-sig").splitlines()[:2]
     columns = header.split(",")
-    assert {"lms", "student_id", "student", "late", "email", "section", "new_this_run"} <= set(columns)
+    assert {
+        "lms",
+        "student_id",
+        "student",
+        "late",
+        "attempt",
+        "email",
+        "section",
+        "export_name",
+        "new_this_run",
+    } <= set(columns)
     assert first.split(",")[columns.index("section")] == "A"
+
+
+def test_links_receipts_and_older_attempts_are_listed_never_sent(tmp_path: Path) -> None:
+    canvas = tmp_path / "C1-essay_submissions.zip"
+    with zipfile.ZipFile(canvas, "w") as zf:
+        zf.writestr("lovelaceada_1001_555_essay.txt", b"An essay about rivers and floods.")
+        zf.writestr("hoppergrace_LATE_1003_link.html", b"<a href='https://example.org'>x</a>")
+    derived = derive_manifest(canvas, tmp_path / "w1")
+    sidecar = read_sidecar(derived.manifest)
+    assert sidecar is not None and sidecar["export_name"] == "C1-essay_submissions.zip"
+    assert [d.document_id for d in read_manifest(derived.manifest).documents] == list(sidecar["documents"])
+    (link,) = [r for part in lms_rows([], sidecar) for r in part["submissions"]]
+    assert {k: link[k] for k in ("status", "error_code", "document_id", "student_id", "student", "late",
+                                 "submitted_file", "cost_cents", "export_name")} == {
+        "status": NOT_A_DOCUMENT, "error_code": "link", "document_id": None, "student_id": "1003",
+        "student": "hoppergrace", "late": True, "submitted_file": "link.html", "cost_cents": 0,
+        "export_name": "C1-essay_submissions.zip",
+    }  # fmt: skip
+    assert (
+        link["error_message"] == "hoppergrace_LATE_1003_link.html: hoppergrace (1003): a URL submission, not a document"
+    )
+
+    blackboard = tmp_path / "gradebook_C1_Essay_2026-03-08-09-00-00.zip"
+    with zipfile.ZipFile(blackboard, "w") as zf:
+        zf.writestr("Essay_aturing_attempt_2026-03-01-10-00-00_draft.txt", b"A first draft about machines.")
+        zf.writestr("Essay_aturing_attempt_2026-03-01-10-00-00.txt", b"Name: Alan Turing (aturing)\nComments: hi")
+        zf.writestr("Essay_aturing_attempt_2026-03-02-09-30-00_final.txt", b"The final essay about machines.")
+        zf.writestr("Essay_aturing_attempt_2026-03-02-09-30-00.txt", b"Name: Alan Turing (aturing)")
+    derived = derive_manifest(blackboard, tmp_path / "w2")
+    assert derived.manifest.parent.name == "gradebook_C1_Essay"  # the download's time is not the campaign
+    sidecar = read_sidecar(derived.manifest)
+    assert sidecar is not None
+    listed = [r for part in lms_rows([], sidecar) for r in part["submissions"]]
+    assert [(r["status"], r["error_code"], r["submitted_file"], r["attempt"], r["student_id"]) for r in listed] == [
+        (SUPERSEDED, "older_attempt", "receipt.txt", "2026-03-01-10-00-00", "aturing"),
+        (SUPERSEDED, "older_attempt", "draft.txt", "2026-03-01-10-00-00", "aturing"),
+        (NOT_A_DOCUMENT, "receipt", "receipt.txt", "2026-03-02-09-30-00", "aturing"),
+    ]
+    assert all(r["document_id"] is None and r["cost_cents"] == 0 and "aturing" in r["error_message"] for r in listed)
+    # Never sent: neither the receipts (the student's comments) nor the older attempt are in the manifest.
+    assert [d.metadata["document_id"] for d in read_manifest(derived.manifest).documents] == list(sidecar["documents"])
+    assert len(sidecar["documents"]) == 1

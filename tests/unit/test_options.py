@@ -74,3 +74,19 @@ def test_cli_and_notebook_defaults_are_the_models(fn: object) -> None:
     for name, arg in notebook.items():
         assert params[arg].default == flat[name], arg
     assert list(params["products"].default) == DEFAULTS.source.products
+
+
+def test_the_ai_rules_are_cli_flags_with_the_models_defaults_and_checked_before_sending() -> None:
+    for name in ("min_ai_words", "ai_band_elevated", "ai_band_high"):
+        assert _cli_default(name) == getattr(DEFAULTS.output, name), name
+    assert _cli_default("max_false_flag_rate") is None and _cli_default("reference_campaign") is None
+    options = RunOptions.from_flat(manifest="m.csv", min_ai_words=150, ai_band_elevated=0.6, ai_band_high=0.9,
+                                   reference_campaign="essays-2021", max_false_flag_rate=0.01)  # fmt: skip
+    assert (options.output.min_ai_words, options.output.ai_band_high, options.output.max_false_flag_rate) == (
+        150, 0.9, 0.01,
+    )  # fmt: skip
+    assert RunOptions(**options.flow_parameters()) == options  # the flow takes them as parameters
+    with pytest.raises(ValidationError, match="ai_band_elevated .0.9. must not be above ai_band_high .0.6."):
+        RunOptions.from_flat(manifest="m.csv", ai_band_elevated=0.9, ai_band_high=0.6)
+    with pytest.raises(ValidationError, match="max_false_flag_rate needs a reference_campaign"):
+        RunOptions.from_flat(manifest="m.csv", max_false_flag_rate=0.01)

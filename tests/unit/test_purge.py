@@ -71,3 +71,15 @@ def test_unknown_check_bodies_are_emptied_after_a_week(tmp_path: Path) -> None:
         assert "Ottoline" in rows["fresh"] and "Ottoline" not in rows["stale"]
     finally:
         ledger.close()
+
+
+def test_a_run_folder_with_group_pages_is_a_report_folder(tmp_path: Path) -> None:
+    from doccheck.ledger.purge import _report_folder_problem
+
+    folder = tmp_path / "c-20261125T101010123Z-abcd1234"
+    (folder / "groups").mkdir(parents=True)
+    (folder / "groups" / "section-a.html").write_text("<p>Ada</p>")
+    (folder / "report.html").write_text("<p>groups</p>")
+    assert _report_folder_problem(folder) is None  # --group-by pages go with the run
+    (folder / "groups" / "nested").mkdir()
+    assert _report_folder_problem(folder) is not None

@@ -73,7 +73,18 @@ def sample_tables() -> ReportTables:
 
 
 def test_schemas_have_the_issue_columns() -> None:
-    lms = ["lms", "student_id", "student", "late", "attempt", "submitted_file", "email", "section", "new_this_run"]
+    lms = [
+        "lms",
+        "student_id",
+        "student",
+        "late",
+        "attempt",
+        "submitted_file",
+        "email",
+        "section",
+        "export_name",
+        "new_this_run",
+    ]
     added = {"submissions": ["charged_cents", "refunded_cents", "net_cents", *lms]}  # additive, at the end
     for name, columns in ISSUE_COLUMNS.items():
         names = SCHEMAS[name].names
@@ -110,7 +121,7 @@ def test_round_trip_types_and_values(tmp_path: Path) -> None:
         "charged_cents": 0, "refunded_cents": 0, "net_cents": 0,
         # a manifest's row: the LMS columns (issue 24) are null
         "lms": None, "student_id": None, "student": None, "late": None, "attempt": None, "submitted_file": None,
-        "email": None, "section": None, "new_this_run": None,
+        "email": None, "section": None, "export_name": None, "new_this_run": None,
     }  # fmt: skip
     ai = pq.read_table(paths.ai_results).to_pylist()
     assert ai[0]["completed_at"] == datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)

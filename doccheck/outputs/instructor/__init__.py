@@ -2,7 +2,8 @@
 
 - :mod:`.table` builds one row per document (``documents.parquet`` schema);
 - :mod:`.spreadsheet` writes it as a CSV safe for Excel and gradebook imports;
-- :mod:`.page` renders the self-contained, offline ``report.html``;
+- :mod:`.page` renders the self-contained, offline ``report.html`` (and :mod:`.groups` one page
+  per group with ``--group-by``), from the counts of :mod:`.tally` and the rows of :mod:`.table_view`;
 - :mod:`.writer` writes all three into a run folder and ``latest/``.
 
 The files themselves are fetched by :mod:`doccheck.outputs.downloads`. No Prefect here.

@@ -9,14 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from doccheck.guards.environment_errors import naming
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.outputs.instructor.evidence_texts import manifest_texts
 from doccheck.outputs.instructor.writer import (
     InstructorPaths,
     names_from_ledger,
     read_run_tables,
     write_instructor_files,
 )
+from doccheck.outputs.report_folders import work_dir
 
 #: The report columns the download targets are chosen from (read alone: the rest stays on disk).
 TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
@@ -45,20 +48,23 @@ async def write_run_outputs(
     status: str | None = None,
     spent_cents: int | None = None,
     rules: Mapping[str, Any] | None = None,
+    group_by: str | None = None,
 ) -> RunOutputs:
     """Download ``download`` kinds of every finished check of the run (needs ``client``),
     then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
     built from the run folder's reports in chunks (see ``write_instructor_files``).
 
     ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs.calibration.RULE_OPTIONS`);
-    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown)."""
+    the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown).
+    ``group_by``: a column with one report page per value (``--group-by``; else ``rules["group_by"]``)."""
     kinds = parse_kinds(download)
     result: DownloadResult | None = None
     if kinds:
         if client is None:
             raise ValueError("downloading files needs a client")
-        targets = targets_from_rows(read_run_tables(run_dir, columns=TARGET_COLUMNS))
-        result = await download_files(client, targets, kinds, run_dir, concurrency=download_concurrency)
+        folder = work_dir(run_dir)  # a staged run's ``.partial`` folder until the page is written
+        targets = targets_from_rows(read_run_tables(folder, columns=TARGET_COLUMNS))
+        result = await download_files(client, targets, kinds, folder, concurrency=download_concurrency)
     # Names are read per chunk of the wide table, not the run's at once.
     names_of = (lambda ids: names_from_ledger(ledger, run_id, ids)) if ledger is not None and run_id else None
     ai_rules = AiRules.from_options(rules)
@@ -67,17 +73,20 @@ async def write_run_outputs(
         reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
     decided = getattr(ledger, "dispositions", None) if run_id else None
     dispositions_of = (lambda ids: decided.of_run(run_id, ids)) if decided is not None and run_id else None
-    paths = write_instructor_files(
-        run_dir,
-        latest_dir,
-        campaign=campaign,
-        run_id=run_id,
-        status=status,
-        names_of=names_of,
-        download_failures=[f.__dict__ for f in result.failures] if result else (),
-        spent_cents=spent_cents,
-        rules=ai_rules,
-        reference_scores=reference,
-        dispositions_of=dispositions_of,
-    )
+    with naming(work_dir(run_dir)):  # a full disk names the folder being written
+        paths = write_instructor_files(
+            run_dir,
+            latest_dir,
+            campaign=campaign,
+            run_id=run_id,
+            status=status,
+            names_of=names_of,
+            download_failures=[f.__dict__ for f in result.failures] if result else (),
+            spent_cents=spent_cents,
+            rules=ai_rules,
+            reference_scores=reference,
+            dispositions_of=dispositions_of,
+            group_by=group_by or (rules or {}).get("group_by"),
+            texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
+        )
     return RunOutputs(paths, result)

@@ -1,6 +1,7 @@
-"""``report.html``: one self-contained page per run for the person who acts on the results.
+"""``report.html``: the run's self-contained entry page for the person who acts on the
+results, and, when the run is grouped (``--group-by``), one small page per group beside it.
 
-Why one file: an instructor opens a file from a shared drive or an LMS attachment, often
+Why self-contained files: an instructor opens a file from a shared drive or an LMS attachment, often
 offline; a page that needs a server, a CDN or a second file breaks there. So the styles,
 the script (sorting, "flagged only", search) and the charts (inline SVG drawn here) are in
 the page, and a Content-Security-Policy ``default-src 'none'`` with hashes of exactly our
@@ -9,7 +10,9 @@ connection, should an escaping mistake ever let one in.
 
 Every value from the manifest or the service goes through Jinja2 with autoescaping (a
 student's file name is untrusted input); the JSON summary embedded in the page escapes
-``<``, ``>`` and ``&`` so ``</script>`` in a value cannot close its block.
+``<``, ``>`` and ``&`` so ``</script>`` in a value cannot close its block. The documents
+table's rows are embedded as data and shown a screenful at a time (see
+:mod:`doccheck.outputs.instructor.table_view`), so a page opens at once at any run size.
 """
 
 from __future__ import annotations
@@ -17,34 +20,37 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
-from urllib.parse import quote
 
-from jinja2 import Environment, Template, select_autoescape
+from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from doccheck.outputs.calibration import BANDS, AiRules, Calibration
-from doccheck.outputs.instructor.table import FILE_COLUMNS, FLAG_SIMILARITY_SCORE
-from doccheck.outputs.reports import META_PREFIX
+from doccheck.outputs.calibration import AiRules, Calibration
+from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
+from doccheck.outputs.instructor.table_view import columns, row_html, row_json
+from doccheck.outputs.instructor.tally import GroupCounts, PageTally, checked
 
-__all__ = ["PageTally", "generate_report", "render_report"]
+__all__ = ["PageTally", "generate_group_page", "generate_report", "render_report"]
 
-_FILE_LABELS = {"similarity_pdf": "similarity PDF", "pdf": "report PDF", "original": "original"}
+_LMS_NAMES = {"moodle": "Moodle", "canvas": "Canvas", "blackboard": "Blackboard", "plain": "plain-files"}
+#: Cohort pairs and rejected rows listed on the entry page (the rest: in the Parquet/CSV files).
+LISTED_ROWS = 1000
 
 
 @lru_cache(maxsize=1)
-def _assets() -> tuple[Template, str, str]:
-    """The template (autoescaping on for every value), the CSS and the script."""
+def _assets() -> tuple[Environment, str, str]:
+    """The templates (autoescaping on for every value), the CSS and the script."""
     folder = resources.files("doccheck.outputs.instructor") / "assets"
-    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
-    template = env.from_string((folder / "report.html.j2").read_text(encoding="utf-8"))
+    env = Environment(
+        loader=PackageLoader("doccheck.outputs.instructor", "assets"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
     return (
-        template,
+        env,
         (folder / "report.css").read_text(encoding="utf-8"),
         (folder / "report.js").read_text(encoding="utf-8"),
     )
@@ -104,86 +110,6 @@ def _histogram(values: Sequence[float], upper: float, title: str, css: str, unit
     }
 
 
-def _num(value: Any, digits: int) -> str:
-    return "" if value is None else f"{float(value):.{digits}f}"
-
-
-def _columns(meta: Sequence[str]) -> list[dict[str, str]]:
-    columns = [
-        {"key": "document_id", "label": "Document", "type": "text"},
-        {"key": "name", "label": "Name", "type": "text"},
-        *({"key": m, "label": m[len(META_PREFIX) :], "type": "text"} for m in meta),
-        {"key": "ai_band", "label": "AI band", "type": "number"},
-        {"key": "ai_label", "label": "AI label", "type": "text"},
-        {"key": "similarity_score", "label": "Similarity %", "type": "number"},
-        {"key": "top_source", "label": "Top source", "type": "text"},
-        {"key": "cohort", "label": "Cohort matches", "type": "number"},
-        {"key": "review", "label": "Review", "type": "text"},
-        {"key": "status", "label": "Status", "type": "text"},
-        {"key": "cost_cents", "label": "Cost (¢)", "type": "number"},
-        {"key": "files", "label": "Files", "type": "text"},
-    ]
-    return columns
-
-
-def _row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str) -> list[dict[str, Any]]:
-    def text(value: Any) -> dict[str, Any]:
-        return {"text": "" if value is None else str(value), "sort": "" if value is None else str(value)}
-
-    top = row.get("top_source_title") or row.get("top_source_url")
-    top_cell = text(top)
-    if row.get("top_source_matched_document_id"):
-        top_cell["note"] = f"cohort: {row['top_source_matched_document_id']}"
-    if row.get("top_source_percent") is not None and top:
-        top_cell["text"] = f"{top} ({row['top_source_percent']:g} %)"
-    links = [
-        {"href": link_prefix + quote(str(row[column])), "label": _FILE_LABELS[kind]}
-        for kind, column in FILE_COLUMNS.items()
-        if row.get(column)
-    ]
-    status = row.get("status")
-    status_cell = text(status)
-    if row.get("error_message") and status not in ("submitted", None):
-        status_cell["note"] = row["error_message"]
-    label_cell = text(None if row.get("ai_band") == "too_short" else row.get("ai_label"))
-    if label_cell["text"]:
-        label_cell["badge"] = str(row["ai_label"]) if row["ai_label"] in ("ai", "mixed") else "plain"
-    peers = row.get("cohort_matched_document_ids")
-    return [
-        text(row.get("document_id")),
-        text(row.get("name")),
-        *(text(row.get(m)) for m in meta),
-        _band_cell(row),
-        label_cell,
-        {"text": _num(row.get("similarity_score"), 1), "sort": _num(row.get("similarity_score"), 6), "num": True},
-        top_cell,
-        {"text": peers or "", "sort": str(row.get("cohort_match_count") or 0)},
-        _review_cell(row),
-        status_cell,
-        {
-            "text": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
-            "sort": "" if row.get("cost_cents") is None else str(row["cost_cents"]),
-            "num": True,
-        },  # fmt: skip
-        {"text": "", "sort": str(len(links)) if links else "", "links": links},
-    ]
-
-
-# --- AI judging (issue 25): the band cell and the base-rate sentence ---
-_BAND_LABELS = {"too_short": "too short to judge", "low": "low", "elevated": "elevated", "high": "high"}
-
-
-def _band_cell(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The band in words (the raw score stays in documents.parquet), sorted in order of concern."""
-    band = row.get("ai_band")
-    if band is None:
-        return {"text": "", "sort": ""}
-    cell: dict[str, Any] = {"text": _BAND_LABELS.get(str(band), str(band)), "sort": str(BANDS.index(band))}
-    if row.get("ai_note"):
-        cell["note"] = row["ai_note"]
-    return cell
-
-
 def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
@@ -215,89 +141,57 @@ def base_rate_text(calibration: Calibration | None, ai_flags: int) -> str:
     )
 
 
-def _review_cell(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The reviewer's decision, who and when, and the note; marked when about an earlier version."""
-    status = row.get("review_status")
-    if not status:
-        return {"text": "", "sort": ""}
-    text = str(status) if row.get("review_current") is not False else f"{status} (earlier version)"
-    by = " · ".join(str(v) for v in (row.get("reviewed_by"), row.get("reviewed_at")) if v)
-    note = " · ".join(v for v in (by, str(row.get("review_note") or "")) if v)
-    return {"text": text, "sort": text, **({"note": note} if note else {})}
+def _cards(tally: PageTally, spent_cents: int | None) -> list[dict[str, Any]]:
+    charged = spent_cents if spent_cents is not None else tally.charged
+    cards: list[dict[str, Any]] = [
+        {"label": "documents checked", "value": tally.accepted},
+        {"label": "flagged for a closer look", "value": tally.flagged, "flag": bool(tally.flagged)},
+        {"label": "flagged, no decision yet", "value": tally.undecided, "flag": bool(tally.undecided)},
+        {"label": "rows rejected", "value": len(tally.rejected)},
+        {"label": "results pending", "value": tally.pending},
+        {"label": "charged", "value": f"${charged / 100:,.2f}"},
+    ]
+    if tally.students:
+        cards.insert(1, {"label": "students", "value": len(tally.students)})
+    return cards
 
 
-# --- end AI judging ---
+class DocumentsTable:
+    """The documents table of a page: the rows of most concern as HTML, every row as data.
 
-#: What the page lists of a rejected row.
-_REJECTED_KEYS = ("row_number", "document_id", "error_code", "error_message")
+    ``documents()`` yields the rows (again, in chunks read back from ``documents.parquet``
+    for a large run) while the template writes the data block, one row at a time."""
 
+    def __init__(self, tally: PageTally, documents: Callable[[], Iterable[Mapping[str, Any]]], link_prefix: str,
+                 static: Sequence[Mapping[str, Any]] | None = None) -> None:  # fmt: skip
+        self.meta, self.lms, self.total = list(tally.meta), tally.lms, tally.accepted
+        self.columns = columns(self.meta, self.lms)
+        self._documents, self._prefix = documents, link_prefix
+        chosen = tally.concern.rows() if static is None else static
+        self.static = [row_html(r, self.meta, link_prefix, self.lms) for r in chosen]
 
-class PageTally:
-    """What the page shows above and beside its table, counted one document at a time:
-    the cards, the two histograms' values and the rejected rows (so the page can be
-    written while the documents are read in chunks, never all held at once)."""
-
-    def __init__(self, rules: AiRules | None = None) -> None:
-        self.rules = rules or AiRules()
-        self.judged = 0  # documents with an AI band past the length gate
-        self.ai_flagged = 0  # of those, flagged on AI (label or score)
-        self.accepted = 0
-        self.flagged = 0
-        self.pending = 0
-        self.charged = 0
-        self.ai_scores = array("d")  # 8 bytes a score
-        self.sim_scores = array("d")
-        self.rejected: list[Mapping[str, Any]] = []
-        self.meta: list[str] = []
-
-    def add(self, documents: Iterable[Mapping[str, Any]]) -> None:
-        """Count these rows of :func:`doccheck.outputs.instructor.table.build_documents`."""
-        seen = set(self.meta)
-        for r in documents:
-            for k in r:
-                if k not in seen and k.startswith(META_PREFIX):
-                    self.meta.append(k)
-                    seen.add(k)
-            self.charged += int(r.get("cost_cents") or 0)
-            if r.get("status") == "rejected":
-                self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
-                continue
-            self.accepted += 1
-            self.flagged += 1 if r.get("flagged") else 0
-            if r.get("ai_band") in ("low", "elevated", "high"):
-                self.judged += 1
-                score = r.get("ai_score")
-                ai_hit = r.get("ai_label") in ("ai", "mixed") or (score is not None and score >= self.rules.threshold)
-                self.ai_flagged += 1 if ai_hit else 0
-            self.pending += sum(
-                1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
-            )
-            if r.get("ai_score") is not None:
-                self.ai_scores.append(float(r["ai_score"]))
-            if r.get("similarity_score") is not None:
-                self.sim_scores.append(float(r["similarity_score"]))
-
-
-class _TableRows:
-    """The table's rows for the template: sized (the page says how many) and read again
-    from ``documents`` (a callable returning an iterable) as the template writes them."""
-
-    def __init__(self, count: int, documents: Callable[[], Iterable[Mapping[str, Any]]], meta: Sequence[str],
-                 link_prefix: str) -> None:  # fmt: skip
-        self._count, self._documents, self._meta, self._prefix = count, documents, meta, link_prefix
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def data(self) -> Iterator[Markup]:
+        """Each accepted row as JSON text (escaped for ``<script>``: see ``row_json``)."""
         for r in self._documents():
-            if r.get("status") == "rejected":
-                continue
-            yield {
-                "document_id": r.get("document_id"),
-                "flagged": bool(r.get("flagged")),
-                "cells": _row_cells(r, self._meta, self._prefix),
-            }  # fmt: skip
+            if checked(r):
+                yield Markup(row_json(r, self.meta, self._prefix, self.lms))
+
+
+def _common(tally: PageTally, campaign: str, run_id: str | None, status: str | None,
+            generated_at: datetime | None) -> dict[str, Any]:  # fmt: skip
+    _, css, js = _assets()
+    return {
+        "csp": content_security_policy(css, js),
+        "css": Markup(css),
+        "js": Markup(js),
+        "campaign": campaign,
+        "run_id": run_id,
+        "status": status,
+        "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        "export": {"lms": _LMS_NAMES.get(tally.export[0], tally.export[0]), "name": tally.export[1]}
+        if tally.export
+        else None,
+    }
 
 
 def render_report(
@@ -314,7 +208,7 @@ def render_report(
     rules: AiRules | None = None,
     calibration: Calibration | None = None,
 ) -> str:
-    """The HTML text of the report.
+    """The HTML text of an ungrouped report.
 
     ``documents``: rows of :func:`doccheck.outputs.instructor.table.build_documents` (rejected rows
     included; they are listed in their own section). ``link_prefix`` goes before each file
@@ -342,41 +236,31 @@ def generate_report(
     download_failures: Sequence[Mapping[str, Any]] = (),
     spent_cents: int | None = None,
     link_prefix: str = "",
+    group_prefix: str = "",
     generated_at: datetime | None = None,
     rules: AiRules | None = None,
     calibration: Calibration | None = None,
+    evidence_html: str = "",
 ) -> Iterator[str]:
-    """The page of :func:`render_report` as pieces of text, to write as they come.
+    """The entry page (``report.html``) as pieces of text, to write as they come.
 
-    ``tally`` has counted every document already; ``documents()`` yields them again (in
-    chunks read back from ``documents.parquet``, for a large run) while the table is written.
+    ``tally`` has counted every document already. Grouped (``tally.grouped``): the page lists
+    the groups, each linked to ``group_prefix + groups/<slug>.html``, and has no documents
+    table; else ``documents()`` yields the rows again while the table's data is written.
     A value is never split across pieces, so a piece can be edited on its own.
+    ``evidence_html``: the cohort pairs' shared passages (:mod:`doccheck.outputs.instructor.evidence`).
     """
-    template, css, js = _assets()
+    env, _, _ = _assets()
     rules = rules or tally.rules
-    meta = list(tally.meta)
-    charged = tally.charged
-    flagged = tally.flagged
-    cards = [
-        {"label": "documents checked", "value": tally.accepted},
-        {"label": "flagged for a closer look", "value": flagged, "flag": bool(flagged)},
-        {"label": "rows rejected", "value": len(tally.rejected)},
-        {"label": "results pending", "value": tally.pending},
-        {"label": "charged", "value": f"${(spent_cents if spent_cents is not None else charged) / 100:,.2f}"},
-    ]
-    pairs = [dict(p) for p in cohort_matches or []]
-    pair_columns = list(dict.fromkeys(k for p in pairs for k in p)) if pairs else []
-    data = {"campaign": campaign, "run_id": run_id, "documents": tally.accepted, "flagged": flagged,
-            "rejected": len(tally.rejected), "charged_cents": charged}  # fmt: skip
-    return template.generate(
-        csp=content_security_policy(css, js),
-        css=Markup(css),
-        js=Markup(js),
-        campaign=campaign,
-        run_id=run_id,
-        status=status,
-        generated_at=(generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
-        cards=cards,
+    pairs = [dict(p) for p in (cohort_matches or [])[:LISTED_ROWS]]
+    data = {"campaign": campaign, "run_id": run_id, "documents": tally.accepted, "flagged": tally.flagged,
+            "rejected": len(tally.rejected), "charged_cents": tally.charged}  # fmt: skip
+    groups = [_group_line(g, group_prefix) for g in tally.groups_by_concern()] if tally.grouped else []
+    return env.get_template(
+        "report.html.j2"
+    ).generate(
+        **_common(tally, campaign, run_id, status, generated_at),
+        cards=_cards(tally, spent_cents),
         flag_ai=f"{rules.threshold:g}",
         bounds=rules.bounds,
         base_rate=base_rate_text(calibration, tally.ai_flagged),
@@ -385,14 +269,58 @@ def generate_report(
             _histogram(tally.ai_scores, 1.0, "AI score", "bar-ai"),
             _histogram(tally.sim_scores, 100.0, "Similarity score (%)", "bar-sim", unit=" %"),
         ],
-        columns=_columns(meta),
-        rows=_TableRows(tally.accepted, documents, meta, link_prefix),
+        group_by=tally.group_by,
+        groups=groups,
+        show_students=bool(tally.students),
+        table=None if tally.grouped else DocumentsTable(tally, documents, link_prefix),
         pairs=pairs,
-        pair_columns=pair_columns,
+        pairs_total=len(cohort_matches or []),
+        pair_columns=list(dict.fromkeys(k for p in pairs for k in p)) if pairs else [],
         pairs_note="No cohort comparison in this run."
         if cohort_matches is None
         else "No two documents of the cohort matched.",
-        rejected=tally.rejected,
-        download_failures=list(download_failures),
+        evidence=Markup(evidence_html),  # noqa: S704 - rendered escaped by evidence.render_evidence
+        rejected=tally.rejected[:LISTED_ROWS],
+        rejected_total=len(tally.rejected),
+        not_checked=tally.not_checked[:LISTED_ROWS],
+        not_checked_total=len(tally.not_checked),
+        download_failures=list(download_failures)[:LISTED_ROWS],
+        download_failures_total=len(download_failures),
         data_json=script_json(data),
+    )
+
+
+def _group_line(group: GroupCounts, prefix: str) -> dict[str, Any]:
+    return {"name": group.name, "href": f"{prefix}groups/{group.slug}.html", "documents": group.documents,
+            "students": len(group.students), "flagged": group.flagged, "undecided": group.undecided,
+            "reviewed": group.reviewed, "pending": group.pending, "rejected": group.rejected,
+            "charged": f"${group.charged_cents / 100:,.2f}"}  # fmt: skip
+
+
+def generate_group_page(
+    group: GroupCounts,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    tally: PageTally,
+    campaign: str,
+    run_id: str | None = None,
+    status: str | None = None,
+    link_prefix: str = "../",
+    generated_at: datetime | None = None,
+) -> Iterator[str]:
+    """One group's page (``groups/<slug>.html``): its counts and every one of its rows (all of
+    them as HTML too when there are few: a group's page is small, readable without scripts)."""
+    env, _, _ = _assets()
+    group_tally = PageTally(tally.rules)
+    group_tally.meta = list(tally.meta)  # the run's columns, in the run's order
+    group_tally.add(rows)
+    group_tally.lms = tally.lms
+    accepted = [r for r in rows if checked(r)]
+    table = DocumentsTable(group_tally, lambda: accepted, link_prefix)
+    return env.get_template("group.html.j2").generate(
+        **_common(tally, campaign, run_id, status, generated_at),
+        group=_group_line(group, ""),
+        group_by=tally.group_by,
+        cards=_cards(group_tally, None),
+        table=table,
     )

@@ -4,13 +4,14 @@ Called after the Parquet reports are written (``doccheck.outputs.reports.write_r
 files downloaded (``doccheck.outputs.downloads``): it reads the run folder's reports back, so the
 same code serves ``bulk_check``, ``collect_results`` and the notebook. The three files go in
 the run folder and a copy in ``latest/``, where the page's file links point back into the
-run folder (``../<run>/files/...``), since the files are not copied.
+run folder (``../<run>/files/...``), since the files are not copied. A staged run folder
+(``write_reports(staged=True)``: ``.<run>.partial/``) is renamed and ``latest/`` swapped only
+after every file is written (:mod:`doccheck.outputs.report_folders`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ import pyarrow.parquet as pq
 from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
-from doccheck.outputs.instructor.page import PageTally, generate_report
+from doccheck.outputs.instructor.evidence import PairTexts, evidence_section
+from doccheck.outputs.instructor.groups import write_group_pages
+from doccheck.outputs.instructor.page import generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
     DocumentsBuilder,
@@ -35,6 +38,8 @@ from doccheck.outputs.instructor.table import (
     documents_schema,
     documents_table,
 )
+from doccheck.outputs.instructor.tally import PageTally, group_column
+from doccheck.outputs.report_folders import begin_latest, discarding, final_dir, publish, work_dir
 from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
 
 __all__ = [
@@ -105,15 +110,6 @@ def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | No
     return {doc: name for doc, name in rows if name}
 
 
-def _atomic_copy(source: Path, target: Path) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        shutil.copy2(source, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_instructor_files(
     run_dir: str | Path,
     latest_dir: str | Path | None = None,
@@ -130,6 +126,8 @@ def write_instructor_files(
     rules: AiRules | None = None,
     reference_scores: Sequence[float] | None = None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
+    texts_for: Callable[[Sequence[Mapping[str, Any]]], PairTexts] | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -143,14 +141,21 @@ def write_instructor_files(
     scores of ``rules.reference_campaign`` (known-human work): the expected false flags, stated
     on the page and in ``calibration.json`` (unknown without them). ``dispositions_of(document_ids)``
     gives each chunk's review decisions (``doccheck review``), shown and applied to the flags.
+    ``group_by`` names a documents column (or a manifest metadata column): with two groups
+    or more, ``report.html`` lists the groups and each has its page in ``<run>/groups/``
+    (ValueError naming the columns when there is no such column).
+    ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
+    (:mod:`doccheck.outputs.instructor.evidence`; none without it).
     """
-    folder = Path(run_dir)
+    final = final_dir(Path(run_dir))
+    folder = work_dir(final)  # the ``.partial`` folder of a staged run, published at the end
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
-    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of)
+    group = group_column(group_by, documents_schema(source.meta).names)
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
-    parquet_path, csv_path = folder / DOCUMENTS_PARQUET, folder / DOCUMENTS_CSV
+    parquet_path = folder / DOCUMENTS_PARQUET
     documents: Callable[[], Iterable[Mapping[str, Any]]]
     if tables is not None:
         documents = lambda: kept  # noqa: E731
@@ -159,23 +164,27 @@ def write_instructor_files(
 
     # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
+    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
+    evidence = evidence_section(source.cohort_matches, texts_for,
+                                lambda ids: files_by_document(folder, ids, FILE_KINDS), marker)  # fmt: skip
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
                              cohort_matches=source.cohort_matches, download_failures=download_failures,
-                             spent_cents=spent_cents, link_prefix=marker, rules=source.builder.rules,
-                             calibration=calibration)  # fmt: skip
-    html_path = folder / REPORT_HTML
-    targets = [(html_path, "")]
-    latest_html: Path | None = None
-    if latest_dir is not None:
-        latest = Path(latest_dir)
-        latest.mkdir(parents=True, exist_ok=True)
-        _atomic_copy(parquet_path, latest / DOCUMENTS_PARQUET)
-        _atomic_copy(csv_path, latest / DOCUMENTS_CSV)
-        _atomic_copy(folder / CALIBRATION_JSON, latest / CALIBRATION_JSON)
-        latest_html = latest / REPORT_HTML
-        targets.append((latest_html, f"../{quote(folder.name)}/"))
-    _atomic_pieces(targets, pieces, marker)
-    return InstructorPaths(html_path, parquet_path, csv_path, latest_html)
+                             spent_cents=spent_cents, link_prefix=marker, group_prefix=marker,
+                             rules=source.builder.rules, calibration=calibration,
+                             evidence_html=evidence)  # fmt: skip
+    targets = [(folder / REPORT_HTML, "")]
+    latest = None if latest_dir is None else Path(latest_dir)
+    latest_stage: Path | None = None
+    if latest is not None:  # a complete copy beside latest/, swapped in once the run folder is complete
+        latest_stage = begin_latest(latest, folder, [*REPORT_FILES.values(), DOCUMENTS_PARQUET, DOCUMENTS_CSV,
+                                                      CALIBRATION_JSON])  # fmt: skip
+        targets.append((latest_stage / REPORT_HTML, f"../{quote(final.name)}/"))
+    with discarding(latest_stage):
+        _atomic_pieces(targets, pieces, marker)
+        publish(final, latest, latest_stage)
+    latest_html = latest / REPORT_HTML if latest is not None else None
+    return InstructorPaths(final / REPORT_HTML, final / DOCUMENTS_PARQUET, final / DOCUMENTS_CSV, latest_html)
 
 
 @dataclass
@@ -216,11 +225,12 @@ def _write_wide_table(
     source: _WideSource,
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
+    group_by: str | None = None,
 ) -> tuple[PageTally, list[dict[str, Any]]]:
     """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
     given in memory only) the rows, rendered from memory as they were built."""
     schema = documents_schema(source.meta)
-    tally = PageTally(source.builder.rules)
+    tally = PageTally(source.builder.rules, group_by)
     kept: list[dict[str, Any]] = []
     tmp = folder / f".{DOCUMENTS_PARQUET}.tmp-{uuid.uuid4().hex}"
     try:

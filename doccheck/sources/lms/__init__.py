@@ -99,8 +99,8 @@ def _classify(item: Entry | Refused, parsed: Parsed, attempts: str) -> Submitted
     if isinstance(item, Refused):
         return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: {item.reason}", "unsafe_entry")
     if parsed.kind is not EntryKind.DOCUMENT:
-        reason = "a URL submission, not a document" if parsed.kind is EntryKind.LINK else "an attempt receipt, not sent"
-        return SubmittedFile(item.name, parsed, doc_id, parsed.kind, reason)
+        what = "a URL submission, not a document" if parsed.kind is EntryKind.LINK else "an attempt receipt, not sent"
+        return SubmittedFile(item.name, parsed, doc_id, parsed.kind, f"{who}: {what}", parsed.kind.value)
     if parsed.submitted_file.lower().endswith(".zip"):
         return SubmittedFile(
             item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: a zip inside the export is not opened", "nested_zip"
@@ -119,4 +119,7 @@ def _supersede_older_attempts(result: ExportResult) -> None:
             latest[f.parsed.student_id] = max(latest.get(f.parsed.student_id, ""), f.parsed.attempt)
     for i, f in enumerate(result.files):
         if f.kind in (EntryKind.DOCUMENT, EntryKind.RECEIPT) and f.parsed.attempt != latest.get(f.parsed.student_id):
-            result.files[i] = SubmittedFile(f.entry, f.parsed, f.document_id, EntryKind.SUPERSEDED, "an older attempt")
+            who = f"{f.parsed.student} ({f.parsed.student_id})"
+            result.files[i] = SubmittedFile(
+                f.entry, f.parsed, f.document_id, EntryKind.SUPERSEDED, f"{who}: an older attempt", "older_attempt"
+            )

@@ -41,6 +41,7 @@ __all__ = [
 #: The columns an export adds to every document (null for manifest rows in the reports).
 LMS_COLUMNS = ("lms", "student_id", "student", "late", "attempt", "submitted_file")
 _COPY_SUFFIX = re.compile(r" \(\d+\)$")  # what browsers add to a second download: "x (1).zip"
+_DOWNLOAD_TIME = re.compile(r"_\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$")  # Blackboard's zip name
 _SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
@@ -53,12 +54,17 @@ def is_export(path: str | os.PathLike[str]) -> bool:
 def export_campaign(path: str | os.PathLike[str]) -> str:
     """The default campaign of an export: its name without ``.zip`` nor a browser's ``(1)``.
 
-    Moodle names the zip ``<course>-<assignment>-<module id>.zip`` and unzipping makes a folder
-    of the same name, so both forms of one assignment's download share one campaign.
+    Moodle names the zip ``<course>-<assignment>-<module id>.zip`` and Canvas
+    ``<course>-<assignment>_submissions.zip``, and unzipping makes a folder of the same name, so
+    both forms of one assignment's download share one campaign. Blackboard names it
+    ``gradebook_<course id>_<assignment>_<YYYY-MM-DD-HH-MM-SS>.zip``: the time of the download
+    is dropped, or every download would be a campaign of its own.
     """
     p = Path(path)
-    stem = p.stem if p.is_file() else p.name
-    return _COPY_SUFFIX.sub("", stem).strip() or "export"
+    stem = _COPY_SUFFIX.sub("", p.stem if p.is_file() else p.name).strip()
+    if stem.startswith("gradebook_"):
+        stem = _DOWNLOAD_TIME.sub("", stem)
+    return stem or "export"
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def derive_manifest(
             rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
     manifest = folder / f"{export_campaign(source)}.csv"
     write_manifest(manifest, rows)
-    write_sidecar(manifest, result, students)  # the LMS columns the reports join back, never sent
+    write_sidecar(manifest, result, students, source.name)  # the LMS columns the reports join back, never sent
     return Derived(manifest=manifest, result=result)
 
 

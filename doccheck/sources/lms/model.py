@@ -64,7 +64,9 @@ class SubmittedFile:
     document_id: str
     kind: EntryKind
     reason: str | None = None  # why it is rejected / not checked
-    code: str | None = None  # a rejection's machine code in the reports (nested_zip, unsupported_type, ...)
+    #: The machine code in the reports: a rejection's (nested_zip, unsupported_type, ...) or what
+    #: a listed entry is (link, receipt, older_attempt).
+    code: str | None = None
 
 
 @dataclass

@@ -3,8 +3,9 @@
 The derived manifest (``<campaign>.csv``) carries the document ids and paths the run reads;
 beside it, ``<campaign>.lms.json`` keeps, per document id, the LMS columns (``lms,
 student_id, student, late, attempt, submitted_file`` and the roster's ``email, section``),
-the entries refused with their reason and student, and the roster's students without
-work. The run never reads it to send anything (metadata stays the ``--metadata-columns``
+the entries refused with their reason and student, the entries listed but not checked
+(links, receipts, older attempts), the roster's students without work, and the export's
+``lms`` and ``export_name``. The run never reads it to send anything (metadata stays the ``--metadata-columns``
 allowlist); the reports join it back by document id (:mod:`doccheck.outputs.lms_columns`).
 
 Under blind marking the roster's names and emails are never joined: the pseudonym the export
@@ -58,8 +59,20 @@ def _rejected(f: SubmittedFile) -> dict[str, Any]:
     }
 
 
-def write_sidecar(manifest: Path, result: ExportResult, roster: list[RosterEntry] | None = None) -> Path:
-    """Write the sidecar of ``manifest`` (atomically) from ``result`` and the roster, when given."""
+def _listed(f: SubmittedFile) -> dict[str, Any]:
+    """A link, receipt or older attempt: listed in the reports, never sent. No document id: an
+    older attempt's file may share its name, and so its id, with the file checked in the latest."""
+    return {**_columns(f), "kind": f.kind.value, "code": f.code, "reason": f"{f.entry}: {f.reason}"}
+
+
+def write_sidecar(
+    manifest: Path, result: ExportResult, roster: list[RosterEntry] | None = None, export_name: str | None = None
+) -> Path:
+    """Write the sidecar of ``manifest`` (atomically) from ``result`` and the roster, when given.
+
+    ``export_name``: the file or folder name of the export (``C101-Essay 1-42.zip``), so the
+    report can say which download its rows came from.
+    """
     blind = any(f.parsed.blind for f in result.files)
     extra = {r.student_id: _roster_columns(r, blind) for r in roster or []}
     documents = {f.document_id: {**_columns(f), **extra.get(f.parsed.student_id, {})} for f in result.documents}
@@ -75,7 +88,20 @@ def write_sidecar(manifest: Path, result: ExportResult, roster: list[RosterEntry
         }
         for r in (missing_from(result, roster) if roster else [])
     ]
-    body = {"lms": result.lms, "blind": blind, "documents": documents, "rejected": rejected, "no_submission": absent}
+    listed = [
+        {**_listed(f), **extra.get(f.parsed.student_id, {})}
+        for f in result.files
+        if f.kind in (EntryKind.LINK, EntryKind.RECEIPT, EntryKind.SUPERSEDED)
+    ]
+    body = {
+        "lms": result.lms,
+        "export_name": export_name,
+        "blind": blind,
+        "documents": documents,
+        "rejected": rejected,
+        "not_checked": listed,
+        "no_submission": absent,
+    }
     target = sidecar_path(manifest)
     tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     try:

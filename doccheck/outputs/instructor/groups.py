@@ -1,0 +1,89 @@
+"""One page per group (``<run>/groups/<slug>.html``) when a run is grouped (``--group-by``).
+
+Why pages per group: a term's run is 200 courses; the person who acts on a course opens its
+page, small and quick, from the run's entry page. The group pages are written into a
+temporary folder renamed over ``groups/`` once all are complete, so a reader never finds
+half of them, and a run that is no longer grouped loses its old ones.
+
+A group's rows are taken from ``documents.parquet`` (columnar in memory, a group's rows as
+Python objects only while its page is written), not from the rows held whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from doccheck.outputs.instructor.page import generate_group_page
+from doccheck.outputs.instructor.tally import PageTally, group_key
+
+__all__ = ["GROUPS_FOLDER", "write_group_pages"]
+
+GROUPS_FOLDER = "groups"
+_DOCUMENTS = "documents.parquet"
+
+
+def write_group_pages(
+    folder: Path,
+    tally: PageTally,
+    *,
+    campaign: str,
+    run_id: str | None = None,
+    status: str | None = None,
+    rows: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+) -> list[Path]:
+    """Write every group's page of a grouped run (``rows()``: the rows when held in memory,
+    else they are read from the folder's ``documents.parquet``); remove ``groups/`` when
+    the run is not grouped. The pages written, in the entry page's order."""
+    target = folder / GROUPS_FOLDER
+    if not tally.grouped or tally.group_by is None:
+        shutil.rmtree(target, ignore_errors=True)
+        return []
+    tmp = folder / f".{GROUPS_FOLDER}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    written = []
+    try:
+        for group, group_rows in _rows_by_group(folder, tally.group_by, rows):
+            counts = tally.groups[group]
+            path = tmp / f"{counts.slug}.html"
+            with open(path, "w", encoding="utf-8") as out:
+                for piece in generate_group_page(counts, group_rows, tally=tally, campaign=campaign, run_id=run_id,
+                                                 status=status):  # fmt: skip
+                    out.write(piece)
+            written.append(target / path.name)
+        _swap(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return written
+
+
+def _rows_by_group(folder: Path, column: str, rows: Callable[[], Sequence[Mapping[str, Any]]] | None
+                   ) -> Iterable[tuple[str, list[Mapping[str, Any]]]]:  # fmt: skip
+    """Each group's rows (rejected rows too: the page counts them), one group at a time."""
+    if rows is not None:
+        held: dict[str, list[Mapping[str, Any]]] = {}
+        for r in rows():
+            held.setdefault(group_key(r.get(column)), []).append(r)
+        yield from held.items()
+        return
+    table = pq.ParquetFile(folder / _DOCUMENTS).read(use_threads=False)
+    positions: dict[str, list[int]] = {}
+    for i, value in enumerate(table.column(column).to_pylist()):
+        positions.setdefault(group_key(value), []).append(i)
+    for group, indices in positions.items():
+        yield group, table.take(pa.array(indices, pa.int64())).to_pylist()
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put the complete folder ``new`` in the place of ``target`` (the old one removed after)."""
+    old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,65 @@
+"""The flow's run events stay bounded: at most ``MAX_FLAG_EVENTS`` flagged-document events a run,
+and the run event counts them all (the events themselves on a real server: tests/integration/test_run_events.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from doccheck.pipeline.summary import RunSummary
+from prefect_doccheck.tasks import events
+from prefect_doccheck.tasks.events import FLAGGED, MAX_FLAG_EVENTS, RUN_COMPLETED, emit_run_events, flagged_documents
+
+
+def _documents(folder: Path, n: int) -> None:
+    rows = [{"document_id": f"d{i}", "flagged": i % 2 == 0, "ai_band": "low" if i % 4 else "too_short",
+             "ai_label": "human", "ai_score": 0.3, "similarity_score": 30.0 if i % 4 == 0 else 0.0,
+             "cohort_match_count": 0, "name": "Secret Student"} for i in range(n)]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), folder / "documents.parquet")
+
+
+def test_flagged_documents_are_capped_and_counted(tmp_path: Path) -> None:
+    _documents(tmp_path, 600)  # 300 flagged
+    first, total = flagged_documents(tmp_path, limit=MAX_FLAG_EVENTS)
+    assert total == 300 and len(first) == MAX_FLAG_EVENTS and first[0]["document_id"] == "d0"
+    assert "name" not in first[0]  # only the columns that say why
+    assert flagged_documents(tmp_path / "absent") == ([], 0)
+
+
+def test_one_event_per_flag_up_to_the_cap_then_one_run_event_with_the_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _documents(tmp_path, 600)
+    (tmp_path / "calibration.json").write_text(json.dumps({"threshold": 0.25}), encoding="utf-8")
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(events, "emit_event", lambda event, **kw: sent.append({"event": event, **kw}))
+    summary = RunSummary(status="finished", campaign="hist101", run_id="r1", documents=600, report_dir=str(tmp_path))
+    assert emit_run_events(summary) == {"flag_events": MAX_FLAG_EVENTS, "flagged": 300}
+    flags = [e for e in sent if e["event"] == FLAGGED]
+    assert len(flags) == MAX_FLAG_EVENTS and len({e["id"] for e in flags}) == MAX_FLAG_EVENTS
+    assert flags[0]["payload"] == {"campaign": "hist101", "document_id": "d0", "run_id": "r1",
+                                   "reasons": ["similarity"]}  # too short: never an AI reason  # fmt: skip
+    assert flags[1]["payload"]["reasons"] == ["ai"]  # score 0.3 >= the page's threshold 0.25
+    assert "Secret Student" not in json.dumps(sent, default=str)
+    [run] = [e for e in sent if e["event"] == RUN_COMPLETED]
+    assert run["payload"]["flagged"] == 300 and run["payload"]["flag_events"] == MAX_FLAG_EVENTS
+    # the same run and document: the same event id (a collect does not make a second event)
+    again: list[dict[str, Any]] = []
+    monkeypatch.setattr(events, "emit_event", lambda event, **kw: again.append({"event": event, **kw}))
+    emit_run_events(summary)
+    assert [e["id"] for e in again if e["event"] == FLAGGED] == [e["id"] for e in flags]
+
+
+def test_an_event_failure_never_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(event: str, **kw: Any) -> None:
+        raise ConnectionError("no server")
+
+    _documents(tmp_path, 4)
+    monkeypatch.setattr(events, "emit_event", broken)
+    summary = RunSummary(status="pending", campaign="c", run_id="r", report_dir=str(tmp_path))
+    assert emit_run_events(summary) == {"flag_events": 0, "flagged": 0}
