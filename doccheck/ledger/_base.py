@@ -63,10 +63,15 @@ class Database:
         self._create_schema()
 
     def _create_schema(self) -> None:
-        """Create missing tables; tolerate another process creating them at the same moment."""
+        """Create missing tables, and the indexes a newer release added to existing ones (a
+        ledger from before keeps working and gains them); tolerate another process creating
+        them at the same moment."""
         for attempt in range(3):
             try:
                 SQLModel.metadata.create_all(self.engine, tables=LEDGER_TABLES)
+                for table in LEDGER_TABLES:
+                    for index in table.indexes:
+                        index.create(self.engine, checkfirst=True)
                 return
             except (IntegrityError, ProgrammingError, OperationalError):
                 if attempt == 2:

@@ -349,3 +349,18 @@ def test_document_metadata_is_read_as_it_is_used(ledger: Ledger, tmp_path: Path)
                           metadata=meta)  # fmt: skip
     subs = pq.read_table(paths.submissions).to_pylist()
     assert [(r["document_id"], r["meta_course"], r["meta_late"]) for r in subs][3] == ("d4", "c1", "yes")
+
+
+def test_a_ledger_from_an_older_release_gains_the_new_indexes(tmp_path: Path) -> None:
+    """``create_all`` adds missing tables only; an index added to an existing table (the
+    documents' (run, row number), issue 28) is created when an older ledger is opened."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    Ledger(url).close()
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute("DROP INDEX ix_documents_run_row")
+    Ledger(url).close()
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "ix_documents_run_row" in names
