@@ -24,13 +24,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
-
 from doccheck.client import AsyncDocCheckClient
 from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger
-from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, SubmissionRow
+from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
+from doccheck.ledger.tables import RunRow
 from doccheck.ledger.word_cache import LedgerWordStore
 from doccheck.pipeline.plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
 from doccheck.pipeline.planning import PlannedDocument
@@ -57,8 +55,6 @@ __all__ = [
 MANIFEST_CHANGED = "manifest_changed"
 #: The submission state of a key whose check exists (``submit_batch`` sends it no more).
 SETTLED = "submitted"
-#: Ids per ``IN (...)`` clause (SQLite's variable limit is far above; PostgreSQL has none to speak of).
-_IN_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -235,55 +231,10 @@ def _document_row(run_id: str, campaign: str, doc: PlannedDocument) -> dict[str,
     }
 
 
-def _write_group(ledger: Ledger, run_id: str, documents: list[dict[str, Any]], rejections: list[Rejection]) -> None:
-    """One transaction for a batch's documents and rejections; rows already there are skipped.
-
-    Idempotent like ``record_documents``/``record_rejections`` (same identities), but each
-    group looks up only its own ids, so a batch costs the same at row 100 and at row 100,000.
-    """
-    docs_t, rej_t = table_of(DocumentRow), table_of(RejectionRow)
-    with ledger.engine.begin() as conn:
-        if documents:
-            ids = [d["document_id"] for d in documents]
-            existing: set[str] = set()
-            for i in range(0, len(ids), _IN_CHUNK):
-                existing.update(
-                    conn.execute(
-                        select(docs_t.c.document_id).where(
-                            docs_t.c.run_id == run_id, docs_t.c.document_id.in_(ids[i : i + _IN_CHUNK])
-                        )
-                    ).scalars()
-                )
-            fresh = [d for d in documents if d["document_id"] not in existing]
-            if fresh:
-                conn.execute(insert(docs_t), fresh)
-        if rejections:
-            low, high = rejections[0].row_number, rejections[-1].row_number
-            seen = {
-                tuple(r)
-                for r in conn.execute(
-                    select(rej_t.c.row_number, rej_t.c.document_id, rej_t.c.code).where(
-                        rej_t.c.run_id == run_id, rej_t.c.row_number >= low, rej_t.c.row_number <= high
-                    )
-                )
-            }
-            rows = []
-            for r in rejections:
-                if (r.row_number, r.document_id, r.code) in seen:
-                    continue
-                seen.add((r.row_number, r.document_id, r.code))
-                rows.append(
-                    {
-                        "run_id": run_id,
-                        "row_number": r.row_number,
-                        "document_id": r.document_id,
-                        "field": r.field,
-                        "code": r.code,
-                        "reason": r.reason,
-                    }
-                )
-            if rows:
-                conn.execute(insert(rej_t), rows)
+def _absolute(manifest: str) -> str:
+    """The manifest as the run records it: absolute, so a later collect or page (the shared
+    passages, an export's sidecar) finds it from any working folder."""
+    return manifest if manifest == "-" else str(Path(manifest).resolve())
 
 
 class PlanRecording:
@@ -321,7 +272,7 @@ class PlanRecording:
             cursor=self._cursor,
         )  # fmt: skip
         if run_id is None or ledger.get_run(run_id) is None:
-            run_id = ledger.start_run(campaign=self.campaign, manifest=self.manifest,
+            run_id = ledger.start_run(campaign=self.campaign, manifest=_absolute(self.manifest),
                                       products=list(self.default_products), params=params, run_id=run_id)  # fmt: skip
         self.run_id: str = run_id
         self.tally = PlanTally(campaign=self.campaign, manifest=Path(manifest))
@@ -359,7 +310,7 @@ class PlanRecording:
 
     def _close(self, ref: BatchRef | None) -> None:
         """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
-        _write_group(self.ledger, self.run_id, self._documents, self._rejections)
+        write_plan_group(self.ledger, self.run_id, self._documents, self._rejections)
         self._documents.clear()
         self._rejections.clear()
         if ref is not None:
@@ -459,28 +410,6 @@ def manifest_stamp(manifest: str | os.PathLike[str]) -> str | None:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _recorded_rows(ledger: Ledger, run_id: str, ref: BatchRef) -> dict[int, dict[str, Any]]:
-    """The ledger's documents of ``run_id`` in the ref's rows, by row number, each with its
-    key's submission state (``state``, None when the key was never submitted): one query."""
-    t, sub = table_of(DocumentRow), table_of(SubmissionRow)
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(
-            select(
-                t.c.row_number,
-                t.c.document_id,
-                t.c.idempotency_key,
-                t.c.products,
-                t.c.mode,
-                t.c.content_hash,
-                sub.c.state,
-            )  # fmt: skip
-            .select_from(t.outerjoin(sub, sub.c.idempotency_key == t.c.idempotency_key))
-            .where(t.c.run_id == run_id, t.c.row_number >= ref.first_row, t.c.row_number <= ref.last_row)
-            .order_by(t.c.row_number)
-        ).mappings()
-        return {int(r["row_number"]): dict(r) for r in rows}
-
-
 def _changed_field(recorded: Mapping[str, Any], doc: PlannedDocument) -> str | None:
     """Which field makes the re-read row differ from what was recorded (None: same)."""
     if doc.document_id != recorded["document_id"]:
@@ -514,7 +443,7 @@ def read_batch(
     """
     name = campaign if campaign is not None else ledger.campaign_of(run_id)
     defaults, allowlist = _settings(products, metadata_columns)
-    recorded = _recorded_rows(ledger, run_id, ref)
+    recorded = recorded_rows(ledger, run_id, ref.first_row, ref.last_row)
     loaded = LoadedBatch(ref=ref, documents=[])
     if (
         recorded
