@@ -263,7 +263,8 @@ def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, st
     from doccheck.commands.services import doccheck_command
 
     args = doccheck_command("run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
-                            "--metadata-columns", "course", "--database-url", database_url, "--out", str(out))  # fmt: skip
+                            "--metadata-columns", "course", "--group-by", "course", "--database-url", database_url,
+                            "--out", str(out))  # fmt: skip
     started = time.perf_counter()
     child = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = child.stdout.read() if child.stdout else ""
@@ -289,7 +290,8 @@ def profiled_run(manifest: Path, *, database_url: str, out: Path, env: dict[str,
         "p.dump_stats(STATS)\n"
     ).replace("STATS", repr(str(stats)))
     args = [PY, "-c", code, "x", "run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
-            "--metadata-columns", "course", "--database-url", database_url, "--out", str(out)]  # fmt: skip
+            "--metadata-columns", "course", "--group-by", "course", "--database-url", database_url,
+            "--out", str(out)]  # fmt: skip
     subprocess.run(args, env=env, cwd=ROOT, check=True, capture_output=True)
 
 
@@ -332,9 +334,22 @@ def table_bytes(database_url: str) -> dict[str, int]:
 
 
 def page_timings(report_dir: Path) -> dict[str, float]:
-    """Hook: the entry page's and the largest group page's load and a sort in headless Chromium
-    (the lead adds it, with the browser test's set-up); empty until then."""
-    return {}
+    """The entry page's load, and the largest group page's load and a sort, in headless Chromium
+    (``report_page.py``'s set-up: Debian's chromium, the driver's path, no telemetry)."""
+    from report_page import browser, measure
+
+    groups = list(report_dir.parent.glob("*/groups/*.html"))
+    newest = max((p.parent for p in groups), key=lambda d: d.stat().st_mtime, default=None)
+    driver = browser()
+    try:
+        timings = {"entry load": measure(driver, report_dir / "report.html")["load_s"]}
+        if newest is not None:
+            largest = max(newest.glob("*.html"), key=lambda p: p.stat().st_size)
+            group = measure(driver, largest)
+            timings.update({"group load": group["load_s"], "group sort": group.get("sort_s", float("nan"))})
+        return timings
+    finally:
+        driver.quit()
 
 
 def term_main(argv: list[str]) -> None:
