@@ -3,9 +3,11 @@
 Why (issue 26): ``run_checks`` read, recorded and cohort-matched the whole manifest before the
 first request, then sent the batches ``parallel_batches`` at a time, each at a share of the
 concurrency. Here the manifest is recorded and matched on a worker thread exactly as
-``orchestrate.prepare_run`` does, and each batch, once committed, is handed to ONE streaming
-submitter (:func:`~doccheck.pipeline.submit_stream.submit_stream`) that re-reads it from the
-manifest and sends it at the run's full concurrency.
+``orchestrate.prepare_run`` does, and each batch, once committed, is handed with its planned
+documents (the very objects recorded: the manifest is not read a second time) to ONE streaming
+submitter (:func:`~doccheck.pipeline.submit_stream.submit_stream`) that sends it at the run's
+full concurrency. At most :data:`BATCHES_AHEAD` batches wait for the submitter; past that the
+recording waits, so memory stays flat in the manifest's size.
 
 What does not change: a batch is sent only after its documents are committed to the ledger (the
 recording's transaction comes before the hand-over), and each document goes through the same
@@ -24,7 +26,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from doccheck.ledger import Ledger
@@ -43,6 +45,11 @@ class RecordingStopped(Exception):
     """The submission failed for good, so the recording stops (raised in the recording thread)."""
 
 
+#: Recorded batches waiting for the submitter at most; past that the recording thread waits
+#: (texts in memory stay a few batches, however far the recording runs ahead of the network).
+BATCHES_AHEAD = 4
+
+
 async def record_and_submit(
     ledger: Ledger,
     client: Any,
@@ -55,34 +62,28 @@ async def record_and_submit(
     """Record and cohort-match ``options``' manifest while its recorded batches are submitted.
 
     Returns the recorded run (as ``prepare_run`` would) and what the submission did (as
-    ``submit_all`` would, the rows refused as changed since recording included).
-    ``observer.prepared`` is told once the recording is complete, while requests may still be
-    in flight.
+    ``submit_all`` would). ``observer.prepared`` is told once the recording is complete, while
+    requests may still be in flight.
     """
     observer = observer or RunObserver()
-    loop = asyncio.get_running_loop()
-    refs: asyncio.Queue[BatchRef | None] = asyncio.Queue()
-    stop = threading.Event()
-
-    def on_batch(ref: BatchRef) -> None:  # on the recording thread, after the batch's commit
-        loop.call_soon_threadsafe(refs.put_nowait, ref)
-
-    recording = await asyncio.to_thread(start_run_recording, ledger, options, params=params, on_batch=on_batch)
+    handover = _Handover(asyncio.get_running_loop(), BATCHES_AHEAD)
+    recording = await asyncio.to_thread(start_run_recording, ledger, options, params=params,
+                                        on_batch=handover.recorded)  # fmt: skip
     recorder = asyncio.ensure_future(
-        asyncio.to_thread(record_and_match, ledger, options, recording, _stoppable(recording, stop))
+        asyncio.to_thread(record_and_match, ledger, options, recording, handover.documents(recording))
     )
-    recorder.add_done_callback(lambda _: refs.put_nowait(None))  # after every ref: the same loop's queue, in order
+    recorder.add_done_callback(handover.end)  # after every batch: the same loop's queue, in order
     refused: list[BatchResult] = []
-    batches = _loaded_batches(ledger, recording, refs, refused, recorder, observer)
+    batches = _batches(ledger, recording, handover, refused, recorder, observer)
     sub = options.submission
     try:
         sent = await submit_stream(
             client, ledger, recording.run_id, batches, concurrency=sub.concurrency, webhook_url=sub.webhook_url,
             budget=Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None,
-            on_progress=on_progress, deadline_at=time.time() + sub.submit_deadline,
+            on_progress=on_progress, deadline_at=time.time() + sub.submit_deadline, recorded=True,
         )  # fmt: skip
     except BaseException:
-        stop.set()
+        handover.stop.set()
         with contextlib.suppress(Exception):
             await recorder
         raise
@@ -108,30 +109,72 @@ class OverlappingLocalSteps(LocalSteps):
                                        on_progress=progress)  # fmt: skip
 
 
-def _stoppable(recording: PlanRecording, stop: threading.Event) -> Iterator[Any]:
-    """The recording's documents, until ``stop`` is set (then :class:`RecordingStopped`)."""
-    for doc in recording.documents():
-        if stop.is_set():
-            raise RecordingStopped("the submission failed; recording stopped")
-        yield doc
+class _Handover:
+    """Recorded batches from the recording thread to the event loop.
+
+    The recording yields each planned document (text included) to the cohort matcher through
+    :meth:`documents`, which keeps the current batch's; once the batch is committed the
+    recording calls :meth:`recorded`, which hands those very documents over: what is sent is
+    what was recorded, without reading the manifest again. Should the documents kept not be
+    the batch's (a consumer that stopped early), the ref is handed over instead and the batch
+    re-read from the manifest (``read_batch``, which refuses rows changed since).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ahead: int) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[list[Any] | BatchRef | None] = asyncio.Queue()
+        self.slots = threading.Semaphore(ahead)
+        self.stop = threading.Event()
+        self._current: list[Any] = []
+
+    def documents(self, recording: PlanRecording) -> Iterator[Any]:
+        """The recording's documents, kept for their batch; until ``stop`` (then :class:`RecordingStopped`)."""
+        for doc in recording.documents():
+            if self.stop.is_set():
+                raise RecordingStopped("the submission failed; recording stopped")
+            self._current.append(doc)
+            yield doc
+
+    def recorded(self, ref: BatchRef) -> None:
+        """On the recording thread, once ``ref`` is committed: hand its documents over (waits
+        while :data:`BATCHES_AHEAD` batches are waiting already)."""
+        mine = [d for d in self._current if ref.first_row <= d.row_number <= ref.last_row]
+        self._current = [d for d in self._current if d.row_number > ref.last_row]
+        while not self.slots.acquire(timeout=0.2):
+            if self.stop.is_set():
+                raise RecordingStopped("the submission failed; recording stopped")
+        item: list[Any] | BatchRef = mine if len(mine) == ref.documents else ref
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def end(self, _: Any = None) -> None:
+        """The recording ended (done, failed or stopped): no more batches."""
+        self.queue.put_nowait(None)
+
+    async def items(self) -> AsyncIterator[list[Any] | BatchRef]:
+        """What the recording handed over, in order, until it ended."""
+        while (item := await self.queue.get()) is not None:
+            self.slots.release()
+            yield item
 
 
-async def _loaded_batches(
+async def _batches(
     ledger: Ledger,
     recording: PlanRecording,
-    refs: asyncio.Queue[BatchRef | None],
+    handover: _Handover,
     refused: list[BatchResult],
     recorder: asyncio.Future[Prepared],
     observer: RunObserver,
 ) -> AsyncIterator[list[Any]]:
-    """Each recorded batch re-read (off the event loop) as the submitter asks for it; the observer
-    hears of the whole recorded run once the last ref has come."""
-    load: Callable[[BatchRef], Any] = lambda ref: read_batch(  # noqa: E731
-        ledger, recording.run_id, recording.manifest, ref, campaign=recording.campaign,
-        products=recording.default_products, metadata_columns=recording.metadata_columns,
-    )  # fmt: skip
-    while (ref := await refs.get()) is not None:
-        loaded = await asyncio.to_thread(load, ref)
+    """Each recorded batch's documents as the submitter asks for them; the observer hears of the
+    whole recorded run once the last batch has come."""
+    async for item in handover.items():
+        if not isinstance(item, BatchRef):
+            yield item
+            continue
+        loaded = await asyncio.to_thread(
+            read_batch, ledger, recording.run_id, recording.manifest, item, campaign=recording.campaign,
+            products=recording.default_products, metadata_columns=recording.metadata_columns,
+        )  # fmt: skip
         if loaded.failures:
             refused.append(loaded.result())
         yield loaded.documents

@@ -79,6 +79,7 @@ async def submit_stream(
     on_progress: ProgressCallback | None = None,
     deadline_at: float | None = None,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    recorded: bool = False,
 ) -> BatchResult:
     """Submit every batch ``batches`` yields (lists of ``PlannedDocument``) for the run ``run_id``.
 
@@ -86,7 +87,8 @@ async def submit_stream(
     key already submitted, or seen earlier in the stream, is not sent again; refusals are row
     failures; transient errors requeue until ``deadline_at``; a 401 raises
     :class:`~doccheck.pipeline.failures.FatalSubmitError`). Each batch's documents are recorded
-    (``record_documents``) and their submissions read on the ledger thread before they start.
+    (``record_documents``; skipped when ``recorded``: the run's recording wrote them already) and
+    their submissions read on the ledger thread before they start.
     """
     campaign = ledger.campaign_of(run_id)
     submitter = _BatchSubmitter(
@@ -113,7 +115,7 @@ async def submit_stream(
                     documents = await anext(batches, None)
                     if documents is None:
                         break
-                    for doc, prev in await _admit(submitter, run_id, documents, seen):
+                    for doc, prev in await _admit(submitter, run_id, documents, seen, recorded=recorded):
                         room.add()
                         group.create_task(one(doc, prev))
     except BaseExceptionGroup as eg:
@@ -125,12 +127,13 @@ async def submit_stream(
 
 
 async def _admit(
-    submitter: _BatchSubmitter, run_id: str, documents: Sequence[Any], seen: set[str]
+    submitter: _BatchSubmitter, run_id: str, documents: Sequence[Any], seen: set[str], *, recorded: bool
 ) -> list[tuple[Any, Any]]:
     """Record one batch's documents, read their submissions, count those with nothing to do;
     returns the (document, previous submission) pairs to send."""
     ledger = submitter.ledger
-    await submitter.writer.call(record_documents, ledger, run_id, submitter.campaign, documents)
+    if not recorded:
+        await submitter.writer.call(record_documents, ledger, run_id, submitter.campaign, documents)
     previous = await submitter.writer.call(ledger.submissions_for_keys, [d.idempotency_key for d in documents])
     submitter.result.total += len(documents)
     to_send: list[tuple[Any, Any]] = []
