@@ -196,8 +196,10 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     """Every batch, ``parallel_batches`` at a time, under one budget and one submit deadline.
 
     The client's concurrency is split between the batches that run together, so the
-    service sees at most ``concurrency`` requests in flight. A batch that raises (a fatal
-    error: 401, the ledger unreachable) fails the run after its window has finished.
+    service sees at most ``concurrency`` requests in flight. A sliding window: the next batch
+    starts as soon as one finishes (a window that waited for its slowest batch left its
+    share of the concurrency idle, issue 26). A batch that raises (a fatal error: 401, the
+    ledger unreachable) stops new batches and fails the run once those in flight have finished.
     """
     sub = options.submission
     budget = Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None
@@ -205,31 +207,41 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     groups = prepared.batches
     window = max(1, sub.parallel_batches)
     per_batch = max(1, sub.concurrency // max(1, min(window, len(groups) or 1)))
-    total = BatchResult()
-    for start in range(0, len(groups), window):
-        chunk = groups[start : start + window]
-        results = await asyncio.gather(
-            *(
-                steps.submit(
-                    batch,
-                    prepared=prepared,
-                    number=start + i + 1,
-                    count=len(groups),
-                    concurrency=per_batch,
-                    budget=budget,
-                    deadline_at=deadline_at,
-                    options=options,
-                )  # fmt: skip
-                for i, batch in enumerate(chunk)
-            ),
-            return_exceptions=True,
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-            total = total.merge(result)
+    total = BatchResult()  # the running sum the observer sees
+    results: dict[int, BatchResult] = {}
+    failure: BaseException | None = None
+    running: dict[asyncio.Future[BatchResult], int] = {}
+
+    async def settle(done: set[asyncio.Future[BatchResult]]) -> None:
+        nonlocal total, failure
+        for task in done:
+            number, exc = running.pop(task), task.exception()
+            if exc is not None:
+                failure = failure or exc
+            else:
+                results[number] = task.result()
+                total = total.merge(results[number])
         await observer.batches_done(total)
-    return total
+
+    for number, batch in enumerate(groups, start=1):
+        if len(running) >= window:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            await settle(done)
+        if failure is not None:
+            break
+        running[asyncio.ensure_future(steps.submit(
+            batch, prepared=prepared, number=number, count=len(groups), concurrency=per_batch, budget=budget,
+            deadline_at=deadline_at, options=options,
+        ))] = number  # fmt: skip
+    if running:
+        done, _ = await asyncio.wait(running)
+        await settle(done)
+    if failure is not None:
+        raise failure
+    ordered = BatchResult()  # in batch order, as the rows' failures are listed
+    for number in sorted(results):
+        ordered = ordered.merge(results[number])
+    return ordered
 
 
 def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
