@@ -29,6 +29,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
 from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.batches import BatchRef, PlanRecording, read_batch
@@ -41,7 +42,7 @@ from doccheck.pipeline.submit_stream import submit_stream
 __all__ = ["OverlappingLocalSteps", "RecordingStopped", "record_and_submit"]
 
 
-class RecordingStopped(Exception):
+class RecordingStopped(DocCheckBaseError, RuntimeError):
     """The submission failed for good, so the recording stops (raised in the recording thread)."""
 
 
