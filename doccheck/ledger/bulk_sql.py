@@ -234,6 +234,9 @@ def is_postgres(conn: Connection) -> bool:
     return bool(conn.dialect.name == "postgresql")
 
 
+_PG_DIALECT: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+
 def _pg_column(column: Any) -> tuple[str, bool]:
     """(element type of the column's array parameter, whether it is JSON sent as text)."""
     if isinstance(column.type, JSON):
@@ -241,7 +244,6 @@ def _pg_column(column: Any) -> tuple[str, bool]:
     return str(column.type.compile(dialect=_PG_DIALECT)), False
 
 
-_PG_DIALECT: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
 _PG_TEXTS: dict[tuple[Any, ...], tuple[Any, frozenset[str]]] = {}
 
 
