@@ -17,6 +17,12 @@ round, alternately:
   start`` of this run) and ledger (a fresh SQLite file; a fresh database on a throwaway
   PostgreSQL cluster).
 
+``--baseline DIR`` runs the same commands from another checkout too (``git archive <commit> | tar -x
+-C DIR``), interleaved with this one's, so a before/after comparison shares the same minutes.
+
+The command's CPU a document at the margin (user + system of the subprocess, ``getrusage``) is
+printed too: on a shared machine it moves far less with the load than the wall clock does.
+
 Marginal throughput is ``(large - small) / (t_large - t_small)`` documents a second; the ratio is
 the command's over the raw loop's, measured in the same minutes (target ≥ 0.9). Fixed cost is
 ``t_small - small / marginal``: what the command costs beyond its documents (target ≤ 3 s without
@@ -29,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -72,18 +79,30 @@ def prefect_server(folder: Path, env: dict[str, str]) -> Iterator[str]:
             server.kill()
 
 
-def timed_command(manifest: Path, *, database_url: str, out: Path, concurrency: int, env: dict[str, str]) -> float:
+def timed_command(
+    manifest: Path, *, database_url: str, out: Path, concurrency: int, env: dict[str, str], tree: Path = ROOT
+) -> float:
     """Wall seconds of one ``doccheck run --no-wait`` as a user waits for it."""
     args = doccheck_command(
         "run", str(manifest), "--no-wait", "--no-progress", "--concurrency", str(concurrency),
         "--database-url", database_url, "--out", str(out),
     )  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    started, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=tree, timeout=1800)
     elapsed = time.perf_counter() - started
+    CPU_SECONDS.append(_children_cpu() - cpu)
     if done.returncode != 0:
         raise SystemExit(f"doccheck run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return elapsed
+
+
+#: CPU seconds (user + system) of each ``timed_command`` subprocess, in call order.
+CPU_SECONDS: list[float] = []
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def timed_raw(base_url: str, manifest: Path, concurrency: int) -> float:
@@ -107,6 +126,13 @@ def main() -> None:
     parser.add_argument("--modes", default="no-server,server")
     parser.add_argument("--ledgers", default="sqlite,postgres")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="also run the command from this checkout (e.g. `git archive main`), interleaved: "
+        "`python -m doccheck.cli` with that folder as the working directory imports its code",
+    )
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     ledgers = [name.strip() for name in args.ledgers.split(",") if name.strip()]
@@ -123,6 +149,7 @@ def main() -> None:
         pg_url = stack.enter_context(throwaway_postgres()) if "postgres" in ledgers else None
 
         results: dict[str, list[tuple[float, float]]] = {}
+        cpu_ms: dict[str, list[float]] = {}  # the command process's CPU a document, at the margin
         counter = 0
 
         def manifest(n: int) -> Path:
@@ -134,32 +161,41 @@ def main() -> None:
             raw = (timed_raw(base_url, manifest(args.small), args.concurrency),
                    timed_raw(base_url, manifest(args.large), args.concurrency))  # fmt: skip
             results.setdefault("raw httpx loop", []).append(marginal(args.small, args.large, *raw))
+            trees = [("", ROOT)] + ([("before: ", args.baseline.resolve())] if args.baseline else [])
             for ledger in ledgers:
                 for mode in modes:
                     run_env = {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env
-                    times = []
-                    for n in (args.small, args.large):
-                        if ledger == "postgres" and pg_url:
-                            database_url = fresh_database(pg_url)
-                        else:
-                            database_url = f"sqlite:///{folder / f'ledger-{counter}.db'}"
-                        times.append(
-                            timed_command(manifest(n), database_url=database_url, out=folder / "reports",
-                                          concurrency=args.concurrency, env=run_env)
-                        )  # fmt: skip
-                    results.setdefault(f"doccheck run, {ledger}, {mode}", []).append(
-                        marginal(args.small, args.large, *times)
-                    )
+                    for label, tree in trees:
+                        times = []
+                        cpu_before = len(CPU_SECONDS)
+                        for n in (args.small, args.large):
+                            if ledger == "postgres" and pg_url:
+                                database_url = fresh_database(pg_url)
+                            else:
+                                database_url = f"sqlite:///{folder / f'ledger-{counter}.db'}"
+                            times.append(
+                                timed_command(manifest(n), database_url=database_url, out=folder / "reports",
+                                              concurrency=args.concurrency, env=run_env, tree=tree)
+                            )  # fmt: skip
+                        results.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append(
+                            marginal(args.small, args.large, *times)
+                        )
+                        small_cpu, large_cpu = CPU_SECONDS[cpu_before:]
+                        cpu_ms.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append(
+                            1000 * (large_cpu - small_cpu) / (args.large - args.small)
+                        )
 
         raw_rate = max(rate for rate, _ in results["raw httpx loop"])
         print(
             f"\n{args.small} vs {args.large} documents, concurrency {args.concurrency}, "
             f"{args.latency_ms} ms latency, best of {args.rounds} round(s):"
         )
-        print(f"  {'':38s} {'docs/s':>8s} {'x raw':>6s} {'fixed s':>8s}")
+        print(f"  {'':46s} {'docs/s':>8s} {'x raw':>6s} {'fixed s':>8s} {'cpu ms/doc':>10s}   rounds (docs/s)")
         for name, figures in results.items():
             rate, fixed = max(figures)
-            print(f"  {name:38s} {rate:8.0f} {rate / raw_rate:6.2f} {fixed:8.1f}")
+            each = ", ".join(f"{r:.0f}" for r, _ in figures)
+            cpu = f"{min(cpu_ms[name]):10.2f}" if name in cpu_ms else f"{'':10s}"
+            print(f"  {name:46s} {rate:8.0f} {rate / raw_rate:6.2f} {fixed:8.1f} {cpu}   {each}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from doccheck.commands._runner import database_waits
 from doccheck.commands.services import running_prefect_server
 from doccheck.pipeline.options import RunOptions
-from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
+from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
+from doccheck.pipeline.overlap import OverlappingLocalSteps
 from doccheck.pipeline.summary import RunSummary
 
 #: What the summary's ``orchestration`` says for a run of this module.
@@ -56,8 +57,13 @@ class _Bars(RunObserver):
         self.progress.update(self.bars[label], completed=done, total=total or None)
 
     async def prepared(self, prepared: Prepared) -> None:
+        """The total is known once the run is recorded; with overlapping phases, documents may
+        already be submitted by then, so the bar keeps its count."""
         self.total = prepared.documents
-        self.show("submitting", 0, prepared.documents)
+        if self.progress is not None and "submitting" in self.bars:
+            self.progress.update(self.bars["submitting"], total=prepared.documents or None)
+        else:
+            self.show("submitting", 0, prepared.documents)
 
     def waiting(self) -> None:
         self.show("waiting for results", 0, None)
@@ -100,7 +106,7 @@ async def _run(options: RunOptions, bars: _Bars) -> RunSummary:
         ledger,
         client,
     ):
-        steps = LocalSteps(
+        steps = OverlappingLocalSteps(
             ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
             on_submit=lambda done: bars.show("submitting", done, bars.total),
             on_results=lambda done, total: bars.show("waiting for results", done, total),

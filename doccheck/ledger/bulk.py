@@ -102,9 +102,9 @@ def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
     current: dict[str, Any] = {}
     with_outcomes: set[str] = set()
     for chunk in sql.chunks(keys):
-        current.update((r.idempotency_key, r) for r in conn.execute(sql.CURRENT, {"b_keys": chunk}))
+        current.update((r.idempotency_key, r) for r in conn.execute(sql.keyed(conn, sql.CURRENT), {"b_keys": chunk}))
     for chunk in sql.chunks(check_ids):
-        with_outcomes.update(conn.execute(sql.WITH_OUTCOMES, {"b_checks": chunk}).scalars())
+        with_outcomes.update(conn.execute(sql.keyed(conn, sql.WITH_OUTCOMES), {"b_checks": chunk}).scalars())
     now = utcnow()
     outcomes: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
@@ -133,14 +133,16 @@ def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
             "upload_id": a.upload_id,
         })  # fmt: skip
     slow_keys = {a.key for a in slow}
-    if outcomes:
+    if outcomes and sql.is_postgres(conn):
+        sql.pg_insert(conn, sql.OUTCOMES_T, outcomes)
+    elif outcomes:
         conn.execute(sql.NEW_OUTCOMES, outcomes)
     if rows:
         sql.update_submissions(conn, rows)
         grouped = [a for a in answers if a.key not in slow_keys]
         sql.record_new_charges(conn, [(str(data[a.key]["id"]), current[a.key].campaign, data[a.key].get("cost"))
                                    for a in grouped], now)  # fmt: skip
-        conn.execute(sql.RELEASE, [{"k": a.key, "o": a.owner, "b_now": now} for a in grouped])
+        sql.release(conn, [(a.key, a.owner) for a in grouped], now)
     return slow
 
 
@@ -252,7 +254,7 @@ def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], d
     for (owner, lease), group in by_lease.items():
         expires = now + timedelta(seconds=lease)
         for chunk in sql.chunks(sorted(set(group))):  # one order for every writer: no lock cycles
-            won.update(conn.execute(sql.CLAIM, {"b_keys": chunk, "b_owner": owner, "b_now": now,
+            won.update(conn.execute(sql.keyed(conn, sql.CLAIM), {"b_keys": chunk, "b_owner": owner, "b_now": now,
                                              "b_expires": expires}).scalars())  # fmt: skip
             won |= sql.insert_new(conn, c, "idempotency_key", [
                 {"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False, "updated_at": now}
@@ -260,7 +262,7 @@ def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], d
             ])  # fmt: skip
     rows: dict[str, Any] = {}
     for chunk in sql.chunks(keys):
-        rows.update((r.idempotency_key, r) for r in conn.execute(sql.SUBMISSIONS, {"b_keys": chunk}))
+        rows.update((r.idempotency_key, r) for r in conn.execute(sql.keyed(conn, sql.SUBMISSIONS), {"b_keys": chunk}))
     todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won and it.key not in rows}
     if todo:
         prepared = _prepare_new(conn, list(todo.values()), now)
@@ -299,7 +301,9 @@ def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> set[s
             by_owner.setdefault(p.owner, []).append(p.key)
     for owner, keys in by_owner.items():
         for chunk in sql.chunks(keys):
-            sent.update(conn.execute(sql.SENDING, {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars())
+            sent.update(
+                conn.execute(sql.keyed(conn, sql.SENDING), {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars()
+            )
     return sent
 
 
@@ -357,7 +361,9 @@ def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequ
                 "estimated_cost_cents": getattr(doc, "estimated_cost_cents", None),
                 "metadata": {str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
             })  # fmt: skip
-        if rows:
+        if rows and sql.is_postgres(conn):
+            sql.pg_insert(conn, d, rows)
+        elif rows:
             conn.execute(insert(d), rows)
     return len(rows)
 

@@ -8,11 +8,12 @@ and their crash-safe order, this module the SQL they run. Nothing here opens a t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import JSON, Connection, String, Table, any_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.cache_key import CacheKey
 from sqlalchemy.sql.elements import BindParameter
@@ -174,7 +175,12 @@ def update_submissions(conn: Connection, rows: list[dict[str, Any]]) -> None:
             )
             _SHAPES[shape] = (names, stmt)
         names, stmt = _SHAPES[shape]
-        conn.execute(stmt, [{"k": r["k"], **{f"v_{n}": r[n] for n in names}} for r in group])
+        if is_postgres(conn):
+            pg_update(
+                conn, s, "idempotency_key", [{"idempotency_key": r["k"], **{n: r[n] for n in names}} for r in group]
+            )
+        else:
+            conn.execute(stmt, [{"k": r["k"], **{f"v_{n}": r[n] for n in names}} for r in group])
 
 
 def insert_new(conn: Connection, table: Table, key: str, rows: list[dict[str, Any]]) -> set[str]:
@@ -190,11 +196,151 @@ def insert_new(conn: Connection, table: Table, key: str, rows: list[dict[str, An
         f"insert_new:{table.name}",
         lambda d: d.insert(table).on_conflict_do_nothing(index_elements=[key]).returning(table.c[key]),
     )
+    if is_postgres(conn):
+        return set(pg_insert(conn, table, rows, conflict=key, returning=key))
     if len(rows) == 1:
         return set(conn.execute(stmt, rows[0]).scalars())
     return set(conn.execute(stmt, rows).scalars())
 
 
+def release(conn: Connection, claims: list[tuple[str, str]], now: datetime) -> None:
+    """``RELEASE`` of each (key, owner): the claim freed and its doubt cleared, if the owner still holds it."""
+    if is_postgres(conn):
+        rows = [{"idempotency_key": k, "owner": o} for k, o in claims]
+        fixed = {"owner": None, "expires_at": None, "updated_at": now, "in_doubt": False}
+        pg_update(conn, CLAIMS_T, "idempotency_key", rows, match=("owner",), fixed=fixed)
+    else:
+        conn.execute(RELEASE, [{"k": k, "o": o, "b_now": now} for k, o in claims])
+
+
 def chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
     """Bounded statements: SQLite allows 32,766 bound parameters, PostgreSQL 65,535."""
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# PostgreSQL: array parameters instead of multi-row statements (issue 26).
+#
+# Why: on PostgreSQL an executemany INSERT is sent as multi-row ``VALUES`` statements whose text
+# depends on the row count, an executemany UPDATE as one statement per row, and an expanding
+# ``IN (...)`` as a statement per list length: the server parses each new text again and never
+# reuses a prepared plan. ``INSERT … SELECT … FROM unnest(:a, :b, …)``, ``UPDATE … FROM
+# unnest(…)`` and ``= ANY(:keys)`` are ONE fixed text per statement whatever the row count, each
+# column one array parameter: psycopg prepares it after a few rounds. SQLite keeps the
+# statements above (it has no arrays, and parses locally at a negligible cost).
+
+
+def is_postgres(conn: Connection) -> bool:
+    """Whether ``conn`` speaks PostgreSQL (the array-parameter statements apply)."""
+    return bool(conn.dialect.name == "postgresql")
+
+
+_PG_DIALECT: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+
+def _pg_column(column: Any) -> tuple[str, bool]:
+    """(element type of the column's array parameter, whether it is JSON sent as text)."""
+    if isinstance(column.type, JSON):
+        return "TEXT", True
+    return str(column.type.compile(dialect=_PG_DIALECT)), False
+
+
+_PG_TEXTS: dict[tuple[Any, ...], tuple[Any, frozenset[str]]] = {}
+
+
+def _arrays(rows: list[dict[str, Any]], names: list[str], json_names: frozenset[str]) -> dict[str, list[Any]]:
+    """One list per column (JSON values serialised as SQLAlchemy's JSON type does)."""
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        values = [r[name] for r in rows]
+        if name in json_names:
+            values = [None if v is None else json.dumps(v) for v in values]
+        out[f"a_{name}"] = values
+    return out
+
+
+def pg_insert(
+    conn: Connection, table: Table, rows: list[dict[str, Any]], *, conflict: str | None = None,
+    returning: str | None = None,
+) -> list[Any]:  # fmt: skip
+    """``INSERT INTO table (…) SELECT … FROM unnest(:a_col, …)`` of ``rows`` (every row the same
+    keys); with ``conflict``, ``ON CONFLICT (conflict) DO NOTHING``; with ``returning``, the
+    values of that column for the rows inserted."""
+    if not rows:
+        return []
+    names = list(rows[0])
+    cache = ("insert", table.name, tuple(names), conflict, returning)
+    if cache not in _PG_TEXTS:
+        typed = {n: _pg_column(table.c[n]) for n in names}
+        cols = ", ".join(f'"{n}"' for n in names)
+        arrays = ", ".join(f"CAST(:a_{n} AS {typed[n][0]}[])" for n in names)
+        picks = ", ".join(f'CAST(v."{n}" AS JSON)' if typed[n][1] else f'v."{n}"' for n in names)
+        sql = f'INSERT INTO "{table.name}" ({cols}) SELECT {picks} FROM unnest({arrays}) AS v({cols})'
+        if conflict:
+            sql += f' ON CONFLICT ("{conflict}") DO NOTHING'
+        if returning:
+            sql += f' RETURNING "{returning}"'
+        _PG_TEXTS[cache] = (text(sql), frozenset(n for n in names if typed[n][1]))
+    stmt, json_names = _PG_TEXTS[cache]
+    result = conn.execute(stmt, _arrays(rows, names, json_names))
+    return list(result.scalars()) if returning else []
+
+
+def pg_update(
+    conn: Connection, table: Table, key: str, rows: list[dict[str, Any]], *, match: tuple[str, ...] = (),
+    fixed: dict[str, Any] | None = None,
+) -> None:  # fmt: skip
+    """``UPDATE table SET col = v.col, … FROM unnest(:a_key, :a_col, …) AS v WHERE table.key = v.key``:
+    each row's ``key`` names the row to update, ``match`` are more columns that must equal the
+    row's value (not set), the other keys are set; ``fixed`` are the same values for every row."""
+    if not rows:
+        return
+    fixed = fixed or {}
+    names = list(rows[0])
+    cache = ("update", table.name, key, tuple(names), match, tuple(fixed))
+    if cache not in _PG_TEXTS:
+        typed = {n: _pg_column(table.c[n]) for n in names}
+        cols = ", ".join(f'"{n}"' for n in names)
+        arrays = ", ".join(f"CAST(:a_{n} AS {typed[n][0]}[])" for n in names)
+        sets = [f'"{n}" = CAST(v."{n}" AS JSON)' if typed[n][1] else f'"{n}" = v."{n}"'
+                for n in names if n != key and n not in match]  # fmt: skip
+        sets += [f'"{n}" = :f_{n}' for n in fixed]
+        where = " AND ".join(f't."{n}" = v."{n}"' for n in (key, *match))
+        sql = f'UPDATE "{table.name}" AS t SET {", ".join(sets)} FROM unnest({arrays}) AS v({cols}) WHERE {where}'
+        _PG_TEXTS[cache] = (text(sql), frozenset(n for n in names if typed[n][1]))
+    stmt, json_names = _PG_TEXTS[cache]
+    conn.execute(stmt, {**_arrays(rows, names, json_names), **{f"f_{n}": v for n, v in fixed.items()}})
+
+
+def any_keys(column: Any, name: str = "b_keys") -> Any:
+    """``column = ANY(:name)``: one array parameter instead of an expanding ``IN`` list."""
+    return column == any_(bindparam(name, type_=postgresql.ARRAY(String)))
+
+
+#: The ``IN (:b_keys)`` statements above with ``= ANY(:b_keys)`` (PostgreSQL), same parameters.
+PG_CLAIM = (
+    update(CLAIMS_T)
+    .where(
+        any_keys(CLAIMS_T.c.idempotency_key),
+        or_(CLAIMS_T.c.owner.is_(None), CLAIMS_T.c.owner == OWNER, CLAIMS_T.c.expires_at < NOW),
+    )
+    .values(owner=OWNER, expires_at=bindparam("b_expires"), updated_at=NOW)
+    .returning(CLAIMS_T.c.idempotency_key)
+)
+PG_SENDING = (
+    update(CLAIMS_T)
+    .where(any_keys(CLAIMS_T.c.idempotency_key), CLAIMS_T.c.owner == OWNER)
+    .values(in_doubt=True, sent_by=OWNER, first_sent_at=func.coalesce(CLAIMS_T.c.first_sent_at, NOW), updated_at=NOW)
+    .returning(CLAIMS_T.c.idempotency_key)
+)
+PG_SUBMISSIONS = select(SUBMISSIONS_T).where(any_keys(SUBMISSIONS_T.c.idempotency_key))
+PG_CURRENT = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.campaign, SUBMISSIONS_T.c.submitted_at).where(
+    any_keys(SUBMISSIONS_T.c.idempotency_key)
+)
+PG_WITH_OUTCOMES = select(OUTCOMES_T.c.check_id).where(any_keys(OUTCOMES_T.c.check_id, "b_checks"))
+_PG_VARIANTS = {id(CLAIM): PG_CLAIM, id(SENDING): PG_SENDING, id(SUBMISSIONS): PG_SUBMISSIONS,
+                id(CURRENT): PG_CURRENT, id(WITH_OUTCOMES): PG_WITH_OUTCOMES}  # fmt: skip
+
+
+def keyed(conn: Connection, stmt: Any) -> Any:
+    """``stmt`` (one of the ``IN (:b_keys)`` statements above) as this connection's dialect runs it best."""
+    return _PG_VARIANTS.get(id(stmt), stmt) if is_postgres(conn) else stmt

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from doccheck.ledger import Ledger
-from doccheck.pipeline.batches import BatchRef, RecordedPlan, start_recording
+from doccheck.pipeline.batches import BatchRef, PlanRecording, RecordedPlan, start_recording
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
@@ -34,6 +34,7 @@ from doccheck.pipeline.summary import RunSummary, money_fields, with_export_reje
 
 __all__ = [
     "LocalSteps",
+    "OverlappingSteps",
     "PlanFigures",
     "Prepared",
     "RunObserver",
@@ -125,6 +126,17 @@ class Steps(Protocol):
         ...
 
 
+@runtime_checkable
+class OverlappingSteps(Protocol):
+    """Steps that send the recorded batches while later ones are still read, recorded and
+    matched (``doccheck.pipeline.overlap``); ``run_checks`` then calls this instead of
+    ``prepare`` followed by one ``submit`` per batch."""
+
+    async def record_and_submit(self, options: RunOptions, observer: RunObserver) -> tuple[Prepared, BatchResult]:
+        """Record and match the run while submitting it; the recorded run and the submission's result."""
+        ...
+
+
 class RunObserver:
     """Hooks for what a watcher sees; every method does nothing by default."""
 
@@ -152,13 +164,17 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     """
     observer = observer or RunObserver()
     started = time.monotonic()
-    prepared = await steps.prepare(options)
-    await observer.prepared(prepared)
-    if options.submission.shards > 1:
-        total = await steps.submit_shards(prepared, options)
+    if isinstance(steps, OverlappingSteps) and options.submission.shards <= 1:
+        prepared, total = await steps.record_and_submit(options, observer)  # observer.prepared on the way
         await observer.batches_done(total)
     else:
-        total = await submit_all(prepared, steps, options, observer)
+        prepared = await steps.prepare(options)
+        await observer.prepared(prepared)
+        if options.submission.shards > 1:
+            total = await steps.submit_shards(prepared, options)
+            await observer.batches_done(total)
+        else:
+            total = await submit_all(prepared, steps, options, observer)
     observer.submitted(total)
 
     waited: WaitResult | None = None
@@ -180,8 +196,10 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     """Every batch, ``parallel_batches`` at a time, under one budget and one submit deadline.
 
     The client's concurrency is split between the batches that run together, so the
-    service sees at most ``concurrency`` requests in flight. A batch that raises (a fatal
-    error: 401, the ledger unreachable) fails the run after its window has finished.
+    service sees at most ``concurrency`` requests in flight. A sliding window: the next batch
+    starts as soon as one finishes (a window that waited for its slowest batch left its
+    share of the concurrency idle, issue 26). A batch that raises (a fatal error: 401, the
+    ledger unreachable) stops new batches and fails the run once those in flight have finished.
     """
     sub = options.submission
     budget = Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None
@@ -189,31 +207,41 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     groups = prepared.batches
     window = max(1, sub.parallel_batches)
     per_batch = max(1, sub.concurrency // max(1, min(window, len(groups) or 1)))
-    total = BatchResult()
-    for start in range(0, len(groups), window):
-        chunk = groups[start : start + window]
-        results = await asyncio.gather(
-            *(
-                steps.submit(
-                    batch,
-                    prepared=prepared,
-                    number=start + i + 1,
-                    count=len(groups),
-                    concurrency=per_batch,
-                    budget=budget,
-                    deadline_at=deadline_at,
-                    options=options,
-                )  # fmt: skip
-                for i, batch in enumerate(chunk)
-            ),
-            return_exceptions=True,
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-            total = total.merge(result)
+    total = BatchResult()  # the running sum the observer sees
+    results: dict[int, BatchResult] = {}
+    failure: BaseException | None = None
+    running: dict[asyncio.Future[BatchResult], int] = {}
+
+    async def settle(done: set[asyncio.Future[BatchResult]]) -> None:
+        nonlocal total, failure
+        for task in done:
+            number, exc = running.pop(task), task.exception()
+            if exc is not None:
+                failure = failure or exc
+            else:
+                results[number] = task.result()
+                total = total.merge(results[number])
         await observer.batches_done(total)
-    return total
+
+    for number, batch in enumerate(groups, start=1):
+        if len(running) >= window:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            await settle(done)
+        if failure is not None:
+            break
+        running[asyncio.ensure_future(steps.submit(
+            batch, prepared=prepared, number=number, count=len(groups), concurrency=per_batch, budget=budget,
+            deadline_at=deadline_at, options=options,
+        ))] = number  # fmt: skip
+    if running:
+        done, _ = await asyncio.wait(running)
+        await settle(done)
+    if failure is not None:
+        raise failure
+    ordered = BatchResult()  # in batch order, as the rows' failures are listed
+    for number in sorted(results):
+        ordered = ordered.merge(results[number])
+    return ordered
 
 
 def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
@@ -319,21 +347,42 @@ def prepare_run(
     ``ManifestError`` for an unusable manifest is raised before the run is started;
     ``run_id`` records into that run (a retried task records into the same run).
     """
-    from doccheck.matching import summary_of
-    from doccheck.matching.runs import match_documents
+    return record_and_match(ledger, options, start_run_recording(ledger, options, params=params, run_id=run_id))
+
+
+def start_run_recording(
+    ledger: Ledger,
+    options: RunOptions,
+    *,
+    params: dict[str, Any] | None = None,
+    run_id: str | None = None,
+    on_batch: Callable[[BatchRef], None] | None = None,
+) -> PlanRecording:
+    """The first half of :func:`prepare_run`: the manifest checked as a whole (an LMS export
+    derived) and the run started; ``on_batch`` hears of each batch once it is recorded."""
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
     manifest, _ = as_manifest(
         source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts, roster=source.roster
     )
-    recording = start_recording(
+    return start_recording(
         ledger, manifest, campaign=source.campaign_name, products=source.products,
         metadata_columns=source.metadata_columns, params=params, batch_size=options.submission.batch_size,
-        run_id=run_id,
+        run_id=run_id, on_batch=on_batch,
     )  # fmt: skip
-    result = match_documents(recording.documents(), recording.campaign, run_id=recording.run_id, ledger=ledger,
-                             templates=source.templates)  # fmt: skip
+
+
+def record_and_match(
+    ledger: Ledger, options: RunOptions, recording: PlanRecording, documents: Iterable[Any] | None = None
+) -> Prepared:
+    """The second half of :func:`prepare_run`: the rows read, recorded and cohort-matched in one
+    pass (``documents``: the recording's stream, or a wrapper of it), the run's products stored."""
+    from doccheck.matching import summary_of
+    from doccheck.matching.runs import match_documents
+
+    result = match_documents(recording.documents() if documents is None else documents, recording.campaign,
+                             run_id=recording.run_id, ledger=ledger, templates=options.source.templates)  # fmt: skip
     return prepared_from(recording.finish(), summary_of(result))
 
 
@@ -357,6 +406,7 @@ class LocalSteps:
     ``on_results(done, total)`` feed a progress display; ``params`` are recorded with the
     run (never a secret). ``write_files=False`` leaves the run folder unwritten (a notebook
     without ``out_dir`` reads its tables from the ledger instead).
+    ``doccheck.pipeline.overlap.OverlappingLocalSteps`` overlaps the phases instead.
     """
 
     def __init__(

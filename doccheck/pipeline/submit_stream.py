@@ -1,0 +1,148 @@
+"""``submit_stream``: one submitter over a stream of batches, each sent as soon as it is recorded (issue 26).
+
+Why: ``submit_batch`` sends one batch with its own ledger thread, and a run sent its batches
+``parallel_batches`` at a time, each at a share of the concurrency, after the whole manifest was
+read, recorded and cohort-matched. Every batch ended with its slowest requests while the next
+one had not started, and the network sat idle while the manifest was read. Here ONE
+:class:`~doccheck.pipeline.submit._BatchSubmitter` (one ledger thread, one request window at the
+full concurrency, one set of claims) takes the batches as they come: the next batch is asked for
+while the previous one's documents are still in flight, so the requests never wait for a batch
+boundary, and the recording of later batches runs beside the requests of earlier ones.
+
+What each document goes through is ``submit_batch``'s, unchanged (claim, ``submitting`` and
+``sending`` before the request, the answer after it, the reconciliation of keys in doubt), so
+crash order and claims are the same; only the feeding differs. Memory stays bounded: a batch is
+asked for only when fewer than :data:`AHEAD_PER_SLOT` × concurrency documents are in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from doccheck.client import AsyncDocCheckClient
+from doccheck.ledger import Ledger
+from doccheck.ledger.bulk import record_documents
+from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.pipeline.batch_result import BatchResult
+from doccheck.pipeline.budget import Budget
+from doccheck.pipeline.failures import first_error
+from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.progress import ProgressCallback
+from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, PIPELINE_DEPTH, _BatchSubmitter
+
+__all__ = ["AHEAD_PER_SLOT", "submit_stream"]
+
+#: The next batch is asked for once fewer than this many documents per request slot are in
+#: progress: twice the submitter's window, so a batch is loaded (re-read from the manifest, off
+#: the event loop) while the window is still full, and texts in memory stay a few hundred.
+AHEAD_PER_SLOT = 2 * PIPELINE_DEPTH
+
+
+class _Room:
+    """Documents started and not finished yet; ``wait`` blocks while there are more than ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def add(self) -> None:
+        self.open += 1
+        if self.open > self.limit:
+            self._room.clear()
+
+    def done(self) -> None:
+        self.open -= 1
+        if self.open <= self.limit:
+            self._room.set()
+
+    async def wait(self) -> None:
+        while self.open > self.limit:
+            await self._room.wait()
+
+
+async def submit_stream(
+    client: AsyncDocCheckClient,
+    ledger: Ledger,
+    run_id: str,
+    batches: AsyncIterator[Sequence[Any]],
+    *,
+    concurrency: int = 8,
+    upload_concurrency: int = DEFAULT_UPLOAD_CONCURRENCY,
+    webhook_url: str | None = None,
+    budget: Budget | None = None,
+    on_progress: ProgressCallback | None = None,
+    deadline_at: float | None = None,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    recorded: bool = False,
+) -> BatchResult:
+    """Submit every batch ``batches`` yields (lists of ``PlannedDocument``) for the run ``run_id``.
+
+    Same rules as :func:`~doccheck.pipeline.submit.submit_batch` over all the batches at once (a
+    key already submitted, or seen earlier in the stream, is not sent again; refusals are row
+    failures; transient errors requeue until ``deadline_at``; a 401 raises
+    :class:`~doccheck.pipeline.failures.FatalSubmitError`). Each batch's documents are recorded
+    (``record_documents``; skipped when ``recorded``: the run's recording wrote them already) and
+    their submissions read on the ledger thread before they start.
+    """
+    campaign = ledger.campaign_of(run_id)
+    submitter = _BatchSubmitter(
+        client, ledger, campaign, concurrency=concurrency, upload_concurrency=upload_concurrency,
+        webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=0,
+        deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
+        lease_seconds=lease_seconds,
+    )  # fmt: skip
+    room = _Room(AHEAD_PER_SLOT * max(1, concurrency))
+    seen: set[str] = set()
+
+    async def one(doc: Any, prev: Any) -> None:
+        try:
+            await submitter.run_one(doc, prev)
+        finally:
+            room.done()
+
+    renewer = asyncio.create_task(submitter.renew_claims())
+    try:
+        with collections_skip_older_objects():
+            async with asyncio.TaskGroup() as group:
+                while True:
+                    await room.wait()
+                    documents = await anext(batches, None)
+                    if documents is None:
+                        break
+                    for doc, prev in await _admit(submitter, run_id, documents, seen, recorded=recorded):
+                        room.add()
+                        group.create_task(one(doc, prev))
+    except BaseExceptionGroup as eg:
+        raise first_error(eg) from None
+    finally:
+        renewer.cancel()
+        submitter.writer.close()
+    return submitter.result
+
+
+async def _admit(
+    submitter: _BatchSubmitter, run_id: str, documents: Sequence[Any], seen: set[str], *, recorded: bool
+) -> list[tuple[Any, Any]]:
+    """Record one batch's documents, read their submissions, count those with nothing to do;
+    returns the (document, previous submission) pairs to send."""
+    ledger = submitter.ledger
+    if not recorded:
+        await submitter.writer.call(record_documents, ledger, run_id, submitter.campaign, documents)
+    previous = await submitter.writer.call(ledger.submissions_for_keys, [d.idempotency_key for d in documents])
+    submitter.result.total += len(documents)
+    to_send: list[tuple[Any, Any]] = []
+    for doc in documents:
+        prev = previous.get(doc.idempotency_key)
+        if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
+            submitter.result.already_done += 1
+            submitter._tick()
+            continue
+        seen.add(doc.idempotency_key)
+        to_send.append((doc, prev))
+    return to_send
