@@ -26,6 +26,7 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.pipeline.attempts import begin_attempt, count_done
 from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.failures import first_error
@@ -95,7 +96,7 @@ async def submit_stream(
         client, ledger, campaign, concurrency=concurrency, upload_concurrency=upload_concurrency,
         webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=0,
         deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
-        lease_seconds=lease_seconds,
+        lease_seconds=lease_seconds, attempt=begin_attempt(run_id, ()),  # the whole run's one attempt
     )  # fmt: skip
     room = _Room(AHEAD_PER_SLOT * max(1, concurrency))
     seen: set[str] = set()
@@ -140,7 +141,7 @@ async def _admit(
     for doc in documents:
         prev = previous.get(doc.idempotency_key)
         if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
-            submitter.result.already_done += 1
+            count_done(submitter.result, submitter.attempt, doc.idempotency_key)
             submitter._tick()
             continue
         seen.add(doc.idempotency_key)
