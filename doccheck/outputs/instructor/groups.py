@@ -5,19 +5,21 @@ page, small and quick, from the run's entry page. The group pages are written in
 temporary folder renamed over ``groups/`` once all are complete, so a reader never finds
 half of them, and a run that is no longer grouped loses its old ones.
 
-A group's rows are taken from ``documents.parquet`` (columnar in memory, a group's rows as
-Python objects only while its page is written), not from the rows held whole.
+A group's rows are read from ``documents.parquet`` in chunks and spilled, one JSON line a row,
+to a file per group beside the pages, then read back one group at a time while its page is
+written: memory holds one chunk or one group, never the run (a 100,000-row table held as Arrow
+was ~50 MB of a term run's peak).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from doccheck.outputs.instructor.page import generate_group_page
@@ -27,6 +29,8 @@ __all__ = ["GROUPS_FOLDER", "write_group_pages"]
 
 GROUPS_FOLDER = "groups"
 _DOCUMENTS = "documents.parquet"
+#: Rows of ``documents.parquet`` read at a time.
+_CHUNK = 2000
 
 
 def write_group_pages(
@@ -49,7 +53,7 @@ def write_group_pages(
     tmp.mkdir()
     written = []
     try:
-        for group, group_rows in _rows_by_group(folder, tally.group_by, rows):
+        for group, group_rows in _rows_by_group(folder, tally.group_by, rows, tmp):
             counts = tally.groups[group]
             path = tmp / f"{counts.slug}.html"
             with open(path, "w", encoding="utf-8") as out:
@@ -63,21 +67,29 @@ def write_group_pages(
     return written
 
 
-def _rows_by_group(folder: Path, column: str, rows: Callable[[], Sequence[Mapping[str, Any]]] | None
+def _rows_by_group(folder: Path, column: str, rows: Callable[[], Sequence[Mapping[str, Any]]] | None, spill: Path
                    ) -> Iterable[tuple[str, list[Mapping[str, Any]]]]:  # fmt: skip
-    """Each group's rows (rejected rows too: the page counts them), one group at a time."""
+    """Each group's rows (rejected rows too: the page counts them), one group at a time
+    (``rows()`` when held in memory, else spilled to ``spill`` from ``documents.parquet``)."""
     if rows is not None:
         held: dict[str, list[Mapping[str, Any]]] = {}
         for r in rows():
             held.setdefault(group_key(r.get(column)), []).append(r)
         yield from held.items()
         return
-    table = pq.ParquetFile(folder / _DOCUMENTS).read(use_threads=False)
-    positions: dict[str, list[int]] = {}
-    for i, value in enumerate(table.column(column).to_pylist()):
-        positions.setdefault(group_key(value), []).append(i)
-    for group, indices in positions.items():
-        yield group, table.take(pa.array(indices, pa.int64())).to_pylist()
+    files: dict[str, Path] = {}
+    for batch in pq.ParquetFile(folder / _DOCUMENTS).iter_batches(batch_size=_CHUNK, use_threads=False):
+        chunk: dict[str, list[str]] = {}
+        for r in batch.to_pylist():
+            chunk.setdefault(group_key(r.get(column)), []).append(json.dumps(r, default=str, ensure_ascii=False))
+        for group, lines in chunk.items():
+            path = files.setdefault(group, spill / f"{len(files)}.jsonl")
+            with open(path, "a", encoding="utf-8") as out:
+                out.write("\n".join(lines) + "\n")
+    for group, path in files.items():
+        with open(path, encoding="utf-8") as spilled:
+            yield group, [json.loads(line) for line in spilled]
+        path.unlink()
 
 
 def _swap(new: Path, target: Path) -> None:
