@@ -32,7 +32,7 @@ from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
-from doccheck.pipeline.progress import ProgressCallback
+from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, PIPELINE_DEPTH, _BatchSubmitter
 
 __all__ = ["AHEAD_PER_SLOT", "submit_stream"]
@@ -142,8 +142,10 @@ async def _admit(
         prev = previous.get(doc.idempotency_key)
         if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
             count_done(submitter.result, submitter.attempt, doc.idempotency_key)
-            submitter._tick()
+            submitter.done += 1
             continue
         seen.add(doc.idempotency_key)
         to_send.append((doc, prev))
+    if len(to_send) < len(documents):  # one progress report a batch for what needs nothing (a rerun: all)
+        report(submitter.on_progress, submitter.done, submitter.result.total, "submit")
     return to_send
