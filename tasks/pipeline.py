@@ -21,6 +21,7 @@ the ledger is shared per database URL within the process.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,8 @@ from doccheck.pipeline import (
 )
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
 from doccheck.pipeline.options import RunOptions
-from doccheck.pipeline.orchestrate import Prepared, prepare_run
+from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
+from doccheck.pipeline.overlap import record_and_submit
 from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -131,6 +133,55 @@ def record_plan_task(database_url: str, options: RunOptions, params: dict[str, A
     recorded are skipped) instead of starting a second one. Returns counts, the cohort's
     summary and batch refs, never a text."""
     return prepare_run(ledger_for(database_url), options, params=params, run_id=run_id)
+
+
+class _Recorded(RunObserver):
+    """Hands the recorded run to ``announce`` (the flow's side hears of it on its own loop)."""
+
+    def __init__(self, announce: Callable[[Prepared], None] | None) -> None:
+        self._announce = announce
+
+    async def prepared(self, prepared: Prepared) -> None:
+        if self._announce is not None:
+            self._announce(prepared)
+
+
+@task(
+    name="record and submit",
+    task_run_name="record and submit {options.source.manifest}",
+    cache_policy=NONE,
+    retries=0,  # never a second recording: see the docstring
+)
+async def record_and_submit_task(
+    database_url: str,
+    options: RunOptions,
+    params: dict[str, Any],
+    run_id: str,
+    *,
+    base_url: str,
+    api_key_block: KeySource = None,
+    announce: Callable[[Prepared], None] | None = None,
+) -> tuple[Prepared, BatchResult]:
+    """Record and cohort-match the manifest while its recorded batches are sent
+    (``doccheck.pipeline.overlap.record_and_submit``, issue 26): one task run for the two phases.
+
+    ``run_id`` is chosen by the caller; ``announce(prepared)`` is called once the recording is
+    complete (requests may still be in flight), so that the flow logs the plan and publishes the
+    cohort and the progress artifact in its own context. Inputs are references and options,
+    the result counts and refs: no text reaches a parameter, a result or a state.
+
+    No task retries: a ledger blip is retried by the library call itself
+    (``doccheck.ledger.transient``), a 429/5xx/network error requeues the document until the
+    submit deadline, and what still fails (a database down for longer, a 401) fails the flow run
+    with the run recorded so far; the same command run again records the rest and sends only
+    what the ledger does not show submitted (one check, one charge a document).
+    """
+    ledger = ledger_for(database_url)
+    async with open_client(base_url, api_key_block, concurrency=options.submission.concurrency) as client:
+        return await record_and_submit(
+            ledger, client, options, params=params, run_id=run_id, observer=_Recorded(announce),
+            on_progress=progress.callback_for("submit", "run"),
+        )  # fmt: skip
 
 
 @task(

@@ -47,6 +47,14 @@ def reset(phase: str, total: int | None = None) -> None:
     _notify(phase)
 
 
+def set_total(phase: str, total: int) -> None:
+    """``phase`` has ``total`` items, its parts' counts kept (a total known once the phase has
+    started: the overlapped run's recording ends while documents are being sent)."""
+    with _lock:
+        _totals[phase] = total
+    _notify(phase)
+
+
 def update(phase: str, part: str, done: int, total: int | None = None) -> None:
     """Part ``part`` (e.g. one batch) of ``phase`` has ``done`` of its ``total`` items finished.
 

@@ -11,6 +11,7 @@ block's name), never the key itself.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from contextlib import AbstractAsyncContextManager
@@ -30,6 +31,7 @@ from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
     ledger_for,
+    record_and_submit_task,
     record_plan_task,
     submit_batch_ref,
     wait_results,
@@ -63,8 +65,9 @@ class TaskSteps:
         ledger: Ledger = ledger_for(self.database_url)
         return ledger
 
-    async def prepare(self, options: RunOptions) -> Prepared:
-        params = {
+    def _params(self, options: RunOptions) -> dict[str, Any]:
+        """What the run records about itself (never a secret)."""
+        return {
             "manifest": options.source.manifest,
             "products": options.source.products,
             "concurrency": options.submission.concurrency,
@@ -76,10 +79,55 @@ class TaskSteps:
             # the page's AI rules, so that a collect rewrites it under the same ones
             JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS)),
         }
-        prepared: Prepared = record_plan_task(self.database_url, options, params, str(uuid.uuid4()))
+
+    async def prepare(self, options: RunOptions) -> Prepared:
+        progress.reset("submit")
+        prepared: Prepared = record_plan_task(self.database_url, options, self._params(options), str(uuid.uuid4()))
+        await self._recorded(prepared)
+        return prepared
+
+    async def _recorded(self, prepared: Prepared) -> None:
         self.logger.info("run %s recorded in the ledger", prepared.run_id)
         await publish_cohort(prepared.cohort, prepared.campaign)
-        return prepared
+
+    async def record_and_submit(self, options: RunOptions, observer: RunObserver) -> tuple[Prepared, BatchResult]:
+        """Record and send in ONE task run (``record and submit <manifest>``), the phases overlapped.
+
+        The task tells this loop once the recording is complete (requests may still be in flight):
+        the run's line, the cohort and the observer's ``prepared`` (plan line, progress artifact)
+        are then done here, in the flow's context, while the task goes on sending. Until then the
+        progress bar counts the documents admitted so far; from then on, the run's documents.
+        """
+        loop = asyncio.get_running_loop()
+        recorded: asyncio.Future[Prepared] = loop.create_future()
+
+        def settle(prepared: Prepared) -> None:
+            if not recorded.done():
+                recorded.set_result(prepared)
+
+        def announce(prepared: Prepared) -> None:  # wherever the task runs: delivered on this loop
+            loop.call_soon_threadsafe(settle, prepared)
+
+        progress.reset("submit")
+        work = asyncio.ensure_future(record_and_submit_task(
+            self.database_url, options, self._params(options), str(uuid.uuid4()), base_url=self.base_url,
+            api_key_block=self.key_source, announce=announce,
+        ))  # fmt: skip
+        try:
+            await asyncio.wait({work, recorded}, return_when=asyncio.FIRST_COMPLETED)
+            if recorded.done():
+                await self._recorded(recorded.result())
+                await observer.prepared(recorded.result())
+            result: tuple[Prepared, BatchResult] = await work
+        except BaseException:
+            if not work.done():  # the flow's side failed (an artifact refused): stop sending too
+                work.cancel()
+                await asyncio.wait({work})
+            raise
+        if not recorded.done():  # told after the last request (cannot happen today; kept exact)
+            await self._recorded(result[0])
+            await observer.prepared(result[0])
+        return result
 
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
@@ -151,7 +199,7 @@ class FlowObserver(RunObserver):
         plan = prepared.plan
         log_plan(self._logger, prepared.campaign, prepared.documents, plan.counts_by_mode(), plan.total_words(),
                  plan.estimated_cost_cents(), [r.reason for r in plan.rejections])  # fmt: skip
-        progress.reset("submit", prepared.documents)
+        progress.set_total("submit", prepared.documents)  # the parts (batches, or the overlapped run) kept
         manager: AbstractAsyncContextManager[Any] = track_progress(
             artifact_key(prepared.campaign, "progress"), prepared.documents, prepared.products, wait=self._wait
         )

@@ -127,7 +127,9 @@ class SubmissionOptions(_Group):
     """How documents are sent."""
 
     concurrency: int = Field(default=8, ge=1, le=64, description="Requests in flight at once.")
-    batch_size: int = Field(default=100, ge=1, le=10_000, description="Documents per Prefect task run.")
+    batch_size: int = Field(
+        default=100, ge=1, le=10_000, description="Documents per recorded batch (per Prefect task run without overlap)."
+    )
     parallel_batches: int = Field(default=2, ge=1, le=16, description="Batches submitted at the same time.")
     shards: int = Field(
         default=1,
@@ -144,6 +146,11 @@ class SubmissionOptions(_Group):
         default=DEFAULT_SUBMIT_DEADLINE_SECONDS,
         ge=0,
         description="Seconds to keep retrying documents that met 429/5xx/network errors (then: incomplete).",
+    )
+    overlap: bool = Field(
+        default=True,
+        description="Send each recorded batch while later ones are still read and recorded (false: record the "
+        "whole manifest first, then send it batch_size documents a task, parallel_batches at a time).",
     )
 
 

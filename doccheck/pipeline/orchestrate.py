@@ -164,7 +164,7 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     """
     observer = observer or RunObserver()
     started = time.monotonic()
-    if isinstance(steps, OverlappingSteps) and options.submission.shards <= 1:
+    if isinstance(steps, OverlappingSteps) and options.submission.shards <= 1 and options.submission.overlap:
         prepared, total = await steps.record_and_submit(options, observer)  # observer.prepared on the way
         await observer.batches_done(total)
     else:

@@ -59,16 +59,18 @@ async def record_and_submit(
     params: dict[str, Any] | None = None,
     observer: RunObserver | None = None,
     on_progress: ProgressCallback | None = None,
+    run_id: str | None = None,
 ) -> tuple[Prepared, BatchResult]:
     """Record and cohort-match ``options``' manifest while its recorded batches are submitted.
 
     Returns the recorded run (as ``prepare_run`` would) and what the submission did (as
     ``submit_all`` would). ``observer.prepared`` is told once the recording is complete, while
-    requests may still be in flight.
+    requests may still be in flight, on this event loop. ``run_id``: record into this run
+    (the flow chooses it, so the run it logs is the run recorded; see ``prepare_run``).
     """
     observer = observer or RunObserver()
     handover = _Handover(asyncio.get_running_loop(), BATCHES_AHEAD)
-    recording = await asyncio.to_thread(start_run_recording, ledger, options, params=params,
+    recording = await asyncio.to_thread(start_run_recording, ledger, options, params=params, run_id=run_id,
                                         on_batch=handover.recorded)  # fmt: skip
     recorder = asyncio.ensure_future(
         asyncio.to_thread(record_and_match, ledger, options, recording, handover.documents(recording))

@@ -188,6 +188,36 @@ CRASHING_RUN = textwrap.dedent(
 )
 
 
+def crash_flow(
+    script: str, tmp_path: Path, env: dict[str, str], *args: str, emulator: EmulatorHandle, key: str, checks: int
+) -> None:
+    """Run ``script`` (a flow run with a stall patched in) until it prints ``STALLED`` and the
+    service holds ``checks`` checks (20 s at most), then SIGKILL it."""
+    path = tmp_path / "crashing_run.py"
+    path.write_text(script)
+    proc = subprocess.Popen([sys.executable, str(path), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=REPO)  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read())
+        until = time.monotonic() + 20
+        while emulator.account_state(key)["checks"] < checks and time.monotonic() < until:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def expire_claims(ledger: Ledger) -> None:
+    """The killed run's claims expired (a 120 s lease on this side's clock, which the
+    emulator's clock cannot move): a resume need not wait them out."""
+    with ledger.engine.begin() as conn:
+        conn.execute(ClaimRow.__table__.update().values(expires_at=datetime.now(UTC) - timedelta(days=2)))
+
+
 def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     prefect_server: Any, emulator: EmulatorHandle, database_url: str, tmp_path: Path
 ) -> None:
@@ -199,26 +229,10 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     manifest = write_manifest(tmp_path, n_docs)
     env = cli_env(emulator, key)
     emulator.set_faults(latency_ms=200)  # keep several requests in flight at the kill
-    script = tmp_path / "crashing_run.py"
-    script.write_text(CRASHING_RUN)
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(manifest), database_url, emulator.base_url],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read())
-        # The 4th answer stalls the run's event loop; the requests already sent still reach
-        # the service and create their checks, which the run never records.
-        until = time.monotonic() + 20
-        while emulator.account_state(key)["checks"] < 6 and time.monotonic() < until:
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # The 4th answer stalls the run's event loop; the requests already sent still reach
+    # the service and create their checks, which the run never records.
+    crash_flow(CRASHING_RUN, tmp_path, env, str(manifest), database_url, emulator.base_url, emulator=emulator, key=key,
+               checks=6)  # fmt: skip
     emulator.reset_faults()
     ledger = Ledger(database_url)
     with ledger.engine.connect() as conn:
@@ -231,10 +245,65 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     # Two days pass: the service forgets the keys, and the dead run's claims (a 120 s
     # lease on this side's clock, which the emulator's clock cannot move) have expired.
     emulator.advance(2 * 86400)
-    with ledger.engine.begin() as conn:
-        conn.execute(ClaimRow.__table__.update().values(expires_at=datetime.now(UTC) - timedelta(days=2)))
+    expire_claims(ledger)
     code, out, err = finish(start_run(manifest, database_url, env))
     assert code == 0, (out, err)
+    assert_one_check_per_document(ledger, emulator, key, n_docs)
+    ledger.close()
+
+
+HELD_RECORDING_RUN = textwrap.dedent(
+    """
+    import asyncio, sys, threading
+    from doccheck.pipeline import overlap
+
+    real = overlap.record_and_match
+
+    def held(ledger, options, recording, documents):
+        def gated():
+            for i, doc in enumerate(documents):
+                if i == 20:  # rows 1-20 (two batches) are committed and being sent
+                    print("STALLED", flush=True)
+                    threading.Event().wait()  # the recording never goes on: killed mid-file
+                yield doc
+
+        return real(ledger, options, recording, gated())
+
+    overlap.record_and_match = held
+    from doccheck.pipeline.options import RunOptions
+    from prefect_doccheck.flows.bulk_check import bulk_check
+
+    manifest, db_url, base_url, out_dir = sys.argv[1:5]
+    asyncio.run(bulk_check(**RunOptions.from_flat(manifest=manifest, out_dir=out_dir, campaign="course", base_url=base_url,
+                           database_url=db_url, concurrency=4, batch_size=10, wait=False).flow_parameters()))
+    """
+)
+
+
+def test_flow_killed_mid_recording_with_requests_in_flight_resumes_one_check_each(
+    prefect_server: Any, emulator: EmulatorHandle, database_url: str, tmp_path: Path
+) -> None:
+    """Issue 26: the flow sends its first batches while the manifest is still recorded. SIGKILLed
+    there (the recording held after two batches, requests in flight), a plain rerun (a flow run
+    too) records the whole manifest and sends only what the service has not created: one check
+    and one charge a document."""
+    key = emulator.new_account()
+    n_docs = 40
+    manifest = write_manifest(tmp_path, n_docs)
+    env = cli_env(emulator, key)
+    emulator.set_faults(latency_ms=200)  # several requests in flight at the kill
+    crash_flow(HELD_RECORDING_RUN, tmp_path, env, str(manifest), database_url, emulator.base_url,
+               str(tmp_path / "reports"), emulator=emulator, key=key, checks=6)  # fmt: skip
+    emulator.reset_faults()
+    ledger = Ledger(database_url)
+    with ledger.engine.connect() as conn:
+        recorded = conn.exec_driver_sql("SELECT count(*) FROM documents").scalar()
+    at_crash = emulator.account_state(key)["checks"]
+    assert recorded == 20 and 0 < at_crash < recorded, (recorded, at_crash)  # sent before the recording ended
+
+    expire_claims(ledger)
+    code, out, err = finish(start_run(manifest, database_url, env))
+    assert code == 0 and "Prefect flow run" in out, (out, err)
     assert_one_check_per_document(ledger, emulator, key, n_docs)
     ledger.close()
 

@@ -17,13 +17,21 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import overlap
 from doccheck.pipeline.failures import FatalSubmitError
-from doccheck.pipeline.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
+from doccheck.pipeline.options import (
+    ConnectionOptions,
+    OutputOptions,
+    RunOptions,
+    SourceOptions,
+    SubmissionOptions,
+    WaitingOptions,
+)
 from doccheck.pipeline.orchestrate import LocalSteps, RunObserver, run_checks
 from doccheck.pipeline.overlap import OverlappingLocalSteps
 from doccheck.pipeline.summary import RunSummary
@@ -86,12 +94,9 @@ def test_overlapped_run_on_postgres(emulator: EmulatorHandle, postgres_database:
     _same_either_way(postgres_database, emulator, tmp_path)
 
 
-def test_the_first_request_leaves_before_the_recording_ends(
-    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The recording thread waits after its 2nd batch until a document is submitted."""
-    key = emulator.new_account()
-    submitted = threading.Event()
+def _hold_recording(monkeypatch: pytest.MonkeyPatch, submitted: threading.Event) -> list[bool]:
+    """The recording thread waits after its 2nd batch until ``submitted`` is set (60 s at most);
+    the list returned says whether it was set in time, once the recording went on."""
     waited: list[bool] = []
     real = overlap.record_and_match
 
@@ -105,6 +110,16 @@ def test_the_first_request_leaves_before_the_recording_ends(
         return real(ledger, options, recording, gated())
 
     monkeypatch.setattr(overlap, "record_and_match", held)
+    return waited
+
+
+def test_the_first_request_leaves_before_the_recording_ends(
+    emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recording thread waits after its 2nd batch until a document is submitted."""
+    key = emulator.new_account()
+    submitted = threading.Event()
+    waited = _hold_recording(monkeypatch, submitted)
     options = _options(_manifest(tmp_path, 50), tmp_path / "out")
 
     async def run() -> RunSummary:
@@ -116,6 +131,60 @@ def test_the_first_request_leaves_before_the_recording_ends(
     summary = asyncio.run(run())
     assert waited == [True]  # a document was submitted while 30 rows were still to be read
     assert summary.submitted == summary.documents == 50
+
+
+@pytest.mark.prefect_server
+def test_the_flow_overlaps_its_phases_and_shows_its_progress(
+    prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``bulk_check`` flow: one ``record and submit`` task run; a document is submitted
+    while the recording is held mid-file; the progress bar (the CLI's listener) advances before
+    the recording ends and ends at every document; the plan line, the cohort pair and the
+    progress artifact are the flow run's, as in the sequential flow."""
+    from prefect_doccheck.flows.bulk_check import bulk_check
+    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.tasks import progress
+    from prefect_doccheck.tasks.artifacts import artifact_key
+
+    monkeypatch.setenv("DOCCHECK_API_KEY", emulator.new_account())
+    submitted = threading.Event()
+    waited = _hold_recording(monkeypatch, submitted)
+    manifest = _manifest(tmp_path, 49)
+    with manifest.open("a", encoding="utf-8") as handle:  # row 50 repeats row 1: a pair for the cohort
+        handle.write("d-copy," + manifest.read_text(encoding="utf-8").splitlines()[1].split(",", 1)[1] + "\n")
+    options = _options(manifest, tmp_path / "out").model_copy(update={"connection": ConnectionOptions(
+        base_url=emulator.base_url, database_url=f"sqlite:///{tmp_path / 'ledger.db'}")})  # fmt: skip
+    events: list[tuple[int, int]] = []
+
+    def listener(event: Any) -> None:
+        if event.phase == "submit":
+            events.append((event.done, event.total))
+            if event.done:
+                submitted.set()
+
+    with progress.listening(listener):
+        summary = asyncio.run(bulk_check(**options.flow_parameters()))
+    assert waited == [True]  # a document was submitted while 30 rows were still to be read
+    assert summary.status == "submitted" and summary.submitted == summary.documents == 50
+    assert summary.cohort_matches["identical"] == 1, summary.cohort_matches
+    assert any(done > 0 and total < 50 for done, total in events), events  # counted before the recording ended
+    assert events[-1] == (50, 50) and [d for d, _ in events] == sorted(d for d, _ in events)
+
+    drain_prefect()
+    api = prefect_server.api_url
+    runs = httpx.post(f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [
+        f"bulk-check {options.source.campaign_name}"]}}}).json()  # fmt: skip
+    assert len(runs) == 1 and runs[0]["state_type"] == "COMPLETED"
+    tasks = httpx.post(f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}).json()
+    assert sum(t["name"].startswith("record and submit ") for t in tasks) == 1, [t["name"] for t in tasks]
+    logs = [r["message"] for r in httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [
+        runs[0]["id"]]}}}).json()]  # fmt: skip
+    for line in ("plan for ov-", "cohort matching: 1 pairs", "submitted: 50 new"):
+        assert any(m.startswith(line) for m in logs), (line, logs)
+    keys = [artifact_key(summary.campaign, kind) for kind in ("progress", "cohort")]
+    found = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": keys}}}).json()
+    by_key = {a["key"]: a for a in found}
+    assert set(by_key) == set(keys) and float(by_key[keys[0]]["data"]) == 100.0, found
 
 
 def test_a_fatal_submit_error_stops_the_recording(emulator: EmulatorHandle, tmp_path: Path) -> None:
