@@ -18,7 +18,11 @@ round, alternately:
   PostgreSQL cluster).
 
 ``--baseline DIR`` runs the same commands from another checkout too (``git archive <commit> | tar -x
--C DIR``), interleaved with this one's, so a before/after comparison shares the same minutes.
+-C DIR``), interleaved with this one's, so a before/after comparison shares the same minutes. The
+installed package maps ``prefect_doccheck.flows``/``.tasks``/``.deployments`` to THIS checkout's
+``flows/``, ``tasks/``, ``deployments/`` (an editable install's finder), so a baseline's flow would run
+this checkout's tasks over the baseline's library: ``DIR/prefect_doccheck/{flows,tasks,deployments}`` are
+linked to ``DIR``'s own folders first (:func:`own_flows`), found before the installed mapping.
 
 The command's CPU a document at the margin (user + system of the subprocess, ``getrusage``) is
 printed too: on a shared machine it moves far less with the load than the wall clock does.
@@ -117,6 +121,15 @@ def marginal(small: int, large: int, t_small: float, t_large: float) -> tuple[fl
     return rate, t_small - small / rate
 
 
+def own_flows(tree: Path) -> None:
+    """Make ``tree``'s ``prefect_doccheck.flows``/``.tasks``/``.deployments`` its own folders
+    (symbolic links in ``tree/prefect_doccheck``), not the installed checkout's."""
+    for name in ("flows", "tasks", "deployments"):
+        link = tree / "prefect_doccheck" / name
+        if (tree / name).is_dir() and not link.exists():
+            link.symlink_to(Path("..") / name, target_is_directory=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=1000)
@@ -134,6 +147,8 @@ def main() -> None:
         "`python -m doccheck.cli` with that folder as the working directory imports its code",
     )
     args = parser.parse_args()
+    if args.baseline:
+        own_flows(args.baseline.resolve())
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     ledgers = [name.strip() for name in args.ledgers.split(",") if name.strip()]
 

@@ -1,15 +1,19 @@
 """The ``bulk_check`` flow: manifest → plan → ledger → batched submission → results → Parquet.
 
-The run's sequence is ``doccheck.pipeline.orchestrate.run_checks``, the same one the
-notebook runs; here each step is a Prefect task (``prefect_doccheck.tasks.steps``), so
-the UI shows ``plan``, ``record run``, ``submit batch 3/20``, ``wait for results`` and
-``write reports`` as task runs, and the flow adds artifacts and log lines. Closing the run
-in the ledger (the summary from the ledger's own counts) happens in the flow, outside a task.
+The run's sequence is ``doccheck.pipeline.orchestrate.run_checks``, the same one ``doccheck
+run`` without a server and the notebook run; here each step is a Prefect task
+(``prefect_doccheck.tasks.steps``), so the UI shows ``record and submit <manifest>`` (the
+manifest recorded and cohort-matched while its recorded batches are sent: the phases overlap,
+issue 26), ``wait for results`` and ``write reports`` as task runs, and the flow adds artifacts
+and log lines. Closing the run in the ledger (the summary from the ledger's own counts) happens
+in the flow, outside a task.
 
 The parameters are the groups of ``doccheck.pipeline.options`` (source, submission, waiting,
 output, connection): one form section each in the UI, with the defaults and bounds
-declared once. Documents go in batches (``submission.batch_size``, default 100) so 10,000
-documents are ~100 task runs, and ``submission.parallel_batches`` run at a time.
+declared once. Documents are recorded in batches (``submission.batch_size``, default 100).
+With ``submission.shards`` > 1 or ``submission.overlap=False`` the phases run one after the
+other: ``record <manifest>``, then one ``submit batch 3/20`` task run per batch,
+``submission.parallel_batches`` at a time.
 
 The API key is never a parameter: ``credentials`` is a ``DocCheckCredentials`` block (or
 its name), ``api_key_block`` the name of a Secret block, and without either the key comes

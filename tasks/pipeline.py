@@ -5,12 +5,14 @@ Prefect). A task only adds what orchestration needs:
 
 - **retries for transient failures only** (``prefect_doccheck.tasks.retry``): repeating a batch is safe
   because every submission has a deterministic Idempotency-Key and the ledger skips what
-  is already submitted; a 401 or a bad manifest is never retried;
+  is already submitted; a 401 or a bad manifest is never retried; ``record and submit`` is
+  never retried at all (see :func:`record_and_submit_task`);
 - **meaningful names** in the UI (``submit batch 3/20``, ``wait for results``);
 - **no caching** (``cache_policy=NONE``): inputs are batch references and URLs whose hash
   means nothing, and a cached "success" would hide new work;
 - **references, not documents**: a submit task gets a ``BatchRef`` (rows, byte offset) and
-  re-reads its rows, so no student text is ever a parameter, a result or a state;
+  re-reads its rows, the overlapped ``record and submit`` task the run's options, so no student
+  text is ever a parameter, a result or a state;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
   key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.credentials``).
 

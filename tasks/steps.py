@@ -2,8 +2,10 @@
 
 Why here: ``doccheck.pipeline.orchestrate.run_checks`` is the one sequence of a run (the
 notebook runs it with direct library calls). The flow hands it :class:`TaskSteps`, whose
-every step is a task run (names, retries on transient errors, batches in the UI), and a
-:class:`FlowObserver` that logs and keeps the progress artifact current.
+every step is a task run (names, retries on transient errors), and a :class:`FlowObserver`
+that logs and keeps the progress artifact current. Recording and sending overlap in ONE task
+run (:meth:`TaskSteps.record_and_submit`); the sequential steps (``prepare``, one ``submit`` a
+batch) serve sharded runs and ``submission.overlap=False``.
 
 Tasks receive the service URL, the ledger URL and where the key lives (a block or a
 block's name), never the key itself.

@@ -4,10 +4,14 @@ Why one: the notebook used to re-implement the flow's sequence (record, match, s
 batches, wait, close, report), and the two drifted. Here the sequence is written once;
 what differs is *how* each step runs, behind :class:`Steps`:
 
-- the flow's steps are Prefect tasks (retries, names in the UI, batch task runs;
-  ``prefect_doccheck.tasks.steps``);
-- the notebook's are the library functions called directly (:class:`LocalSteps`), so a
-  notebook needs no Prefect.
+- the flow's steps are Prefect tasks (retries, names in the UI; ``prefect_doccheck.tasks.steps``);
+- ``doccheck run`` without a Prefect server and the notebook call the library functions
+  directly (``overlap.OverlappingLocalSteps``, :class:`LocalSteps`), so they need no Prefect.
+
+Steps that are :class:`OverlappingSteps` (the flow's, and ``doccheck run``'s without a server)
+record, match and send in one overlapped step (``doccheck.pipeline.overlap``): the first
+batches are sent while later ones are still read. Sharded runs, ``submission.overlap=False``
+and the plain :class:`LocalSteps` keep ``prepare`` then one ``submit`` per batch.
 
 What happens to the user is reported to a :class:`RunObserver` (the flow's progress
 artifact and log lines, the notebook's live line). The run is closed in the ledger and the
@@ -130,7 +134,8 @@ class Steps(Protocol):
 class OverlappingSteps(Protocol):
     """Steps that send the recorded batches while later ones are still read, recorded and
     matched (``doccheck.pipeline.overlap``); ``run_checks`` then calls this instead of
-    ``prepare`` followed by one ``submit`` per batch."""
+    ``prepare`` followed by one ``submit`` per batch (unless sharded or ``submission.overlap``
+    is false). ``OverlappingLocalSteps`` and the flow's ``TaskSteps`` (one task run) are such steps."""
 
     async def record_and_submit(self, options: RunOptions, observer: RunObserver) -> tuple[Prepared, BatchResult]:
         """Record and match the run while submitting it; the recorded run and the submission's result."""

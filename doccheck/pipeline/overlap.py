@@ -18,6 +18,12 @@ this whole function first); the dry run does not come here and lists its pairs b
 is paid. A manifest that turns out unusable mid-file (a runaway row) stops the recording as
 before; the documents of the batches already recorded are sent, and the error is raised once
 they are settled. A fatal submit error (a 401) stops the recording at its next row.
+
+Who runs it: ``doccheck run`` without a Prefect server (:class:`OverlappingLocalSteps`) and the
+``bulk_check`` flow (``prefect_doccheck.tasks.steps.TaskSteps``: one ``record and submit`` task
+run calls :func:`record_and_submit`, and the flow hears of the recorded run through the observer
+to log the plan and open its progress artifact in its own context). Sharded runs and
+``submission.overlap=False`` keep the sequential path.
 """
 
 from __future__ import annotations

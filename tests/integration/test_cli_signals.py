@@ -73,9 +73,12 @@ def test_stop_while_waiting_then_rerun(
     assert emulator.account_state(key)["checks"] == DOCS  # one check per document, none paid twice
 
 
-def test_sigterm_while_submitting_then_rerun(emulator_faults: EmulatorHandle, tmp_path: Path) -> None:
-    """SIGTERM with requests in flight (a slow service, the run in this process): one line,
-    exit 143; the rerun sends only what was not sent, and no document is paid twice."""
+@pytest.mark.parametrize("mode", ["--no-prefect", "--prefect"])  # in this process, and the flow's overlapped task
+def test_sigterm_while_submitting_then_rerun(
+    prefect_server: object, emulator_faults: EmulatorHandle, tmp_path: Path, mode: str
+) -> None:
+    """SIGTERM with requests in flight (a slow service): one line, exit 143; the rerun sends
+    only what was not sent, and no document is paid twice."""
     emulator = emulator_faults
     key = emulator.new_account()
     emulator.set_faults(latency_ms=400)
@@ -84,7 +87,7 @@ def test_sigterm_while_submitting_then_rerun(emulator_faults: EmulatorHandle, tm
     rows = [{"document_id": f"m-{i}", "text": f"Essay {i} on canals and locks. " * 30} for i in range(40)]
     pd.DataFrame(rows).to_csv(manifest, index=False)
     args = [sys.executable, "-m", "doccheck.cli", "run", str(manifest), "--out", "out", "--no-wait",
-            "--concurrency", "2", "--no-progress", "--no-prefect"]  # fmt: skip
+            "--concurrency", "2", "--no-progress", mode]  # fmt: skip
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip
     try:

@@ -4,7 +4,9 @@ Against the emulator: the overlapped run and the sequential one (``LocalSteps(ov
 end with the same ledger and summary; the first request leaves before the recording of the
 manifest has finished (the recording thread is held after its first batch until a document has
 been submitted: without overlap that would never happen); a fatal error at submit (a wrong key)
-fails the run at once instead of waiting for the recording.
+fails the run at once instead of waiting for the recording. The ``bulk_check`` flow overlaps the
+same way in one task run, and its watchers (plan line, cohort, progress bar and artifact) see what
+the sequential flow showed them.
 """
 
 from __future__ import annotations

@@ -134,6 +134,19 @@ def test_progress_sums_batches_for_listeners() -> None:
     assert len(seen) == 4
 
 
+def test_a_total_known_mid_phase_keeps_the_count_so_far() -> None:
+    """The overlapped run: its one part's total grows with the batches admitted, until the
+    recording ends and the run's document count is set; the bar never goes back."""
+    seen: list[Progress] = []
+    with progress.listening(seen.append):
+        progress.reset("submit")
+        run = progress.callback_for("submit", "run")
+        run(Progress(done=5, total=20, phase="submit"))
+        progress.set_total("submit", 60)
+        run(Progress(done=6, total=40, phase="submit"))
+    assert [(p.done, p.total) for p in seen] == [(0, 0), (5, 20), (5, 60), (6, 60)]
+
+
 def test_a_broken_listener_never_sinks_a_run() -> None:
     def broken(_: Progress) -> None:
         raise RuntimeError("display gone")
