@@ -6,8 +6,9 @@ what differs is *how* each step runs, behind :class:`Steps`:
 
 - the flow's steps are Prefect tasks (retries, names in the UI, batch task runs;
   ``prefect_doccheck.tasks.steps``);
-- the notebook's are the library functions called directly (:class:`LocalSteps`), so a
-  notebook needs no Prefect.
+- the notebook's and ``doccheck run``'s without a server are the library functions called
+  directly (:class:`LocalSteps`; ``doccheck.pipeline.overlap.OverlappingLocalSteps`` overlaps
+  the phases), so they need no Prefect.
 
 What happens to the user is reported to a :class:`RunObserver` (the flow's progress
 artifact and log lines, the notebook's live line). The run is closed in the ledger and the
@@ -399,7 +400,7 @@ def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
 
 
 class LocalSteps:
-    """The steps as direct library calls in this process (the notebook; no Prefect).
+    """The steps as direct library calls in this process (no Prefect), one phase after the other.
 
     The manifest is recorded in one streamed pass and each batch re-read when it is sent
     (``doccheck.pipeline.batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and

@@ -96,7 +96,7 @@ async def record_and_submit(
 
 class OverlappingLocalSteps(LocalSteps):
     """:class:`~doccheck.pipeline.orchestrate.LocalSteps` whose run overlaps its phases
-    (``orchestrate.OverlappingSteps``): what ``doccheck run`` without a Prefect server uses.
+    (``orchestrate.OverlappingSteps``): what ``doccheck run`` without a Prefect server and the notebook use.
     The plain ``LocalSteps`` runs them one after the other (record and match everything, then send)."""
 
     async def record_and_submit(self, options: RunOptions, observer: RunObserver) -> tuple[Prepared, BatchResult]:
