@@ -5,21 +5,25 @@ page, small and quick, from the run's entry page. The group pages are written in
 temporary folder renamed over ``groups/`` once all are complete, so a reader never finds
 half of them, and a run that is no longer grouped loses its old ones.
 
-A group's rows are read from ``documents.parquet`` in chunks and spilled, one JSON line a row,
-to a file per group beside the pages, then read back one group at a time while its page is
-written: memory holds one chunk or one group, never the run (a 100,000-row table held as Arrow
-was ~50 MB of a term run's peak).
+A group's rows are read from ``documents.parquet`` in chunks and spilled, as Arrow record
+batches (an IPC stream a group), to a file per group beside the pages, then read back one group
+at a time while its page is written: memory holds one chunk or one group, never the run (a
+100,000-row table held as Arrow was ~50 MB of a term run's peak). Arrow, not JSON lines: the
+rows keep their types (as when the rows are held in memory) and a 100,000-row run spent ~1.5 s
+encoding and decoding JSON.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from doccheck.outputs.instructor.page import generate_group_page
@@ -78,18 +82,25 @@ def _rows_by_group(folder: Path, column: str, rows: Callable[[], Sequence[Mappin
         yield from held.items()
         return
     files: dict[str, Path] = {}
-    for batch in pq.ParquetFile(folder / _DOCUMENTS).iter_batches(batch_size=_CHUNK, use_threads=False):
-        chunk: dict[str, list[str]] = {}
-        for r in batch.to_pylist():
-            chunk.setdefault(group_key(r.get(column)), []).append(json.dumps(r, default=str, ensure_ascii=False))
-        for group, lines in chunk.items():
-            path = files.setdefault(group, spill / f"{len(files)}.jsonl")
-            with open(path, "a", encoding="utf-8") as out:
-                out.write("\n".join(lines) + "\n")
+    with contextlib.ExitStack() as open_files:
+        writers: dict[str, ipc.RecordBatchStreamWriter] = {}
+        for batch in pq.ParquetFile(folder / _DOCUMENTS).iter_batches(batch_size=_CHUNK, use_threads=False):
+            at = batch.schema.get_field_index(column)
+            values = batch.column(at).to_pylist() if at >= 0 else [None] * batch.num_rows
+            chunk: dict[str, list[int]] = {}
+            for i, value in enumerate(values):
+                chunk.setdefault(group_key(value), []).append(i)
+            for group, indices in chunk.items():
+                if group not in writers:
+                    files[group] = spill / f"{len(files)}.arrows"
+                    sink = open_files.enter_context(pa.OSFile(str(files[group]), "wb"))
+                    writers[group] = open_files.enter_context(ipc.new_stream(sink, batch.schema))
+                writers[group].write_batch(batch.take(pa.array(indices, type=pa.int32())))
     for group, path in files.items():
-        with open(path, encoding="utf-8") as spilled:
-            yield group, [json.loads(line) for line in spilled]
+        with pa.memory_map(str(path)) as spilled:
+            group_rows = ipc.open_stream(spilled).read_all().to_pylist()
         path.unlink()
+        yield group, group_rows
 
 
 def _swap(new: Path, target: Path) -> None:
