@@ -43,8 +43,8 @@ _DOCUMENTS = "documents.parquet"
 _CHUNK = 2000
 #: A run's rows from which its group pages are written by worker processes, one a core: the
 #: pages of a 100,000-row run took 6 s of one core (JSON rows, HTML, Jinja), and spawning a
-#: worker costs about half a second, more than a small run's pages.
-PARALLEL_MIN_ROWS = 20_000
+#: worker costs about a second of CPU (its imports), as much as the pages of 20,000 rows.
+PARALLEL_MIN_ROWS = 50_000
 MAX_PAGE_WORKERS = 4
 
 
