@@ -13,8 +13,9 @@ file and its WAL; PostgreSQL: ``pg_total_relation_size`` of every table). ``--fi
 generated files (half 8-page PDFs, half ~3,400-word DOCX) in a manifest of paths, run twice on
 SQLite: the first run extracts, the rerun must not. ``--skip-page``: no browser timing of the
 report page (the hook :func:`page_timings` is where it goes). ``--profile-rerun FILE``: the rerun
-of the first backend runs in-process under cProfile (threads run inline so the profile sees
-them) and its stats go to FILE.
+of the first backend is run once more under py-spy (``pip install py-spy``; every thread sampled
+50 times a second), its collapsed stacks written to FILE (``py-spy``'s raw format: one stack and
+its sample count a line, for flamegraph tools or a few lines of Python).
 
 **The dry run (issue 10)**: ``--rows 10000,100000 [--words 400] [--startup] [--no-match]
 [--background in|bg|both]`` as before (see :func:`dry_run_main`).
@@ -277,22 +278,21 @@ def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, st
 
 
 def profiled_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str], stats: Path) -> None:
-    """The same command in a child under cProfile, with ``asyncio.to_thread`` run inline so that
-    the recording and report threads are in the profile."""
-    code = (
-        "import asyncio, cProfile, sys\n"
-        "async def inline(f, /, *a, **k):\n    return f(*a, **k)\n"
-        "asyncio.to_thread = inline\n"
-        "from doccheck.cli import app\n"
-        "sys.argv = ['doccheck', *sys.argv[2:]]\n"
-        "p = cProfile.Profile()\n"
-        "try:\n    p.runcall(app)\nexcept SystemExit:\n    pass\n"
-        "p.dump_stats(STATS)\n"
-    ).replace("STATS", repr(str(stats)))
-    args = [PY, "-c", code, "x", "run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
-            "--metadata-columns", "course", "--group-by", "course", "--database-url", database_url,
-            "--out", str(out)]  # fmt: skip
-    subprocess.run(args, env=env, cwd=ROOT, check=True, capture_output=True)
+    """The same command as a child under py-spy (a sampling profiler: every thread, the recording's
+    and the writer's included, as collapsed stacks in ``stats``). cProfile cannot follow the
+    overlapped run's threads, and running them inline deadlocks the hand-over."""
+    import shutil
+
+    from doccheck.commands.services import doccheck_command
+
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile-rerun needs py-spy: pip install py-spy (or PY_SPY=/path/to/py-spy)")
+    args = doccheck_command("run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
+                            "--metadata-columns", "course", "--group-by", "course", "--database-url", database_url,
+                            "--out", str(out))  # fmt: skip
+    subprocess.run([spy, "record", "--rate", "50", "--format", "raw", "--output", str(stats), "--", *args],
+                   env=env, cwd=ROOT, check=True, capture_output=True)  # fmt: skip
 
 
 def ledger_bytes(database_url: str) -> int:
@@ -363,7 +363,9 @@ def term_main(argv: list[str]) -> None:
     parser.add_argument("--files", type=int, default=0, help="generated PDF/DOCX files to extract (0: none)")
     parser.add_argument("--skip-page", action="store_true", help="no browser timing of the report page")
     parser.add_argument("--tables", action="store_true", help="also print the ledger's bytes/doc table by table")
-    parser.add_argument("--profile-rerun", type=Path, help="cProfile the first backend's rerun into this file")
+    parser.add_argument(
+        "--profile-rerun", type=Path, help="py-spy the first backend's rerun into this file (collapsed stacks)"
+    )
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     with tempfile.TemporaryDirectory(prefix="doccheck-term-") as tmp, contextlib.ExitStack() as stack:

@@ -16,7 +16,7 @@ through ``Ledger.mark_submitted`` and ``Claims.release`` one by one, as before.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -49,6 +49,7 @@ __all__ = [
     "GroupCommit",
     "LedgerRound",
     "Prepare",
+    "previous_submissions",
     "record_answers",
     "record_answers_and_claims",
     "record_claims",
@@ -330,6 +331,24 @@ def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]
     _answers_after(ledger, slow)
     claimed = iter(_claims_after(ledger, claims, won, rows, prepared))
     return [next(claimed) if isinstance(it, ClaimRequest) else None for it in items]
+
+
+def previous_submissions(ledger: Ledger, keys: Iterable[str]) -> tuple[set[str], dict[str, SubmissionRow]]:
+    """A batch's pre-check: (the keys already ``submitted``, the submission rows of the others that have one).
+
+    Why two reads: a rerun with nothing new finds every key submitted, and hydrating a whole
+    ``SubmissionRow`` per key (JSON columns, the ORM's identity map) cost more than everything
+    else the rerun did with the key. The states come first from one narrow query; whole rows
+    only for the keys that will be sent (or resumed) and have a row.
+    """
+    keys = list(dict.fromkeys(keys))
+    states: dict[str, str] = {}
+    with ledger.engine.connect() as conn:
+        for chunk in sql.chunks(keys):
+            states.update(conn.execute(sql.keyed(conn, sql.STATES), {"b_keys": chunk}).tuples().all())
+    submitted = {k for k, state in states.items() if state == domain.SubmissionState.SUBMITTED}
+    rest = [k for k in states if k not in submitted]
+    return submitted, (ledger.submissions_for_keys(rest) if rest else {})
 
 
 def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[Any]) -> int:

@@ -54,6 +54,7 @@ RELEASE = (
     .values(owner=None, expires_at=None, updated_at=bindparam("b_now"), in_doubt=False)
 )
 SUBMISSIONS = select(SUBMISSIONS_T).where(SUBMISSIONS_T.c.idempotency_key.in_(KEYS))
+STATES = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.state).where(SUBMISSIONS_T.c.idempotency_key.in_(KEYS))
 CURRENT = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.campaign, SUBMISSIONS_T.c.submitted_at).where(
     SUBMISSIONS_T.c.idempotency_key.in_(KEYS)
 )
@@ -333,12 +334,15 @@ PG_SENDING = (
     .returning(CLAIMS_T.c.idempotency_key)
 )
 PG_SUBMISSIONS = select(SUBMISSIONS_T).where(any_keys(SUBMISSIONS_T.c.idempotency_key))
+PG_STATES = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.state).where(
+    any_keys(SUBMISSIONS_T.c.idempotency_key)
+)
 PG_CURRENT = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.campaign, SUBMISSIONS_T.c.submitted_at).where(
     any_keys(SUBMISSIONS_T.c.idempotency_key)
 )
 PG_WITH_OUTCOMES = select(OUTCOMES_T.c.check_id).where(any_keys(OUTCOMES_T.c.check_id, "b_checks"))
 _PG_VARIANTS = {id(CLAIM): PG_CLAIM, id(SENDING): PG_SENDING, id(SUBMISSIONS): PG_SUBMISSIONS,
-                id(CURRENT): PG_CURRENT, id(WITH_OUTCOMES): PG_WITH_OUTCOMES}  # fmt: skip
+                id(CURRENT): PG_CURRENT, id(WITH_OUTCOMES): PG_WITH_OUTCOMES, id(STATES): PG_STATES}  # fmt: skip
 
 
 def keyed(conn: Connection, stmt: Any) -> Any:

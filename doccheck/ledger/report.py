@@ -14,10 +14,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import func, literal, tuple_
+from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
@@ -304,59 +306,53 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
 def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     """Counts for the end-of-run table and the run row's ``summary`` column.
 
-    Read in pages of :data:`REPORT_CHUNK` documents, report columns only (never a
-    document's metadata nor a check's raw JSON): what stays is counters and the run's
-    check ids, so a 20,000-document run summarises in a few MB.
+    Counted by the database (report columns only, never a document's metadata nor a check's
+    raw JSON): the documents by mode and submission state in one grouped query, the run's
+    checks with their first submission's charge, and their products grouped by status.
+    Why in SQL: read row by row in pages, a 100,000-document run took 3 s of CPU to summarise.
     """
     del ledger
     n_rejected = int(
         s.execute(select(func.count()).select_from(RejectionRow).where(RejectionRow.run_id == run_id)).scalar_one()
     )  # noqa: E501
+    docs_t, subs_t, outs_t = table_of(DocumentRow), table_of(SubmissionRow), table_of(OutcomeRow)
+    joined = docs_t.outerjoin(subs_t, subs_t.c.idempotency_key == docs_t.c.idempotency_key)
     states: Counter[str] = Counter()
     products: Counter[str] = Counter()
     modes: Counter[str] = Counter()
-    creation_cost: dict[str, int] = {}  # check id → its first submission's charge (ledgers without check_costs)
     n_docs = words = estimated = 0
-    after = 0
-    while True:
-        docs = s.execute(
-            select(DocumentRow.id, DocumentRow.idempotency_key, DocumentRow.words, DocumentRow.estimated_cost_cents,
-                   DocumentRow.mode)  # type: ignore[call-overload]
-            .where(DocumentRow.run_id == run_id, col(DocumentRow.id) > after)
-            .order_by(col(DocumentRow.id)).limit(REPORT_CHUNK)
-        ).all()  # fmt: skip
-        if not docs:
-            break
-        after = docs[-1].id
-        keys = [d.idempotency_key for d in docs]
-        subs = {
-            r.idempotency_key: r
-            for r in s.execute(
-                select(SubmissionRow.idempotency_key, SubmissionRow.state, SubmissionRow.check_id,
-                       SubmissionRow.cost_cents)
-                .where(col(SubmissionRow.idempotency_key).in_(keys))
-            ).all()
-        }  # fmt: skip
-        for d in docs:
-            n_docs += 1
-            words += d.words or 0
-            estimated += d.estimated_cost_cents or 0
-            if d.mode:
-                modes[d.mode] += 1
-            sub = subs.get(d.idempotency_key)
-            states[STATE_TO_STATUS.get(sub.state, sub.state) if sub else "unsent"] += 1
-            if sub and sub.state == SubmissionState.SUBMITTED and sub.check_id:
-                creation_cost.setdefault(sub.check_id, int(sub.cost_cents or 0))
+    grouped = s.execute(
+        core_select(docs_t.c.mode, subs_t.c.state, func.count(), func.sum(docs_t.c.words),
+                    func.sum(docs_t.c.estimated_cost_cents))
+        .select_from(joined).where(docs_t.c.run_id == run_id).group_by(docs_t.c.mode, subs_t.c.state)
+    ).all()  # fmt: skip
+    for mode, state, n, n_words, n_cents in grouped:
+        n_docs += n
+        words += int(n_words or 0)
+        estimated += int(n_cents or 0)
+        if mode:
+            modes[mode] += n
+        states[STATE_TO_STATUS.get(state, state) if state is not None else "unsent"] += n
+    run_checks = (
+        core_select(subs_t.c.check_id, subs_t.c.cost_cents)
+        .select_from(joined)
+        .where(docs_t.c.run_id == run_id, subs_t.c.state == SubmissionState.SUBMITTED, subs_t.c.check_id.is_not(None))
+    )
+    creation_cost: dict[str, int] = {}  # check id → its first submission's charge (ledgers without check_costs)
+    for check_id, cost in s.execute(run_checks.order_by(docs_t.c.id)).all():
+        if check_id:
+            creation_cost.setdefault(check_id, int(cost or 0))
     ids = list(creation_cost)
     found = money_of_checks(s.connection(), ids)
     charged = sum(c for _, (c, _r) in found.items()) + sum(v for k, v in creation_cost.items() if k not in found)
     refunded = sum(r for _, r in found.values())
-    for i in range(0, len(ids), 500):
-        stmt = select(OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched).where(
-            col(OutcomeRow.check_id).in_(ids[i : i + 500])
-        )
-        for o in s.execute(stmt).all():
-            products[f"{o.product}_{_product_status(o)}"] += 1
+    by_status = s.execute(
+        core_select(outs_t.c.product, outs_t.c.status, outs_t.c.fetched, func.count())
+        .where(outs_t.c.check_id.in_(run_checks.with_only_columns(subs_t.c.check_id).distinct()))
+        .group_by(outs_t.c.product, outs_t.c.status, outs_t.c.fetched)
+    ).all()  # fmt: skip
+    for o in by_status:
+        products[f"{o.product}_{_product_status(o)}"] += o[3]
     return {
         "documents": n_docs,
         "rejected": n_rejected,

@@ -22,9 +22,10 @@ time (:mod:`doccheck.matching.signing`).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ from doccheck.matching.store import MemoryStore, SignatureStore
 __all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
 
 KINDS = ("identical", "near_duplicate", "copied_section")
+#: Documents whose identities are looked up together (a few array operations a chunk).
+LOOKUP_CHUNK = 512
 #: Largest file read for matching (the manifest refuses bigger ones anyway: the upload limit).
 MAX_FILE_BYTES = 50 * 1024 * 1024
 
@@ -190,11 +193,13 @@ def match_cohort(
     bands, rows = minhash.band_params(options.lsh_threshold, options.num_perm)
     docs = CampaignColumns(options.num_perm, bands, rows)
     try:
-        for row_id, document_id, content_hash, first_run, words_n, size, sig, sample in store.signatures(
-            campaign, scheme
-        ):
-            docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample,
-                     _key_digest(document_id, content_hash) in this_run)  # fmt: skip
+        stored = iter(store.signatures(campaign, scheme))
+        while chunk := list(itertools.islice(stored, LOOKUP_CHUNK)):
+            ours = this_run.contains_many([_key_digest(row[1], row[2]) for row in chunk])
+            for (row_id, document_id, content_hash, first_run, words_n, size, sig, sample), mine in zip(
+                chunk, ours, strict=True
+            ):
+                docs.add(row_id, document_id, content_hash, first_run, words_n, size, sig, sample, mine)
         current = docs.finish()
         n = len(docs)
         result.documents = int(current.sum())
@@ -247,20 +252,12 @@ def _sign_new_documents(
     """
     template = template_shingles(options)
     known = DigestSet()
-    for stored_key in store.keys(campaign, scheme):
-        known.add(_key_digest(*stored_key))
+    known.update(_key_digest(*stored_key) for stored_key in store.keys(campaign, scheme))
     this_run = DigestSet()  # (document_id, content_hash) of this run's documents, 16 bytes each
     hasher = WordHasher()
     pending: list[dict[str, Any]] = []
     block: list[tuple[tuple[str, str], str]] = []  # (key, text) waiting to be signed together
-    for doc in documents:
-        key = (str(doc.document_id), str(doc.content_hash))
-        digest = _key_digest(*key)
-        if digest in this_run:
-            continue
-        this_run.add(digest)
-        if digest in known:
-            continue
+    for doc, key in _unseen(documents, this_run, known):
         try:
             text = _text_of(doc)
         except Exception as exc:  # noqa: BLE001 - one unreadable row never sinks the batch
@@ -276,6 +273,25 @@ def _sign_new_documents(
     pending += _rows_of(block, hasher, template, options.num_perm, campaign, run_id, scheme)
     store.add(pending)
     return this_run
+
+
+def _unseen(documents: Iterable[Any], this_run: DigestSet, known: DigestSet) -> Iterator[tuple[Any, tuple[str, str]]]:
+    """The documents whose (id, content hash) is new to this run and to the campaign, with it;
+    every document's identity is added to ``this_run``. Looked up :data:`LOOKUP_CHUNK` at a time."""
+    it = iter(documents)
+    while chunk := list(itertools.islice(it, LOOKUP_CHUNK)):
+        keys = [(str(doc.document_id), str(doc.content_hash)) for doc in chunk]
+        digests = [_key_digest(*key) for key in keys]
+        fresh: list[int] = []
+        added: set[bytes] = set()  # twice in this chunk
+        for i, in_run in enumerate(this_run.contains_many(digests)):
+            if not in_run and digests[i] not in added:
+                added.add(digests[i])
+                this_run.add_absent(digests[i])
+                fresh.append(i)
+        for i, was_known in zip(fresh, known.contains_many([digests[i] for i in fresh]), strict=True):
+            if not was_known:
+                yield chunk[i], keys[i]
 
 
 def _identical_pairs(docs: CampaignColumns, current: np.ndarray) -> dict[tuple[int, int], dict[str, Any]]:

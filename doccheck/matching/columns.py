@@ -17,9 +17,10 @@ document (a tuple, two numpy arrays, a dict entry: ~3.7 KB) are replaced by
 from __future__ import annotations
 
 import hashlib
+import itertools
 import tempfile
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 import numpy as np
@@ -173,6 +174,10 @@ class DigestSet:
     def add(self, digest: bytes) -> None:
         if digest in self:
             return
+        self.add_absent(digest)
+
+    def add_absent(self, digest: bytes) -> None:
+        """Add ``digest``, which the caller has just found absent (no second search)."""
         self._recent.add(digest)
         if len(self._recent) >= self._merge_every:
             new = np.frombuffer(b"".join(self._recent), dtype="<u8").reshape(-1, 2)
@@ -180,6 +185,35 @@ class DigestSet:
             lo = np.concatenate([self._lo, new[:, 1]])
             order = np.lexsort((lo, hi))
             self._hi, self._lo, self._recent = hi[order], lo[order], set()
+
+    def update(self, digests: Iterable[bytes], chunk: int = 4096) -> None:
+        """Add every digest (looked up a chunk at a time, see :meth:`contains_many`)."""
+        it = iter(digests)
+        while part := list(itertools.islice(it, chunk)):
+            added: set[bytes] = set()
+            for digest, present in zip(part, self.contains_many(part), strict=True):
+                if not present and digest not in added:
+                    added.add(digest)
+                    self.add_absent(digest)
+
+    def contains_many(self, digests: list[bytes]) -> list[bool]:
+        """``[d in self for d in digests]`` in a few array operations: searching the sorted
+        columns one digest at a time cost ~4 µs of numpy overhead each, the whole of cohort
+        matching's time in a rerun (every document is known: three searches a document)."""
+        if not digests:
+            return []
+        if not len(self._hi):
+            return [d in self._recent for d in digests]
+        query = np.frombuffer(b"".join(digests), dtype="<u8").reshape(-1, 2)
+        left = self._hi.searchsorted(query[:, 0], side="left")
+        right = self._hi.searchsorted(query[:, 0], side="right")
+        at = np.minimum(left, len(self._lo) - 1)
+        found = (right - left == 1) & (self._lo[at] == query[:, 1])
+        out = found.tolist()
+        for i in np.flatnonzero(right - left > 1).tolist():  # same first half: astronomically rare
+            out[i] = digests[i] in self
+        recent = self._recent
+        return [hit or (d in recent) for hit, d in zip(out, digests, strict=True)]
 
     def __contains__(self, digest: object) -> bool:
         if not isinstance(digest, bytes) or len(digest) != 16:

@@ -49,7 +49,8 @@ from doccheck.notebook.frames import write_manifest as _write_manifest
 from doccheck.notebook.progress import RunProgress, progress_display
 from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
 from doccheck.pipeline.options import DEFAULTS, RunOptions
-from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, run_checks
+from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
+from doccheck.pipeline.overlap import OverlappingLocalSteps
 
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
     import pandas as pd
@@ -226,7 +227,7 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
             prepared.api_key.get_secret_value(),
             max_connections=lanes_for(options.submission.concurrency),
         ) as client:
-            steps = LocalSteps(
+            steps = OverlappingLocalSteps(  # the manifest is sent while it is recorded, as `doccheck run`
                 ledger, client, write_files=prepared.write_files,
                 params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
                         "wait": options.waiting.wait, "templates": options.source.templates,

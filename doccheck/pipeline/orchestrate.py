@@ -5,13 +5,14 @@ batches, wait, close, report), and the two drifted. Here the sequence is written
 what differs is *how* each step runs, behind :class:`Steps`:
 
 - the flow's steps are Prefect tasks (retries, names in the UI; ``prefect_doccheck.tasks.steps``);
-- ``doccheck run`` without a Prefect server and the notebook call the library functions
+- the notebook's and ``doccheck run``'s without a server are the library functions called
   directly (``overlap.OverlappingLocalSteps``, :class:`LocalSteps`), so they need no Prefect.
 
-Steps that are :class:`OverlappingSteps` (the flow's, and ``doccheck run``'s without a server)
-record, match and send in one overlapped step (``doccheck.pipeline.overlap``): the first
-batches are sent while later ones are still read. Sharded runs, ``submission.overlap=False``
-and the plain :class:`LocalSteps` keep ``prepare`` then one ``submit`` per batch.
+Steps that are :class:`OverlappingSteps` (the flow's, the notebook's and ``doccheck run``'s
+without a server) record, match and send in one overlapped step (``doccheck.pipeline.overlap``):
+the first batches are sent while later ones are still read. Sharded runs,
+``submission.overlap=False`` and the plain :class:`LocalSteps` keep ``prepare`` then one
+``submit`` per batch.
 
 What happens to the user is reported to a :class:`RunObserver` (the flow's progress
 artifact and log lines, the notebook's live line). The run is closed in the ledger and the
@@ -404,7 +405,7 @@ def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
 
 
 class LocalSteps:
-    """The steps as direct library calls in this process (the notebook; no Prefect).
+    """The steps as direct library calls in this process (no Prefect), one phase after the other.
 
     The manifest is recorded in one streamed pass and each batch re-read when it is sent
     (``doccheck.pipeline.batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and

@@ -19,7 +19,7 @@ is paid. A manifest that turns out unusable mid-file (a runaway row) stops the r
 before; the documents of the batches already recorded are sent, and the error is raised once
 they are settled. A fatal submit error (a 401) stops the recording at its next row.
 
-Who runs it: ``doccheck run`` without a Prefect server (:class:`OverlappingLocalSteps`) and the
+Who runs it: ``doccheck run`` without a Prefect server and the notebook (:class:`OverlappingLocalSteps`), and the
 ``bulk_check`` flow (``prefect_doccheck.tasks.steps.TaskSteps``: one ``record and submit`` task
 run calls :func:`record_and_submit`, and the flow hears of the recorded run through the observer
 to log the plan and open its progress artifact in its own context). Sharded runs and
@@ -104,7 +104,7 @@ async def record_and_submit(
 
 class OverlappingLocalSteps(LocalSteps):
     """:class:`~doccheck.pipeline.orchestrate.LocalSteps` whose run overlaps its phases
-    (``orchestrate.OverlappingSteps``): what ``doccheck run`` without a Prefect server uses.
+    (``orchestrate.OverlappingSteps``): what ``doccheck run`` without a Prefect server and the notebook use.
     The plain ``LocalSteps`` runs them one after the other (record and match everything, then send)."""
 
     async def record_and_submit(self, options: RunOptions, observer: RunObserver) -> tuple[Prepared, BatchResult]:

@@ -11,12 +11,13 @@ Memory is the reader's working set plus ~12 bytes per row for duplicate ids.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import IO
 
+from doccheck.guards import bounded_json
 from doccheck.pipeline.planning import (
     MODES,
     PlannedDocument,
@@ -27,6 +28,7 @@ from doccheck.pipeline.planning import (
 )
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
 from doccheck.sources.manifest.columns import canonical_column
+from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES, MAX_ROW_CHARS
 from doccheck.sources.manifest.stream import iter_manifest
 
 __all__ = ["PlanTally", "file_paths", "iter_planned", "plan_one", "resolve_campaign"]
@@ -144,7 +146,11 @@ def file_paths(manifest: str | os.PathLike[str], *, limit_bytes: int) -> Iterato
 
 
 def _path_cells(source: Path) -> Iterator[str]:
-    """Raw ``path`` cells of a manifest; stops quietly at anything unusual."""
+    """Raw ``path`` cells of a manifest; stops quietly at anything unusual.
+
+    The manifest is a student-facing file, hostile until proven otherwise, and this runs
+    before its reader has judged a row: a line or a CSV row longer than the reader's limits
+    stops it, and a JSON line is parsed with the bounded parser (depth, size, numbers)."""
     suffix = source.suffix.lower()
     try:
         if suffix == ".parquet":
@@ -156,20 +162,54 @@ def _path_cells(source: Path) -> Iterator[str]:
                 yield from (str(v) for v in batch.column(0).to_pylist() if v is not None)
         elif suffix in (".jsonl", ".ndjson"):
             with source.open(encoding="utf-8-sig", errors="replace") as handle:
-                for line in handle:
-                    row = json.loads(line) if line.strip() else {}
+                while line := handle.readline(MAX_LINE_BYTES + 1):
+                    if len(line) > MAX_LINE_BYTES:
+                        return
+                    try:
+                        row = (
+                            bounded_json.loads(line, max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH)
+                            if line.strip()
+                            else {}
+                        )
+                    except bounded_json.JsonRejected:
+                        continue  # the reader rejects this row itself, naming it
                     value = row.get("path") if isinstance(row, dict) else None
                     if isinstance(value, str):
                         yield value
         else:
             with source.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-                rows = csv.reader(handle)
+                lines = _BoundedLines(handle)
+                rows = csv.reader(lines)
                 header = [canonical_column(c) for c in next(rows, [])]
                 if "path" not in header:
                     return
                 at = header.index("path")
                 for cells in rows:
+                    if lines.ended:  # the row cut at the limit is not a row
+                        return
+                    lines.chars = 0
                     if len(cells) > at:
                         yield cells[at]
     except (OSError, ValueError, csv.Error, ImportError):
         return
+
+
+class _BoundedLines:
+    """A CSV file's lines for ``csv.reader`` that end the file once one row's lines pass
+    the reader's :data:`MAX_ROW_CHARS` (an unclosed quote would otherwise read the whole file)."""
+
+    def __init__(self, handle: IO[str]) -> None:
+        self.handle = handle
+        self.chars = 0  # characters of the current row so far
+        self.ended = False  # for good: csv.reader would otherwise ask again after the cut row
+
+    def __iter__(self) -> _BoundedLines:
+        return self
+
+    def __next__(self) -> str:
+        line = "" if self.ended else self.handle.readline(MAX_ROW_CHARS + 1)
+        self.chars += len(line)
+        if not line or self.chars > MAX_ROW_CHARS:
+            self.ended = True
+            raise StopIteration
+        return line

@@ -38,7 +38,15 @@ from doccheck.client import (
 from doccheck.client.models import Check, Upload
 from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, SubmissionRow
-from doccheck.ledger.bulk import Answer, ClaimRequest, LedgerRound, Prepare, PrepareRecorder, record_documents
+from doccheck.ledger.bulk import (
+    Answer,
+    ClaimRequest,
+    LedgerRound,
+    Prepare,
+    PrepareRecorder,
+    previous_submissions,
+    record_documents,
+)
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.ledger.transient import retry_transient
 from doccheck.ledger.writer import LedgerWriter
@@ -558,32 +566,23 @@ async def submit_batch(
     """
     campaign = retry_transient(lambda: ledger.campaign_of(run_id))  # a database blip costs seconds, not the batch
     retry_transient(lambda: record_documents(ledger, run_id, campaign, documents))  # one executemany
-    previous = retry_transient(lambda: ledger.submissions_for_keys(d.idempotency_key for d in documents))
+    submitted, previous = retry_transient(lambda: previous_submissions(ledger, (d.idempotency_key for d in documents)))
     attempt = begin_attempt(run_id, (d.idempotency_key for d in documents))
     submitter = _BatchSubmitter(
-        client,
-        ledger,
-        campaign,
-        concurrency=concurrency,
-        upload_concurrency=upload_concurrency,
-        webhook_url=webhook_url,
-        budget=budget,
-        on_progress=on_progress,
-        total=len(documents),
+        client, ledger, campaign, concurrency=concurrency, upload_concurrency=upload_concurrency,
+        webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=len(documents),
         deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
-        lease_seconds=lease_seconds,
-        attempt=attempt,
-    )
+        lease_seconds=lease_seconds, attempt=attempt,
+    )  # fmt: skip
     to_send: list[tuple[Any, SubmissionRow | None]] = []
     seen: set[str] = set()
     for doc in documents:
-        prev = previous.get(doc.idempotency_key)
-        if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
+        if doc.idempotency_key in seen or doc.idempotency_key in submitted:
             count_done(submitter.result, attempt, doc.idempotency_key)
             submitter._tick()
             continue
         seen.add(doc.idempotency_key)
-        to_send.append((doc, prev))
+        to_send.append((doc, previous.get(doc.idempotency_key)))
     renewer = asyncio.create_task(submitter.renew_claims())
     try:
         with collections_skip_older_objects():

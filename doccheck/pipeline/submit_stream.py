@@ -24,7 +24,7 @@ from typing import Any
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.ledger.bulk import record_documents
+from doccheck.ledger.bulk import previous_submissions, record_documents
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline.attempts import begin_attempt, count_done
 from doccheck.pipeline.batch_result import BatchResult
@@ -135,17 +135,18 @@ async def _admit(
     ledger = submitter.ledger
     if not recorded:
         await submitter.writer.call(record_documents, ledger, run_id, submitter.campaign, documents)
-    previous = await submitter.writer.call(ledger.submissions_for_keys, [d.idempotency_key for d in documents])
+    submitted, previous = await submitter.writer.call(
+        previous_submissions, ledger, [d.idempotency_key for d in documents]
+    )
     submitter.result.total += len(documents)
     to_send: list[tuple[Any, Any]] = []
     for doc in documents:
-        prev = previous.get(doc.idempotency_key)
-        if doc.idempotency_key in seen or (prev is not None and prev.state == "submitted"):
+        if doc.idempotency_key in seen or doc.idempotency_key in submitted:
             count_done(submitter.result, submitter.attempt, doc.idempotency_key)
             submitter.done += 1
             continue
         seen.add(doc.idempotency_key)
-        to_send.append((doc, prev))
+        to_send.append((doc, previous.get(doc.idempotency_key)))
     if len(to_send) < len(documents):  # one progress report a batch for what needs nothing (a rerun: all)
         report(submitter.on_progress, submitter.done, submitter.result.total, "submit")
     return to_send

@@ -97,6 +97,24 @@ def test_digest_set_holds_what_was_added_across_merges() -> None:
     assert b"short" not in ds and "text" not in ds
 
 
+def test_digest_set_looks_up_many_as_one_at_a_time() -> None:
+    """``contains_many`` and ``update`` agree with ``in`` and ``add``, across merges and for digests
+    that share their first half (the sorted column then holds a run of equal values)."""
+    import hashlib
+
+    from doccheck.matching.columns import DigestSet
+
+    digests = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(1000)]
+    twins = [digests[7][:8] + bytes([i]) * 8 for i in range(4)]  # same first half as digests[7]
+    ds = DigestSet(merge_every=64)
+    ds.update([*digests[:500], digests[3], *twins[:2]])  # a repeat is one entry
+    assert len(ds) == 502
+    query = [*digests, *twins, digests[0][:8] + b"\0" * 8]
+    assert ds.contains_many(query) == [d in ds for d in query]
+    assert ds.contains_many(query) == [d in {*digests[:500], *twins[:2]} for d in query]
+    assert DigestSet().contains_many(digests[:3]) == [False] * 3 and ds.contains_many([]) == []
+
+
 def test_permutations_and_band_params_are_datasketchs_own() -> None:
     from datasketch import MinHash, MinHashLSH
 

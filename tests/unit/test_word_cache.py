@@ -104,3 +104,24 @@ def test_the_store_is_per_campaign_and_counts_match_a_fresh_extraction(tmp_path:
     words = sorted(memory.values())
     fresh = sorted(count_words(extract_text(p.read_bytes(), p.name)) for p in paths if p.name != "same-as-a.docx")
     assert words == fresh
+
+
+def test_the_prefetch_reads_a_hostile_manifest_within_the_readers_limits(tmp_path: Path) -> None:
+    """The prefetch reads the manifest before the reader judges it: a JSON line nested past the
+    recursion limit is skipped (the reader rejects that row), an unclosed CSV quote stops it
+    after one row's limit, and neither raises (the run once died here with a RecursionError)."""
+    from doccheck.sources.manifest.limits import MAX_ROW_CHARS
+
+    (tmp_path / "a.txt").write_text("words of a\n")
+    (tmp_path / "b.txt").write_text("words of b\n")
+    deep = '{"path": "x.txt", "m": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    jsonl = tmp_path / "m.jsonl"
+    jsonl.write_text('{"path": "a.txt"}\n' + deep + '\n{"path": "b.txt"}\n{"path": 5}\n[1]\n')
+    assert [p.name for p in file_paths(jsonl, limit_bytes=1000)] == ["a.txt", "b.txt"]
+    csv_file = tmp_path / "m.csv"
+    csv_file.write_text(
+        'document_id,path\nd1,a.txt\nd2,"never closed\n'
+        + ("x" * 1000 + "\n") * (MAX_ROW_CHARS // 1000 + 2)
+        + "d3,b.txt\n"
+    )
+    assert [p.name for p in file_paths(csv_file, limit_bytes=1000)] == ["a.txt"]
