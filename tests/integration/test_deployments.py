@@ -157,7 +157,7 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert table["ai"]["completed"] == 3 and table["similarity"]["completed"] == 2
     messages = [log.message for log in logs]
     assert any(m.startswith("plan for") for m in messages), messages
-    assert any(t.name == "submit batch 1/1" for t in task_runs if t.flow_run_id == flow_run.id)
+    assert any(t.name.startswith("record and submit ") for t in task_runs if t.flow_run_id == flow_run.id)
     assert all(
         f"campaign:{campaign}" in t.tags for t in task_runs if t.flow_run_id == flow_run.id and "submit" in t.name
     )
