@@ -122,9 +122,11 @@ class TaskSteps:
                 await observer.prepared(recorded.result())
             result: tuple[Prepared, BatchResult] = await work
         except BaseException:
-            if not work.done():  # the flow's side failed (an artifact refused): stop sending too
+            if not work.done():  # the flow's side failed (an artifact refused, a stop signal): stop sending too
                 work.cancel()
                 await asyncio.wait({work})
+                if not work.cancelled():
+                    work.exception()  # retrieved: the flow's own error is the one raised
             raise
         if not recorded.done():  # told after the last request (cannot happen today; kept exact)
             await self._recorded(result[0])
