@@ -26,6 +26,7 @@ from sqlmodel import col, select
 
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger._base import Database
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DispositionRow, DocumentRow, utcnow
 
 __all__ = ["STATUSES", "Disposition", "DispositionError", "Dispositions"]
@@ -95,7 +96,7 @@ class Dispositions:
         if document_ids is not None:
             if not document_ids:
                 return {}
-            stmt = stmt.where(col(DocumentRow.document_id).in_(list(document_ids)))
+            stmt = stmt.where(one_of(col(DocumentRow.document_id), document_ids, self.db.engine))
         with self.db.session() as s:
             pairs = s.exec(stmt).all()
         return {doc.document_id: _disposition(doc, row) for doc, row in pairs}

@@ -33,6 +33,7 @@ from doccheck.client import assumptions
 from doccheck.client.profile import INVALID_RESPONSE
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow, OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)
@@ -221,7 +222,7 @@ def money_of_checks(conn: Connection, check_ids: Iterable[str]) -> dict[str, tup
     found: dict[str, tuple[int, int]] = {}
     for i in range(0, len(ids), 500):
         stmt = select(_costs.c.check_id, _costs.c.charged_cents, _costs.c.refunded_cents).where(
-            _costs.c.check_id.in_(ids[i : i + 500])
+            one_of(_costs.c.check_id, ids[i : i + 500], conn)
         )
         for check_id, charged, refunded in conn.execute(stmt).all():
             found[check_id] = (int(charged or 0), int(refunded or 0))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import insert, select
 
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, SubmissionRow
 from doccheck.sources.manifest import Rejection
 
@@ -40,7 +41,7 @@ def write_plan_group(ledger: Ledger, run_id: str, documents: list[dict[str, Any]
                 existing.update(
                     conn.execute(
                         select(docs_t.c.document_id).where(
-                            docs_t.c.run_id == run_id, docs_t.c.document_id.in_(ids[i : i + IN_CHUNK])
+                            docs_t.c.run_id == run_id, one_of(docs_t.c.document_id, ids[i : i + IN_CHUNK], conn)
                         )
                     ).scalars()
                 )

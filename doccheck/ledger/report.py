@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
@@ -149,12 +150,12 @@ def _chunk_lookups(
 ) -> tuple[dict[str, Any], dict[tuple[str, str], Any], dict[str, tuple[int, int]]]:
     """The submissions, outcomes and money of one chunk of documents (three queries)."""
     keys = [d.idempotency_key for d in docs]
-    sub_stmt = select(*_SUB_COLUMNS).where(col(SubmissionRow.idempotency_key).in_(keys))  # type: ignore[call-overload]
+    sub_stmt = select(*_SUB_COLUMNS).where(one_of(col(SubmissionRow.idempotency_key), keys, s))  # type: ignore[call-overload]
     subs = {r.idempotency_key: r for r in s.execute(sub_stmt).all()}
     check_ids = sorted({r.check_id for r in subs.values() if r.check_id})
     outcomes = {
         (o.check_id, o.product): o
-        for o in s.execute(select(*_OUTCOME_COLUMNS).where(col(OutcomeRow.check_id).in_(check_ids))).all()  # type: ignore[call-overload]
+        for o in s.execute(select(*_OUTCOME_COLUMNS).where(one_of(col(OutcomeRow.check_id), check_ids, s))).all()  # type: ignore[call-overload]
     } if check_ids else {}  # fmt: skip
     money = money_of_checks(
         s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)

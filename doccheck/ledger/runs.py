@@ -13,6 +13,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, utcnow
 
 
@@ -216,7 +217,7 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
         with self._db.session() as s:
             for i in range(0, len(ids), 500):
                 stmt = select(DocumentRow.document_id, DocumentRow.doc_metadata).where(
-                    DocumentRow.run_id == self.run_id, col(DocumentRow.document_id).in_(ids[i : i + 500])
+                    DocumentRow.run_id == self.run_id, one_of(col(DocumentRow.document_id), ids[i : i + 500], s)
                 )
                 for document_id, metadata in s.exec(stmt):
                     found.setdefault(document_id, dict(metadata or {}))

@@ -110,6 +110,7 @@ def mark_new(
     submitted while this run ran (between its start and its end), false when it is older."""
     from sqlmodel import col, select
 
+    from doccheck.ledger.in_list import one_of
     from doccheck.ledger.tables import RunRow, SubmissionRow
 
     with ledger.session() as s:
@@ -123,7 +124,7 @@ def mark_new(
             continue
         with ledger.session() as s:
             stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
-            when = dict(s.exec(stmt.where(col(SubmissionRow.idempotency_key).in_(keys))).all())
+            when = dict(s.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, s))).all())
         marked = [{**r, NEW_FIELD.name: _within(when.get(str(r.get("idempotency_key"))), window)}
                   if r.get("check_id") else r for r in subs or []]  # fmt: skip
         yield {**part, "submissions": marked}

@@ -364,3 +364,26 @@ def test_a_ledger_from_an_older_release_gains_the_new_indexes(tmp_path: Path) ->
     with sqlite3.connect(tmp_path / "old.db") as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "ix_documents_run_row" in names
+
+
+def test_one_of_finds_what_in_finds_as_one_short_statement(ledger: Ledger) -> None:
+    """``in_list.one_of``: the rows ``IN`` finds, 1,200 values at once (some absent); on
+    PostgreSQL as ``= ANY(array)``, a statement text that does not grow with the values."""
+    from sqlalchemy import select
+
+    from doccheck.ledger._sqltypes import table_of
+    from doccheck.ledger.in_list import one_of
+    from doccheck.ledger.tables import SubmissionRow
+
+    keys = [f"k{i}" for i in range(30)]
+    for key in keys:
+        ledger.mark_submitting(key, campaign="c", document_id=key, products=["ai"], mode="text")
+    t = table_of(SubmissionRow)
+    wanted = [*keys[::2], *(f"absent-{i}" for i in range(1_200))]
+    with ledger.engine.connect() as conn:
+        clause = one_of(t.c.idempotency_key, wanted, conn)
+        found = set(conn.execute(select(t.c.idempotency_key).where(clause)).scalars())
+        text = str(select(t.c.idempotency_key).where(clause).compile(dialect=conn.dialect))
+    assert found == set(keys[::2])
+    if ledger.engine.dialect.name == "postgresql":
+        assert "ANY" in text and len(text) < 300

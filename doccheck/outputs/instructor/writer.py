@@ -98,13 +98,14 @@ def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | No
     (only of ``document_ids`` when given: one chunk of the wide table)."""
     from sqlmodel import col, select
 
+    from doccheck.ledger.in_list import one_of
     from doccheck.ledger.tables import DocumentRow
 
     stmt = select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)
     if document_ids is not None:
         if not document_ids:
             return {}
-        stmt = stmt.where(col(DocumentRow.document_id).in_(list(document_ids)))
+        stmt = stmt.where(one_of(col(DocumentRow.document_id), document_ids, ledger.engine))
     with ledger.session() as s:
         rows = s.exec(stmt).all()
     return {doc: name for doc, name in rows if name}
