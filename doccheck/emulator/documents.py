@@ -34,24 +34,34 @@ class Document:
     words: int
     upload: Upload | None = None
     hashes: list[int] = field(default_factory=list)
+    shingled_words: int = 0  # words the hashes were made from
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def analyse(doc: Document, products: list[str], indexes: list[ShingleIndex], seq: int, check_id: str) -> None:
-    """Shingle the text and compute the requested results now, off the event loop.
+def analyse(doc: Document, products: list[str]) -> None:
+    """Shingle the text and compute the AI result now, off the event loop (the slow part).
 
-    Results are revealed when each product finishes. "Earlier submissions" are those
-    indexed when the check was accepted (creation order ``seq``), so computing at creation
-    gives the answer the completion time would give, without blocking the server later.
+    Results are revealed when each product finishes. Similarity is compared by
+    :func:`compare_similarity` when the check is stored, not here: two checks analysed at
+    once would each miss the other (neither indexed yet), so a near-duplicate pair sent
+    concurrently was found or not by the threads' timing.
     """
     words = words_of(doc.text)
     doc.hashes = shingle_hashes(words)
+    doc.shingled_words = len(words)
     if "ai" in products:
         verdict = ai_heuristic.score_text(doc.text)
         doc.results["ai"] = {"status": "completed", "score": verdict.score, "label": verdict.label,
                              "method": ai_heuristic.METHOD}  # fmt: skip
+
+
+def compare_similarity(
+    doc: Document, products: list[str], indexes: list[ShingleIndex], seq: int, check_id: str
+) -> None:
+    """The similarity result against every submission stored before this one (creation order
+    ``seq``, given as the check is stored: the answer the completion time would give)."""
     if "similarity" in products:
-        found = compare_hashes(doc.hashes, len(words), indexes, exclude=check_id, before_seq=seq)
+        found = compare_hashes(doc.hashes, doc.shingled_words, indexes, exclude=check_id, before_seq=seq)
         doc.results["similarity"] = {"status": "completed", **found}
 
 

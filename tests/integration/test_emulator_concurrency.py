@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import httpx
 import pytest
@@ -47,3 +48,28 @@ def test_concurrent_checks_from_one_upload_consume_it_once(emulator: EmulatorHan
     assert codes.count(201) == 1 and set(codes) == {201, 409}
     assert all(r.json()["error"]["code"] == "upload_consumed" for r in responses if r.status_code == 409)
     assert emulator.account_state(emulator_account)["checks"] == 1
+
+
+def test_copies_sent_at_once_find_each_other_whatever_the_threads_timing(emulator: EmulatorHandle) -> None:
+    """Ten pairs of identical essays, all twenty at once: the copy stored second always names the
+    first as a source (it was analysed off the event loop at the same time as its twin: compared
+    there, neither saw the other unless one thread happened to finish first)."""
+    key = emulator.new_account()
+    vocabulary = [f"w{n}" for n in range(5_000)]
+    texts = [" ".join(random.Random(i).choices(vocabulary, k=400)) for i in range(10)]  # nothing shared by chance
+
+    async def send() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=emulator.base_url, headers={"Authorization": f"Bearer {key}"},
+                                     trust_env=False, timeout=30) as c:  # fmt: skip
+            return await asyncio.gather(*(c.post("/checks", json={"text": t, "products": ["similarity"]})
+                                          for t in texts + texts))  # fmt: skip
+
+    created = [r.json() for r in asyncio.run(send())]
+    assert all("id" in c for c in created), created
+    emulator.advance(1.5)
+    with emulator.client(key) as c:
+        sources = {x["id"]: c.get(f"/checks/{x['id']}").json()["similarity"]["sources"] for x in created}
+    for i in range(len(texts)):
+        a, b = created[i]["id"], created[i + len(texts)]["id"]
+        named = [s["source_id"] for s in sources[a] + sources[b] if s["kind"] == "submission"]
+        assert named in ([a], [b]), (i, sources[a], sources[b])

@@ -14,7 +14,16 @@ from fastapi.responses import JSONResponse, Response
 from doccheck.emulator import reports
 from doccheck.emulator.auth import authenticate, emulator_of
 from doccheck.emulator.billing import price
-from doccheck.emulator.documents import Document, analyse, from_file, from_text, from_upload, sha256, upload_of
+from doccheck.emulator.documents import (
+    Document,
+    analyse,
+    compare_similarity,
+    from_file,
+    from_text,
+    from_upload,
+    sha256,
+    upload_of,
+)
 from doccheck.emulator.errors import ApiError, invalid_input, not_found
 from doccheck.emulator.inputs import (
     MAX_ID_LENGTH,
@@ -93,13 +102,11 @@ async def create_check(request: Request) -> Response:
     metadata = metadata_of(raw.metadata)
     webhook_url = await _webhook_url_of(emu, account, raw)
     check_id = str(uuid.uuid4())
-    seq = emu.store.next_seq()
     build = _builder(account, raw, given[0])
-    indexes = [reference_index(), account.index]
 
     def prepare() -> Document:
         doc = build()
-        analyse(doc, products, indexes, seq, check_id)
+        analyse(doc, products)
         return doc
 
     # Extraction and analysis can take seconds for big files: keep the server responsive.
@@ -113,6 +120,9 @@ async def create_check(request: Request) -> Response:
         upload_of(account, doc.upload.id)
     if name is None:
         name = doc.filename if doc.upload or raw.file is not None else _timestamp_name(now)
+    # numbered, compared and (below) indexed in one synchronous step: a check sees every one stored before it
+    seq = emu.store.next_seq()
+    compare_similarity(doc, products, [reference_index(), account.index], seq, check_id)
     check = Check(
         id=check_id, seq=seq, name=name, products=products, words=doc.words, created_at=now, metadata=metadata,
         cost=price(doc.words, products), original=doc.original, original_filename=doc.filename,
