@@ -30,6 +30,23 @@ def _refused(url: str) -> bool:
     return False
 
 
+def _response(sock: socket.socket) -> str:
+    """One whole HTTP response: its head and Content-Length bytes of body (a single ``recv``
+    may return the head alone, the body arriving in a second segment)."""
+    data = b""
+    while True:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+            if len(rest) >= length:
+                return data.decode(errors="replace")
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data.decode(errors="replace")
+        data += chunk
+
+
 def test_sigterm_finishes_the_delivery_in_flight_then_exits_143(tmp_path: Path) -> None:
     handle = start_receiver(f"sqlite:///{tmp_path / 'ledger.db'}", env={"DOCCHECK_WEBHOOK_SECRET": SECRET})
     try:
@@ -47,7 +64,7 @@ def test_sigterm_finishes_the_delivery_in_flight_then_exits_143(tmp_path: Path) 
                 time.sleep(0.05)
             assert handle.process.poll() is None  # still draining the delivery in flight
             delivery.sendall(body[20:])
-            answer = delivery.recv(65536).decode(errors="replace")
+            answer = _response(delivery)
         assert answer.startswith("HTTP/1.1 200"), answer
         assert '"duplicate":false' in answer.replace(" ", "")
         assert handle.process.wait(timeout=15) == 143
