@@ -204,6 +204,22 @@ def insert_new(conn: Connection, table: Table, key: str, rows: list[dict[str, An
     return set(conn.execute(stmt, rows).scalars())
 
 
+def insert_absent(conn: Connection, table: Table, unique: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """``INSERT … ON CONFLICT (unique) DO NOTHING`` of ``rows`` (every row the same keys): rows
+    whose ``unique`` columns are there already are skipped, in ONE statement (PostgreSQL: one
+    fixed text of array parameters), not a look-up of the rows present followed by an insert."""
+    if not rows:
+        return
+    if is_postgres(conn):
+        pg_insert(conn, table, rows, conflict=unique)
+        return
+    stmt = dialect_statement(
+        conn, f"insert_absent:{table.name}:{','.join(unique)}",
+        lambda d: d.insert(table).on_conflict_do_nothing(index_elements=list(unique)),
+    )  # fmt: skip
+    conn.execute(stmt, rows)
+
+
 def release(conn: Connection, claims: list[tuple[str, str]], now: datetime) -> None:
     """``RELEASE`` of each (key, owner): the claim freed and its doubt cleared, if the owner still holds it."""
     if is_postgres(conn):
@@ -260,12 +276,12 @@ def _arrays(rows: list[dict[str, Any]], names: list[str], json_names: frozenset[
 
 
 def pg_insert(
-    conn: Connection, table: Table, rows: list[dict[str, Any]], *, conflict: str | None = None,
+    conn: Connection, table: Table, rows: list[dict[str, Any]], *, conflict: str | tuple[str, ...] | None = None,
     returning: str | None = None,
 ) -> list[Any]:  # fmt: skip
     """``INSERT INTO table (…) SELECT … FROM unnest(:a_col, …)`` of ``rows`` (every row the same
-    keys); with ``conflict``, ``ON CONFLICT (conflict) DO NOTHING``; with ``returning``, the
-    values of that column for the rows inserted."""
+    keys); with ``conflict`` (a column, or the columns of a unique constraint), ``ON CONFLICT (…)
+    DO NOTHING``; with ``returning``, the values of that column for the rows inserted."""
     if not rows:
         return []
     names = list(rows[0])
@@ -277,7 +293,8 @@ def pg_insert(
         picks = ", ".join(f'CAST(v."{n}" AS JSON)' if typed[n][1] else f'v."{n}"' for n in names)
         sql = f'INSERT INTO "{table.name}" ({cols}) SELECT {picks} FROM unnest({arrays}) AS v({cols})'
         if conflict:
-            sql += f' ON CONFLICT ("{conflict}") DO NOTHING'
+            targets = ", ".join(f'"{c}"' for c in ((conflict,) if isinstance(conflict, str) else conflict))
+            sql += f" ON CONFLICT ({targets}) DO NOTHING"
         if returning:
             sql += f' RETURNING "{returning}"'
         _PG_TEXTS[cache] = (text(sql), frozenset(n for n in names if typed[n][1]))

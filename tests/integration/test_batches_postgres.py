@@ -18,7 +18,13 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, WaitResult, wait_for_results
 from doccheck.pipeline.batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan, submit_ref
-from tests.unit.test_batches import _check_recorded_like_load_plan, _write_csv, _write_jsonl, _write_parquet
+from tests.unit.test_batches import (
+    _check_recorded_like_load_plan,
+    _check_recording_is_idempotent,
+    _write_csv,
+    _write_jsonl,
+    _write_parquet,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -30,6 +36,11 @@ def test_recorded_batches_reload_like_load_plan_on_postgres(postgres_database: s
         )
         _check_recorded_like_load_plan(ledger, _write_jsonl(tmp_path / "t.jsonl"), 3, metadata_columns="section")
         _check_recorded_like_load_plan(ledger, _write_parquet(tmp_path / "t.parquet"), 4)
+
+
+def test_recording_is_idempotent_on_postgres(postgres_database: str, tmp_path: Path) -> None:
+    with closing(Ledger(postgres_database)) as ledger:
+        _check_recording_is_idempotent(ledger, tmp_path)
 
 
 async def _send(base_url: str, api_key: str, ledger: Ledger, recorded: RecordedPlan) -> BatchResult:

@@ -249,16 +249,23 @@ def test_a_duplicate_in_a_later_batch_stays_unsent(tmp_path: Path) -> None:
 
 
 def test_recording_is_idempotent_for_a_retried_run(tmp_path: Path) -> None:
-    manifest = _write_csv(tmp_path / "term.csv", bom=False, newline="\n")
     with closing(_ledger(tmp_path)) as ledger:
-        first = record_plan(ledger, manifest, batch_size=3, params={"concurrency": 4})
-        again = record_plan(ledger, manifest, batch_size=3, run_id=first.run_id)
-        assert again.run_id == first.run_id and again.batches == first.batches
-        assert len(ledger.document_metadata(first.run_id)) == 9
-        with ledger.session() as s:
-            assert len(s.exec(select(RejectionRow).where(RejectionRow.run_id == first.run_id)).all()) == 4
-        run = ledger.get_run(first.run_id)
-        assert run is not None and run.products == ["ai", "similarity"] and run.params == {"concurrency": 4}
+        _check_recording_is_idempotent(ledger, tmp_path)
+
+
+def _check_recording_is_idempotent(ledger: Ledger, tmp_path: Path) -> None:
+    """A run recorded again (a retried step) keeps one row per document and rejection (the
+    documents' unique (run, document) constraint skips those there already)."""
+    manifest = _write_csv(tmp_path / "term.csv", bom=False, newline="\n")
+    first = record_plan(ledger, manifest, batch_size=3, params={"concurrency": 4})
+    again = record_plan(ledger, manifest, batch_size=3, run_id=first.run_id)
+    assert again.run_id == first.run_id and again.batches == first.batches
+    assert len(ledger.document_metadata(first.run_id)) == 9
+    with ledger.session() as s:
+        assert len(s.exec(select(DocumentRow).where(DocumentRow.run_id == first.run_id)).all()) == 9
+        assert len(s.exec(select(RejectionRow).where(RejectionRow.run_id == first.run_id)).all()) == 4
+    run = ledger.get_run(first.run_id)
+    assert run is not None and run.products == ["ai", "similarity"] and run.params == {"concurrency": 4}
 
 
 def test_a_bad_manifest_records_no_run(tmp_path: Path) -> None:
