@@ -111,6 +111,7 @@ def mark_new(
     from sqlmodel import col, select
 
     from doccheck.ledger.in_list import one_of
+    from doccheck.ledger.report import LEDGER_PART
     from doccheck.ledger.tables import RunRow, SubmissionRow
 
     with ledger.session() as s:
@@ -122,9 +123,12 @@ def mark_new(
         if not keys or window is None:
             yield part
             continue
-        with ledger.session() as s:
-            stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
-            when = dict(s.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, s))).all())
+        if (read := part.get(LEDGER_PART)) is not None:  # the chunk read its keys' times already
+            when = {r["idempotency_key"]: r["submitted_at"] for r in read}
+        else:
+            with ledger.session() as s:
+                stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
+                when = dict(s.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, s))).all())
         marked = [{**r, NEW_FIELD.name: _within(when.get(str(r.get("idempotency_key"))), window)}
                   if r.get("check_id") else r for r in subs or []]  # fmt: skip
         yield {**part, "submissions": marked}

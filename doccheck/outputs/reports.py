@@ -507,10 +507,14 @@ def _metadata_columns(metadata: Mapping[str, Mapping[str, str]] | None) -> list[
 def _chunk_metadata(
     metadata: Mapping[str, Mapping[str, str]] | None, part: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> Mapping[str, Mapping[str, str]]:
-    """The metadata of one chunk's documents: the ledger's is read once for all the chunk's
-    tables (``RunMetadata.for_ids``), a plain mapping is used as it is."""
+    """The metadata of one chunk's documents: as the chunk read it (``LEDGER_PART``), else read
+    once for all the chunk's tables (``RunMetadata.for_ids``); a plain mapping is used as it is."""
     if metadata is None or not callable(getattr(metadata, "for_ids", None)):
         return metadata or {}
+    from doccheck.ledger.report import LEDGER_PART
+
+    if (read := part.get(LEDGER_PART)) is not None:
+        return {str(r["document_id"]): r["metadata"] for r in read}
     ids = {row.get("document_id") for rows in part.values() for row in rows}
     return metadata.for_ids(str(i) for i in ids if i is not None)  # type: ignore[attr-defined,no-any-return]
 
