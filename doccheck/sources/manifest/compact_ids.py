@@ -37,6 +37,10 @@ class CompactIds:
         self._recent: dict[int, int] = {}
         self._spellings: dict[int, str] = {}
         self._merge_every = max(1, merge_every)
+        #: The last key looked up, its digest and row: validation asks ``key in ids`` and then
+        #: sets the same key, so the second digest and search are skipped (100,000 new ids:
+        #: 0.49 → 0.24 s on a quiet core; issue 28).
+        self._last: tuple[str, int, int | None] | None = None
 
     def __len__(self) -> int:
         return len(self._hashes) + len(self._recent)
@@ -47,26 +51,36 @@ class CompactIds:
             return row
         if len(self._hashes) == 0:
             return None
-        i = int(np.searchsorted(self._hashes, np.uint64(digest)))
+        i = int(self._hashes.searchsorted(np.uint64(digest)))  # the method: no np.searchsorted dispatch
         if i < len(self._hashes) and int(self._hashes[i]) == digest:
             return int(self._rows[i])
         return None
 
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._find(_digest(key)) is not None
-
-    def __getitem__(self, key: str) -> tuple[int, str]:
+    def _lookup(self, key: str) -> tuple[int, int | None]:
+        """(digest, first row or None) of ``key``; the last lookup is kept until the next change."""
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1], last[2]
         digest = _digest(key)
         row = self._find(digest)
+        self._last = (key, digest, row)
+        return digest, row
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._lookup(key)[1] is not None
+
+    def __getitem__(self, key: str) -> tuple[int, str]:
+        digest, row = self._lookup(key)
         if row is None:
             raise KeyError(key)
         return row, self._spellings.get(digest, key)
 
     def __setitem__(self, key: str, value: tuple[int, str]) -> None:
-        digest = _digest(key)
+        digest, found = self._lookup(key)
         row, spelling = value
-        if self._find(digest) is not None:  # validation only sets new keys; keep the first row
+        if found is not None:  # validation only sets new keys; keep the first row
             return
+        self._last = None
         self._recent[digest] = int(row)
         if spelling != key:
             self._spellings[digest] = spelling
