@@ -119,6 +119,14 @@ PrefectOption = Annotated[
         show_default=False,
     ),
 ]
+OverlapOption = Annotated[
+    bool,
+    typer.Option(
+        "--overlap/--no-overlap",
+        help="Send each recorded batch while later ones are still read and recorded (--no-overlap: record the "
+        "whole manifest first, then send it batch by batch, one task run a batch in a flow).",
+    ),
+]
 LmsOption = Annotated[
     str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
 ]
@@ -175,6 +183,7 @@ def run(
     template: TemplateOption = None,
     shards: ShardsOption = 1,
     prefect: PrefectOption = None,
+    overlap: OverlapOption = _D.submission.overlap,
     lms: LmsOption = None,
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
     roster: RosterOption = None,
@@ -197,7 +206,7 @@ def run(
             wait=wait, wait_timeout=wait_timeout, max_spend_cents=max_spend_cents, metadata_columns=metadata_columns,
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,
-            submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards,
+            submit_deadline=submit_deadline, templates=[str(t) for t in template or []], shards=shards, overlap=overlap,
             reference_campaign=reference_campaign, group_by=group_by, max_false_flag_rate=max_false_flag_rate,
             min_ai_words=min_ai_words, ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
         )  # fmt: skip

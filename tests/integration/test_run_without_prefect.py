@@ -55,11 +55,13 @@ def test_a_run_without_a_server_equals_the_flow(
 ) -> None:
     common = ["--no-progress", "--grace-seconds", "0", "--poll-interval", "0.1", "--products", "ai,similarity"]
     results = {}
-    for name, api in (("library", None), ("flow", os.environ["PREFECT_API_URL"])):
+    runs = (("library", None, []), ("flow", os.environ["PREFECT_API_URL"], []), ("sequential", None, ["--no-overlap"]))
+    for name, api, extra in runs:
         folder = tmp_path / name
         folder.mkdir()
         key = emulator.new_account()
-        args = [str(_manifest(folder)), "--database-url", f"sqlite:///{folder / 'l.db'}", "--out", "out", *common]
+        args = [str(_manifest(folder)), "--database-url", f"sqlite:///{folder / 'l.db'}", "--out", "out", *common,
+                *extra]  # fmt: skip
         done = _run(args, cwd=folder, key=key, base_url=emulator.base_url, prefect_api=api)
         assert done.returncode == 0, done.stdout + done.stderr
         results[name] = (done, _submissions(folder / "out"), emulator.account_state(key))
@@ -71,7 +73,8 @@ def test_a_run_without_a_server_equals_the_flow(
         assert word not in library[0].stdout.replace("no Prefect server", "") + library[0].stderr
     assert not (tmp_path / "library" / "prefect-home").exists()  # Prefect never started, not even to read settings
     pd.testing.assert_frame_equal(library[1], flow[1])
-    assert library[2]["checks"] == flow[2]["checks"] == 6
+    pd.testing.assert_frame_equal(library[1], results["sequential"][1])  # --no-overlap: the phases one by one
+    assert library[2]["checks"] == flow[2]["checks"] == results["sequential"][2]["checks"] == 6
     assert library[2]["charged_cents"] == flow[2]["charged_cents"] == int(library[1]["cost_cents"].sum())
     for folder in ("library", "flow"):
         assert (tmp_path / folder / "out" / "latest" / "report.html").is_file()
