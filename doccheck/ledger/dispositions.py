@@ -81,6 +81,16 @@ class Dispositions:
             s.add(row)
         return Disposition(document_id, status, note, decided_by, row.decided_at)
 
+    def any_for_run(self, run_id: str) -> bool:
+        """Whether the run's campaign has any decision at all: most have none, and then a
+        writer need not ask for each chunk of documents (100 look-ups of a 100,000-document run)."""
+        campaign = select(DocumentRow.campaign).where(DocumentRow.run_id == run_id).limit(1).scalar_subquery()
+        with self.db.session() as s:
+            return (
+                s.exec(select(DispositionRow.id).where(DispositionRow.campaign == campaign).limit(1)).first()
+                is not None
+            )
+
     def of_run(self, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, Disposition]:
         """document_id → the decision about it (of the run's campaign), ``current`` when it was
         about the content this run checked (only of ``document_ids`` when given)."""

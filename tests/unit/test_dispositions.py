@@ -50,6 +50,15 @@ def test_set_replaces_and_rejects_bad_input(ledger: Ledger) -> None:
     assert ledger.dispositions.of_run("r1", []) == {} and ledger.dispositions.of_run("r1", ["s2"]) == {}
 
 
+def test_any_for_run_is_about_the_runs_campaign(ledger: Ledger) -> None:
+    _document(ledger, "r1", "s1", "h1")
+    _document(ledger, "r2", "s1", "h1", campaign="other")
+    assert not ledger.dispositions.any_for_run("r1") and not ledger.dispositions.any_for_run("r2")
+    ledger.dispositions.set("course", "s1", "discussed")
+    assert ledger.dispositions.any_for_run("r1")
+    assert not ledger.dispositions.any_for_run("r2") and not ledger.dispositions.any_for_run("no-such-run")
+
+
 def test_a_cleared_flag_survives_a_rerun_unless_the_document_changed(ledger: Ledger, tmp_path: Path) -> None:
     _document(ledger, "r1", "same", "h-same")
     _document(ledger, "r1", "changed", "h-old")
