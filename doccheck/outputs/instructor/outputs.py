@@ -17,7 +17,6 @@ from doccheck.outputs.instructor.writer import (
     InstructorPaths,
     names_from_ledger,
     read_run_tables,
-    run_has_names,
     write_instructor_files,
 )
 from doccheck.outputs.report_folders import work_dir
@@ -66,13 +65,12 @@ async def write_run_outputs(
         folder = work_dir(run_dir)  # a staged run's ``.partial`` folder until the page is written
         targets = targets_from_rows(read_run_tables(folder, columns=TARGET_COLUMNS))
         result = await download_files(client, targets, kinds, folder, concurrency=download_concurrency)
-    # Names and decisions are read per chunk of the wide table, not the run's at once; not at all
-    # when the run has none (a term's 100 chunks were 200 look-ups of nothing).
+    # Names and decisions are read per chunk of the wide table, not the run's at once; decisions
+    # not at all when the campaign has none (a term's 100 chunks were 100 joins that found nothing).
     names_of = dispositions_of = None
     if ledger is not None and run_id is not None:
         rid: str = run_id
-        if run_has_names(ledger, rid):
-            names_of = lambda ids: names_from_ledger(ledger, rid, ids)  # noqa: E731
+        names_of = lambda ids: names_from_ledger(ledger, rid, ids)  # noqa: E731
         decided = getattr(ledger, "dispositions", None)
         if decided is not None and decided.any_for_run(rid):
             dispositions_of = lambda ids: decided.of_run(rid, ids)  # noqa: E731

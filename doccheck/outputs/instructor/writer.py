@@ -51,7 +51,6 @@ __all__ = [
     "InstructorPaths",
     "names_from_ledger",
     "read_run_tables",
-    "run_has_names",
     "write_instructor_files",
 ]
 
@@ -92,18 +91,6 @@ def read_run_tables(run_dir: str | Path, columns: Sequence[str] | None = None) -
 def _read_cohort(run_dir: Path) -> list[dict[str, Any]] | None:
     path = run_dir / COHORT_MATCHES_FILE
     return pq.ParquetFile(path).read().to_pylist() if path.is_file() else None
-
-
-def run_has_names(ledger: Any, run_id: str) -> bool:
-    """Whether any accepted document of the run has a name (text rows usually have none: then
-    the wide table need not look names up chunk by chunk)."""
-    from sqlmodel import col, select
-
-    from doccheck.ledger.tables import DocumentRow
-
-    stmt = select(DocumentRow.id).where(DocumentRow.run_id == run_id, col(DocumentRow.name).is_not(None)).limit(1)
-    with ledger.session() as s:
-        return s.exec(stmt).first() is not None
 
 
 def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, str]:
