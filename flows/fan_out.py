@@ -9,7 +9,10 @@ children instead of doubling them. The parent does not wait inside ``run_deploym
 A shard is retried (a new flow run, idempotency key suffixed ``:retry-K``) when its run
 ends FAILED, CRASHED or CANCELLED, or when it is *lost*: RUNNING or PENDING on a worker
 that stopped sending heartbeats (its machine died with it; Prefect itself would show it
-RUNNING forever). The lost run is marked CRASHED first so the UI tells the truth.
+RUNNING forever). The lost run is marked CRASHED first so the UI tells the truth. A shard
+still SCHEDULED after ``DOCCHECK_SHARD_PICKUP_SECONDS`` (default 600) was taken by no worker
+of its pool (none running, or all full): it is cancelled and started again, and once out of
+retries the parent fails naming the shard and the pool, instead of waiting for ever.
 Re-running is safe because the ledger's claims and reconciliation keep every key to one
 check, whatever the old run managed to send.
 
@@ -23,6 +26,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +41,7 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import arun_deployment
 from prefect.exceptions import ObjectNotFound
-from prefect.states import Crashed
+from prefect.states import Cancelled, Crashed
 
 from doccheck.errors import DocCheckBaseError
 from doccheck.pipeline import BatchResult
@@ -53,6 +57,8 @@ DEFAULT_DEPLOYMENT = "bulk-check-shard/bulk-check-shard"
 
 #: Minimum seconds without a worker heartbeat before its running shard is called lost.
 DEFAULT_LOST_AFTER_SECONDS = 60.0
+#: Seconds a shard may stay SCHEDULED (taken by no worker) before it is started again.
+DEFAULT_PICKUP_SECONDS = 600.0
 
 _FAILED = {StateType.FAILED, StateType.CRASHED, StateType.CANCELLED}
 _ACTIVE_ON_WORKER = {StateType.RUNNING, StateType.PENDING, StateType.CANCELLING}
@@ -75,6 +81,7 @@ class _Shard:
     result: dict[str, int] | None = None
     error: str | None = None
     history: list[str] = field(default_factory=list)
+    started_at: float = 0.0  # time.monotonic() of its latest flow run's start
 
 
 def _parent_id() -> str:
@@ -104,6 +111,7 @@ async def _start(shard: _Shard, *, deployment: str, run_id: str, shards: int, pa
         ) from None
     shard.flow_run_id = flow_run.id
     shard.history.append(str(flow_run.id))
+    shard.started_at = time.monotonic()
 
 
 async def _worker_alive(client: Any, flow_run: FlowRun, stale_after: float | None) -> bool:
@@ -179,11 +187,13 @@ async def run_shards(
     ``parameters``: the shard flow's parameters other than run_id/shard/shards (names and
     URLs only, never the key). ``max_retries``: new runs per shard after a failure or a
     loss. ``stale_after``: seconds without a worker heartbeat after which a running shard
-    is lost (default :func:`lost_after` of that worker's heartbeat interval). Raises
+    is lost (default :func:`lost_after` of that worker's heartbeat interval); a shard no worker
+    took within ``DOCCHECK_SHARD_PICKUP_SECONDS`` is started again too. Raises
     :class:`ShardsFailed` when shards are still failed after their retries (once every
     other shard has finished, so their work is kept).
     """
     name = shard_deployment_name(deployment)
+    pickup = env_number("DOCCHECK_SHARD_PICKUP_SECONDS", DEFAULT_PICKUP_SECONDS, minimum=0)
     state = [_Shard(k) for k in range(shards)]
     for shard in state:
         await _start(shard, deployment=name, run_id=run_id, shards=shards, parameters=parameters)
@@ -208,6 +218,12 @@ async def run_shards(
                         shard.flow_run_id, Crashed(message="doccheck: the worker running this shard is gone"),
                         force=True,
                     )  # fmt: skip
+                elif kind == StateType.SCHEDULED and time.monotonic() - shard.started_at > pickup:
+                    reason = (f"not taken by any worker of pool {flow_run.work_pool_name!r} within {pickup:g} s "
+                              "(DOCCHECK_SHARD_PICKUP_SECONDS; are its workers running?)")  # fmt: skip
+                    await client.set_flow_run_state(
+                        shard.flow_run_id, Cancelled(message="doccheck: no worker took this shard"), force=True
+                    )
                 if reason is None:
                     continue
                 if shard.attempts >= max_retries:

@@ -114,6 +114,31 @@ def test_shards_failed_after_their_retries(monkeypatch: pytest.MonkeyPatch) -> N
     assert api.keys.count("parent:run1:shard-1") == 1  # the good shard ran once, and finished
 
 
+def test_a_shard_no_worker_takes_is_cancelled_and_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_SHARD_PICKUP_SECONDS", "0")
+    api = FakeAPI({(1, 0): [StateType.SCHEDULED] * 100}, {"w0": 0, "w1": 0})
+    total = _run(api, monkeypatch, 2)
+    assert api.keys[-1] == "parent:run1:shard-1:retry-1"
+    assert [state for _, state in api.forced] == ["CANCELLED"]  # no worker may take the old run later
+    assert total.total == 20
+
+
+def test_a_shard_no_worker_ever_takes_fails_naming_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_SHARD_PICKUP_SECONDS", "0")
+    api = FakeAPI({(0, k): [StateType.SCHEDULED] * 100 for k in range(2)}, {"w0": 0, "w1": 0})
+    with pytest.raises(fan_out.ShardsFailed, match=r"shard 0: not taken by any worker of pool 'pool' within 0 s.*"
+                                                   r"are its workers running\?\) after 2 runs"):  # fmt: skip
+        _run(api, monkeypatch, 2, max_retries=1)
+
+
+def test_a_shard_waiting_briefly_for_a_worker_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCCHECK_SHARD_PICKUP_SECONDS", raising=False)  # default: 600 s
+    api = FakeAPI({(0, 0): [StateType.SCHEDULED, StateType.SCHEDULED, StateType.RUNNING, StateType.COMPLETED]},
+                  {"w0": 0, "w1": 0})  # fmt: skip
+    assert _run(api, monkeypatch, 2).total == 20
+    assert len(api.keys) == 2 and not api.forced
+
+
 @pytest.mark.parametrize(
     ("name", "value", "integer", "message"),
     [
