@@ -97,8 +97,9 @@ def iter_report_chunks(
     """The report rows of a run, ``chunk`` documents at a time, in report order.
 
     Each item maps a table name (:data:`REPORT_TABLES`) to the rows of that chunk (a table
-    can be missing from an item); a chunk of documents also holds :data:`LEDGER_PART`. Concatenating the items table by table gives exactly the
-    rows of :func:`build_report_rows`: documents by row number, their product and source
+    can be missing from an item); a chunk of documents also holds :data:`LEDGER_PART`, which
+    is not a table. Concatenating the items table by table gives exactly the rows of
+    :func:`build_report_rows`: documents by row number, their product and source
     rows, then the rejected rows, then the cohort pairs. Only the report's columns are read
     (never a check's raw JSON) and nothing of a chunk is kept once it is yielded, except
     the ids of the checks already billed (each check's money goes on its first row).
