@@ -186,3 +186,25 @@ def test_an_export_page_names_the_export_counts_students_and_lists_what_was_not_
     not_checked = page.split('id="not-checked"')[1].split("</table>")[0]
     assert "Cy" in not_checked and "no_submission" in not_checked and "not_a_document (link)" in not_checked
     assert "<script>window" not in page
+
+
+def test_a_chunk_is_split_by_group_in_file_order_whatever_the_values() -> None:
+    """``_by_group``: one reordering a chunk; the groups as they first appear, each group's rows in
+    file order, and values that share a group (None and "", True and "true") in one slice."""
+    import pyarrow as pa
+
+    from doccheck.outputs.instructor.groups import _by_group
+
+    values = ["b", None, "a", "", "b", "true", "a", None]
+    batch = pa.record_batch({"course": pa.array(values, pa.string()), "i": pa.array(range(len(values)))})
+    ordered, spans = _by_group(batch, "course")
+    got = {key: ordered.slice(start, length).column(1).to_pylist() for key, start, length in spans}
+    assert [key for key, _, _ in spans] == ["b", NO_GROUP, "a", "true"]
+    assert got == {"b": [0, 4], NO_GROUP: [1, 3, 7], "a": [2, 6], "true": [5]}
+    flags = pa.record_batch({"late": pa.array([True, None, False, True]), "i": pa.array(range(4))})
+    ordered, spans = _by_group(flags, "late")
+    assert [(key, ordered.slice(s, n).column(1).to_pylist()) for key, s, n in spans] == [
+        ("true", [0, 3]), (NO_GROUP, [1]), ("false", [2])
+    ]  # fmt: skip
+    _, spans = _by_group(batch, "no_such_column")
+    assert spans == [(NO_GROUP, 0, len(values))]
