@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,7 +23,7 @@ from doccheck.outputs.instructor import (
     write_instructor_files,
 )
 from doccheck.outputs.instructor.page import script_json
-from doccheck.outputs.instructor.spreadsheet import csv_text
+from doccheck.outputs.instructor.spreadsheet import CsvChunks, csv_text
 from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
 from doccheck.sources.manifest import Rejection
 
@@ -108,6 +109,28 @@ def test_csv_opens_as_text_cells_and_keeps_numbers() -> None:
     for record in parsed:
         for value in record.values():
             assert not value or value[0] not in "=+@\t\r" and not (value[0] == "-" and not _is_number(value))
+
+
+def test_csv_of_a_table_is_the_csv_of_its_rows(tmp_path: Path) -> None:
+    """``CsvChunks.write_table`` (cells made column by column by Arrow) writes the very bytes of
+    the row writer, on the texts a spreadsheet would run, numbers, nulls and quotes."""
+    texts = ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "plain =text", 'quo"te, comma', "line\nbreak",
+             "é", "", None, "'=already"]  # fmt: skip
+    table = pa.table({
+        "text": pa.array(texts, pa.string()),
+        "count": pa.array([-3, 0, None, 12, *range(9)], pa.int64()),
+        "score": pa.array([0.5, float("nan"), None, 1.0, 1e-05, 62.5, *[0.1] * 7], pa.float64()),
+        "flag": pa.array([True, False, None, *[True] * 10], pa.bool_()),
+    })  # fmt: skip
+    columns = [*table.column_names, "absent"]
+    by_rows, by_table = tmp_path / "rows.csv", tmp_path / "table.csv"
+    with CsvChunks(by_rows, columns) as out:
+        out.write(table.to_pylist())
+    with CsvChunks(by_table, columns) as out:
+        out.write_table(table.slice(0, 5))
+        out.write_table(table.slice(5))
+    assert by_table.read_bytes() == by_rows.read_bytes()
+    assert "'=1+1" in by_table.read_text(encoding="utf-8-sig")
 
 
 def _is_number(text: str) -> bool:

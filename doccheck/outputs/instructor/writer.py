@@ -27,7 +27,7 @@ from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
 from doccheck.outputs.instructor.evidence import PairTexts, evidence_section
-from doccheck.outputs.instructor.groups import write_group_pages
+from doccheck.outputs.instructor.groups import PageWorkers, write_group_pages
 from doccheck.outputs.instructor.page import generate_report
 from doccheck.outputs.instructor.spreadsheet import CsvChunks
 from doccheck.outputs.instructor.table import (
@@ -153,7 +153,11 @@ def write_instructor_files(
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
     group = group_column(group_by, documents_schema(source.meta).names)
-    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
+    # A large grouped run's page workers start now, beside the wide table (see PageWorkers).
+    with PageWorkers(source.rows if group is not None and source.lookups is not None else 0) as workers:
+        tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
+        write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                          rows=(lambda: kept) if tables is not None else None, workers=workers)  # fmt: skip
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path = folder / DOCUMENTS_PARQUET
@@ -165,8 +169,6 @@ def write_instructor_files(
 
     # Generated once (the slow part for 10,000 rows); the file links' prefix differs per copy.
     marker = f"doccheck-link-prefix-{uuid.uuid4().hex}/"
-    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
-                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
     evidence = evidence_section(source.cohort_matches, texts_for,
                                 lambda ids: files_by_document(folder, ids, FILE_KINDS), marker)  # fmt: skip
     pieces = generate_report(tally, documents, campaign=campaign, run_id=run_id, status=status,
@@ -194,6 +196,7 @@ class _WideSource:
 
     builder: DocumentsBuilder
     meta: list[str]
+    rows: int  # submissions rows, known before they are read
     chunks: Iterable[Sequence[Mapping[str, Any]]]
     cohort_matches: Sequence[Mapping[str, Any]] | None
     lookups: _FolderLookups | None  # None: the rows were given (``tables``)
@@ -211,14 +214,18 @@ class _WideSource:
             builder = DocumentsBuilder.from_tables(tables, names=names, cohort_matches=cohort_matches, rules=rules)
             given = list(tables.get("submissions", []))
             meta = list(dict.fromkeys(k for r in given for k in r if k.startswith(META_PREFIX)))
-            return cls(builder, meta, [given], cohort_matches, None)
+            return cls(builder, meta, len(given), [given], cohort_matches, None)
         if cohort_matches is None:
             cohort_matches = _read_cohort(folder) or []
         builder = DocumentsBuilder(ai={}, sim={}, top_sources={}, document_of_check={}, names=names,
                                    cohort_matches=cohort_matches, rules=rules)  # fmt: skip
         subs_path = folder / REPORT_FILES["submissions"]
-        meta = [n for n in pq.read_schema(subs_path).names if n.startswith(META_PREFIX)] if subs_path.is_file() else []
-        return cls(builder, meta, _parquet_chunks(subs_path), cohort_matches, _FolderLookups(folder))
+        meta, rows = [], 0
+        if subs_path.is_file():
+            subs_file = pq.ParquetFile(subs_path)
+            meta = [n for n in subs_file.schema_arrow.names if n.startswith(META_PREFIX)]
+            rows = subs_file.metadata.num_rows
+        return cls(builder, meta, rows, _parquet_chunks(subs_path), cohort_matches, _FolderLookups(folder))
 
 
 def _write_wide_table(
@@ -246,7 +253,7 @@ def _write_wide_table(
                     apply_dispositions(rows, dispositions_of(ids))
                 table = documents_table(rows, schema)
                 parquet.write_table(table)
-                csv_file.write(table.to_pylist())
+                csv_file.write_table(table)
                 tally.add(rows)
                 if source.lookups is None:
                     kept.extend(rows)
