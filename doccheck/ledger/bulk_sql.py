@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Connection, String, Table, any_, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import (
+    JSON,
+    Connection,
+    DateTime,
+    String,
+    Table,
+    any_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.cache_key import CacheKey
 from sqlalchemy.sql.elements import BindParameter
@@ -261,7 +276,80 @@ def _pg_column(column: Any) -> tuple[str, bool]:
     return str(column.type.compile(dialect=_PG_DIALECT)), False
 
 
-_PG_TEXTS: dict[tuple[Any, ...], tuple[Any, frozenset[str]]] = {}
+def _recordset_type(column: Any) -> str:
+    """The column's type in ``json_to_recordset(…) AS v(col type, …)``: a timestamp is read as
+    ``TIMESTAMPTZ`` (its text has an offset), then stored as the array statement stores it."""
+    if isinstance(column.type, JSON):
+        return "JSON"
+    if isinstance(column.type, DateTime):
+        return "TIMESTAMPTZ"
+    return str(column.type.compile(dialect=_PG_DIALECT))
+
+
+@dataclass(frozen=True)
+class _PgStatement:
+    """One statement in its two forms: rows as one array parameter a column (``unnest``), or as
+    one JSON parameter (``json_to_recordset``), the faster whenever every value has an exact
+    JSON text (psycopg turns each list into an array in Python: a batch of 100 documents took
+    1.8 ms of CPU, against 0.45 ms for ``json.dumps``; issue 28)."""
+
+    arrays: Any
+    recordset: Any
+    json_names: frozenset[str]
+
+    def params(self, rows: list[dict[str, Any]], names: list[str]) -> tuple[Any, dict[str, Any]]:
+        """(the statement to run, its row parameters)."""
+        as_json = _json_rows(rows, names, self.json_names)
+        if as_json is not None:
+            return self.recordset, {"rows": as_json}
+        return self.arrays, _arrays(rows, names, self.json_names)
+
+    @classmethod
+    def of(cls, table: Table, names: list[str], build: Callable[[str, str, Callable[[str], str]], str]) -> _PgStatement:
+        """Both forms of ``build(cols, source, pick)``: ``cols`` the quoted columns, ``source`` the
+        rows as ``… AS v(…)``, ``pick(name)`` a row's value of that column (``v."name"``, as JSON)."""
+        typed = {n: _pg_column(table.c[n]) for n in names}
+        json_names = frozenset(n for n in names if typed[n][1])
+        cols = ", ".join(f'"{n}"' for n in names)
+        arrays = ", ".join(f"CAST(:a_{n} AS {typed[n][0]}[])" for n in names)
+        fields = ", ".join(f'"{n}" {_recordset_type(table.c[n])}' for n in names)
+
+        def from_array(name: str) -> str:
+            return f'CAST(v."{name}" AS JSON)' if name in json_names else f'v."{name}"'
+
+        return cls(
+            arrays=text(build(cols, f"unnest({arrays}) AS v({cols})", from_array)),
+            recordset=text(build(cols, f"json_to_recordset(CAST(:rows AS JSON)) AS v({fields})", lambda n: f'v."{n}"')),
+            json_names=json_names,
+        )
+
+
+_PLAIN_JSON = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_rows(rows: list[dict[str, Any]], names: list[str], json_names: frozenset[str]) -> str | None:
+    """The rows as one JSON array, or None when a value has no exact JSON text (a NaN, a naive
+    datetime, an enum or any other type): then the array statement runs, as before."""
+    stamped = []
+    for name in names:
+        if name in json_names:
+            continue
+        kinds = {type(r[name]) for r in rows}
+        if kinds <= _PLAIN_JSON:
+            continue
+        if kinds <= {datetime, type(None)} and all(r[name] is None or r[name].tzinfo is not None for r in rows):
+            stamped.append(name)  # aware: its ISO text, with its offset, is the instant
+            continue
+        return None
+    if stamped:
+        rows = [{**r, **{n: r[n].isoformat() for n in stamped if r[n] is not None}} for r in rows]
+    try:
+        return json.dumps(rows, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+_PG_TEXTS: dict[tuple[Any, ...], _PgStatement] = {}
 
 
 def _arrays(rows: list[dict[str, Any]], names: list[str], json_names: frozenset[str]) -> dict[str, list[Any]]:
@@ -279,27 +367,25 @@ def pg_insert(
     conn: Connection, table: Table, rows: list[dict[str, Any]], *, conflict: str | tuple[str, ...] | None = None,
     returning: str | None = None,
 ) -> list[Any]:  # fmt: skip
-    """``INSERT INTO table (…) SELECT … FROM unnest(:a_col, …)`` of ``rows`` (every row the same
-    keys); with ``conflict`` (a column, or the columns of a unique constraint), ``ON CONFLICT (…)
+    """``INSERT INTO table (…) SELECT … FROM unnest(:a_col, …)`` (or ``FROM json_to_recordset(:rows)``,
+    see :class:`_PgStatement`) of ``rows`` (every row the same keys); with ``conflict`` (a column, or the columns of a unique constraint), ``ON CONFLICT (…)
     DO NOTHING``; with ``returning``, the values of that column for the rows inserted."""
     if not rows:
         return []
     names = list(rows[0])
     cache = ("insert", table.name, tuple(names), conflict, returning)
     if cache not in _PG_TEXTS:
-        typed = {n: _pg_column(table.c[n]) for n in names}
-        cols = ", ".join(f'"{n}"' for n in names)
-        arrays = ", ".join(f"CAST(:a_{n} AS {typed[n][0]}[])" for n in names)
-        picks = ", ".join(f'CAST(v."{n}" AS JSON)' if typed[n][1] else f'v."{n}"' for n in names)
-        sql = f'INSERT INTO "{table.name}" ({cols}) SELECT {picks} FROM unnest({arrays}) AS v({cols})'
-        if conflict:
-            targets = ", ".join(f'"{c}"' for c in ((conflict,) if isinstance(conflict, str) else conflict))
-            sql += f" ON CONFLICT ({targets}) DO NOTHING"
-        if returning:
-            sql += f' RETURNING "{returning}"'
-        _PG_TEXTS[cache] = (text(sql), frozenset(n for n in names if typed[n][1]))
-    stmt, json_names = _PG_TEXTS[cache]
-    result = conn.execute(stmt, _arrays(rows, names, json_names))
+
+        def build(cols: str, source: str, pick: Callable[[str], str]) -> str:
+            sql = f'INSERT INTO "{table.name}" ({cols}) SELECT {", ".join(pick(n) for n in names)} FROM {source}'
+            if conflict:
+                targets = ", ".join(f'"{c}"' for c in ((conflict,) if isinstance(conflict, str) else conflict))
+                sql += f" ON CONFLICT ({targets}) DO NOTHING"
+            return sql + (f' RETURNING "{returning}"' if returning else "")
+
+        _PG_TEXTS[cache] = _PgStatement.of(table, names, build)
+    stmt, params = _PG_TEXTS[cache].params(rows, names)
+    result = conn.execute(stmt, params)
     return list(result.scalars()) if returning else []
 
 
@@ -307,7 +393,8 @@ def pg_update(
     conn: Connection, table: Table, key: str, rows: list[dict[str, Any]], *, match: tuple[str, ...] = (),
     fixed: dict[str, Any] | None = None,
 ) -> None:  # fmt: skip
-    """``UPDATE table SET col = v.col, … FROM unnest(:a_key, :a_col, …) AS v WHERE table.key = v.key``:
+    """``UPDATE table SET col = v.col, … FROM unnest(:a_key, :a_col, …) AS v WHERE table.key = v.key``
+    (or ``FROM json_to_recordset(:rows)``, see :class:`_PgStatement`):
     each row's ``key`` names the row to update, ``match`` are more columns that must equal the
     row's value (not set), the other keys are set; ``fixed`` are the same values for every row."""
     if not rows:
@@ -316,17 +403,16 @@ def pg_update(
     names = list(rows[0])
     cache = ("update", table.name, key, tuple(names), match, tuple(fixed))
     if cache not in _PG_TEXTS:
-        typed = {n: _pg_column(table.c[n]) for n in names}
-        cols = ", ".join(f'"{n}"' for n in names)
-        arrays = ", ".join(f"CAST(:a_{n} AS {typed[n][0]}[])" for n in names)
-        sets = [f'"{n}" = CAST(v."{n}" AS JSON)' if typed[n][1] else f'"{n}" = v."{n}"'
-                for n in names if n != key and n not in match]  # fmt: skip
-        sets += [f'"{n}" = :f_{n}' for n in fixed]
-        where = " AND ".join(f't."{n}" = v."{n}"' for n in (key, *match))
-        sql = f'UPDATE "{table.name}" AS t SET {", ".join(sets)} FROM unnest({arrays}) AS v({cols}) WHERE {where}'
-        _PG_TEXTS[cache] = (text(sql), frozenset(n for n in names if typed[n][1]))
-    stmt, json_names = _PG_TEXTS[cache]
-    conn.execute(stmt, {**_arrays(rows, names, json_names), **{f"f_{n}": v for n, v in fixed.items()}})
+
+        def build(cols: str, source: str, pick: Callable[[str], str]) -> str:
+            sets = [f'"{n}" = {pick(n)}' for n in names if n != key and n not in match]
+            sets += [f'"{n}" = :f_{n}' for n in fixed]
+            where = " AND ".join(f't."{n}" = v."{n}"' for n in (key, *match))
+            return f'UPDATE "{table.name}" AS t SET {", ".join(sets)} FROM {source} WHERE {where}'
+
+        _PG_TEXTS[cache] = _PgStatement.of(table, names, build)
+    stmt, params = _PG_TEXTS[cache].params(rows, names)
+    conn.execute(stmt, {**params, **{f"f_{n}": v for n, v in fixed.items()}})
 
 
 def any_keys(column: Any, name: str = "b_keys") -> Any:

@@ -35,3 +35,45 @@ def ledgers(postgres_url: str) -> Iterator[tuple[Ledger, Ledger]]:  # overrides 
 @pytest.fixture
 def fresh_url(postgres_url: str) -> str:  # overrides the SQLite file
     return _database(postgres_url)
+
+
+def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgres_url: str) -> None:
+    """``pg_insert``'s two forms (``json_to_recordset`` and ``unnest``) store the same text in a
+    JSON column and the same instant in a timestamp, whatever the session's time zone; a value
+    with no exact JSON text (a NaN, a naive datetime) takes the array form."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from doccheck.ledger import bulk_sql
+    from doccheck.ledger.tables import SubmissionRow
+
+    table = bulk_sql.table_of(SubmissionRow)
+    summer = datetime(2026, 3, 29, 1, 30, tzinfo=timezone(timedelta(hours=2)))
+
+    def row(key: str, at: datetime) -> dict[str, object]:
+        return {"idempotency_key": key, "campaign": "c", "document_id": key, "state": "submitted", "mode": "text",
+                "products": ["ai", 'é"x'], "created_at": at, "updated_at": at, "submitted_at": None,
+                "cost_cents": 5, "words": 10, "replayed": False, "attempts": 0}  # fmt: skip
+
+    names = list(row("k", summer))
+    statement = bulk_sql._PgStatement.of(
+        table, names,
+        lambda cols, source, pick: f'INSERT INTO "submissions" ({cols}) SELECT {", ".join(pick(n) for n in names)} '
+        f"FROM {source}",
+    )  # fmt: skip
+    ledger = Ledger(_database(postgres_url))
+    try:
+        with ledger.engine.begin() as conn:
+            conn.execute(text("SET TIME ZONE 'Europe/Berlin'"))
+            rows = [row("arrays-1", datetime.now(UTC)), row("arrays-2", summer)]
+            conn.execute(statement.arrays, bulk_sql._arrays(rows, names, statement.json_names))
+            rows = [row("json-1", rows[0]["created_at"]), row("json-2", summer)]  # type: ignore[arg-type]
+            conn.execute(statement.recordset, {"rows": bulk_sql._json_rows(rows, names, statement.json_names)})
+            stored = conn.execute(
+                text("SELECT idempotency_key, products::text, created_at::text, cost_cents, replayed FROM submissions")
+            ).all()
+        by_key = {r[0]: r[1:] for r in stored}
+        assert by_key["arrays-1"] == by_key["json-1"] and by_key["arrays-2"] == by_key["json-2"]
+        assert bulk_sql._json_rows([{"x": float("nan")}], ["x"], frozenset()) is None
+        assert bulk_sql._json_rows([{"x": datetime(2026, 1, 1)}], ["x"], frozenset()) is None  # naive
+    finally:
+        ledger.close()
