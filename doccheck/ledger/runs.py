@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from doccheck.ledger._base import Database, dump
@@ -155,6 +156,27 @@ class Runs:
         return RunMetadata(self.db, run_id)
 
 
+#: Each metadata key of a run once, ordered by where it is first seen: the first document (by row
+#: id) that has it, then its place in that document's JSON object (stored as JSON text, in order).
+_PG_KEYS = """
+SELECT key FROM (
+    SELECT DISTINCT ON (k.key) k.key, d.id, k.place
+    FROM documents AS d CROSS JOIN LATERAL json_object_keys(d.metadata) WITH ORDINALITY AS k(key, place)
+    WHERE d.run_id = :run_id AND json_typeof(d.metadata) = 'object'
+    ORDER BY k.key, d.id, k.place
+) AS firsts ORDER BY id, place
+"""
+# SQLite: the bare ``place`` comes from the row of MIN(d.id) (a key is in a document once).
+_SQLITE_KEYS = """
+SELECT key FROM (
+    SELECT k.key AS key, MIN(d.id) AS first, k.id AS place
+    FROM documents AS d, json_each(d.metadata) AS k
+    WHERE d.run_id = :run_id AND json_type(d.metadata) = 'object'
+    GROUP BY k.key
+) ORDER BY first, place
+"""
+
+
 class RunMetadata(Mapping[str, dict[str, Any]]):
     """The documents' metadata of one run, read on demand: a ``Mapping`` for any caller, and
     :meth:`columns` / :meth:`for_ids` for a writer that goes a chunk of documents at a time."""
@@ -202,13 +224,13 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
         return found[document_id]
 
     def columns(self) -> list[str]:
-        """Metadata keys in first-seen order (``document_id`` excluded): one pass, only the keys kept."""
-        names: dict[str, None] = {}
-        for _, metadata in self._rows():
-            for key in metadata or {}:
-                if key != "document_id":
-                    names.setdefault(key)
-        return list(names)
+        """Metadata keys in first-seen order (``document_id`` excluded), found by the database in
+        the stored JSON: the run's metadata is not read into Python for its keys (a term's
+        100,000 documents: ~1 s of a PostgreSQL rerun; issue 28)."""
+        with self._db.session() as s:
+            postgres = s.get_bind().dialect.name == "postgresql"
+            rows = s.execute(text(_PG_KEYS if postgres else _SQLITE_KEYS), {"run_id": self.run_id}).all()
+        return [key for (key,) in rows if key != "document_id"]
 
     def for_ids(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The metadata of these documents (one query per 500 ids)."""

@@ -344,6 +344,11 @@ def test_document_metadata_is_read_as_it_is_used(ledger: Ledger, tmp_path: Path)
     finally:
         RunMetadata.CHUNK = 2000
     assert meta.for_ids(["d2", "nope", "x"]) == {"d2": {"document_id": "d2", "course": "c2"}}
+    # first seen: by document, then by place in it (not sorted); none from an empty or null object
+    shuffled = ledger.start_run(campaign="c1")
+    ledger.record_documents(shuffled, [planned(f"s{i}", row=i, metadata=m) for i, m in enumerate(
+        [{}, None, {"zeta": "1", "alpha": "2"}, {"alpha": "3", "mid": "4"}, {"document_id": "s4", "last": "5"}])])  # fmt: skip
+    assert ledger.document_metadata(shuffled).columns() == ["zeta", "alpha", "mid", "last"]
     assert meta["d4"]["late"] == "yes" and "x" not in meta
     paths = write_reports(tmp_path / "reports", "run1", LedgerReportTables.from_ledger(ledger, run_id=run_id),
                           metadata=meta)  # fmt: skip
