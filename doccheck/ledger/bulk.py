@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from doccheck import domain
 from doccheck.ledger import bulk_sql as sql
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.engine import READ_ONLY
 from doccheck.ledger.tables import (
     ClaimRow,
     DocumentRow,
@@ -344,6 +345,7 @@ def previous_submissions(ledger: Ledger, keys: Iterable[str]) -> tuple[set[str],
     keys = list(dict.fromkeys(keys))
     states: dict[str, str] = {}
     with ledger.engine.connect() as conn:
+        conn.execution_options(**{READ_ONLY: True})  # SQLite: not in the way of the recording's writes
         for chunk in sql.chunks(keys):
             states.update(conn.execute(sql.keyed(conn, sql.STATES), {"b_keys": chunk}).tuples().all())
     submitted = {k for k, state in states.items() if state == domain.SubmissionState.SUBMITTED}

@@ -23,13 +23,19 @@ def normalize_url(database_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
+#: Execution option of a connection that only reads (``conn.execution_options(**{READ_ONLY: True})``
+#: before its first statement): on SQLite its transaction begins deferred, see :func:`create_ledger_engine`.
+READ_ONLY = "doccheck_read_only"
+
+
 def create_ledger_engine(database_url: str) -> Engine:
     """An engine tuned for the ledger's access pattern (short transactions, two processes).
 
     SQLite: WAL (readers never block the writer), a busy timeout (the receiver and the
     pipeline wait for each other instead of failing), ``check_same_thread=False`` (the
     receiver writes from a thread pool), and ``BEGIN IMMEDIATE`` for every transaction so
-    that a read-then-write never fails with a busy snapshot error halfway through.
+    that a read-then-write never fails with a busy snapshot error halfway through; a connection
+    marked :data:`READ_ONLY` begins deferred instead (it never writes, so never upgrades).
     """
     url = make_url(normalize_url(database_url))
     if url.get_backend_name() != "sqlite":
@@ -54,7 +60,10 @@ def create_ledger_engine(database_url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # A connection that only reads begins deferred: no write lock, so in WAL mode it never
+        # waits for the writer nor makes it wait (a rerun's pre-checks and its recording did).
+        read_only = connection.get_execution_options().get(READ_ONLY)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
 
