@@ -16,8 +16,11 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Connection,
     DateTime,
+    Float,
+    Integer,
     String,
     Table,
     any_,
@@ -32,6 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.cache_key import CacheKey
 from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.types import TypeDecorator
 
 from doccheck.client import assumptions
 from doccheck.ledger._sqltypes import table_of
@@ -296,10 +300,13 @@ class _PgStatement:
     arrays: Any
     recordset: Any
     json_names: frozenset[str]
+    #: column → the Python types its JSON text is read from exactly as from its array (None: a
+    #: timestamp, sent as ISO text when aware; an empty set: the arrays whatever the value)
+    kinds: dict[str, frozenset[type] | None]
 
     def params(self, rows: list[dict[str, Any]], names: list[str]) -> tuple[Any, dict[str, Any]]:
         """(the statement to run, its row parameters)."""
-        as_json = _json_rows(rows, names, self.json_names)
+        as_json = _json_rows(rows, names, self.kinds)
         if as_json is not None:
             return self.recordset, {"rows": as_json}
         return self.arrays, _arrays(rows, names, self.json_names)
@@ -321,26 +328,51 @@ class _PgStatement:
             arrays=text(build(cols, f"unnest({arrays}) AS v({cols})", from_array)),
             recordset=text(build(cols, f"json_to_recordset(CAST(:rows AS JSON)) AS v({fields})", lambda n: f'v."{n}"')),
             json_names=json_names,
+            kinds={n: _json_kinds(table.c[n]) for n in names},
         )
 
 
-_PLAIN_JSON = frozenset({str, int, float, bool, type(None)})
+_NONE = type(None)
 
 
-def _json_rows(rows: list[dict[str, Any]], names: list[str], json_names: frozenset[str]) -> str | None:
-    """The rows as one JSON array, or None when a value has no exact JSON text (a NaN, a naive
-    datetime, an enum or any other type): then the array statement runs, as before."""
+def _json_kinds(column: Any) -> frozenset[type] | None:
+    """The Python types a column takes as JSON text exactly as the arrays give them (see
+    :attr:`_PgStatement.kinds`): a text column texts, an integer column integers (not a bool,
+    not 5.0: the array's cast would convert them, the JSON text would be refused)."""
+    kind = column.type
+    if isinstance(kind, TypeDecorator):  # the ledger's AutoString, UTCDateTime: their stored type
+        kind = kind.impl_instance
+    if isinstance(kind, JSON):
+        return frozenset({object})  # any value json.dumps takes: the array statement dumps it too
+    if isinstance(kind, DateTime):
+        return None
+    if isinstance(kind, Boolean):
+        return frozenset({bool, _NONE})
+    if isinstance(kind, Integer):
+        return frozenset({int, _NONE})
+    if isinstance(kind, Float):
+        return frozenset({int, float, _NONE})
+    if isinstance(kind, String):
+        return frozenset({str, _NONE})
+    return frozenset()
+
+
+def _json_rows(rows: list[dict[str, Any]], names: list[str], kinds: dict[str, frozenset[type] | None]) -> str | None:
+    """The rows as one JSON array, or None when a value has no exact JSON text for its column (a
+    NaN, a naive datetime, an enum, a float for an integer…): then the array statement runs."""
     stamped = []
     for name in names:
-        if name in json_names:
+        allowed = kinds[name]
+        if allowed is not None and object in allowed:
             continue
-        kinds = {type(r[name]) for r in rows}
-        if kinds <= _PLAIN_JSON:
-            continue
-        if kinds <= {datetime, type(None)} and all(r[name] is None or r[name].tzinfo is not None for r in rows):
-            stamped.append(name)  # aware: its ISO text, with its offset, is the instant
-            continue
-        return None
+        seen = {type(r[name]) for r in rows}
+        if allowed is None:
+            if seen <= {datetime, _NONE} and all(r[name] is None or r[name].tzinfo is not None for r in rows):
+                stamped.append(name)  # aware: its ISO text, with its offset, is the instant
+                continue
+            return None
+        if not seen <= allowed:
+            return None
     if stamped:
         rows = [{**r, **{n: r[n].isoformat() for n in stamped if r[n] is not None}} for r in rows]
     try:
@@ -368,8 +400,9 @@ def pg_insert(
     returning: str | None = None,
 ) -> list[Any]:  # fmt: skip
     """``INSERT INTO table (…) SELECT … FROM unnest(:a_col, …)`` (or ``FROM json_to_recordset(:rows)``,
-    see :class:`_PgStatement`) of ``rows`` (every row the same keys); with ``conflict`` (a column, or the columns of a unique constraint), ``ON CONFLICT (…)
-    DO NOTHING``; with ``returning``, the values of that column for the rows inserted."""
+    see :class:`_PgStatement`) of ``rows`` (every row the same keys); with ``conflict`` (a column,
+    or the columns of a unique constraint), ``ON CONFLICT (…) DO NOTHING``; with ``returning``,
+    the values of that column for the rows inserted."""
     if not rows:
         return []
     names = list(rows[0])
