@@ -69,8 +69,8 @@ def collect(
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
     require_service_settings(err, base_url)
-    arrow_without_pandas()  # a command never needs pandas (doccheck.outputs.arrow_alone)
     if not use_prefect(prefect, LOCAL_PREFECT_HOME):
+        arrow_without_pandas()  # this process never needs pandas (doccheck.outputs.arrow_alone)
         with one_line_errors(err, ledger=ledger_label(database_url)):
             summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
                                               database_url=database_url, download=tuple(parse_kinds(download)))  # fmt: skip

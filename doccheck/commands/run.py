@@ -218,10 +218,10 @@ def run(
         console.print("dry run: nothing was sent.")
         return
     require_service_settings(err, base_url)
-    arrow_without_pandas()  # 45 MB less at the peak of a term (doccheck.outputs.arrow_alone)
     if use_prefect(prefect, LOCAL_PREFECT_HOME):
         summary = _run_flow(console, err, options, progress)
     else:
+        arrow_without_pandas()  # 45 MB less at the peak of a term (doccheck.outputs.arrow_alone)
         with one_line_errors(err, ledger=ledger_label(options.connection.database_url)):
             summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
