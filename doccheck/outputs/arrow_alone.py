@@ -9,7 +9,9 @@ and ~0.4 s, in the report phase, where a term's first run reaches its peak (301 
 :func:`arrow_without_pandas` makes pyarrow's first look fail (a finder that refuses ``pandas``
 during one conversion), so pyarrow notes pandas as absent for that question; a later
 ``to_pandas()`` or ``from_pandas()`` asks again, finds pandas and works as usual. A process
-that has imported pandas already is left alone.
+that has imported pandas already is left alone. ``doccheck run`` and ``collect`` call it when they
+run without Prefect; a flow run is left as it was (with it, the flow's SIGTERM stop was lost in
+2 of 3 runs of ``tests/integration/test_cli_signals.py``, cause not found).
 """
 
 from __future__ import annotations
