@@ -26,7 +26,6 @@ from doccheck.commands._runner import (
     use_local_prefect_server_if_running,
 )
 from doccheck.commands.local_run import collect_without_prefect, use_prefect
-from doccheck.outputs.arrow_alone import arrow_without_pandas
 from doccheck.outputs.downloads import parse_kinds
 
 
@@ -70,7 +69,6 @@ def collect(
         raise fail(err, "give exactly one of --campaign or --run-id")
     require_service_settings(err, base_url)
     if not use_prefect(prefect, LOCAL_PREFECT_HOME):
-        arrow_without_pandas()  # this process never needs pandas (doccheck.outputs.arrow_alone)
         with one_line_errors(err, ledger=ledger_label(database_url)):
             summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
                                               database_url=database_url, download=tuple(parse_kinds(download)))  # fmt: skip

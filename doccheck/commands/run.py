@@ -37,7 +37,6 @@ from doccheck.commands._runner import (
     use_local_prefect_server_if_running,
 )
 from doccheck.commands.local_run import run_without_prefect, use_prefect
-from doccheck.outputs.arrow_alone import arrow_without_pandas
 from doccheck.pipeline.options import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).
@@ -221,7 +220,6 @@ def run(
     if use_prefect(prefect, LOCAL_PREFECT_HOME):
         summary = _run_flow(console, err, options, progress)
     else:
-        arrow_without_pandas()  # 45 MB less at the peak of a term (doccheck.outputs.arrow_alone)
         with one_line_errors(err, ledger=ledger_label(options.connection.database_url)):
             summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
