@@ -9,8 +9,9 @@ children instead of doubling them. The parent does not wait inside ``run_deploym
 A shard is retried (a new flow run, idempotency key suffixed ``:retry-K``) when its run
 ends FAILED, CRASHED or CANCELLED, or when it is *lost*: RUNNING or PENDING on a worker
 that stopped sending heartbeats (its machine died with it; Prefect itself would show it
-RUNNING forever). The lost run is marked CRASHED first so the UI tells the truth. A shard
-still SCHEDULED after ``DOCCHECK_SHARD_PICKUP_SECONDS`` (default 600) was taken by no worker
+RUNNING forever), or PENDING under no worker's name for as long (its worker died between
+taking it and naming itself). The lost run is marked CRASHED first so the UI tells the
+truth. A shard still SCHEDULED after ``DOCCHECK_SHARD_PICKUP_SECONDS`` (default 600) was taken by no worker
 of its pool (none running, or all full): it is cancelled and started again, and once out of
 retries the parent fails naming the shard and the pool, instead of waiting for ever.
 Re-running is safe because the ledger's claims and reconciliation keep every key to one
@@ -114,21 +115,38 @@ async def _start(shard: _Shard, *, deployment: str, run_id: str, shards: int, pa
     shard.started_at = time.monotonic()
 
 
-async def _worker_alive(client: Any, flow_run: FlowRun, stale_after: float | None) -> bool:
-    """False when the worker that took ``flow_run`` stopped sending heartbeats."""
+async def _lost(client: Any, flow_run: FlowRun, stale_after: float | None) -> str | None:
+    """Why ``flow_run`` is lost, or None while its worker is alive (or none took it yet).
+
+    Lost: its worker stopped sending heartbeats, or left its pool. A worker moves a run to
+    PENDING *before* it labels the run with its name, so a worker killed in between leaves
+    a PENDING run that names no worker, for ever: such a run is judged by its own age."""
     worker_name = (flow_run.labels or {}).get("prefect.worker.name")
     pool = flow_run.work_pool_name
-    if not worker_name or not pool:
-        return True  # not (yet) on a worker we can see: nothing to judge
+    if not pool:
+        return None  # not on a work pool: nothing to judge
     workers = await client.read_workers_for_work_pool(pool)
+    if not worker_name:
+        if flow_run.state is None or flow_run.state.type != StateType.PENDING:
+            return None  # not (yet) taken by a worker
+        intervals = [w.heartbeat_interval_seconds for w in workers if w.heartbeat_interval_seconds]
+        limit = stale_after if stale_after is not None else lost_after(max(intervals, default=None))
+        if _age(flow_run.state.timestamp) <= limit:
+            return None
+        return f"lost (PENDING for over {limit:g} s and no worker ever named itself on it)"
     worker = next((w for w in workers if w.name == worker_name), None)
     if worker is None:
-        return False  # the worker is gone from its pool altogether
+        return f"lost (its worker {worker_name!r} is gone from pool {pool!r})"
     if worker.last_heartbeat_time is None:
-        return True
+        return None
     limit = stale_after if stale_after is not None else lost_after(worker.heartbeat_interval_seconds)
-    age = (datetime.now(UTC) - worker.last_heartbeat_time).total_seconds()
-    return bool(age <= limit)
+    if _age(worker.last_heartbeat_time) <= limit:
+        return None
+    return f"lost (its worker {worker_name!r} stopped sending heartbeats)"
+
+
+def _age(moment: datetime) -> float:
+    return (datetime.now(UTC) - moment).total_seconds()
 
 
 def lost_after(heartbeat_interval_seconds: float | None) -> float:
@@ -212,8 +230,7 @@ async def run_shards(
                 reason: str | None = None
                 if kind in _FAILED:
                     reason = f"{flow_run.state.name if flow_run.state else kind}"
-                elif kind in _ACTIVE_ON_WORKER and not await _worker_alive(client, flow_run, stale_after):
-                    reason = "lost (its worker stopped sending heartbeats)"
+                elif kind in _ACTIVE_ON_WORKER and (reason := await _lost(client, flow_run, stale_after)):
                     await client.set_flow_run_state(
                         shard.flow_run_id, Crashed(message="doccheck: the worker running this shard is gone"),
                         force=True,

@@ -162,7 +162,12 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     assert victim is not None, f"no shard was seen running mid-way: {seen[::10]}; worker logs:\n{logs}"
 
     thread.join(timeout=360)
-    assert not thread.is_alive(), f"the parent flow did not finish; worker logs:\n{logs}"
+    if thread.is_alive():
+        shard_runs = [(r.parameters.get("shard"), r.state_name, (r.labels or {}).get("prefect.worker.name"))
+                      for r in _shard_runs(pool)]  # fmt: skip
+        logs = "\n".join(f"--- {w.name}\n{w.log()[-3000:]}" for w in workers)
+        pytest.fail(f"the parent flow did not finish; killed {victim.name}; shard runs (shard, state, worker): "
+                    f"{shard_runs}; worker logs now:\n{logs}")  # fmt: skip
     assert "error" not in outcome, f"{outcome.get('error')!r}\n{logs}"
     summary = outcome["summary"]
 

@@ -22,9 +22,11 @@ from prefect_doccheck.flows.shard import SHARD_RESULT_DESCRIPTION
 class FakeAPI:
     """Flow runs whose states follow a script per (shard, attempt)."""
 
-    def __init__(self, script: dict[tuple[int, int], list[StateType]], worker_beat_age: dict[str, float]) -> None:
+    def __init__(self, script: dict[tuple[int, int], list[StateType]], worker_beat_age: dict[str, float],
+                 nameless: dict[tuple[int, int], float] | None = None) -> None:  # fmt: skip
         self.script = script
         self.beat_age = worker_beat_age
+        self.nameless = nameless or {}  # (shard, attempt): age of its state; taken by no named worker
         self.runs: dict[UUID, dict[str, Any]] = {}
         self.keys: list[str] = []
         self.forced: list[tuple[UUID, str]] = []
@@ -50,10 +52,14 @@ class FakeAPI:
         run["polls"] += 1
         if run.get("crashed"):
             kind = StateType.CRASHED
-        worker = f"w{run['shard'] % 2}"
+        labels = {"prefect.worker.name": f"w{run['shard'] % 2}"}
+        age = self.nameless.get((run["shard"], run["attempt"]))
+        if age is not None:
+            labels = {}
+        stamp = datetime.now(UTC) - timedelta(seconds=age or 0)
         return SimpleNamespace(
-            id=run_id, state=SimpleNamespace(type=kind, name=kind.value.title()),
-            labels={"prefect.worker.name": worker}, work_pool_name="pool",
+            id=run_id, state=SimpleNamespace(type=kind, name=kind.value.title(), timestamp=stamp),
+            labels=labels, work_pool_name="pool",
         )  # fmt: skip
 
     async def read_workers_for_work_pool(self, pool: str) -> list[Any]:
@@ -104,6 +110,24 @@ def test_a_shard_on_a_silent_worker_is_crashed_and_rerun(monkeypatch: pytest.Mon
     assert api.keys[-1] == "parent:run1:shard-1:retry-1"
     assert [state for _, state in api.forced] == ["CRASHED"]
     assert total.total == 20
+
+
+def test_a_shard_pending_under_no_worker_name_too_long_is_crashed_and_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its worker died between taking it (PENDING) and naming itself on it: nothing else would end it."""
+    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "30")
+    api = FakeAPI({(1, 0): [StateType.PENDING] * 100}, {"w0": 0, "w1": 0}, nameless={(1, 0): 31})
+    total = _run(api, monkeypatch, 2)
+    assert api.keys[-1] == "parent:run1:shard-1:retry-1"
+    assert [state for _, state in api.forced] == ["CRASHED"]
+    assert total.total == 20
+
+
+def test_a_shard_pending_briefly_under_no_worker_name_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "30")
+    script = {(0, 0): [StateType.PENDING, StateType.PENDING, StateType.RUNNING, StateType.COMPLETED]}
+    api = FakeAPI(script, {"w0": 0, "w1": 0}, nameless={(0, 0): 5})
+    assert _run(api, monkeypatch, 2).total == 20
+    assert len(api.keys) == 2 and not api.forced
 
 
 def test_shards_failed_after_their_retries(monkeypatch: pytest.MonkeyPatch) -> None:
