@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, literal, tuple_
 from sqlalchemy import select as core_select
@@ -23,7 +23,7 @@ from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of
 from doccheck.ledger.money import money_of_checks
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
-from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
+from doccheck.ledger.tables import CheckCostRow, DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 #: Not a report table: each chunk of documents of :func:`iter_report_chunks` also holds, under
 #: this name, one row per document with what the writers join into its rows (``metadata``, its
@@ -73,12 +73,17 @@ REPORT_CHUNK = 1000
 
 REPORT_TABLES = ("submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches")
 
-_DOC_COLUMNS = (DocumentRow.id, DocumentRow.document_id, DocumentRow.row_number, DocumentRow.mode,
-                DocumentRow.idempotency_key, DocumentRow.products, DocumentRow.words,
-                DocumentRow.doc_metadata)  # fmt: skip
-_SUB_COLUMNS = (SubmissionRow.idempotency_key, SubmissionRow.state, SubmissionRow.check_id, SubmissionRow.mode,
-                SubmissionRow.words, SubmissionRow.error_code, SubmissionRow.error_message,
-                SubmissionRow.cost_cents, SubmissionRow.submitted_at)  # fmt: skip
+_DOC_COLUMNS = tuple(getattr(DocumentRow, f).label(f) for f in ("id", "document_id", "row_number", "mode",
+                      "idempotency_key", "products", "words", "doc_metadata"))  # fmt: skip
+_costs = table_of(CheckCostRow)
+_SUB_FIELDS = ("idempotency_key", "state", "check_id", "mode", "words", "error_code", "error_message",
+               "cost_cents", "submitted_at")  # fmt: skip
+#: A document's submission and its check's money, read in the documents' own query (LEFT JOINs on
+#: unique keys: one row a document). Why: two more round trips a chunk with 1,000 keys each, ~2.5 s
+#: of a 100,000-document rerun on PostgreSQL (issue 28).
+_JOINED_COLUMNS = (*(getattr(SubmissionRow, f).label(f"sub_{f}") for f in _SUB_FIELDS),
+                   _costs.c.check_id.label("cost_check_id"), _costs.c.charged_cents.label("cost_charged"),
+                   _costs.c.refunded_cents.label("cost_refunded"))  # fmt: skip
 # Never ``raw`` (the whole check JSON): only the columns the report shows.
 _OUTCOME_COLUMNS = (OutcomeRow.check_id, OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched,
                     OutcomeRow.score, OutcomeRow.label, OutcomeRow.matched_words, OutcomeRow.source_count,
@@ -136,38 +141,74 @@ def iter_report_chunks(
     yield {"cohort_matches": matches}
 
 
+def _with_submissions(s: Session, documents: Any) -> Sequence[Any]:
+    """One chunk of documents (``documents``: their query, limited and ordered), each row with
+    its submission and its check's money (:data:`_JOINED_COLUMNS`), in the same order.
+
+    The chunk is limited *before* the joins: when the planner misjudges a new run's size
+    (its rows were just written, its statistics are not), a join under the limit was made for
+    every remaining document of the run before the top rows were kept, 21 s of a rerun."""
+    docs = documents.subquery()
+    stmt = (
+        core_select(docs, *_JOINED_COLUMNS)
+        .select_from(docs)
+        .outerjoin(SubmissionRow, col(SubmissionRow.idempotency_key) == docs.c.idempotency_key)
+        .outerjoin(_costs, _costs.c.check_id == col(SubmissionRow.check_id))
+        .order_by(docs.c.row_number, docs.c.id)
+    )
+    return s.execute(stmt).all()
+
+
 def _unnumbered_documents(s: Session, rid: str, last: tuple[int, int] | None, size: int) -> Sequence[Any]:
     """The next documents of the run without a row number, by id."""
-    stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid, col(DocumentRow.row_number).is_(None))  # type: ignore[call-overload]
+    stmt = core_select(*_DOC_COLUMNS).where(col(DocumentRow.run_id) == rid, col(DocumentRow.row_number).is_(None))
     if last is not None:
         stmt = stmt.where(col(DocumentRow.id) > last[1])
-    return s.execute(stmt.order_by(col(DocumentRow.id)).limit(size)).all()
+    return _with_submissions(s, stmt.order_by(col(DocumentRow.id)).limit(size))
 
 
 def _numbered_documents(s: Session, rid: str, last: tuple[int, int] | None, size: int) -> Sequence[Any]:
     """The next documents of the run by (row number, id): a range of the (run, row number) index,
     not the run's rows sorted for each chunk (issue 28: a term is 100 chunks of 1,000)."""
-    stmt = select(*_DOC_COLUMNS).where(DocumentRow.run_id == rid, col(DocumentRow.row_number).is_not(None))  # type: ignore[call-overload]
+    stmt = core_select(*_DOC_COLUMNS).where(col(DocumentRow.run_id) == rid, col(DocumentRow.row_number).is_not(None))
     if last is not None:
         stmt = stmt.where(tuple_(col(DocumentRow.row_number), col(DocumentRow.id)) > tuple_(*map(literal, last)))
-    return s.execute(stmt.order_by(col(DocumentRow.row_number), col(DocumentRow.id)).limit(size)).all()
+    return _with_submissions(s, stmt.order_by(col(DocumentRow.row_number), col(DocumentRow.id)).limit(size))
+
+
+class _Submission(NamedTuple):
+    """The submission columns a report row shows (``sub_*`` of a document's joined row)."""
+
+    idempotency_key: str
+    state: str
+    check_id: str | None
+    mode: str | None
+    words: int | None
+    error_code: str | None
+    error_message: str | None
+    cost_cents: int | None
+    submitted_at: Any
 
 
 def _chunk_lookups(
     s: Session, docs: Sequence[Any]
-) -> tuple[dict[str, Any], dict[tuple[str, str], Any], dict[str, tuple[int, int]]]:
-    """The submissions, outcomes and money of one chunk of documents (three queries)."""
-    keys = [d.idempotency_key for d in docs]
-    sub_stmt = select(*_SUB_COLUMNS).where(one_of(col(SubmissionRow.idempotency_key), keys, s))  # type: ignore[call-overload]
-    subs = {r.idempotency_key: r for r in s.execute(sub_stmt).all()}
+) -> tuple[dict[str, _Submission], dict[tuple[str, str], Any], dict[str, tuple[int, int]]]:
+    """The submissions and money of one chunk of documents (from their joined rows), and
+    their outcomes (one query)."""
+    subs: dict[str, _Submission] = {}
+    money: dict[str, tuple[int, int]] = {}
+    for d in docs:
+        if d.sub_idempotency_key is None:
+            continue
+        sub = _Submission(*(getattr(d, f"sub_{f}") for f in _SUB_FIELDS))
+        subs[sub.idempotency_key] = sub
+        if sub.state == SubmissionState.SUBMITTED and sub.check_id and d.cost_check_id is not None:
+            money[sub.check_id] = (int(d.cost_charged or 0), int(d.cost_refunded or 0))
     check_ids = sorted({r.check_id for r in subs.values() if r.check_id})
     outcomes = {
         (o.check_id, o.product): o
         for o in s.execute(select(*_OUTCOME_COLUMNS).where(one_of(col(OutcomeRow.check_id), check_ids, s))).all()  # type: ignore[call-overload]
     } if check_ids else {}  # fmt: skip
-    money = money_of_checks(
-        s.connection(), (r.check_id for r in subs.values() if r.state == SubmissionState.SUBMITTED and r.check_id)
-    )
     return subs, outcomes, money
 
 
