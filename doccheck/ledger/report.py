@@ -76,8 +76,24 @@ REPORT_TABLES = ("submissions", "ai_results", "similarity_results", "similarity_
 _DOC_COLUMNS = tuple(getattr(DocumentRow, f).label(f) for f in ("id", "document_id", "row_number", "mode",
                       "idempotency_key", "products", "words", "doc_metadata"))  # fmt: skip
 _costs = table_of(CheckCostRow)
-_SUB_FIELDS = ("idempotency_key", "state", "check_id", "mode", "words", "error_code", "error_message",
-               "cost_cents", "submitted_at")  # fmt: skip
+
+
+class _Submission(NamedTuple):
+    """The submission columns a report row shows (``sub_*`` of a document's joined row)."""
+
+    idempotency_key: str
+    state: str
+    check_id: str | None
+    mode: str | None
+    words: int | None
+    error_code: str | None
+    error_message: str | None
+    cost_cents: int | None
+    submitted_at: Any
+
+
+_SUB_FIELDS = _Submission._fields
+
 #: A document's submission and its check's money, read in the documents' own query (LEFT JOINs on
 #: unique keys: one row a document). Why: two more round trips a chunk with 1,000 keys each, ~2.5 s
 #: of a 100,000-document rerun on PostgreSQL (issue 28).
@@ -176,18 +192,8 @@ def _numbered_documents(s: Session, rid: str, last: tuple[int, int] | None, size
     return _with_submissions(s, stmt.order_by(col(DocumentRow.row_number), col(DocumentRow.id)).limit(size))
 
 
-class _Submission(NamedTuple):
-    """The submission columns a report row shows (``sub_*`` of a document's joined row)."""
-
-    idempotency_key: str
-    state: str
-    check_id: str | None
-    mode: str | None
-    words: int | None
-    error_code: str | None
-    error_message: str | None
-    cost_cents: int | None
-    submitted_at: Any
+#: Where a joined row's ``sub_*`` columns are: after the document's own.
+_SUB_AT = slice(len(_DOC_COLUMNS), len(_DOC_COLUMNS) + len(_SUB_FIELDS))
 
 
 def _chunk_lookups(
@@ -200,7 +206,7 @@ def _chunk_lookups(
     for d in docs:
         if d.sub_idempotency_key is None:
             continue
-        sub = _Submission(*(getattr(d, f"sub_{f}") for f in _SUB_FIELDS))
+        sub = _Submission._make(d[_SUB_AT])
         subs[sub.idempotency_key] = sub
         if sub.state == SubmissionState.SUBMITTED and sub.check_id and d.cost_check_id is not None:
             money[sub.check_id] = (int(d.cost_charged or 0), int(d.cost_refunded or 0))
