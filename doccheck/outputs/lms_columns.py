@@ -116,7 +116,7 @@ def mark_new(
 
     with ledger.session() as s:
         run = s.get(RunRow, run_id)
-        window = (run.started_at, run.finished_at) if run is not None else None
+        window = (_aware(run.started_at), _aware(run.finished_at)) if run is not None else None
     for part in chunks:
         subs = part.get("submissions")
         keys = [str(r["idempotency_key"]) for r in subs or [] if r.get("check_id") and r.get("idempotency_key")]
@@ -134,10 +134,11 @@ def mark_new(
         yield {**part, "submissions": marked}
 
 
-def _within(moment: datetime | None, window: tuple[datetime, datetime | None]) -> bool | None:
+def _within(moment: datetime | None, window: tuple[datetime | None, datetime | None]) -> bool | None:
+    """Whether ``moment`` is in the run's ``window`` (both ends made UTC-aware once, by the caller)."""
     if moment is None:
         return None
-    start, end = (_aware(w) for w in window)
+    start, end = window
     at = _aware(moment)
     assert at is not None and start is not None
     return start <= at and (end is None or at <= end)
