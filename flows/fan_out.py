@@ -11,9 +11,10 @@ ends FAILED, CRASHED or CANCELLED, or when it is *lost*: RUNNING or PENDING on a
 that stopped sending heartbeats (its machine died with it; Prefect itself would show it
 RUNNING forever), or PENDING under no worker's name for as long (its worker died between
 taking it and naming itself). The lost run is marked CRASHED first so the UI tells the
-truth. A shard still SCHEDULED after ``DOCCHECK_SHARD_PICKUP_SECONDS`` (default 600) was taken by no worker
-of its pool (none running, or all full): it is cancelled and started again, and once out of
-retries the parent fails naming the shard and the pool, instead of waiting for ever.
+truth. A shard still SCHEDULED after ``DOCCHECK_SHARD_PICKUP_SECONDS`` (default 600) was
+taken by no worker of its pool (none running, or all full): it is cancelled and started
+again, and once out of retries the parent fails naming the shard and the pool, instead of
+waiting for ever.
 Re-running is safe because the ledger's claims and reconciliation keep every key to one
 check, whatever the old run managed to send.
 
@@ -125,15 +126,17 @@ async def _lost(client: Any, flow_run: FlowRun, stale_after: float | None) -> st
     pool = flow_run.work_pool_name
     if not pool:
         return None  # not on a work pool: nothing to judge
-    workers = await client.read_workers_for_work_pool(pool)
+    state = flow_run.state
     if not worker_name:
-        if flow_run.state is None or flow_run.state.type != StateType.PENDING:
-            return None  # not (yet) taken by a worker
+        if state is None or state.type != StateType.PENDING:
+            return None  # no worker to ask about, and not waiting on one
+        workers = await client.read_workers_for_work_pool(pool)
         intervals = [w.heartbeat_interval_seconds for w in workers if w.heartbeat_interval_seconds]
         limit = stale_after if stale_after is not None else lost_after(max(intervals, default=None))
-        if _age(flow_run.state.timestamp) <= limit:
+        if _age(state.timestamp) <= limit:
             return None
         return f"lost (PENDING for over {limit:g} s and no worker ever named itself on it)"
+    workers = await client.read_workers_for_work_pool(pool)
     worker = next((w for w in workers if w.name == worker_name), None)
     if worker is None:
         return f"lost (its worker {worker_name!r} is gone from pool {pool!r})"

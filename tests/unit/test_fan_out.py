@@ -103,22 +103,25 @@ def test_a_failed_shard_is_started_again_under_a_retry_key(monkeypatch: pytest.M
     assert total.total == 20 and not api.forced
 
 
-def test_a_shard_on_a_silent_worker_is_crashed_and_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
-    """w1 (odd shards) stopped sending heartbeats 10 min ago: its running shard is lost."""
-    api = FakeAPI({(1, 0): [StateType.RUNNING] * 100}, {"w0": 0, "w1": 600})
-    total = _run(api, monkeypatch, 2)
-    assert api.keys[-1] == "parent:run1:shard-1:retry-1"
-    assert [state for _, state in api.forced] == ["CRASHED"]
-    assert total.total == 20
-
-
-def test_a_shard_pending_under_no_worker_name_too_long_is_crashed_and_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its worker died between taking it (PENDING) and naming itself on it: nothing else would end it."""
+@pytest.mark.parametrize(
+    ("state", "beat_age", "nameless"),
+    [
+        # w1 (odd shards) stopped sending heartbeats 10 min ago: its running shard is lost.
+        (StateType.RUNNING, {"w0": 0, "w1": 600}, {}),
+        # Its worker died between taking it (PENDING) and naming itself on it: nothing else would end it.
+        (StateType.PENDING, {"w0": 0, "w1": 0}, {(1, 0): 31}),
+    ],
+    ids=["silent worker", "pending under no worker's name"],
+)
+def test_a_lost_shard_is_crashed_and_rerun(
+    monkeypatch: pytest.MonkeyPatch, state: StateType, beat_age: dict[str, float],
+    nameless: dict[tuple[int, int], float],
+) -> None:  # fmt: skip
     monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "30")
-    api = FakeAPI({(1, 0): [StateType.PENDING] * 100}, {"w0": 0, "w1": 0}, nameless={(1, 0): 31})
+    api = FakeAPI({(1, 0): [state] * 100}, beat_age, nameless=nameless)
     total = _run(api, monkeypatch, 2)
     assert api.keys[-1] == "parent:run1:shard-1:retry-1"
-    assert [state for _, state in api.forced] == ["CRASHED"]
+    assert [forced for _, forced in api.forced] == ["CRASHED"]
     assert total.total == 20
 
 
