@@ -352,10 +352,10 @@ async def publish_run_artifacts(
 ) -> dict[str, UUID]:
     """Create the end-of-run artifacts from the run's Parquet reports: the outcome table,
     the summary markdown and the score histogram (also saved as ``scores.png`` in the
-    run folder). Returns kind → artifact id. Only the PNG file is best effort (a write
-    error is logged); an artifact the Prefect API refuses raises and so fails the flow
-    run, after the Parquet reports are already written (``collect_results`` rebuilds the
-    artifacts from them)."""
+    run folder; none while the run has no score yet). Returns kind → artifact id. Only the
+    PNG file is best effort (a write error is logged); an artifact the Prefect API refuses
+    raises and so fails the flow run, after the Parquet reports are already written
+    (``collect_results`` rebuilds the artifacts from them)."""
     from prefect.artifacts import acreate_image_artifact, acreate_markdown_artifact, acreate_table_artifact
 
     campaign = str(summary.get("campaign") or "run")
@@ -365,11 +365,12 @@ async def publish_run_artifacts(
     created: dict[str, UUID] = {}
 
     image_path: Path | None = None
-    png = score_histogram_png(
-        (r.get("score") for r in tables.get("ai_results", [])),
-        (r.get("score") for r in tables.get("similarity_results", [])),
-    )
-    if report_dir:
+    ai_scores = [r.get("score") for r in tables.get("ai_results", []) if r.get("score") is not None]
+    similarity_scores = [r.get("score") for r in tables.get("similarity_results", []) if r.get("score") is not None]
+    # No score yet (a ``--no-wait`` run): no histogram of nothing, and no matplotlib (~0.5 s of
+    # the run's fixed cost); ``collect-results`` draws it when the results are in.
+    png = score_histogram_png(ai_scores, similarity_scores) if ai_scores or similarity_scores else None
+    if report_dir and png is not None:
         image_path = Path(report_dir) / SCORES_PNG
         try:
             image_path.write_bytes(png)
@@ -387,10 +388,11 @@ async def publish_run_artifacts(
         key=artifact_key(campaign, None, prefix),
         description=f"{prefix} {campaign}: run summary",
     )
-    created["scores"] = await acreate_image_artifact(
-        image_url=png_data_url(png),
-        key=artifact_key(campaign, "scores", prefix),
-        description=f"{prefix} {campaign}: histogram of AI and similarity scores",
-    )
+    if png is not None:
+        created["scores"] = await acreate_image_artifact(
+            image_url=png_data_url(png),
+            key=artifact_key(campaign, "scores", prefix),
+            description=f"{prefix} {campaign}: histogram of AI and similarity scores",
+        )
     log.info("artifacts for %s: %s", campaign, ", ".join(created))
     return created

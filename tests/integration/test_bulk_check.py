@@ -336,3 +336,8 @@ def test_flow_runs_are_visible_in_prefect(
     for record in (runs, task_runs, logs, events):
         seen = json.dumps(record)
         assert ESSAY[:60] not in seen and "trees and shade" not in seen
+    # No score yet (wait=False): the outcomes and the summary, no histogram of nothing.
+    artifacts = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [runs[0]["id"]]}}})
+    keys = {a["key"] or "" for a in artifacts.json()}
+    assert any(k.endswith("-outcomes") for k in keys) and not any(k.endswith("-scores") for k in keys), keys
+    assert not list((tmp_path / "reports").rglob("scores.png"))
