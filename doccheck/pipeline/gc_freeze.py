@@ -1,7 +1,8 @@
 """A batch's garbage-collection pause: full passes skip the objects that existed before it.
 
 Why a module of its own: it is a process-wide setting (``gc.freeze``) that the submitter
-turns on for the length of one batch; kept apart so that its one effect is easy to find.
+turns on for the length of one batch, and ``run_checks`` for its summary and reports; kept
+apart so that its one effect is easy to find.
 """
 
 from __future__ import annotations

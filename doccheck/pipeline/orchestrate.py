@@ -33,6 +33,7 @@ from doccheck.ledger import Ledger
 from doccheck.pipeline.batches import BatchRef, PlanRecording, RecordedPlan, start_recording
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
+from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
 from doccheck.pipeline.summary import RunSummary, money_fields, with_export_rejections
@@ -191,8 +192,13 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
         await steps.apply_events()
     observer.waited(waited)
 
-    summary = close_run(steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started)
-    summary = await steps.write_outputs(summary, options)
+    # The reports allocate a row a document beside everything the run left alive: full passes of
+    # the garbage collector skip the older objects, as while submitting (~25 % of the reports' time).
+    with collections_skip_older_objects():
+        summary = close_run(
+            steps.ledger, prepared, batch=total, waited=waited, wait=options.waiting.wait, started=started
+        )
+        summary = await steps.write_outputs(summary, options)
     if summary.report_dir:  # stored again so that purge finds the folders it must remove
         steps.ledger.finish_run(prepared.run_id, status=summary.status, summary=summary.model_dump(mode="json"))
     return summary

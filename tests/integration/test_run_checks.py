@@ -104,3 +104,36 @@ def test_prepared_batches_are_refs_without_texts(tmp_path: Path) -> None:
     assert all(isinstance(b, BatchRef) for b in prepared.batches) and len(prepared.batches) == 5
     assert prepared.documents == 22 and prepared.products == 44 and prepared.cohort["pairs"] >= 1
     assert ESSAY[:40] not in repr(prepared)
+
+
+class _FreezeWatchingSteps(LocalSteps):
+    """LocalSteps that note whether older objects are frozen while the reports are written."""
+
+    frozen_while_writing: int = -1
+
+    async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
+        import gc
+
+        self.frozen_while_writing = gc.get_freeze_count()
+        return await super().write_outputs(summary, options)
+
+
+def test_reports_are_written_with_older_objects_frozen(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Full collections skip what the run left alive while its reports are written (their
+    time), and everything is collectable again once they are."""
+    import gc
+
+    key = emulator.new_account()
+    options = _options(_manifest(tmp_path), f"gc-{uuid.uuid4().hex[:8]}", tmp_path / "out")
+    options = options.model_copy(update={"waiting": WaitingOptions(wait=False)})
+
+    async def run() -> tuple[RunSummary, _FreezeWatchingSteps]:
+        async with AsyncDocCheckClient(emulator.base_url, key) as client:
+            steps = _FreezeWatchingSteps(ledger, client)
+            return await run_checks(options, steps), steps
+
+    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
+        assert gc.get_freeze_count() == 0
+        summary, steps = asyncio.run(run())
+    assert summary.report_dir and steps.frozen_while_writing > 0
+    assert gc.get_freeze_count() == 0
