@@ -28,9 +28,12 @@ The command's CPU a document at the margin (user + system of the subprocess, ``g
 printed too: on a shared machine it moves far less with the load than the wall clock does.
 
 Marginal throughput is ``(large - small) / (t_large - t_small)`` documents a second; the ratio is
-the command's over the raw loop's, measured in the same minutes (target ≥ 0.9). Fixed cost is
-``t_small - small / marginal``: what the command costs beyond its documents (target ≤ 3 s without
-a server, ≤ 5 s with one).
+the command's over the raw loop's, measured in the same minutes (target ≥ 0.9). The "fixed s"
+column is ``t_small - small / marginal``: what the command costs beyond its documents, as the two
+sizes extrapolate it. The issue's fixed cost is that of a 10-document run (target ≤ 3 s without a
+server, ≤ 5 s with one): ``--fixed-runs N`` times ``doccheck run`` of a fresh 10-row manifest in each
+mode, after the rounds, and prints their median and range (a single run says little: with a server
+on SQLite, some runs wait ~2 s more, see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import asyncio
 import contextlib
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -139,6 +143,7 @@ def main() -> None:
     parser.add_argument("--modes", default="no-server,server")
     parser.add_argument("--ledgers", default="sqlite,postgres")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--fixed-runs", type=int, default=5, help="10-document runs a mode (0: none)")
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -200,6 +205,19 @@ def main() -> None:
                             1000 * (large_cpu - small_cpu) / (args.large - args.small)
                         )
 
+        fixed_runs: dict[str, list[float]] = {}
+        for ledger in ledgers if args.fixed_runs > 0 else []:
+            for mode in modes:
+                run_env = {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env
+                for label, tree in [("", ROOT)] + ([("before: ", args.baseline.resolve())] if args.baseline else []):
+                    for _ in range(args.fixed_runs):
+                        database_url = (fresh_database(pg_url) if ledger == "postgres" and pg_url
+                                        else f"sqlite:///{folder / f'fixed-{counter}.db'}")  # fmt: skip
+                        fixed_runs.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append(
+                            timed_command(manifest(10), database_url=database_url, out=folder / "reports",
+                                          concurrency=args.concurrency, env=run_env, tree=tree)
+                        )  # fmt: skip
+
         raw_rate = max(rate for rate, _ in results["raw httpx loop"])
         print(
             f"\n{args.small} vs {args.large} documents, concurrency {args.concurrency}, "
@@ -211,6 +229,12 @@ def main() -> None:
             each = ", ".join(f"{r:.0f}" for r, _ in figures)
             cpu = f"{min(cpu_ms[name]):10.2f}" if name in cpu_ms else f"{'':10s}"
             print(f"  {name:46s} {rate:8.0f} {rate / raw_rate:6.2f} {fixed:8.1f} {cpu}   {each}")
+        if fixed_runs:
+            print(f"\n10-document runs, {args.fixed_runs} a mode (the issue's fixed cost), seconds:")
+            print(f"  {'':46s} {'median':>8s} {'min':>6s} {'max':>6s}   each")
+            for name, times in fixed_runs.items():
+                each = ", ".join(f"{t:.1f}" for t in times)
+                print(f"  {name:46s} {statistics.median(times):8.2f} {min(times):6.2f} {max(times):6.2f}   {each}")
 
 
 if __name__ == "__main__":
