@@ -26,7 +26,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import Any
 
-from prefect import flow, get_run_logger, tags
+from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NONE
 
@@ -55,6 +55,7 @@ from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import publish_report_link
 from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import check_service
+from prefect_doccheck.tasks.run_tags import tag_flow_run
 from prefect_doccheck.tasks.steps import FlowObserver, TaskSteps, log_plan
 
 
@@ -115,8 +116,8 @@ async def bulk_check(
     check_shared_ledger(db_url, submission.shards)  # shards > 1 on SQLite: the fix, before anything is recorded
     await check_service(base, key_source)
 
+    await tag_flow_run(f"campaign:{source.campaign_name}")  # the flow run's, not its task runs' (see run_tags)
     async with AsyncExitStack() as stack:
-        stack.enter_context(tags(f"campaign:{source.campaign_name}"))
         steps = TaskSteps(base_url=base, database_url=db_url, key_source=key_source, logger=logger)
         summary = await run_checks(options, steps, FlowObserver(logger, stack, wait=waiting.wait))
         summary.orchestration = "Prefect flow run"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from prefect import flow, get_run_logger, tags
+from prefect import flow, get_run_logger
 
 from doccheck.client import ConfigurationError
 from doccheck.outputs.calibration import rules_from_params
@@ -31,6 +31,7 @@ from prefect_doccheck.tasks.credentials import (
 from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
 from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
+from prefect_doccheck.tasks.run_tags import tag_flow_run
 
 
 def _flow_run_name() -> str:
@@ -67,33 +68,31 @@ async def collect_results(
     db_url = resolve_database_url(database_url)
     ledger = ledger_for(db_url)
     run, earlier = runs_to_collect(ledger, campaign=campaign, run_id=run_id)
-    with tags(f"campaign:{run.campaign}"):
-        polled = await poll_results(
-            run.id if run_id else None,
-            campaign=None if run_id else run.campaign,
-            base_url=base,
-            database_url=db_url,
-            api_key_block=key_source,
-        )
-        logger.info(
-            "polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors)
-        )
-        for other in earlier:  # latest/ stays the latest run's: only its complete folder is swapped in
-            write_run_reports(db_url, other, out_dir, run_label(run.campaign, other), latest=False)
-        # staged: the folder and latest/ are published by the instructor report, once complete
-        paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id), staged=True)
-        summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
-                                    started=started)  # fmt: skip
-        summary.orchestration = "Prefect flow run"
-        summary.poll_errors = describe_poll_errors(polled.errors)
-        outputs = await instructor_report(
-            summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
-            base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,
-            rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
-        )  # fmt: skip
-        summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
-        logger.info("summary: %s", summary.model_dump_json())
-        await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
-        emit_run_events(summary)  # flags found since the run, and whether it is complete now
-        await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
-        return summary
+    await tag_flow_run(f"campaign:{run.campaign}")  # the flow run's, not its task runs' (see run_tags)
+    polled = await poll_results(
+        run.id if run_id else None,
+        campaign=None if run_id else run.campaign,
+        base_url=base,
+        database_url=db_url,
+        api_key_block=key_source,
+    )
+    logger.info("polled %d checks, %d products updated, %d errors", polled.polled, polled.updated, len(polled.errors))
+    for other in earlier:  # latest/ stays the latest run's: only its complete folder is swapped in
+        write_run_reports(db_url, other, out_dir, run_label(run.campaign, other), latest=False)
+    # staged: the folder and latest/ are published by the instructor report, once complete
+    paths = write_run_reports(db_url, run.id, out_dir, run_label(run.campaign, run.id), staged=True)
+    summary = collected_summary(ledger, run, paths, by_campaign=not run_id, runs_collected=1 + len(earlier),
+                                started=started)  # fmt: skip
+    summary.orchestration = "Prefect flow run"
+    summary.poll_errors = describe_poll_errors(polled.errors)
+    outputs = await instructor_report(
+        summary.report_dir, summary.latest_dir, campaign=run.campaign, run_id=run.id, database_url=db_url,
+        base_url=base, api_key_block=key_source, download=as_list(download), status=summary.status,
+        rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
+    )  # fmt: skip
+    summary.report_html, summary.downloads = outputs["report_html"], outputs["downloads"]
+    logger.info("summary: %s", summary.model_dump_json())
+    await publish_run_artifacts(summary.model_dump(mode="json"), prefix="collect-results")
+    emit_run_events(summary)  # flags found since the run, and whether it is complete now
+    await publish_report_link(outputs["report_html"], run.campaign, prefix="collect-results")
+    return summary

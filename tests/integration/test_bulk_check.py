@@ -329,7 +329,10 @@ def test_flow_runs_are_visible_in_prefect(
         if overlap
         else "record and submit " + manifest not in names
     )
-    assert all(f"campaign:{campaign}" in t["tags"] for t in task_runs if t["name"] in sending)
+    # The campaign tags the flow run; its task runs carry no tag, so Prefect makes no tag-concurrency
+    # round trip for them (which a SQLite-backed server may refuse, for a 2 s retry: tasks/run_tags.py).
+    assert f"campaign:{campaign}" in runs[0]["tags"]
+    assert not any(t["tags"] for t in task_runs), [t["tags"] for t in task_runs]
     logs = httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json()
     events = server_events(api, ["prefect.flow-run.", "prefect.task-run."])
     assert any(e["resource"]["prefect.resource.id"] == f"prefect.flow-run.{runs[0]['id']}" for e in events)
