@@ -4,7 +4,9 @@ charges, and service = ledger = report (or the documents that cannot be proven a
 ``in_doubt`` with the next step and the run exits 3, never resent).
 
 Real processes, as in test_keys_in_flight.py (whose crash script and helpers this reuses):
-the run is stalled at its 4th recorded answer while requests are in flight, then killed.
+the run is stalled at its 4th recorded answer while requests are in flight, then killed. On
+SQLite for every profile; on PostgreSQL for the two whose money differs (a key refused for
+reuse, a price known at completion).
 """
 
 from __future__ import annotations
@@ -61,11 +63,23 @@ def _crash(emulator: EmulatorHandle, key: str, manifest: Path, database_url: str
 def test_sigkill_then_resume_past_the_retention_bills_each_document_once(
     prefect_server: Any, emulator: EmulatorHandle, profile: str, tmp_path: Path
 ) -> None:
+    _sigkill_then_resume(emulator, profile, f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path)
+
+
+@pytest.mark.parametrize("profile", ["reuse-refused", "price-at-completion"])
+def test_on_postgres_the_report_bills_what_the_service_charged(
+    prefect_server: Any, emulator: EmulatorHandle, postgres_database: str, profile: str, tmp_path: Path
+) -> None:
+    """The same kill and resume on a PostgreSQL ledger: the report's net (and the ledger's) equals
+    what the service charged, a key refused for reuse or a price known only at completion."""
+    _sigkill_then_resume(emulator, profile, postgres_database, tmp_path)
+
+
+def _sigkill_then_resume(emulator: EmulatorHandle, profile: str, database_url: str, tmp_path: Path) -> None:
     key = emulator.new_account()
     emulator.set_profile(profile, api_key=key)
     n_docs = 20
     manifest = write_manifest(tmp_path, n_docs)
-    database_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     _crash(emulator, key, manifest, database_url, tmp_path)
     at_crash = emulator.account_state(key)["checks"]
     emulator.advance(2 * 86400)  # past the 24 h key retention: a resend would bill again
