@@ -108,6 +108,7 @@ async def bulk_check(
     if dry_run:
         return await _dry_run(options, logger)
 
+    await tag_flow_run(f"campaign:{source.campaign_name}")  # the flow run's, not its task runs' (see run_tags)
     # Fail fast on configuration before anything is recorded or sent.
     key_source = await resolve_credentials(credentials, api_key_block)
     base = resolve_base_url(connection.base_url or base_url_of(key_source))
@@ -116,7 +117,6 @@ async def bulk_check(
     check_shared_ledger(db_url, submission.shards)  # shards > 1 on SQLite: the fix, before anything is recorded
     await check_service(base, key_source)
 
-    await tag_flow_run(f"campaign:{source.campaign_name}")  # the flow run's, not its task runs' (see run_tags)
     async with AsyncExitStack() as stack:
         steps = TaskSteps(base_url=base, database_url=db_url, key_source=key_source, logger=logger)
         summary = await run_checks(options, steps, FlowObserver(logger, stack, wait=waiting.wait))
