@@ -411,8 +411,7 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
             creation_cost.setdefault(check_id, int(cost or 0))
             if costed is not None:
                 found[check_id] = (int(charged_cents or 0), int(refunded_cents or 0))
-    ids = list(creation_cost)
-    charged = sum(c for _, (c, _r) in found.items()) + sum(v for k, v in creation_cost.items() if k not in found)
+    charged = sum(c for c, _ in found.values()) + sum(v for k, v in creation_cost.items() if k not in found)
     refunded = sum(r for _, r in found.values())
     by_status = s.execute(
         core_select(outs_t.c.product, outs_t.c.status, outs_t.c.fetched, func.count())
@@ -426,7 +425,7 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
         "rejected": n_rejected,
         "submissions": dict(states),
         "products": dict(products),
-        "checks": len(ids),
+        "checks": len(creation_cost),
         "words": words,
         "estimated_cost_cents": estimated,
         "modes": dict(modes),
