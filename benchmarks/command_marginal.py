@@ -179,44 +179,35 @@ def main() -> None:
             counter += 1
             return write_manifest(folder / f"m{counter:03d}-{n}", n, seed=counter)
 
+        trees = [("", ROOT)] + ([("before: ", args.baseline.resolve())] if args.baseline else [])
+        cases = [  # (figure name, ledger, environment, checkout) of each command measured
+            (f"{label}doccheck run, {ledger}, {mode}", ledger,
+             {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env, tree)
+            for ledger in ledgers for mode in modes for label, tree in trees
+        ]  # fmt: skip
+
+        def command(n: int, ledger: str, run_env: dict[str, str], tree: Path) -> float:
+            """Seconds of one ``doccheck run`` of a fresh ``n``-row manifest into a fresh, empty ledger."""
+            path = manifest(n)
+            database_url = (fresh_database(pg_url) if ledger == "postgres" and pg_url
+                            else f"sqlite:///{folder / f'ledger-{counter}.db'}")  # fmt: skip
+            return timed_command(path, database_url=database_url, out=folder / "reports",
+                                 concurrency=args.concurrency, env=run_env, tree=tree)  # fmt: skip
+
         for _ in range(args.rounds):
             raw = (timed_raw(base_url, manifest(args.small), args.concurrency),
                    timed_raw(base_url, manifest(args.large), args.concurrency))  # fmt: skip
             results.setdefault("raw httpx loop", []).append(raw)
-            trees = [("", ROOT)] + ([("before: ", args.baseline.resolve())] if args.baseline else [])
-            for ledger in ledgers:
-                for mode in modes:
-                    run_env = {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env
-                    for label, tree in trees:
-                        times = []
-                        cpu_before = len(CPU_SECONDS)
-                        for n in (args.small, args.large):
-                            if ledger == "postgres" and pg_url:
-                                database_url = fresh_database(pg_url)
-                            else:
-                                database_url = f"sqlite:///{folder / f'ledger-{counter}.db'}"
-                            times.append(
-                                timed_command(manifest(n), database_url=database_url, out=folder / "reports",
-                                              concurrency=args.concurrency, env=run_env, tree=tree)
-                            )  # fmt: skip
-                        results.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append((times[0], times[1]))
-                        small_cpu, large_cpu = CPU_SECONDS[cpu_before:]
-                        cpu_ms.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append(
-                            1000 * (large_cpu - small_cpu) / (args.large - args.small)
-                        )
+            for name, ledger, run_env, tree in cases:
+                cpu_before = len(CPU_SECONDS)
+                times = (command(args.small, ledger, run_env, tree), command(args.large, ledger, run_env, tree))
+                results.setdefault(name, []).append(times)
+                small_cpu, large_cpu = CPU_SECONDS[cpu_before:]
+                cpu_ms.setdefault(name, []).append(1000 * (large_cpu - small_cpu) / (args.large - args.small))
 
         fixed_runs: dict[str, list[float]] = {}
-        for ledger in ledgers if args.fixed_runs > 0 else []:
-            for mode in modes:
-                run_env = {**env, "PREFECT_API_URL": api_url} if mode == "server" and api_url else env
-                for label, tree in [("", ROOT)] + ([("before: ", args.baseline.resolve())] if args.baseline else []):
-                    for _ in range(args.fixed_runs):
-                        database_url = (fresh_database(pg_url) if ledger == "postgres" and pg_url
-                                        else f"sqlite:///{folder / f'fixed-{counter}.db'}")  # fmt: skip
-                        fixed_runs.setdefault(f"{label}doccheck run, {ledger}, {mode}", []).append(
-                            timed_command(manifest(10), database_url=database_url, out=folder / "reports",
-                                          concurrency=args.concurrency, env=run_env, tree=tree)
-                        )  # fmt: skip
+        for name, ledger, run_env, tree in cases if args.fixed_runs > 0 else []:
+            fixed_runs[name] = [command(10, ledger, run_env, tree) for _ in range(args.fixed_runs)]
 
         print_figures(args, results, cpu_ms, fixed_runs)
 
