@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from doccheck.client._http import AsyncLeanClient, LeanClient
 from doccheck.client.retry import RetryMode
 
 #: From the installed distribution, not ``doccheck.__version__``: importing the package root from
@@ -72,7 +73,7 @@ async def _aiter_file(path: Path) -> AsyncIterator[bytes]:
             yield chunk
 
 
-def build_request(client: httpx.Client | httpx.AsyncClient, spec: RequestSpec, stack: ExitStack) -> httpx.Request:
+def build_request(client: LeanClient | AsyncLeanClient, spec: RequestSpec, stack: ExitStack) -> httpx.Request:
     """An ``httpx.Request`` for ``spec`` on ``client``; files opened here are closed by ``stack``."""
     headers = dict(spec.headers)
     kwargs: dict[str, Any] = {"params": spec.params, "headers": headers}
@@ -90,4 +91,5 @@ def build_request(client: httpx.Client | httpx.AsyncClient, spec: RequestSpec, s
         headers["Content-Length"] = str(spec.body_length())
         is_async = isinstance(client, httpx.AsyncClient)
         kwargs["content"] = _aiter_file(spec.body_path) if is_async else _iter_file(spec.body_path)
-    return client.build_request(spec.method, spec.path, **kwargs)
+    url = spec.path if spec.external else client.url_for(spec.path)
+    return client.build_request(spec.method, url, **kwargs)

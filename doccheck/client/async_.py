@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from tenacity import AsyncRetrying
 
 from doccheck.client import _core
+from doccheck.client._http import AsyncLeanClient
 from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.lanes import ConnectionLanes
 from doccheck.client.models import Check, CheckList, Upload, Webhook
@@ -57,8 +58,8 @@ class AsyncDocCheckClient:
         )
         if service["transport"] is None:  # the service's requests go through lanes (see .lanes)
             service["transport"] = ConnectionLanes(max_connections, verify=service["verify"])
-        self._http = httpx.AsyncClient(**service)
-        self._storage = httpx.AsyncClient(**storage)
+        self._http = AsyncLeanClient(**service)
+        self._storage = AsyncLeanClient(**storage)
 
     def __repr__(self) -> str:
         return f"AsyncDocCheckClient(base_url={self.base_url!r})"

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from tenacity import Retrying
 
 from doccheck.client import _core
+from doccheck.client._http import LeanClient
 from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
@@ -52,8 +53,8 @@ class DocCheckClient:
             upload_transport=upload_transport,
             max_connections=max_connections,
         )
-        self._http = httpx.Client(**service)
-        self._storage = httpx.Client(**storage)
+        self._http = LeanClient(**service)
+        self._storage = LeanClient(**storage)
 
     def __repr__(self) -> str:
         return f"DocCheckClient(base_url={self.base_url!r})"
