@@ -429,7 +429,12 @@ def pg_update(
     """``UPDATE table SET col = v.col, … FROM unnest(:a_key, :a_col, …) AS v WHERE table.key = v.key``
     (or ``FROM json_to_recordset(:rows)``, see :class:`_PgStatement`):
     each row's ``key`` names the row to update, ``match`` are more columns that must equal the
-    row's value (not set), the other keys are set; ``fixed`` are the same values for every row."""
+    row's value (not set), the other keys are set; ``fixed`` are the same values for every row.
+
+    The rows come as ``(SELECT * FROM … LIMIT :n_rows)``, their count: the planner's only way to
+    know it. It takes a set-returning function for 100 rows, and joined 100 rows by hashing the
+    whole table: a round's ``UPDATE submissions`` read all 6,000 rows of a 6,000-document run
+    (1.46 ms), where a nested loop over the key's index takes 0.20 ms (issue 26)."""
     if not rows:
         return
     fixed = fixed or {}
@@ -441,11 +446,12 @@ def pg_update(
             sets = [f'"{n}" = {pick(n)}' for n in names if n != key and n not in match]
             sets += [f'"{n}" = :f_{n}' for n in fixed]
             where = " AND ".join(f't."{n}" = v."{n}"' for n in (key, *match))
-            return f'UPDATE "{table.name}" AS t SET {", ".join(sets)} FROM {source} WHERE {where}'
+            counted = f"(SELECT * FROM {source} LIMIT :n_rows) AS v"
+            return f'UPDATE "{table.name}" AS t SET {", ".join(sets)} FROM {counted} WHERE {where}'
 
         _PG_TEXTS[cache] = _PgStatement.of(table, names, build)
     stmt, params = _PG_TEXTS[cache].params(rows, names)
-    conn.execute(stmt, {**params, **{f"f_{n}": v for n, v in fixed.items()}})
+    conn.execute(stmt, {**params, "n_rows": len(rows), **{f"f_{n}": v for n, v in fixed.items()}})
 
 
 def any_keys(column: Any, name: str = "b_keys") -> Any:

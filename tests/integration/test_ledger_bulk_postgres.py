@@ -81,3 +81,39 @@ def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgre
             assert statement.params([{**row("k", summer), column: value}], names)[0] is statement.arrays, column
     finally:
         ledger.close()
+
+
+def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postgres_url: str) -> None:
+    """``pg_update`` tells the planner how many rows it sends (``LIMIT :n_rows``): without it a
+    set-returning function counts as 100 rows, and the join hashed every row of the table
+    (a sequential scan a round, a run's whole table each time)."""
+    from datetime import UTC, datetime
+
+    from doccheck.ledger import bulk_sql
+    from doccheck.ledger.tables import SubmissionRow
+
+    table = bulk_sql.table_of(SubmissionRow)
+    now = datetime.now(UTC)
+    ledger = Ledger(_database(postgres_url))
+    try:
+        with ledger.engine.begin() as conn:
+            rows = [
+                {"idempotency_key": f"k-{i}", "campaign": "c", "document_id": f"d-{i}", "state": "claimed",
+                 "mode": "text", "products": ["ai"], "attempts": 0, "replayed": False, "created_at": now,
+                 "updated_at": now}
+                for i in range(20_000)
+            ]  # fmt: skip
+            for chunk in bulk_sql.chunks(rows):
+                bulk_sql.pg_insert(conn, table, chunk)
+            updates = [{"idempotency_key": f"k-{i}", "state": "submitted", "check_id": f"chk_{i}"} for i in range(16)]
+            bulk_sql.pg_update(conn, table, "idempotency_key", updates)
+            states = conn.execute(text("SELECT state, count(*) FROM submissions GROUP BY state")).all()
+            assert sorted(states) == [("claimed", 19_984), ("submitted", 16)]
+            (statement,) = [v for k, v in bulk_sql._PG_TEXTS.items() if k[:2] == ("update", "submissions")
+                            and k[3] == ("idempotency_key", "state", "check_id")]  # fmt: skip
+            chosen, params = statement.params(updates, list(updates[0]))
+            plan = conn.execute(text(f"EXPLAIN {chosen.text}"), {**params, "n_rows": 16}).scalars().all()
+        assert not any("Seq Scan on submissions" in line for line in plan), plan
+        assert any("Index Scan" in line and "submissions" in line for line in plan), plan
+    finally:
+        ledger.close()
