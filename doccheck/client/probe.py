@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from doccheck.client import assumptions as A
 from doccheck.client._config import http_options, resolve_config
+from doccheck.client._http import LeanClient
 from doccheck.client.profile import ServiceProfile, error_from_body
 
 HOLDS, DIFFERS, UNTESTED = "holds", "differs", "untested"
@@ -81,7 +82,7 @@ def probe(base_url: str | None, api_key: str | SecretStr | None, *, transport: A
     """Run the free calls and return the findings and the learnt profile."""
     base, key = resolve_config(base_url, api_key)
     service, _ = http_options(base, key, timeout=15.0, transport=transport, upload_transport=None, max_connections=1)
-    with httpx.Client(**service) as http:
+    with LeanClient(**service) as http:  # no cookie kept, as in the clients
         return _probe(http)
 
 
