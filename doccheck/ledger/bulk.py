@@ -101,12 +101,7 @@ def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
     keys = list(data)
     check_ids = [str(d["id"]) for d in data.values()]
     slow: list[Answer] = []
-    current: dict[str, Any] = {}
-    with_outcomes: set[str] = set()
-    for chunk in sql.chunks(keys):
-        current.update((r.idempotency_key, r) for r in conn.execute(sql.keyed(conn, sql.CURRENT), {"b_keys": chunk}))
-    for chunk in sql.chunks(check_ids):
-        with_outcomes.update(conn.execute(sql.keyed(conn, sql.WITH_OUTCOMES), {"b_checks": chunk}).scalars())
+    current, with_outcomes = sql.answer_lookups(conn, keys, check_ids)
     now = utcnow()
     outcomes: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []

@@ -117,3 +117,43 @@ def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postg
         assert any("Index Scan" in line and "submissions" in line for line in plan), plan
     finally:
         ledger.close()
+
+
+def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyzed(postgres_url: str) -> None:
+    """``answer_lookups`` reads a round's submissions and the outcomes of its check ids in ONE
+    statement, the outcomes through ``uq_outcomes_check_product``: ``check_id = ANY(…)`` on a
+    table never analysed took each id for 0.5 % of the table and read all of it every round."""
+    from datetime import UTC, datetime
+
+    from doccheck.ledger import bulk_sql
+    from doccheck.ledger.tables import OutcomeRow, SubmissionRow
+
+    now = datetime.now(UTC)
+    ledger = Ledger(_database(postgres_url))
+    try:
+        with ledger.engine.begin() as conn:
+            for chunk in bulk_sql.chunks(list(range(20_000))):
+                bulk_sql.pg_insert(conn, bulk_sql.table_of(OutcomeRow), [
+                    {"check_id": f"chk_{i}", "product": "ai", "campaign": "c", "status": "processing",
+                     "fetched": False, "updated_at": now}
+                    for i in chunk
+                ])  # fmt: skip
+            bulk_sql.pg_insert(conn, bulk_sql.table_of(SubmissionRow), [
+                {"idempotency_key": f"k-{i}", "campaign": "c", "document_id": f"d-{i}", "state": "sending",
+                 "mode": "text", "products": ["ai"], "attempts": 1, "replayed": False, "created_at": now,
+                 "updated_at": now, "submitted_at": now if i == 0 else None}
+                for i in range(3)
+            ])  # fmt: skip
+            keys = ["k-0", "k-1", "k-2", *(f"k-absent-{i}" for i in range(13))]  # a round: 16 answers
+            checks = ["chk_5", "chk_new", "chk_19999", *(f"chk_other_{i}" for i in range(13))]
+            current, with_outcomes = bulk_sql.answer_lookups(conn, keys, checks)
+            assert sorted(current) == ["k-0", "k-1", "k-2"] and with_outcomes == {"chk_5", "chk_19999"}
+            assert current["k-0"].campaign == "c" and current["k-0"].submitted_at == now
+            assert current["k-1"].submitted_at is None
+            compiled = bulk_sql.PG_ANSWER_LOOKUPS.compile(dialect=conn.dialect)
+            params = {"b_keys": keys, "b_checks": checks, "n_checks": len(checks)}
+            plan = conn.exec_driver_sql(f"EXPLAIN {compiled.string}", compiled.construct_params(params)).scalars().all()
+        assert not any("Seq Scan on outcomes" in line for line in plan), plan
+        assert any("uq_outcomes_check_product" in line for line in plan), plan
+    finally:
+        ledger.close()

@@ -46,6 +46,7 @@ def _cases() -> list[tuple[str, dict[str, Any], str | None, str | None, bool]]:
         ("k-done", check_json("chk-4", ai={"status": "completed", "score": 0.5}), "text", None, True),  # slow path
         ("k-unmarked", check_json("chk-5"), "text", None, False),  # slow path: no submitting row
         ("k-other", check_json("chk-6"), "text", None, True),  # claim held by another owner: stays held
+        ("k-known", check_json("chk-7"), "text", None, True),  # slow path: its check already has outcomes
     ]
 
 
@@ -56,6 +57,9 @@ def _prepare(ledger: Ledger) -> None:
         if marked:
             ledger.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode=mode or "text")
             assert ledger.claims.mark_sending(key, owner)
+    with ledger.engine.begin() as conn:  # an earlier answer's outcome (an event, a poll) for chk-7
+        conn.execute(OutcomeRow.__table__.insert(), {"check_id": "chk-7", "product": "ai", "campaign": "c1",
+                                                    "status": "completed", "fetched": True, "score": 0.25})  # fmt: skip
 
 
 def _snapshot(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
@@ -81,7 +85,7 @@ def test_grouped_answers_equal_one_by_one_writes(ledgers: tuple[Ledger, Ledger])
     expected, got = _snapshot(one), _snapshot(grouped)
     assert got == expected
     states = {r["idempotency_key"]: r["state"] for r in got["submissions"]}
-    assert set(states.values()) == {"submitted"} and len(states) == 6
+    assert set(states.values()) == {"submitted"} and len(states) == 7
     holders = {r["idempotency_key"]: r["owner"] for r in got["submission_claims"]}
     assert holders["k-other"] == "host:2:other" and holders["k-text"] is None
 
