@@ -251,18 +251,23 @@ def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], d
     for (owner, lease), group in by_lease.items():
         expires = now + timedelta(seconds=lease)
         for chunk in sql.chunks(sorted(set(group))):  # one order for every writer: no lock cycles
-            won.update(conn.execute(sql.keyed(conn, sql.CLAIM), {"b_keys": chunk, "b_owner": owner, "b_now": now,
-                                             "b_expires": expires}).scalars())  # fmt: skip
+            params = {"b_keys": chunk, "b_owner": owner, "b_now": now, "b_expires": expires}
+            if sql.is_postgres(conn):  # take, then add the missing claims, in one statement
+                won.update(conn.execute(sql.PG_CLAIM_OR_ADD, {**params, "b_new": [k for k in chunk if k not in won]})
+                           .scalars())  # fmt: skip
+                continue
+            won.update(conn.execute(sql.CLAIM, params).scalars())
             won |= sql.insert_new(conn, c, "idempotency_key", [
                 {"idempotency_key": k, "owner": owner, "expires_at": expires, "in_doubt": False, "updated_at": now}
                 for k in chunk if k not in won
             ])  # fmt: skip
-    rows: dict[str, Any] = {}
-    for chunk in sql.chunks(keys):
-        rows.update((r.idempotency_key, r) for r in conn.execute(sql.keyed(conn, sql.SUBMISSIONS), {"b_keys": chunk}))
-    todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won and it.key not in rows}
+    todo = {it.key: it.prepare for it in items if it.prepare is not None and it.key in won}
+    added: set[str] = set()
     if todo:
-        prepared = _prepare_new(conn, list(todo.values()), now)
+        added, prepared = _prepare_new(conn, list(todo.values()), now)
+    rows: dict[str, Any] = {}
+    for chunk in sql.chunks([k for k in keys if k not in added]):  # a row just added was the key's first
+        rows.update((r.idempotency_key, r) for r in conn.execute(sql.keyed(conn, sql.SUBMISSIONS), {"b_keys": chunk}))
     return won, rows, prepared
 
 
@@ -281,10 +286,14 @@ def _claims_after(
     return out
 
 
-def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> set[str]:
-    """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed
-    and found without a submission row: two multi-row statements. Returns the keys done
-    (a row another writer inserted meanwhile is left to the one-by-one path)."""
+def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> tuple[set[str], set[str]]:
+    """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed: two
+    multi-row statements. A key that has a submission row already (an earlier run's, a refusal's)
+    is left out by the insert's ``ON CONFLICT DO NOTHING``, and goes the usual way with its row.
+    Returns (the keys whose row was added, the keys marked sending).
+
+    Why insert first and read the rows after: on a new term every key is new, so the read of
+    the rows is left with the keys not added, none, and a round skips it (issue 26)."""
     done = sql.insert_new(conn, sql.SUBMISSIONS_T, "idempotency_key", [
         {"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
          "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None, "attempts": 1,
@@ -301,7 +310,7 @@ def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> set[s
             sent.update(
                 conn.execute(sql.keyed(conn, sql.SENDING), {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars()
             )
-    return sent
+    return done, sent
 
 
 def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]) -> list[Any]:

@@ -26,6 +26,7 @@ from sqlalchemy import (
     any_,
     bindparam,
     exists,
+    false,
     func,
     insert,
     literal,
@@ -473,6 +474,30 @@ PG_CLAIM = (
     .values(owner=OWNER, expires_at=bindparam("b_expires"), updated_at=NOW)
     .returning(CLAIMS_T.c.idempotency_key)
 )
+#: A round's claims of one owner in ONE statement (PostgreSQL): ``PG_CLAIM`` takes the keys whose
+#: claim is free, its own or expired; the keys of ``:b_new`` without a claim row get one (``ON
+#: CONFLICT DO NOTHING``: a row there, taken or not, is left to ``taken``); returns the keys won.
+#: The same rows as the two statements one after the other, whichever sub-statement runs first:
+#: the update sees only rows there before the statement, the insert's conflict check sees every
+#: row there, updated or not. Why: a round trip fewer a round (issue 26).
+_TAKEN = PG_CLAIM.cte("taken")
+_ADDED = (
+    postgresql.insert(CLAIMS_T)
+    .from_select(
+        ["idempotency_key", "owner", "expires_at", "in_doubt", "updated_at"],
+        select(
+            func.unnest(bindparam("b_new", type_=postgresql.ARRAY(String))),
+            bindparam("b_owner", type_=CLAIMS_T.c.owner.type),
+            bindparam("b_expires", type_=CLAIMS_T.c.expires_at.type),
+            false(),
+            bindparam("b_now", type_=CLAIMS_T.c.updated_at.type),
+        ),
+    )
+    .on_conflict_do_nothing(index_elements=["idempotency_key"])
+    .returning(CLAIMS_T.c.idempotency_key)
+    .cte("added")
+)
+PG_CLAIM_OR_ADD = union_all(select(_TAKEN.c.idempotency_key), select(_ADDED.c.idempotency_key))
 PG_SENDING = (
     update(CLAIMS_T)
     .where(any_keys(CLAIMS_T.c.idempotency_key), CLAIMS_T.c.owner == OWNER)
@@ -527,7 +552,7 @@ def answer_lookups(conn: Connection, keys: list[str], check_ids: list[str]) -> t
     return current, with_outcomes
 
 
-_PG_VARIANTS = {id(CLAIM): PG_CLAIM, id(SENDING): PG_SENDING, id(SUBMISSIONS): PG_SUBMISSIONS,
+_PG_VARIANTS = {id(SENDING): PG_SENDING, id(SUBMISSIONS): PG_SUBMISSIONS,
                 id(STATES): PG_STATES}  # fmt: skip
 
 

@@ -157,3 +157,46 @@ def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyze
         assert any("uq_outcomes_check_product" in line for line in plan), plan
     finally:
         ledger.close()
+
+
+def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_url: str) -> None:
+    """``PG_CLAIM_OR_ADD`` takes and adds claims in one statement: four writers (their own
+    connections) claiming the same keys at once, some with a free claim row, some with an
+    expired one, most with none, win each key exactly once, and the row names the winner."""
+    import threading
+
+    from doccheck.ledger.bulk import ClaimRequest, record_claims
+
+    url = _database(postgres_url)
+    keys = [f"k-{i:03d}" for i in range(120)]
+    owners = [f"host:{n}:racer" for n in range(2, 6)]  # live owners elsewhere: no dead-owner take-over
+    setup = Ledger(url)
+    try:
+        for key in keys[:20]:
+            assert setup.claims.claim(key, "host:9:old", lease_seconds=-1)  # expired
+        for key in keys[20:40]:
+            assert setup.claims.claim(key, "host:9:old")
+            setup.claims.release(key, "host:9:old", settled=True)  # free
+        ledgers = [Ledger(url) for _ in owners]
+        barrier = threading.Barrier(len(owners))
+        results: dict[str, list[tuple[bool, object]]] = {}
+
+        def race(ledger: Ledger, owner: str) -> None:
+            items = [ClaimRequest(k, owner, 120.0) for k in keys]
+            barrier.wait()
+            results[owner] = record_claims(ledger, items)
+
+        threads = [threading.Thread(target=race, args=pair) for pair in zip(ledgers, owners, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        winners = {k: [o for o in owners if results[o][i][0]] for i, k in enumerate(keys)}
+        assert all(len(w) == 1 for w in winners.values()), {k: w for k, w in winners.items() if len(w) != 1}
+        with setup.engine.connect() as conn:
+            held = dict(conn.execute(text("SELECT idempotency_key, owner FROM submission_claims")).tuples().all())
+        assert held == {k: w[0] for k, w in winners.items()}
+        for ledger in ledgers:
+            ledger.close()
+    finally:
+        setup.close()
