@@ -30,7 +30,9 @@ printed too: on a shared machine it moves far less with the load than the wall c
 Marginal throughput is ``(large - small) / (t_large - t_small)`` documents a second, of the median
 ``t_small`` and median ``t_large`` over the rounds (a best-of-rounds marginal picked the round whose
 small run was slowed, up to 2× the truth); the ratio is the command's over the raw loop's, measured
-in the same minutes (target ≥ 0.9). The CPU column is the median of the rounds. The "fixed s"
+in the same minutes (target ≥ 0.9). Each round runs the raw loop and the cases in the same order but
+starts one place later than the round before, so no case (and no side of a ``--baseline`` pair) is
+always the one that runs right after another's 6,000 documents or right before the raw loop. The CPU column is the median of the rounds. The "fixed s"
 column is ``t_small - small / marginal``: what the command costs beyond its documents, as the two
 sizes extrapolate it. The issue's fixed cost is that of a 10-document run (target ≤ 3 s without a
 server, ≤ 5 s with one): ``--fixed-runs N`` times ``doccheck run`` of a fresh 10-row manifest in each
@@ -194,11 +196,16 @@ def main() -> None:
             return timed_command(path, database_url=database_url, out=folder / "reports",
                                  concurrency=args.concurrency, env=run_env, tree=tree)  # fmt: skip
 
-        for _ in range(args.rounds):
-            raw = (timed_raw(base_url, manifest(args.small), args.concurrency),
-                   timed_raw(base_url, manifest(args.large), args.concurrency))  # fmt: skip
-            results.setdefault("raw httpx loop", []).append(raw)
-            for name, ledger, run_env, tree in cases:
+        measured: list[tuple[str, str, dict[str, str], Path] | None] = [None, *cases]  # None: the raw loop
+        for round_number in range(args.rounds):
+            shift = round_number % len(measured)  # each round starts one case later: no case always first
+            for case in measured[shift:] + measured[:shift]:
+                if case is None:
+                    raw = (timed_raw(base_url, manifest(args.small), args.concurrency),
+                           timed_raw(base_url, manifest(args.large), args.concurrency))  # fmt: skip
+                    results.setdefault("raw httpx loop", []).append(raw)
+                    continue
+                name, ledger, run_env, tree = case
                 cpu_before = len(CPU_SECONDS)
                 times = (command(args.small, ledger, run_env, tree), command(args.large, ledger, run_env, tree))
                 results.setdefault(name, []).append(times)
