@@ -33,9 +33,9 @@ small run was slowed, up to 2× the truth); the ratio is the command's over the 
 in the same minutes (target ≥ 0.9). Each round runs the raw loop and the cases in the same order but
 starts one place later than the round before, so no case (and no side of a ``--baseline`` pair) is
 always the one that runs right after another's 6,000 documents or right before the raw loop. The CPU
-column is the median of the rounds. The "fixed s" column is ``t_small - small / marginal``: what the command costs beyond its documents, as the two
-sizes extrapolate it. The issue's fixed cost is that of a 10-document run (target ≤ 3 s without a
-server, ≤ 5 s with one): ``--fixed-runs N`` times ``doccheck run`` of a fresh 10-row manifest in each
+column is the median of the rounds. The "fixed s" column is ``t_small - small / marginal``: what the
+command costs beyond its documents, as the two sizes extrapolate it. The issue's fixed cost is that
+of a 10-document run (target ≤ 3 s without a server, ≤ 5 s with one): ``--fixed-runs N`` times ``doccheck run`` of a fresh 10-row manifest in each
 mode, after the rounds, and prints their median and range (a single run says little: with a server
 on SQLite, some runs wait ~2 s more, see docs/benchmarks.md).
 """
