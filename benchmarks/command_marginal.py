@@ -35,9 +35,10 @@ starts one place later than the round before, so no case (and no side of a ``--b
 always the one that runs right after another's 6,000 documents or right before the raw loop. The CPU
 column is the median of the rounds. The "fixed s" column is ``t_small - small / marginal``: what the
 command costs beyond its documents, as the two sizes extrapolate it. The issue's fixed cost is that
-of a 10-document run (target ≤ 3 s without a server, ≤ 5 s with one): ``--fixed-runs N`` times ``doccheck run`` of a fresh 10-row manifest in each
-mode, after the rounds, and prints their median and range (a single run says little: with a server
-on SQLite, some runs wait ~2 s more, see docs/benchmarks.md).
+of a 10-document run (target ≤ 3 s without a server, ≤ 5 s with one): ``--fixed-runs N`` times
+``doccheck run`` of a fresh 10-row manifest in each mode, after the rounds, and prints their median
+and range (a single run says little: with a server on SQLite, some runs wait ~2 s more, see
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
