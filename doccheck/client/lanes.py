@@ -14,7 +14,8 @@ A lane is an ``httpx.AsyncHTTPTransport`` limited to one connection. A request t
 lane (the most recently used first, so its connection is warm), and gives it back when its
 response is closed. A lane is used by one request at a time, so no request can be handed a
 busy connection, and each pass of a lane's pool looks at one connection. Retries, proxies
-from the environment, timeouts and errors are httpx's own: each lane is a stock transport.
+from the environment, timeouts and errors are httpx's own: each lane is a stock transport,
+with httpcore's network backend on asyncio's streams (``_network``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 
 from doccheck.client._config import tls_context
+from doccheck.client._network import use_asyncio_network
 
 __all__ = ["DEFAULT_LANES", "ConnectionLanes", "lanes_for"]
 
@@ -88,6 +90,8 @@ class ConnectionLanes(httpx.AsyncBaseTransport):
         self._lanes = [
             httpx.AsyncHTTPTransport(verify=context, trust_env=trust_env, limits=limits) for _ in range(lanes)
         ]
+        for lane in self._lanes:  # asyncio's streams instead of anyio's: a sixth less CPU a request
+            use_asyncio_network(lane)
         self._free: asyncio.LifoQueue[httpx.AsyncHTTPTransport] | None = None
 
     @property
