@@ -126,9 +126,14 @@ async def _connecting(
 
 
 def _apply(writer: asyncio.StreamWriter, options: Iterable[SocketOption] | None) -> None:
+    """httpcore's ``socket_options`` on a new connection, which is dropped if one is refused."""
     sock = writer.get_extra_info("socket")
-    for option in options or ():
-        sock.setsockopt(*option)
+    try:
+        for option in options or ():
+            sock.setsockopt(*option)
+    except OSError as exc:
+        writer.transport.abort()
+        raise httpcore.ConnectError(exc) from exc
 
 
 class AsyncioNetworkBackend(AsyncNetworkBackend):

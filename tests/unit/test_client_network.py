@@ -197,3 +197,20 @@ def test_a_unix_socket_connection(tmp_path: Path) -> None:
             server.close()
 
     assert asyncio.run(main()) == b"ok"
+
+
+def test_socket_options_are_set_and_a_refused_one_is_a_connect_error() -> None:
+    import socket
+
+    async def keepalive_of(options: list[tuple[int, int, int]]) -> int:
+        transport = httpx.AsyncHTTPTransport(socket_options=options)
+        assert use_asyncio_network(transport)
+        async with local_server(serve_answers) as (origin, _), httpx.AsyncClient(transport=transport) as http:
+            response = await http.get(origin)
+            return int(response.extensions["network_stream"].get_extra_info("socket").getsockopt(
+                socket.SOL_SOCKET, socket.SO_KEEPALIVE
+            ))  # fmt: skip
+
+    assert asyncio.run(keepalive_of([(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])) == 1
+    with pytest.raises(httpx.ConnectError):
+        asyncio.run(keepalive_of([(socket.SOL_SOCKET, 987654, 1)]))
