@@ -23,9 +23,8 @@ from doccheck.client._network import AsyncioNetworkBackend, use_asyncio_network
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
-def answer(body: bytes = b"ok", *, close: bool = False) -> bytes:
-    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n"
-    return (head + ("Connection: close\r\n" if close else "") + "\r\n").encode() + body
+def answer(body: bytes = b"ok") -> bytes:
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
 
 
 async def read_request(reader: asyncio.StreamReader) -> bool:
@@ -69,7 +68,8 @@ def client(**kwargs: object) -> httpx.AsyncClient:
 
 
 def test_the_lanes_and_every_pool_kind_take_the_backend() -> None:
-    """The stock transport and a proxy's pool keep their backend where the lanes replace it."""
+    """Every lane's pool and a proxy transport's pool take the backend; a transport without a
+    connection pool keeps its own and says so."""
     lanes = ConnectionLanes(3)
     assert all(isinstance(lane._pool._network_backend, AsyncioNetworkBackend) for lane in lanes._lanes)
     proxied = httpx.AsyncHTTPTransport(proxy="http://127.0.0.1:9")
