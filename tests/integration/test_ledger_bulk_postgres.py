@@ -171,13 +171,14 @@ def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_url: str) -> 
     keys = [f"k-{i:03d}" for i in range(120)]
     owners = [f"host:{n}:racer" for n in range(2, 6)]  # live owners elsewhere: no dead-owner take-over
     setup = Ledger(url)
+    ledgers: list[Ledger] = []
     try:
         for key in keys[:20]:
             assert setup.claims.claim(key, "host:9:old", lease_seconds=-1)  # expired
         for key in keys[20:40]:
             assert setup.claims.claim(key, "host:9:old")
             setup.claims.release(key, "host:9:old", settled=True)  # free
-        ledgers = [Ledger(url) for _ in owners]
+        ledgers += [Ledger(url) for _ in owners]
         barrier = threading.Barrier(len(owners))
         results: dict[str, list[tuple[bool, object]]] = {}
 
@@ -196,7 +197,7 @@ def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_url: str) -> 
         with setup.engine.connect() as conn:
             held = dict(conn.execute(text("SELECT idempotency_key, owner FROM submission_claims")).tuples().all())
         assert held == {k: w[0] for k, w in winners.items()}
+    finally:
         for ledger in ledgers:
             ledger.close()
-    finally:
         setup.close()
