@@ -2,7 +2,7 @@
 fixed cost of the command a user runs, with and without a Prefect server, on SQLite and PostgreSQL.
 
 Run:  .venv/bin/python benchmarks/command_marginal.py [--small 1000] [--large 3000] [--concurrency 16]
-          [--latency-ms 20] [--modes no-server,server] [--ledgers sqlite,postgres] [--rounds 3] [--fixed-runs 5]
+          [--latency-ms 20] [--modes no-server,server] [--ledgers sqlite,postgres] [--rounds 3] [--fixed-runs 5] [--pin]
 
 One ``doccheck emulator`` subprocess with ``--latency-ms`` per request. In the same run, for each
 round, alternately:
@@ -23,6 +23,9 @@ installed package maps ``prefect_doccheck.flows``/``.tasks``/``.deployments`` to
 ``flows/``, ``tasks/``, ``deployments/`` (an editable install's finder), so a baseline's flow would run
 this checkout's tasks over the baseline's library: ``DIR/prefect_doccheck/{flows,tasks,deployments}`` are
 linked to ``DIR``'s own folders first (:func:`own_flows`), found before the installed mapping.
+
+``--pin`` puts the emulator on a CPU of its own and everything else on the others, as a user's
+service runs on other machines (:func:`pin_apart`); the header of the figures says where things ran.
 
 The command's CPU a document at the margin (user + system of the subprocess, ``getrusage``) is
 printed too: on a shared machine it moves far less with the load than the wall clock does.
@@ -130,6 +133,37 @@ def marginal(small: int, large: int, t_small: float, t_large: float) -> tuple[fl
     return rate, t_small - small / rate
 
 
+def pin_apart(pid: int) -> str:
+    """Process ``pid`` and its descendants (every thread) on the last CPU, this process (and so
+    every process it starts from now on) on the others; what was pinned, for the figures' header.
+
+    Why: the service a user reaches runs on its own machines. On a 2-core machine an unpinned
+    emulator takes its CPU from whichever process shares its core at that moment, the command's
+    or the raw loop's, so the figure mixes the emulator's speed with the command's. Pinned, both
+    the raw loop and the command get the same one core (less than a user's machine gives them)
+    and the emulator the other.
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return "not pinned (one CPU)"
+    service_cpu, others = {cpus[-1]}, set(cpus[:-1])
+    family, found = {pid}, True
+    while found:  # the emulator's own children too (none today, but it is cheap to be sure)
+        found = False
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent in family and int(entry.name) not in family:
+                    family.add(int(entry.name))
+                    found = True
+    for member in family:
+        for task in Path(f"/proc/{member}/task").iterdir():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(int(task.name), service_cpu)
+    os.sched_setaffinity(0, others)
+    return f"emulator on CPU {cpus[-1]}, everything else on CPU {', '.join(map(str, sorted(others)))}"
+
+
 def own_flows(tree: Path) -> None:
     """Make ``tree``'s ``prefect_doccheck.flows``/``.tasks``/``.deployments`` its own folders
     (symbolic links in ``tree/prefect_doccheck``), not the installed checkout's."""
@@ -150,6 +184,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fixed-runs", type=int, default=5, help="10-document runs a mode (0: none)")
     parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the emulator on a CPU of its own, everything else on the others (see pin_apart)",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         default=None,
@@ -168,6 +207,7 @@ def main() -> None:
         base.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(folder / "prefect-home"))
         service, root = start_emulator(folder, args.latency_ms)
         stack.callback(service.stop)
+        args.placement = pin_apart(service.process.pid) if args.pin else "not pinned"
         base_url = f"{root}/api/v1"
         env = {**base, "DOCCHECK_BASE_URL": base_url, "DOCCHECK_API_KEY": API_KEY}
         api_url = stack.enter_context(prefect_server(folder, base)) if "server" in modes else None
@@ -237,7 +277,7 @@ def print_figures(
     raw_rate = estimate(results["raw httpx loop"])[0]
     print(
         f"\n{args.small} vs {args.large} documents, concurrency {args.concurrency}, "
-        f"{args.latency_ms} ms latency, median times of {args.rounds} round(s):"
+        f"{args.latency_ms} ms latency, median times of {args.rounds} round(s), {args.placement}:"
     )
     print(f"  {'':46s} {'docs/s':>8s} {'x raw':>6s} {'fixed s':>8s} {'cpu ms/doc':>10s}   each round (docs/s)")
     for name, rounds in results.items():
