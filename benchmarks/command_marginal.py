@@ -134,8 +134,8 @@ def marginal(small: int, large: int, t_small: float, t_large: float) -> tuple[fl
 
 
 def pin_apart(pid: int) -> str:
-    """Process ``pid`` and its descendants (every thread) on the last CPU, this process (and so
-    every process it starts from now on) on the others; what was pinned, for the figures' header.
+    """Process ``pid`` and its descendants (every thread) on the last CPU, the calling thread (and so
+    every thread and process it starts from now on) on the others; where things run, for the header.
 
     Why: the service a user reaches runs on its own machines. On a 2-core machine an unpinned
     emulator takes its CPU from whichever process shares its core at that moment, the command's
