@@ -140,3 +140,36 @@ def pdf_shared_stream(pages: int = 40, stream_bytes: int = 8 * 1024 * 1024, *, v
         out.write(b"%010d 00000 n \n" % offset)
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
     return out.getvalue()
+
+
+def pdf_slow_page(draws: int = 2000, form_bytes: int = 1024 * 1024) -> bytes:
+    """A few KB whose one page draws a 1 MB form ``draws`` times: slow to read with little memory.
+
+    The form holds only unpainted paths (``m l h n``: parsed, never kept), so PDFium spends ~14 ms
+    of CPU per draw without growing; 2,000 draws run past the 20 s limits. No size limit sees
+    it (one page, one 1 MB stream): only the worker's time limits stop it.
+    """
+    form = zlib.compress(b"0 0 m 100 100 l 200 0 l h n\n" * (form_bytes // 28), 9)
+    page = zlib.compress(b"q /X1 Do Q\n" * draws, 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Length %d /Filter /FlateDecode >>\nstream\n" % len(form)
+        + form
+        + b"\nendstream",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(page) + page + b"\nendstream",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X1 3 0 R >> >> "
+        b"/Contents 4 0 R >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()

@@ -6,7 +6,7 @@ unreadable or hostile file) before any money is spent. Sharing one implementatio
 two sides' word counts, and so the predicted cost, equal.
 
 Reading a document is bounded (``docs/extraction.md``): plain text is decoded in-process
-(linear in its size); HTML, DOCX and PDF are parsed in a reused worker process
+(linear in its size); every other type is recognised by its bytes (:mod:`.sniff`) and parsed in a reused worker process
 (:mod:`doccheck.extract.sandbox`) under the limits of :mod:`doccheck.extract.limits`, so a
 hostile file costs at most the wall time, CPU and memory those allow, and fails as one
 :class:`ExtractionError` with a reason.
@@ -18,9 +18,18 @@ The package's modules: :mod:`.types` (what is accepted), :mod:`.parse` (text out
 
 from __future__ import annotations
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ExtractionStopped, UnsupportedFileType
+from doccheck.extract.errors import (
+    ExtractionError,
+    ExtractionLimitExceeded,
+    ExtractionStopped,
+    ImageOnlyPdf,
+    ImageWithoutText,
+    NotMachineReadable,
+    PasswordProtected,
+    UnsupportedFileType,
+)
 from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits
-from doccheck.extract.parse import extract_text
+from doccheck.extract.parse import Extracted, extract, extract_text
 from doccheck.extract.types import SUPPORTED_TYPES, content_type_for, extension_of, is_supported
 from doccheck.extract.words import WORD_RE, count_words, words_of
 
@@ -32,10 +41,16 @@ __all__ = [
     "ExtractionLimitExceeded",
     "ExtractionLimits",
     "ExtractionStopped",
+    "Extracted",
+    "ImageOnlyPdf",
+    "ImageWithoutText",
+    "NotMachineReadable",
+    "PasswordProtected",
     "UnsupportedFileType",
     "content_type_for",
     "count_words",
     "extension_of",
+    "extract",
     "extract_text",
     "is_supported",
     "words_of",

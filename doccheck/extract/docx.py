@@ -20,17 +20,22 @@ from __future__ import annotations
 
 import posixpath
 import zipfile
-import zlib
 from collections.abc import Iterator
-from io import BytesIO
-
-from lxml import etree
 
 from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import RATIO_FLOOR_BYTES, ExtractionLimits, mib
+from doccheck.extract.limits import ExtractionLimits
+from doccheck.extract.package import (
+    Budget,
+    Depth,
+    Events,
+    check_chars,
+    free,
+    open_package,
+    read_small_part,
+    split_tag,
+    stream_part,
+)
 
-_CHUNK = 64 * 1024
-_RELS_MAX = 2 * 1024 * 1024
 _W_NAMESPACES = {
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",  # transitional
     "http://purl.oclc.org/ooxml/wordprocessingml/main",  # strict
@@ -47,6 +52,7 @@ _TEXT_CHARS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "ptab"
 _BREAK_BEFORE = {"txbxContent", "p"}
 #: Ends of these elements separate words (paragraphs, cells, rows).
 _BREAK_AFTER = {"p": "\n", "tc": "\t", "tr": "\n", "tbl": "\n"}
+_LABEL = ".docx"
 
 
 def docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
@@ -61,60 +67,15 @@ def docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
         raise ExtractionError(f"not a readable .docx file ({type(exc).__name__})") from None
 
 
-def _declared_members(data: bytes) -> int:
-    """Entry count from the end-of-central-directory record (zip64 too), 0 when not found.
-
-    Read before ``zipfile`` builds a ZipInfo for every entry: 50 MB of central directory is
-    a million entries, which would cost seconds and hundreds of MB before any check.
-    """
-    at = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
-    if at < 0 or at + 22 > len(data):
-        return 0
-    count = int.from_bytes(data[at + 10 : at + 12], "little")
-    if count == 0xFFFF:
-        at64 = data.rfind(b"PK\x06\x06", max(0, at - 65_536), at)
-        if at64 >= 0 and at64 + 40 <= len(data):
-            count = int.from_bytes(data[at64 + 32 : at64 + 40], "little")
-    return count
-
-
 def _docx_to_text(data: bytes, limits: ExtractionLimits) -> str:
-    declared = _declared_members(data)
-    if declared > limits.max_zip_members:
-        raise ExtractionLimitExceeded(f"the .docx lists {declared} parts, over the limit of {limits.max_zip_members}")
-    try:
-        archive = zipfile.ZipFile(BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
-        raise ExtractionError("not a readable .docx file (not a zip archive)") from None
-    with archive:
-        members = archive.infolist()
-        if len(members) > limits.max_zip_members:
-            raise ExtractionLimitExceeded(
-                f"the .docx lists {len(members)} parts, over the limit of {limits.max_zip_members}"
-            )
-        names = {m.filename: m for m in members}
+    with open_package(data, limits, _LABEL) as archive:
+        names = {m.filename: m for m in archive.infolist()}
         main = _main_part(archive, names)
-        budget = _Budget(limits.max_inflated_bytes)
+        budget = Budget(limits.max_inflated_bytes, _LABEL)
         chunks = [_story_text(archive, names[main], limits, budget)]
         for part in _story_parts(archive, names, main):
             chunks.append(_story_text(archive, names[part], limits, budget))
-    text = "\n".join(c.strip() for c in chunks if c.strip())
-    if len(text) > limits.max_text_chars:
-        raise ExtractionLimitExceeded(f"the .docx holds over {limits.max_text_chars} characters of text")
-    return text
-
-
-class _Budget:
-    """Inflated bytes left for all the parts of one document."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.used = 0
-
-    def take(self, n: int, part: str) -> None:
-        self.used += n
-        if self.used > self.total:
-            raise ExtractionLimitExceeded(f"the .docx parts inflate past {mib(self.total)} in all (at {part})")
+    return check_chars("\n".join(c.strip() for c in chunks if c.strip()), limits, _LABEL)
 
 
 def _main_part(archive: zipfile.ZipFile, names: dict[str, zipfile.ZipInfo]) -> str:
@@ -148,16 +109,7 @@ def _relationships(
     info = names.get(rels)
     if info is None:
         return
-    if info.file_size > _RELS_MAX:
-        raise ExtractionLimitExceeded(f"the .docx part {rels} declares {info.file_size} bytes, over {mib(_RELS_MAX)}")
-    with archive.open(info) as handle:
-        raw = handle.read(_RELS_MAX + 1)
-    if len(raw) > _RELS_MAX:
-        raise ExtractionLimitExceeded(f"the .docx part {rels} inflates past {mib(_RELS_MAX)}")
-    try:
-        root = etree.fromstring(raw, _safe_parser())
-    except etree.XMLSyntaxError:
-        raise ExtractionError(f"not a readable .docx file ({rels} is not well-formed XML)") from None
+    root = read_small_part(archive, info, _LABEL)
     for rel in root.iter(f"{{{_REL}}}Relationship"):
         if rel.get("TargetMode") == "External":
             continue
@@ -166,56 +118,10 @@ def _relationships(
         yield rel.get("Type") or "", resolved
 
 
-def _safe_parser(**kwargs: object) -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, **kwargs)
-
-
-def _check_declared(info: zipfile.ZipInfo, limits: ExtractionLimits) -> None:
-    if info.file_size > limits.max_part_bytes:
-        raise ExtractionLimitExceeded(f"{posixpath.basename(info.filename)} inflates past {mib(limits.max_part_bytes)}")
-    if info.file_size > RATIO_FLOOR_BYTES and info.file_size > limits.max_compression_ratio * max(
-        info.compress_size, 1
-    ):
-        raise ExtractionLimitExceeded(
-            f"{posixpath.basename(info.filename)} is compressed over {limits.max_compression_ratio}:1 "
-            f"({info.compress_size} bytes inflating to {info.file_size})"
-        )
-
-
-def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: ExtractionLimits, budget: _Budget) -> str:
-    """Stream one part through a pull parser, collecting text as elements end and freeing them."""
-    _check_declared(info, limits)
-    name = posixpath.basename(info.filename)
-    parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False, no_network=True,
-                                 load_dtd=False, huge_tree=False)  # fmt: skip
-    collector = _Collector(name, limits.max_xml_depth, limits.max_text_chars)
-    inflated = 0
-    try:
-        with archive.open(info) as handle:
-            while chunk := handle.read(_CHUNK):
-                inflated += len(chunk)
-                if inflated > limits.max_part_bytes:
-                    raise ExtractionLimitExceeded(f"{name} inflates past {mib(limits.max_part_bytes)}")
-                if inflated > RATIO_FLOOR_BYTES and inflated > limits.max_compression_ratio * max(
-                    info.compress_size, 1
-                ):
-                    raise ExtractionLimitExceeded(f"{name} is compressed over {limits.max_compression_ratio}:1")
-                budget.take(len(chunk), name)
-                parser.feed(chunk)
-                collector.consume(parser.read_events())
-            parser.close()
-            collector.consume(parser.read_events())
-    except etree.XMLSyntaxError as exc:
-        message = str(exc).lower()
-        if "depth" in message:
-            raise ExtractionLimitExceeded(f"{name} is nested over {limits.max_xml_depth} levels deep") from None
-        if "huge" in message:  # libxml2 refuses single text nodes over 10 MB without huge_tree
-            raise ExtractionLimitExceeded(f"{name} has a single text run over 10 MB") from None
-        raise ExtractionError(f"not a readable .docx file ({name} is not well-formed XML)") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
-        # RuntimeError: encrypted member; NotImplementedError: unsupported compression.
-        raise ExtractionError(f"not a readable .docx file ({name}: {type(exc).__name__})") from None
-    return "".join(collector.parts)
+def _story_text(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: ExtractionLimits, budget: Budget) -> str:
+    """Stream one part, collecting text as elements end and freeing them."""
+    collector = _Collector(posixpath.basename(info.filename), limits.max_xml_depth, limits.max_text_chars)
+    return stream_part(archive, info, limits, budget, collector)
 
 
 class _Collector:
@@ -223,26 +129,23 @@ class _Collector:
 
     def __init__(self, part: str, max_depth: int, max_chars: int) -> None:
         self.part = part
-        self.max_depth = max_depth
         self.max_chars = max_chars
         self.chars = 0
         self.parts: list[str] = []
-        self.depth = 0
+        self.depth = Depth(part, max_depth)
         self.skip = 0  # > 0 inside an element whose content is not text
 
-    def consume(self, events: Iterator[tuple[str, etree._Element]]) -> None:
+    def consume(self, events: Events) -> None:
         for event, elem in events:
-            ns, local = _split(elem.tag)
+            ns, local = split_tag(elem.tag)
             if event == "start":
-                self.depth += 1
-                if self.depth > self.max_depth:
-                    raise ExtractionLimitExceeded(f"{self.part} is nested over {self.max_depth} levels deep")
+                self.depth.enter()
                 if _skipped(ns, local):
                     self.skip += 1
                 elif local in _BREAK_BEFORE and ns in _W_NAMESPACES and not self.skip:
                     self.parts.append("\n")  # a text box's paragraphs sit inside a run of another
                 continue
-            self.depth -= 1
+            self.depth.leave()
             if _skipped(ns, local):
                 self.skip -= 1
             elif not self.skip and ns in _W_NAMESPACES:
@@ -256,26 +159,8 @@ class _Collector:
                 elif local in _BREAK_AFTER:
                     self.parts.append(_BREAK_AFTER[local])
             if local in ("p", "tbl", "tc", "tr", "r", "Fallback") or elem.getparent() is None:
-                _free(elem)
-
-
-def _split(tag: object) -> tuple[str, str]:
-    if not isinstance(tag, str):  # comments, processing instructions
-        return "", ""
-    if tag.startswith("{"):
-        ns, _, local = tag[1:].partition("}")
-        return ns, local
-    return "", tag
+                free(elem)
 
 
 def _skipped(ns: str, local: str) -> bool:
     return (ns == _MC and local == "Fallback") or (ns in _W_NAMESPACES and local in _SKIP)
-
-
-def _free(elem: etree._Element) -> None:
-    """Drop a finished element and its finished earlier siblings so memory stays flat."""
-    elem.clear(keep_tail=False)
-    parent = elem.getparent()
-    if parent is not None:
-        while elem.getprevious() is not None:
-            del parent[0]

@@ -32,3 +32,38 @@ class ExtractionStopped(ExtractionError):
 
     A server answers this with a retryable 503, never a rejection of the document.
     """
+
+
+class NotMachineReadable(ExtractionError):
+    """The file is a document doccheck recognises, but it holds no text a machine can read.
+
+    Not the student's fault and not a limit: the reason is said in words a person acts on
+    (ask for a typed copy, review by hand), never shown as a score of 0. ``reason`` is a
+    stable code for counting documents by reason in summaries.
+    """
+
+    reason = "not_machine_readable"
+
+
+class ImageWithoutText(NotMachineReadable):
+    """A photo or scan (PNG, JPEG, HEIC...): no text layer at all."""
+
+    reason = "image_without_text"
+
+
+class ImageOnlyPdf(NotMachineReadable):
+    """A PDF whose pages are images (a scan) without a text layer."""
+
+    reason = "image_only_pdf"
+
+
+class PasswordProtected(NotMachineReadable):
+    """A PDF or Office file that needs a password to open."""
+
+    reason = "password_protected"
+
+
+#: Reason code → class, for the worker's answers (only JSON crosses the process boundary).
+NOT_READABLE_REASONS: dict[str, type[NotMachineReadable]] = {
+    cls.reason: cls for cls in (NotMachineReadable, ImageWithoutText, ImageOnlyPdf, PasswordProtected)
+}

@@ -30,7 +30,7 @@ MAX_INFLATED_BYTES = 100 * MiB
 MAX_COMPRESSION_RATIO = 200
 #: Parts smaller than this are not ratio-checked (tiny XML compresses very well).
 RATIO_FLOOR_BYTES = 1 * MiB
-#: DOCX: deepest XML nesting accepted (libxml2's own default ceiling is 256).
+#: DOCX/ODT/PPTX: deepest XML nesting; RTF: deepest group nesting (libxml2's own default ceiling is 256).
 MAX_XML_DEPTH = 256
 #: PDF: most pages.
 MAX_PDF_PAGES = 2000
@@ -38,6 +38,8 @@ MAX_PDF_PAGES = 2000
 MAX_PDF_OBJECTS = 500_000
 #: PDF: most content-stream bytes over all pages, counting a stream once per page that draws it.
 MAX_PDF_CONTENT_BYTES = 32 * MiB
+#: PPTX: most slides (a real deck has tens; a lecture a few hundred).
+MAX_SLIDES = 1000
 #: Most characters of extracted text returned (the service bills words; 16 M chars is ~3 M words).
 MAX_TEXT_CHARS = 16 * MiB
 #: Wall-clock seconds one extraction may take before its worker is killed.
@@ -65,6 +67,7 @@ class ExtractionLimits:
     max_pdf_pages: int = MAX_PDF_PAGES
     max_pdf_objects: int = MAX_PDF_OBJECTS
     max_pdf_content_bytes: int = MAX_PDF_CONTENT_BYTES
+    max_slides: int = MAX_SLIDES
     max_text_chars: int = MAX_TEXT_CHARS
     wall_seconds: float = WALL_SECONDS
     cpu_seconds: int = CPU_SECONDS

@@ -1,45 +1,141 @@
-"""Plain text out of a document's bytes: in this process for plain text, in a bounded worker otherwise."""
+"""Plain text out of a document's bytes, read as what the bytes are: in this process for plain
+text, in a bounded worker otherwise.
+
+The file's type is sniffed from its bytes (:mod:`doccheck.extract.sniff`): a ``.docx`` that is
+really RTF is read as RTF, and :class:`Extracted` says which type was read and whether the
+name disagreed, so a report can say "read as .rtf". The name decides only for the formats
+without a signature (plain text, Markdown, HTML).
+"""
 
 from __future__ import annotations
 
-from doccheck.extract.errors import ExtractionLimitExceeded
+from dataclasses import dataclass
+
+from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ImageWithoutText, UnsupportedFileType
 from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits, mib
-from doccheck.extract.types import IN_PROCESS, checked_extension
+from doccheck.extract.sniff import IMAGE_TYPES, LOCKED_OFFICE, OTHER_OLE, OTHER_ZIP, magic, sniff
+from doccheck.extract.types import IN_PROCESS, SUPPORTED_TYPES, extension_of, same_format
+
+IMAGE = (
+    "image without machine-readable text (a photo or scan, e.g. handwriting): no AI or similarity result; "
+    "ask for a typed copy or review it by hand"
+)
+#: Types whose text is read from their markup by name alone (no signature to sniff).
+_NAMED = frozenset({".txt", ".md", ".html", ".htm"})
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A document's text and what it was read as."""
+
+    text: str
+    #: The type read (an extension: ``".rtf"``), from the bytes where they have a signature.
+    read_as: str
+    #: True when the file's extension names another format than its bytes (e.g. RTF named ``.docx``).
+    misnamed: bool
 
 
 def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits = DEFAULT_LIMITS) -> str:
-    """Plain text of a document, chosen by the extension of ``filename``, read under ``limits``.
+    """Plain text of a document, read as what its bytes are, under ``limits`` (see :func:`extract`)."""
+    return extract(data, filename, limits=limits).text
 
-    Raises :class:`~doccheck.extract.errors.UnsupportedFileType` for any other extension,
-    :class:`~doccheck.extract.errors.ExtractionLimitExceeded` when reading would pass a limit (size,
-    inflation, pages, time, memory), and :class:`~doccheck.extract.errors.ExtractionError` (with a
-    reason) when the bytes are not a readable document of that type — never a library-specific
-    exception, so callers map it to one clear error per row.
+
+def extract(data: bytes, filename: str, *, limits: ExtractionLimits = DEFAULT_LIMITS) -> Extracted:
+    """Text of a document and the type it was read as.
+
+    Raises :class:`~doccheck.extract.errors.UnsupportedFileType` for a format doccheck does not
+    read, :class:`~doccheck.extract.errors.NotMachineReadable` (a photo, an image-only PDF, a
+    password) with the reason in words, :class:`~doccheck.extract.errors.ExtractionLimitExceeded`
+    when reading would pass a limit, and :class:`~doccheck.extract.errors.ExtractionError` (with
+    a reason) when the bytes are not readable — never a library-specific exception.
     """
-    ext = checked_extension(filename)
+    ext = extension_of(filename)
+    head = magic(data)
+    if head is None and ext not in SUPPORTED_TYPES and ext not in IMAGE_TYPES:
+        raise _unsupported(ext)
     if len(data) > limits.max_input_bytes:
         raise ExtractionLimitExceeded(f"the file is {len(data)} bytes, over the {mib(limits.max_input_bytes)} limit")
-    if ext in IN_PROCESS:
-        return parse(data, filename, limits)
-    from doccheck.extract.sandbox import run_sandboxed
+    if head in IMAGE_TYPES or (head is None and ext in IMAGE_TYPES):
+        raise ImageWithoutText(IMAGE)
+    if head is None and ext in IN_PROCESS:
+        text, kind = parse(data, filename, limits)
+    else:
+        from doccheck.extract.sandbox import run_sandboxed
 
-    return run_sandboxed(data, filename, limits)
+        text, kind = run_sandboxed(data, filename, limits)
+    return Extracted(text=text, read_as=kind, misnamed=not same_format(ext, kind))
 
 
-def parse(data: bytes, filename: str, limits: ExtractionLimits) -> str:
+def parse(data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, str]:
     """The parsers themselves, unbounded in time, in whatever process calls this (the worker, or
-    tests and benchmarks that measure the parsers alone)."""
-    ext = checked_extension(filename)
+    tests and benchmarks that measure the parsers alone): the text and the type it was read as."""
+    ext = extension_of(filename)
+    kind = sniff(data, limits)
+    if kind is None:
+        if ext not in _NAMED:
+            raise ExtractionError(
+                f"not a readable {ext or 'document'} file (its bytes are no document type doccheck knows)"
+            )
+        kind = ext
+    return _read(kind, data, limits), kind
+
+
+def _read(kind: str, data: bytes, limits: ExtractionLimits) -> str:  # noqa: PLR0911 - one line a format
     from doccheck.extract import text as plain
 
-    if ext in IN_PROCESS:
+    if kind in (".txt", ".md"):
         return plain.decode_text(data)
-    if ext in (".html", ".htm"):
+    if kind in (".html", ".htm"):
         return plain.html_to_text(plain.decode_text(data))
-    if ext == ".docx":
+    if kind == ".docx":
         from doccheck.extract.docx import docx_to_text
 
         return docx_to_text(data, limits)
-    from doccheck.extract.pdf import pdf_to_text
+    if kind == ".pdf":
+        from doccheck.extract.pdf import pdf_to_text
 
-    return pdf_to_text(data, limits)
+        return pdf_to_text(data, limits)
+    if kind in (".odt", ".ott"):
+        from doccheck.extract.odt import odt_to_text
+
+        return odt_to_text(data, limits)
+    if kind == ".pptx":
+        from doccheck.extract.pptx import pptx_to_text
+
+        return pptx_to_text(data, limits)
+    if kind == ".rtf":
+        from doccheck.extract.rtf import rtf_to_text
+
+        return rtf_to_text(data, limits)
+    if kind == ".doc":
+        from doccheck.extract.ole import doc_to_text
+
+        return doc_to_text(data, limits)
+    if kind == ".pages":
+        from doccheck.extract.pages import pages_to_text
+
+        return pages_to_text(data, limits)
+    raise _unreadable(kind)
+
+
+def _unreadable(kind: str) -> ExtractionError:
+    """The error for a recognised type doccheck does not read."""
+    from doccheck.extract.errors import PasswordProtected
+
+    if kind == LOCKED_OFFICE:
+        return PasswordProtected("password-protected Office document: ask the student for a copy without a password")
+    if kind in IMAGE_TYPES:
+        return ImageWithoutText(IMAGE)
+    what = {
+        ".ppt": "a PowerPoint 97-2003 .ppt (save it as .pptx or PDF)",
+        OTHER_OLE: "an Office 97-2003 file that is not a Word document",
+        OTHER_ZIP: "a zip archive that is not a document doccheck reads (e.g. a spreadsheet or a folder of files)",
+    }.get(kind, kind)
+    return UnsupportedFileType(f"unsupported format: {what}")
+
+
+def _unsupported(ext: str) -> UnsupportedFileType:
+    shown = ext or "(no extension)"
+    return UnsupportedFileType(
+        f"unsupported format: file type {shown!r}; supported: {', '.join(sorted(SUPPORTED_TYPES))}"
+    )

@@ -1,12 +1,21 @@
-"""The text of a PDF with pypdf, after checking what reading it would cost.
+"""The text of a PDF: PDFium first, pypdf only where PDFium cannot open the file.
 
-pypdf's text extraction re-interprets a page's content stream for each page that draws it,
-so a 31 KB file whose 40 pages share one 8 MB stream costs 40 x 8 MB of interpretation.
-Before extracting anything we count pages, cross-reference objects and the content bytes
-every page would interpret, its content streams and the form XObjects its resources name (a
-shared stream counts once per page, decoded once), and refuse past
-:mod:`doccheck.extract.limits`. Whatever is left (forms nested in forms, one form drawn many
-times, a slow but small file) is stopped by the worker's time and memory limits.
+Why PDFium (pypdfium2: Chromium's PDF engine, Apache-2.0/BSD, no further dependencies): on
+8-page essays it reads the same words for about a third of pypdf's CPU (docs/benchmarks.md),
+and PDFs are most of a term. PDFium is not thread-safe: it runs only in the extraction
+worker *processes* (:mod:`doccheck.extract.sandbox`), one document at a time each.
+
+Bounds with PDFium: the page count before any page is loaded, the characters as pages are
+read, and the worker's wall-time, CPU and memory limits for whatever a page costs to parse.
+A user-password PDF is :class:`PasswordProtected`; pages that hold images and no text are an
+:class:`ImageOnlyPdf` (a scan), said as such rather than counted as 0 words.
+
+pypdf is the fallback for files PDFium refuses as damaged (it repairs some cross-reference
+tables PDFium does not). Its text extraction re-interprets a page's content stream for each
+page that draws it, so a 31 KB file whose 40 pages share one 8 MB stream costs 40 x 8 MB of
+interpretation: before extracting anything it counts pages, cross-reference objects and the
+content bytes every page would interpret (a shared stream counts once per page) and refuses
+past :mod:`doccheck.extract.limits`.
 """
 
 from __future__ import annotations
@@ -15,22 +24,105 @@ import io
 import logging
 from typing import Any
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.extract.errors import (
+    ExtractionError,
+    ExtractionLimitExceeded,
+    ImageOnlyPdf,
+    PasswordProtected,
+)
 from doccheck.extract.limits import ExtractionLimits, mib
+
+IMAGE_ONLY = (
+    "image-only PDF (scanned pages without machine-readable text): no AI or similarity result; "
+    "ask for a typed copy or review it by hand"
+)
+LOCKED = "password-protected PDF: ask the student for a copy without a password"
 
 
 def pdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
     """Page texts joined by newlines, or :class:`ExtractionError` with the reason."""
-    if not data.lstrip()[:5].startswith(b"%PDF"):
+    if b"%PDF" not in data[:1024]:
         raise ExtractionError("not a PDF file (missing %PDF header)")
+    import pypdfium2 as pdfium
+
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if exc.err_code == pdfium.raw.FPDF_ERR_PASSWORD:
+            raise PasswordProtected(LOCKED) from None
+        return _pypdf_to_text(data, limits)  # damaged in a way pypdf may repair
+    try:
+        _check_cost(data, len(document), limits)
+        return _pdfium_text(document, limits)
+    finally:
+        document.close()
+
+
+def _check_cost(data: bytes, pages: int, limits: ExtractionLimits) -> None:
+    """Pages, objects, and the content bytes pages would parse (exactly, only when the raw bound says it may pass)."""
+    from doccheck.extract.pdf_cost import raw_cost
+
+    if pages > limits.max_pdf_pages:
+        raise ExtractionLimitExceeded(f"the PDF has {pages} pages, over the limit of {limits.max_pdf_pages}")
+    cost = raw_cost(data, pages, limits.max_pdf_content_bytes)
+    if cost.objects > limits.max_pdf_objects:
+        raise ExtractionLimitExceeded(f"the PDF has {cost.objects} objects, over the limit of {limits.max_pdf_objects}")
+    if cost.maybe_over:
+        from pypdf import PdfReader
+
+        logging.getLogger("pypdf").setLevel(logging.ERROR)
+        try:
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                _opens_without_password(reader)
+            _check_content_bytes(reader, limits)
+        except ExtractionError:
+            raise
+        except Exception:  # noqa: BLE001 - pypdf cannot walk this file: the OS limits still bound PDFium
+            return
+
+
+def _pdfium_text(document: Any, limits: ExtractionLimits) -> str:
+    """Text of every page (PDFium's reading order), the page and character limits checked as it goes."""
+    import pypdfium2 as pdfium
+
+    pages = len(document)
+    if pages > limits.max_pdf_pages:
+        raise ExtractionLimitExceeded(f"the PDF has {pages} pages, over the limit of {limits.max_pdf_pages}")
+    texts: list[str] = []
+    size = 0
+    images = False
+    for index in range(pages):
+        try:
+            page = document[index]
+            textpage = page.get_textpage()
+            text = textpage.get_text_range()
+            if not text.strip() and not images:
+                images = any(True for _ in page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=3))
+            textpage.close()
+            page.close()
+        except pdfium.PdfiumError:
+            raise ExtractionError(f"not a readable PDF file (page {index + 1} cannot be read)") from None
+        size += len(text)
+        if size > limits.max_text_chars:
+            raise ExtractionLimitExceeded(f"the PDF holds over {limits.max_text_chars} characters of text")
+        texts.append(text)
+    text = "\n".join(texts).replace("\r\n", "\n").replace("\ufffe", "").strip()
+    if not text and images:
+        raise ImageOnlyPdf(IMAGE_ONLY)
+    return text
+
+
+def _pypdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
+    """The fallback: pypdf, after its cost pre-check (module docstring)."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise ExtractionError("encrypted PDF files are not supported")
+        if reader.is_encrypted and not _opens_without_password(reader):
+            raise PasswordProtected(LOCKED)
         objects = sum(len(ids) for ids in reader.xref.values()) + len(getattr(reader, "xref_objStm", {}))
         if objects > limits.max_pdf_objects:
             raise ExtractionLimitExceeded(f"the PDF has {objects} objects, over the limit of {limits.max_pdf_objects}")
@@ -53,6 +145,14 @@ def pdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
     except (PdfReadError, Exception) as exc:  # noqa: BLE001 - pypdf raises many kinds on broken files
         raise ExtractionError(f"not a readable PDF file ({type(exc).__name__})") from None
     return "\n".join(texts).strip()
+
+
+def _opens_without_password(reader: Any) -> bool:
+    """True for an owner-password-only PDF (anyone may read it: an empty user password opens it)."""
+    try:
+        return bool(reader.decrypt(""))
+    except Exception:  # noqa: BLE001 - unsupported encryption: treat as locked
+        return False
 
 
 def _check_content_bytes(reader: Any, limits: ExtractionLimits) -> None:

@@ -4,7 +4,7 @@ Why a process: a thread cannot be stopped, so an extraction that runs away in a 
 burns CPU and memory after its request is gone and holds up shutdown. A child process can
 be limited by the kernel (RLIMIT_CPU, RLIMIT_AS, set by :mod:`doccheck.extract.worker`) and
 killed by us at its wall-clock deadline. Workers are reused (a third of a millisecond per
-small document, against ~0.45 s to start Python with lxml and pypdf) and replaced only
+small document, against ~0.45 s to start Python with lxml and PDFium) and replaced only
 after the OS-level limits ended one. ``subprocess`` rather than ``multiprocessing``: the child never re-imports the
 caller's ``__main__`` (a notebook, a Prefect flow file, the CLI), and only JSON crosses back.
 
@@ -25,7 +25,13 @@ import sys
 import threading
 import time
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ExtractionStopped, UnsupportedFileType
+from doccheck.extract.errors import (
+    NOT_READABLE_REASONS,
+    ExtractionError,
+    ExtractionLimitExceeded,
+    ExtractionStopped,
+    UnsupportedFileType,
+)
 from doccheck.extract.limits import WORKERS, ExtractionLimits
 from doccheck.extract.worker import _LEN, READY
 
@@ -106,7 +112,7 @@ class _Worker:
             raise ExtractionError(f"the extraction worker did not start ({self._death()})")
         self.ready = True
 
-    def run(self, data: bytes, filename: str, limits: ExtractionLimits) -> str:
+    def run(self, data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, str]:
         header = json.dumps(
             {"filename": filename, "size": len(data), "limits": dataclasses.asdict(limits)}, ensure_ascii=True
         ).encode()
@@ -139,8 +145,12 @@ class _Worker:
         if answer.get("retire"):  # it ran out of memory and exits; the next job needs a new one
             self.kill()
         if answer.get("ok"):
-            return str(answer["text"])
-        kind = {"unsupported": UnsupportedFileType, "limit": ExtractionLimitExceeded}.get(str(answer.get("kind")))
+            return str(answer["text"]), str(answer.get("read_as") or "")
+        kind: type[ExtractionError] | None = {"unsupported": UnsupportedFileType, "limit": ExtractionLimitExceeded}.get(
+            str(answer.get("kind"))
+        )
+        if answer.get("kind") == "reason":
+            kind = NOT_READABLE_REASONS.get(str(answer.get("reason")))
         raise (kind or ExtractionError)(str(answer.get("message")))
 
     def _died(self, limits: ExtractionLimits) -> ExtractionError:
@@ -152,6 +162,8 @@ class _Worker:
             return ExtractionStopped("extraction stopped: shutting down")
         if code is not None and -code == signal.SIGXCPU:
             return ExtractionLimitExceeded(f"extraction used over {limits.cpu_seconds} s of CPU")
+        if code is not None and -code == signal.SIGABRT:  # native code (PDFium) failing an allocation under RLIMIT_AS
+            return ExtractionLimitExceeded(f"extraction was stopped (over {limits.memory_bytes >> 20} MiB of memory?)")
         if code is not None and -code == signal.SIGKILL:  # the kernel's OOM killer, most likely
             return ExtractionLimitExceeded(f"extraction was killed (over {limits.memory_bytes >> 20} MiB of memory?)")
         return ExtractionError(f"extraction failed ({self._death()})")
@@ -177,7 +189,7 @@ class _Pool:
         self.all: set[_Worker] = set()
         self.pid = os.getpid()
 
-    def run(self, data: bytes, filename: str, limits: ExtractionLimits) -> str:
+    def run(self, data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, str]:
         if self.pid != os.getpid():  # a forked copy must not share the parent's pipes
             self._reset()
         self.slots.acquire()
@@ -241,8 +253,9 @@ class _Pool:
 _pool = _Pool(WORKERS)
 
 
-def run_sandboxed(data: bytes, filename: str, limits: ExtractionLimits) -> str:
-    """Extract in a worker process under ``limits``; every failure is an :class:`ExtractionError`."""
+def run_sandboxed(data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, str]:
+    """Extract in a worker process under ``limits``: the text and the type read; every failure is an
+    :class:`ExtractionError`."""
     return _pool.run(data, filename, limits)
 
 

@@ -9,7 +9,8 @@ MemoryError is reported and the worker exits, so the next job gets a fresh proce
 
 Protocol, all lengths 8-byte big-endian: request = header length, JSON header
 ``{"filename", "size", "limits"}``, then ``size`` bytes; response = length, JSON
-``{"ok": true, "text"}`` or ``{"ok": false, "kind": "unsupported"|"error"|"limit", "message"}``.
+``{"ok": true, "text", "read_as"}`` or ``{"ok": false, "kind": "unsupported"|"error"|"limit"|"reason",
+"message"}`` (``"reason"``: a document with no machine-readable text, its code in ``"reason"``).
 The parent trusts nothing but the shape of this JSON: no pickles cross the boundary.
 """
 
@@ -72,9 +73,14 @@ def main() -> None:
     stdin = sys.stdin.buffer
 
     import lxml.etree  # noqa: F401  (imported before measuring the idle size)
-    import pypdf  # noqa: F401
+    import pypdfium2  # noqa: F401
 
-    from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, UnsupportedFileType
+    from doccheck.extract.errors import (
+        ExtractionError,
+        ExtractionLimitExceeded,
+        NotMachineReadable,
+        UnsupportedFileType,
+    )
     from doccheck.extract.limits import ExtractionLimits, mib
     from doccheck.extract.parse import parse as _parse
 
@@ -92,7 +98,7 @@ def main() -> None:
         if idle:
             _set_soft(resource.RLIMIT_AS, idle + len(data) + limits.memory_bytes)
         try:
-            text = _parse(data, header["filename"], limits)
+            text, read_as = _parse(data, header["filename"], limits)
         except MemoryError:
             data = b""
             _answer(out, {"ok": False, "kind": "limit", "retire": True,
@@ -102,12 +108,14 @@ def main() -> None:
             _answer(out, {"ok": False, "kind": "unsupported", "message": str(exc)})
         except ExtractionLimitExceeded as exc:
             _answer(out, {"ok": False, "kind": "limit", "message": str(exc)})
+        except NotMachineReadable as exc:
+            _answer(out, {"ok": False, "kind": "reason", "reason": exc.reason, "message": str(exc)})
         except ExtractionError as exc:
             _answer(out, {"ok": False, "kind": "error", "message": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a parser bug: still one row's error, never the batch's
             _answer(out, {"ok": False, "kind": "error", "message": f"extraction failed ({type(exc).__name__})"})
         else:
-            _answer(out, {"ok": True, "text": text})
+            _answer(out, {"ok": True, "text": text, "read_as": read_as})
         del data
 
 

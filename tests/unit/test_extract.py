@@ -56,7 +56,8 @@ def test_content_type_for() -> None:
     assert content_type_for("x.htm") == "text/html"
     assert content_type_for("x.exe") is None
     assert content_type_for("noext") is None
-    assert set(SUPPORTED_TYPES) == {".txt", ".md", ".html", ".htm", ".docx", ".pdf"}
+    assert set(SUPPORTED_TYPES) == {".txt", ".md", ".html", ".htm", ".docx", ".pdf", ".doc", ".odt", ".ott", ".rtf",
+                                    ".pptx", ".pages"}  # fmt: skip
 
 
 def test_txt_and_md() -> None:
@@ -102,9 +103,9 @@ def test_corrupt_binary_documents(name: str) -> None:
     assert not isinstance(info.value, UnsupportedFileType)
 
 
-@pytest.mark.parametrize("name", ["x.exe", "x", "x.doc", ""])
+@pytest.mark.parametrize("name", ["x.exe", "x", "x.ppt", ""])
 def test_unsupported(name: str) -> None:
-    with pytest.raises(UnsupportedFileType, match="unsupported file type"):
+    with pytest.raises(UnsupportedFileType, match="unsupported format"):
         extract_text(b"abc", name)
 
 

@@ -50,7 +50,7 @@ def _flip(data: bytes, positions: list[int], value: int) -> bytes:
 def test_flipped_bytes(name: str, positions: list[int], value: int) -> None:
     data = _flip(SAMPLES[name], positions, value)
     try:
-        assert isinstance(_parse(data, name, DEFAULT_LIMITS), str)
+        assert isinstance(_parse(data, name, DEFAULT_LIMITS)[0], str)
     except ExtractionError as exc:
         assert str(exc)
 
@@ -60,7 +60,7 @@ def test_flipped_bytes(name: str, positions: list[int], value: int) -> None:
 def test_damaged_document_xml(cut: int, junk: bytes) -> None:
     data = _document_xml_mutated(SAMPLES["zen_of_python.docx"], cut, junk)
     try:
-        assert isinstance(_parse(data, "z.docx", DEFAULT_LIMITS), str)
+        assert isinstance(_parse(data, "z.docx", DEFAULT_LIMITS)[0], str)
     except ExtractionError as exc:
         assert str(exc)
 
