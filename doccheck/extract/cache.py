@@ -13,6 +13,11 @@ store the active one for the code below it (the manifest reader asks :func:`cach
 and tells :func:`remember`), and :func:`prefetch` fills it for many files at once with every
 extraction worker busy (``doccheck.extract.sandbox``: the per-document limits stay those of
 each worker).
+
+A count is kept under :func:`key_for` of the digest: the SHA-256 of the bytes *and* of
+:func:`extractor_id` (this package's reader version and the versions of PDFium, pypdf,
+olefile and lxml), so a new extractor re-reads each file once instead of trusting a count
+another one made (issue 41: PDFium replaced pypdf, and may find other words in a file).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -30,7 +36,30 @@ from doccheck.extract.limits import WORKERS
 from doccheck.extract.parse import extract_text
 from doccheck.extract.words import count_words
 
-__all__ = ["WordStore", "active", "cached_words", "prefetch", "remember", "using"]
+__all__ = ["WordStore", "active", "cached_words", "extractor_id", "key_for", "prefetch", "remember", "using"]
+
+#: Bumped when a reader of this package changes what text it finds.
+READER_VERSION = 2
+_LIBRARIES = ("pypdfium2", "pypdf", "olefile", "lxml")
+
+
+@lru_cache(maxsize=1)
+def extractor_id() -> str:
+    """What reads the files: ``"doccheck.extract/2;pypdfium2=5.15.2;pypdf=7.1.0;..."``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "none"
+
+    return ";".join([f"doccheck.extract/{READER_VERSION}", *(f"{n}={installed(n)}" for n in _LIBRARIES)])
+
+
+def key_for(digest: str) -> str:
+    """The store key of a file's count: its bytes' digest under this extractor (hex SHA-256)."""
+    return hashlib.sha256(f"{extractor_id()}\n{digest}".encode()).hexdigest()
 
 
 class WordStore(Protocol):
@@ -71,20 +100,22 @@ def active() -> WordStore | None:
 def cached_words(digest: str) -> int | None:
     """The word count kept for these bytes, if a store is active and knows them."""
     store = active()
-    return store.lookup([digest]).get(digest) if store is not None else None
+    key = key_for(digest)
+    return store.lookup([key]).get(key) if store is not None else None
 
 
 def remember(digest: str, words: int) -> None:
     """Keep a count just extracted (nothing without an active store)."""
     store = active()
     if store is not None:
-        store.store({digest: words})
+        store.store({key_for(digest): words})
 
 
 def _extract_words(path: Path) -> tuple[str, int]:
+    """(store key, words) of one file."""
     data = path.read_bytes()
     text = extract_text(data, path.name)
-    return hashlib.sha256(data).hexdigest(), (count_words(text) if text.strip() else 0)
+    return key_for(hashlib.sha256(data).hexdigest()), (count_words(text) if text.strip() else 0)
 
 
 def prefetch(paths: Iterable[Path], store: WordStore, *, workers: int = WORKERS, chunk: int = 200) -> int:
@@ -116,7 +147,7 @@ def _digest(path: Path) -> str | None:
 
 
 def _prefetch_chunk(paths: list[Path], store: WordStore, pool: ThreadPoolExecutor, workers: int) -> int:
-    digests = {path: d for path, d in zip(paths, pool.map(_digest, paths), strict=True) if d is not None}
+    digests = {path: key_for(d) for path, d in zip(paths, pool.map(_digest, paths), strict=True) if d is not None}
     known = store.lookup(sorted(set(digests.values())))
     todo = list({d: p for p, d in reversed(digests.items()) if d not in known}.values())  # one file per digest
     found: dict[str, int] = {}

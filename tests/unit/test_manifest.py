@@ -19,6 +19,7 @@ from doccheck.sources.manifest import (
     parse_products,
     read_manifest,
 )
+from tests import generated_documents as gen
 
 ESSAY = "The quick brown fox jumps over the lazy dog. " * 20  # 180 words
 
@@ -63,6 +64,9 @@ def test_every_row_level_reject_code(corpus: Path) -> None:
     (corpus / "broken.pdf").write_bytes(b"this is not a pdf at all")
     (corpus / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     (corpus / "adir.txt").mkdir()
+    (corpus / "scan.pdf").write_bytes(gen.pdf_image_only())
+    (corpus / "locked.pdf").write_bytes(gen.pdf_text(["a locked essay"], user_password="pw"))
+    (corpus / "locked.docx").write_bytes(gen.locked_office())
     m = write_csv(
         corpus,
         "document_id,path,text,products",
@@ -83,6 +87,9 @@ def test_every_row_level_reject_code(corpus: Path) -> None:
         "latin1,latin1.txt,,",
         "dir,adir.txt,,",
         "prod,essay.txt,,ai;plagiarism",
+        "scan,scan.pdf,,",
+        "lockedpdf,locked.pdf,,",
+        "lockeddocx,locked.docx,,",
     )
     result = read_manifest(m)
     assert [d.document_id for d in result.documents] == ["ok"]
@@ -97,17 +104,22 @@ def test_every_row_level_reject_code(corpus: Path) -> None:
         "zero": RejectCode.EMPTY_DOCUMENT,
         "blankfile": RejectCode.EMPTY_DOCUMENT,
         "blanktext": RejectCode.EMPTY_DOCUMENT,
-        "png": RejectCode.UNSUPPORTED_TYPE,
+        "png": RejectCode.IMAGE_WITHOUT_TEXT,
         "exe": RejectCode.UNSUPPORTED_TYPE,
         "badpdf": RejectCode.UNREADABLE_FILE,
         "latin1": RejectCode.UNREADABLE_FILE,
         "dir": RejectCode.NOT_A_FILE,
         "prod": RejectCode.INVALID_PRODUCTS,
+        "scan": RejectCode.IMAGE_ONLY_PDF,
+        "lockedpdf": RejectCode.PASSWORD_PROTECTED,
+        "lockeddocx": RejectCode.PASSWORD_PROTECTED,
     }
     by_id = {r.document_id: r for r in result.rejections}
     assert by_id["ok"].row_number == 3 and "row 1" in by_id["ok"].reason
     assert by_id["prod"].field == "products" and "plagiarism" in by_id["prod"].reason
     assert by_id["blanktext"].field == "text"
+    assert "a photo or scan, e.g. handwriting" in by_id["png"].reason and "review it by hand" in by_id["png"].reason
+    assert "image-only PDF" in by_id["scan"].reason
     for rejection in result.rejections:
         assert rejection.reason.startswith(f"row {rejection.row_number}")
         assert rejection.field in rejection.reason

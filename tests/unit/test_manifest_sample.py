@@ -18,7 +18,7 @@ EXPECTED_REJECTS = {
     "envs101-w6-015": "path_escapes_manifest_dir",
     "envs101-w6-003": "duplicate_id",
     "envs101-w6-016": "both_path_and_text",
-    "envs101-w6-017": "unsupported_type",
+    "envs101-w6-017": "image_without_text",
     "envs101-w6-018": "empty_document",
     "envs101-w6-019": "invalid_products",
 }

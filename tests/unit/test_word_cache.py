@@ -125,3 +125,14 @@ def test_the_prefetch_reads_a_hostile_manifest_within_the_readers_limits(tmp_pat
         + "d3,b.txt\n"
     )
     assert [p.name for p in file_paths(csv_file, limit_bytes=1000)] == ["a.txt"]
+
+
+def test_counts_are_kept_per_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count made by another extractor (PDFium replacing pypdf, a new reader) is not trusted."""
+    from doccheck.extract import cache
+
+    assert cache.extractor_id().startswith("doccheck.extract/")
+    assert "pypdfium2=" in cache.extractor_id() and "olefile=" in cache.extractor_id()
+    before = cache.key_for("a" * 64)
+    monkeypatch.setattr(cache, "extractor_id", lambda: "doccheck.extract/99;pypdfium2=0")
+    assert cache.key_for("a" * 64) != before and len(cache.key_for("a" * 64)) == 64

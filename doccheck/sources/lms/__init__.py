@@ -13,7 +13,9 @@ import os
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from doccheck.extract import is_supported
+from doccheck.extract import extension_of, is_supported
+from doccheck.extract.parse import IMAGE
+from doccheck.extract.sniff import IMAGE_TYPES
 from doccheck.sources.lms import blackboard, canvas, moodle
 from doccheck.sources.lms.model import (
     Entry,
@@ -105,6 +107,9 @@ def _classify(item: Entry | Refused, parsed: Parsed, attempts: str) -> Submitted
         return SubmittedFile(
             item.name, parsed, doc_id, EntryKind.REJECTED, f"{who}: a zip inside the export is not opened", "nested_zip"
         )
+    if extension_of(parsed.submitted_file) in IMAGE_TYPES:  # a photo of handwriting: said, never a silent 0
+        reason = f"{who}: {parsed.submitted_file!r} is an {IMAGE}"
+        return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, reason, "image_without_text")
     if not is_supported(parsed.submitted_file):
         reason = f"{who}: file type of {parsed.submitted_file!r} is not supported"
         return SubmittedFile(item.name, parsed, doc_id, EntryKind.REJECTED, reason, "unsupported_type")

@@ -14,11 +14,15 @@ from pathlib import Path
 from doccheck.extract import (
     SUPPORTED_TYPES,
     ExtractionError,
+    NotMachineReadable,
+    UnsupportedFileType,
     count_words,
     extension_of,
     extract_text,
 )
 from doccheck.extract import cache as word_cache
+from doccheck.extract.parse import IMAGE
+from doccheck.extract.sniff import IMAGE_TYPES
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.types import RejectCode
 from doccheck.sources.manifest.values import CellProblem, show
@@ -62,7 +66,7 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
     if not regular:
         raise CellProblem("path", RejectCode.NOT_A_FILE, f"{show(raw_path, 200)} is not a regular file")
     ext = extension_of(resolved.name)
-    if ext not in SUPPORTED_TYPES:
+    if ext not in SUPPORTED_TYPES and ext not in IMAGE_TYPES:  # a photo is read, to say why it is not checked
         raise CellProblem(
             "path",
             RejectCode.UNSUPPORTED_TYPE,
@@ -83,6 +87,8 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
             RejectCode.FILE_TOO_LARGE,
             f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
+    if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
+        raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
     words: int | None
     try:
         if size <= MULTIPART_MAX_BYTES:
@@ -93,6 +99,10 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
         ) from None
+    except NotMachineReadable as exc:  # its reason code and words: a photo, a scan, a password
+        raise CellProblem("path", exc.reason, f"{show(raw_path, 200)}: {exc}") from None
+    except UnsupportedFileType as exc:  # e.g. a .ppt, or a spreadsheet named .docx
+        raise CellProblem("path", RejectCode.UNSUPPORTED_TYPE, f"{show(raw_path, 200)}: {exc}") from None
     except ExtractionError as exc:
         raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
     if words == 0:

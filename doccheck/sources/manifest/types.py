@@ -46,6 +46,10 @@ class RejectCode:
     NOT_A_FILE = "not_a_file"
     UNREADABLE_FILE = "unreadable_file"
     UNSUPPORTED_TYPE = "unsupported_type"
+    # A recognised document with no machine-readable text (issue 41): the reason in words, never 0 words.
+    IMAGE_WITHOUT_TEXT = "image_without_text"  # a photo or scan (PNG, JPEG, HEIC...)
+    IMAGE_ONLY_PDF = "image_only_pdf"  # a PDF of scanned pages without a text layer
+    PASSWORD_PROTECTED = "password_protected"  # a PDF or Office file locked with a password
     FILE_TOO_LARGE = "file_too_large"
     EMPTY_DOCUMENT = "empty_document"
     INVALID_TEXT = "invalid_text"
