@@ -87,14 +87,20 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
             RejectCode.FILE_TOO_LARGE,
             f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
+    digest, words = _read(resolved, raw_path, ext, size)
+    if words == 0:
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
+    return resolved, size, digest, words
+
+
+def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int | None]:
+    """Hash and count one file; every reading failure as the row's problem with its code."""
     if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
         raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
-    words: int | None
     try:
         if size <= MULTIPART_MAX_BYTES:
-            digest, words = _hash_and_extract(resolved)
-        else:
-            digest, words = _hash_streamed(resolved, count=ext in (".txt", ".md"))
+            return _hash_and_extract(resolved)
+        return _hash_streamed(resolved, count=ext in (".txt", ".md"))
     except OSError as exc:
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
@@ -105,9 +111,6 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
         raise CellProblem("path", RejectCode.UNSUPPORTED_TYPE, f"{show(raw_path, 200)}: {exc}") from None
     except ExtractionError as exc:
         raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
-    if words == 0:
-        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
-    return resolved, size, digest, words
 
 
 def _hash_and_extract(path: Path) -> tuple[str, int]:
