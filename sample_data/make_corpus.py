@@ -8,7 +8,7 @@ Run from anywhere: ``.venv/bin/python sample_data/make_corpus.py``. It writes
   the 4 MiB multipart limit so that the upload flow is exercised; generated from a fixed
   linear congruential sequence, so it is byte-identical on every machine and Python version
   (a unit test regenerates it in memory and compares hashes),
-- ``submissions/diagram_cycle_network.png``: a tiny valid PNG, an unsupported type,
+- ``submissions/diagram_cycle_network.png``: a tiny valid PNG: an image without machine-readable text,
 - ``manifest.jsonl`` and ``manifest.parquet``: the same rows as the hand-written
   ``manifest.csv``, so tests can check the three formats give the same plan.
 
@@ -217,7 +217,7 @@ def large_text() -> bytes:
 
 
 def tiny_png() -> bytes:
-    """A valid 4×4 grey PNG (an unsupported file type for the service)."""
+    """A valid 4×4 grey PNG (an image without machine-readable text: its row says so)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))

@@ -18,6 +18,8 @@ The package's modules: :mod:`.types` (what is accepted), :mod:`.parse` (text out
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from doccheck.extract.errors import (
     ExtractionError,
     ExtractionLimitExceeded,
@@ -31,7 +33,9 @@ from doccheck.extract.errors import (
 from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits
 from doccheck.extract.parse import Extracted, extract, extract_text
 from doccheck.extract.types import SUPPORTED_TYPES, content_type_for, extension_of, is_supported
-from doccheck.extract.words import WORD_RE, count_words, words_of
+
+if TYPE_CHECKING:
+    from doccheck.extract.words import WORD_RE, count_words, words_of
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -55,3 +59,13 @@ __all__ = [
     "is_supported",
     "words_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The word rule is imported on first use: it needs numpy, which the extraction worker
+    (``python -m doccheck.extract.worker``, started per core) never does (~0.15 s of CPU each)."""
+    if name in ("WORD_RE", "count_words", "words_of"):
+        from doccheck.extract import words
+
+        return getattr(words, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,6 +18,12 @@ A count is kept under :func:`key_for` of the digest: the SHA-256 of the bytes *a
 :func:`extractor_id` (this package's reader version and the versions of PDFium, pypdf,
 olefile and lxml), so a new extractor re-reads each file once instead of trusting a count
 another one made (issue 41: PDFium replaced pypdf, and may find other words in a file).
+
+The text itself is handed on once: cohort matching signs every new file's text right after the
+counts are taken, and reading each file a second time for it doubled what reading costs a run
+(issue 41's benchmark). :func:`prefetch` keeps the texts it extracts, up to
+:data:`HANDOVER_CHARS` characters in all (the first files; past that, nothing more is kept, so
+memory stays bounded on a term of 100,000 files), and :func:`take_text` gives each back once.
 """
 
 from __future__ import annotations
@@ -36,7 +42,24 @@ from doccheck.extract.limits import WORKERS
 from doccheck.extract.parse import extract_text
 from doccheck.extract.words import count_words
 
-__all__ = ["WordStore", "active", "cached_words", "extractor_id", "key_for", "prefetch", "remember", "using"]
+__all__ = [
+    "WordStore",
+    "active",
+    "cached_words",
+    "extractor_id",
+    "keep_text",
+    "key_for",
+    "prefetch",
+    "remember",
+    "take_text",
+    "using",
+]
+
+#: Most characters of extracted text kept for :func:`take_text` (~128 MB of str at most).
+HANDOVER_CHARS = 64 * 1024 * 1024
+_handover: dict[str, str] = {}
+_handover_chars = 0
+_handover_lock = threading.Lock()
 
 #: Bumped when a reader of this package changes what text it finds.
 READER_VERSION = 2
@@ -111,11 +134,32 @@ def remember(digest: str, words: int) -> None:
         store.store({key_for(digest): words})
 
 
+def keep_text(digest: str, text: str) -> None:
+    """Keep ``text`` for one :func:`take_text` of these bytes, while the hand-over has room."""
+    global _handover_chars
+    with _handover_lock:
+        if digest not in _handover and _handover_chars + len(text) <= HANDOVER_CHARS:
+            _handover[digest] = text
+            _handover_chars += len(text)
+
+
+def take_text(digest: str) -> str | None:
+    """The text extracted from the bytes of SHA-256 ``digest`` in this process, once (then forgotten)."""
+    global _handover_chars
+    with _handover_lock:
+        text = _handover.pop(digest, None)
+        if text is not None:
+            _handover_chars -= len(text)
+        return text
+
+
 def _extract_words(path: Path) -> tuple[str, int]:
-    """(store key, words) of one file."""
+    """(store key, words) of one file; its text kept for the signer (:func:`take_text`)."""
     data = path.read_bytes()
     text = extract_text(data, path.name)
-    return key_for(hashlib.sha256(data).hexdigest()), (count_words(text) if text.strip() else 0)
+    digest = hashlib.sha256(data).hexdigest()
+    keep_text(digest, text)
+    return key_for(digest), (count_words(text) if text.strip() else 0)
 
 
 def prefetch(paths: Iterable[Path], store: WordStore, *, workers: int = WORKERS, chunk: int = 200) -> int:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from doccheck.domain import document_owner
+from doccheck.extract import cache as word_cache
 from doccheck.extract import extract_text
 from doccheck.matching import minhash
 from doccheck.matching.columns import CampaignColumns, DigestSet
@@ -151,13 +152,18 @@ def template_shingles(options: MatchOptions) -> np.ndarray:
 
 
 def _text_of(doc: Any) -> str:
-    """The text a document's row stands for (its text, or its file's extracted text)."""
+    """The text a document's row stands for (its text, or its file's extracted text: the one the
+    word count was taken from when this process just extracted it, else read again)."""
     text = getattr(doc, "text", None)
     if text is not None:
         return str(text)
     path = getattr(doc, "path", None)
     if path is None:
         raise ValueError("the row has neither text nor a file")
+    digest = getattr(doc, "content_hash", None)
+    handed = word_cache.take_text(str(digest)) if digest else None
+    if handed is not None:
+        return handed
     path = Path(path)
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"the file is over {MAX_FILE_BYTES} bytes")

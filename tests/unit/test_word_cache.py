@@ -39,6 +39,7 @@ def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(word_cache, "extract_text", counting)
     monkeypatch.setattr("doccheck.sources.manifest.files.extract_text", counting)
+    monkeypatch.setattr("doccheck.matching.cohort.extract_text", counting)
     yield names
 
 
@@ -136,3 +137,19 @@ def test_counts_are_kept_per_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
     before = cache.key_for("a" * 64)
     monkeypatch.setattr(cache, "extractor_id", lambda: "doccheck.extract/99;pypdfium2=0")
     assert cache.key_for("a" * 64) != before and len(cache.key_for("a" * 64)) == 64
+
+
+def test_the_signer_takes_the_text_the_count_was_taken_from(tmp_path: Path, extracted: list[str]) -> None:
+    """Cohort matching signs each new file's text: the prefetch's text, handed over once, not a second read."""
+    from doccheck.matching import match_cohort
+
+    manifest = _term(tmp_path / "term")
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        plan = record_plan(ledger, manifest, campaign="t", batch_size=2)
+        assert sorted(extracted) == ["a.docx", "b.docx", "c.docx"]
+        docs = [d for ref in plan.batches for d in read_batch(ledger, plan.run_id, manifest, ref).documents]
+        result = match_cohort(docs, campaign="t", run_id=plan.run_id)
+    assert not result.skipped
+    assert sorted(extracted) == ["a.docx", "b.docx", "c.docx", "same-as-a.docx"]
+    # a's text was handed over once (to d1); d3 has the same bytes and was read again
+    assert word_cache.take_text(docs[0].content_hash) is None
