@@ -5,8 +5,10 @@ Why PDFium (pypdfium2: Chromium's PDF engine, Apache-2.0/BSD, no further depende
 and PDFs are most of a term. PDFium is not thread-safe: it runs only in the extraction
 worker *processes* (:mod:`doccheck.extract.sandbox`), one document at a time each.
 
-Bounds with PDFium: the page count before any page is loaded, the characters as pages are
-read, and the worker's wall-time, CPU and memory limits for whatever a page costs to parse.
+Bounds with PDFium: before any page is loaded, the page count, the object count and the
+content bytes the pages would parse (a raw bound, :mod:`doccheck.extract.pdf_cost`, and the
+exact count below only when that bound passes the limit); the characters as pages are read;
+and the worker's wall-time, CPU and memory limits for whatever a page costs beyond that.
 A user-password PDF is :class:`PasswordProtected`; pages that hold images and no text are an
 :class:`ImageOnlyPdf` (a scan), said as such rather than counted as 0 words.
 
@@ -73,7 +75,7 @@ def _check_cost(data: bytes, pages: int, limits: ExtractionLimits) -> None:
         logging.getLogger("pypdf").setLevel(logging.ERROR)
         try:
             reader = PdfReader(io.BytesIO(data))
-            if reader.is_encrypted:
+            if reader.is_encrypted:  # PDFium opened it, so the empty user password does: streams need it
                 _opens_without_password(reader)
             _check_content_bytes(reader, limits)
         except ExtractionError:
@@ -86,9 +88,7 @@ def _pdfium_text(document: Any, limits: ExtractionLimits) -> str:
     """Text of every page (PDFium's reading order), the page and character limits checked as it goes."""
     import pypdfium2 as pdfium
 
-    pages = len(document)
-    if pages > limits.max_pdf_pages:
-        raise ExtractionLimitExceeded(f"the PDF has {pages} pages, over the limit of {limits.max_pdf_pages}")
+    pages = len(document)  # checked against the limit by _check_cost
     texts: list[str] = []
     size = 0
     images = False
