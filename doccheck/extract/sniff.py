@@ -116,7 +116,11 @@ def _zip_kind(data: bytes, limits: ExtractionLimits) -> str:
                     f"the zip lists {len(names)} parts, over the limit of {limits.max_zip_members}"
                 )
             mimetype = _odf_mimetype(archive, names)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+    except ExtractionError:
+        raise
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - BadZipFile, NotImplementedError (a zip version, a method), RuntimeError...
         raise ExtractionError("not a readable document (damaged: not a zip archive)") from None
     members = set(names)
     if "[Content_Types].xml" in members:

@@ -15,11 +15,20 @@ from hypothesis import strategies as st
 
 from doccheck.extract import DEFAULT_LIMITS, ExtractionError, extract_text
 from doccheck.extract.parse import parse as _parse
+from tests import generated_documents as gen
 
 DOCUMENTS = Path(__file__).parents[1] / "data" / "documents"
 SAMPLES = {
     name: (DOCUMENTS / name).read_bytes() for name in ("zen_of_python.docx", "crazyones.pdf", "readability-001.html")
 }
+#: The formats of issue 41, generated (``tests/generated_documents.py``).
+_PARAGRAPHS = ["Mutated documents are read or refused with a reason.", "Nothing else: no other exception."]
+SAMPLES.update({
+    "essay.odt": gen.odt_paragraphs(_PARAGRAPHS),
+    "essay.rtf": gen.rtf("\\par ".join(_PARAGRAPHS) + "{\\*\\annotation x}\\u8364?"),
+    "essay.doc": gen.word97("\r".join(_PARAGRAPHS) + "\r", footnotes="Note.\r", unicode_from=20),
+    "deck.pptx": gen.pptx([[p] for p in _PARAGRAPHS]),
+})  # fmt: skip
 
 
 def _document_xml_mutated(data: bytes, cut: int, junk: bytes) -> bytes:
