@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 #: The notebook API (``doccheck.notebook``), imported on first use so that ``import doccheck``
 #: stays light (no pandas, no HTTP client until asked for).
-_NOTEBOOK_API = ("check_dataframe", "acheck_dataframe", "plan_dataframe", "CheckResult", "PlanResult")
+_NOTEBOOK_API = ("check_dataframe", "acheck_dataframe", "plan_dataframe", "CheckResult", "PlanResult", "catalog")
 
 __all__ = ["__version__", *_NOTEBOOK_API]
 

@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = None
     database_url: str = DEFAULT_DATABASE_URL
     webhook_secret: SecretStr | None = None
+    #: Rebuild ``<out>/catalog.duckdb`` after every run, collect and purge (docs/data.md).
+    catalog: bool = True
 
     def webhook_secrets(self) -> list[SecretStr]:
         """The configured signing secrets, newest first as written, empty entries dropped."""

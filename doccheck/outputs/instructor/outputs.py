@@ -11,6 +11,7 @@ from typing import Any
 
 from doccheck.guards.environment_errors import naming
 from doccheck.outputs.calibration import AiRules
+from doccheck.outputs.catalog import refresh_catalog, write_run_file
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
 from doccheck.outputs.instructor.evidence_texts import manifest_texts
 from doccheck.outputs.instructor.writer import (
@@ -19,7 +20,7 @@ from doccheck.outputs.instructor.writer import (
     read_run_tables,
     write_instructor_files,
 )
-from doccheck.outputs.report_folders import work_dir
+from doccheck.outputs.report_folders import final_dir, work_dir
 
 #: The report columns the download targets are chosen from (read alone: the rest stays on disk).
 TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
@@ -79,6 +80,8 @@ async def write_run_outputs(
     if ai_rules.reference_campaign and ledger is not None:
         reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
     with naming(work_dir(run_dir)):  # a full disk names the folder being written
+        if run_id is not None:
+            _write_run_file(work_dir(run_dir), ledger, campaign=campaign, run_id=run_id, status=status)
         paths = write_instructor_files(
             run_dir,
             latest_dir,
@@ -94,4 +97,12 @@ async def write_run_outputs(
             group_by=group_by or (rules or {}).get("group_by"),
             texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
         )
+    refresh_catalog(final_dir(Path(run_dir)).parent)  # the term's catalog, after every run and collect
     return RunOutputs(paths, result)
+
+
+def _write_run_file(folder: Path, ledger: Any, *, campaign: str, run_id: str, status: str | None) -> None:
+    """The folder's ``run.json`` (the catalog's run metadata), with the ledger's times when known."""
+    run = ledger.get_run(run_id) if ledger is not None and hasattr(ledger, "get_run") else None
+    write_run_file(folder, run_id=run_id, campaign=campaign, status=status or getattr(run, "status", None),
+                   started_at=getattr(run, "started_at", None), finished_at=getattr(run, "finished_at", None))  # fmt: skip

@@ -95,6 +95,17 @@ def apply_dispositions(rows: Iterable[dict[str, Any]], dispositions: Mapping[str
 
 # --- end review dispositions ---
 
+# --- the term's catalog (issue 40): a row's run and its money as the service counts it ---
+RUN_FIELDS = [
+    pa.field("campaign", pa.string()),
+    pa.field("run_id", pa.string()),
+    # the check's money on the first row of each check only (rows sharing a check show 0), as in submissions
+    pa.field("charged_cents", pa.int64()),
+    pa.field("refunded_cents", pa.int64()),
+    pa.field("net_cents", pa.int64()),
+]
+# --- end the term's catalog ---
+
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("document_id", pa.string()),
@@ -125,6 +136,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         NEW_FIELD,  # new_this_run, copied from submissions
         *JUDGING_FIELDS,
         *REVIEW_FIELDS,
+        *RUN_FIELDS,
     ]
 )
 
@@ -264,6 +276,9 @@ class DocumentsBuilder:
                 "cohort_match_count": len(peers),
                 "cohort_matched_document_ids": "; ".join(peers) or None,
                 "cost_cents": sub.get("cost_cents"),
+                "charged_cents": sub.get("charged_cents"),
+                "refunded_cents": sub.get("refunded_cents"),
+                "net_cents": sub.get("net_cents"),
                 "error_code": sub.get("error_code"),
                 "error_message": sub.get("error_message"),
             }

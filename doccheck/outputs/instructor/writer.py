@@ -155,7 +155,8 @@ def write_instructor_files(
     group = group_column(group_by, documents_schema(source.meta).names)
     # A large grouped run's page workers start now, beside the wide table (see PageWorkers).
     with PageWorkers(source.rows if group is not None and source.lookups is not None else 0) as workers:
-        tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group)
+        tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group,
+                                        run={"campaign": campaign, "run_id": run_id})  # fmt: skip
         write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
                           rows=(lambda: kept) if tables is not None else None, workers=workers)  # fmt: skip
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
@@ -234,9 +235,11 @@ def _write_wide_table(
     names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
     group_by: str | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> tuple[PageTally, list[dict[str, Any]]]:
     """Write ``documents.parquet`` and ``.csv`` chunk by chunk; the page's tally and (rows
-    given in memory only) the rows, rendered from memory as they were built."""
+    given in memory only) the rows, rendered from memory as they were built. ``run``: the
+    ``campaign`` and ``run_id`` columns, the same on every row."""
     schema = documents_schema(source.meta)
     tally = PageTally(source.builder.rules, group_by)
     kept: list[dict[str, Any]] = []
@@ -251,6 +254,8 @@ def _write_wide_table(
                 rows = builder.rows(subs, files_by_document(folder, ids, FILE_KINDS))
                 if dispositions_of is not None:
                     apply_dispositions(rows, dispositions_of(ids))
+                for row in rows:
+                    row.update(run or {})
                 table = documents_table(rows, schema)
                 parquet.write_table(table)
                 csv_file.write_table(table)

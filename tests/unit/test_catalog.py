@@ -1,0 +1,147 @@
+"""The term's catalog (doccheck.outputs.catalog) over run folders written as a run writes them:
+the current-state ``documents`` view counts each document once, a reader holding the catalog
+open is never blocked and keeps a whole catalog, a copied folder opens from anywhere, a column
+added by a later run is read, and no student data is copied into the catalog."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from doccheck.outputs.catalog import (
+    CATALOG_FILE,
+    CatalogError,
+    connect,
+    rebuild_catalog,
+    rebuild_catalogs,
+    write_run_file,
+)
+from doccheck.outputs.instructor.table import documents_schema
+from doccheck.outputs.reports import SUBMISSIONS_SCHEMA
+
+T0 = datetime(2026, 9, 1, tzinfo=UTC)
+
+
+def _run(out: Path, campaign: str, run_id: str, day: int, docs: dict[str, int], *, new: bool = True,
+         extra: dict[str, Any] | None = None) -> Path:  # fmt: skip
+    """A run folder as a run leaves it: documents.parquet, submissions.parquet, run.json."""
+    started = T0 + timedelta(days=day)
+    folder = out / f"{campaign}-{started:%Y%m%dT%H%M%S}000Z-{run_id[:8]}"
+    folder.mkdir(parents=True)
+    rows = [{"document_id": d, "name": f"Student {d}", "status": "submitted", "check_id": f"chk-{campaign}-{d}",
+             "charged_cents": cents, "refunded_cents": 0, "net_cents": cents, "cost_cents": cents,
+             "new_this_run": new, "campaign": campaign, "run_id": run_id} for d, cents in docs.items()]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows, schema=documents_schema([])), folder / "documents.parquet")
+    subs = pa.Table.from_pylist([{k: r[k] for k in ("document_id", "status", "check_id", "net_cents")} for r in rows],
+                                schema=SUBMISSIONS_SCHEMA)  # fmt: skip
+    for name, values in (extra or {}).items():
+        subs = subs.append_column(name, pa.array([values] * len(rows)))
+    pq.write_table(subs, folder / "submissions.parquet")
+    write_run_file(folder, run_id=run_id, campaign=campaign, status="finished", started_at=started,
+                   finished_at=started + timedelta(minutes=5))  # fmt: skip
+    return folder
+
+
+def _term(out: Path) -> None:
+    """Three campaigns and a rerun of the first (which repeats its documents, checks reused)."""
+    _run(out, "course-a", "aaaaaaaa-1", 0, {"a1": 10, "a2": 12})
+    _run(out, "course-b", "bbbbbbbb-1", 1, {"b1": 7})
+    _run(out, "course-c", "cccccccc-1", 2, {"c1": 5, "c2": 5, "c3": 6})
+    _run(out, "course-a", "aaaaaaaa-2", 7, {"a1": 10, "a2": 12, "a3": 9}, new=False)
+    (out / "latest").mkdir()  # the newest run's copy: never read by the catalog
+    shutil.copy2(out / sorted(p.name for p in out.iterdir() if p.name.startswith("course-a"))[-1] / "documents.parquet",
+                 out / "latest" / "documents.parquet")  # fmt: skip
+
+
+def test_documents_count_each_document_once_and_sum_to_the_charge(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    con = connect(out)
+    per_course = dict(con.execute("SELECT campaign, count(*) FROM documents GROUP BY ALL").fetchall())
+    assert per_course == {"course-a": 3, "course-b": 1, "course-c": 3}
+    assert con.execute("SELECT sum(net_cents) FROM documents").fetchall() == [(10 + 12 + 9 + 7 + 16,)]
+    assert con.execute("SELECT count(*) FROM documents_history").fetchall() == [(9,)]
+    runs = con.execute("SELECT run_id, campaign, documents, report_folder FROM runs ORDER BY started_at").fetchall()
+    assert [r[:3] for r in runs] == [("aaaaaaaa-1", "course-a", 2), ("bbbbbbbb-1", "course-b", 1),
+                                     ("cccccccc-1", "course-c", 3), ("aaaaaaaa-2", "course-a", 3)]  # fmt: skip
+    assert con.execute("SELECT DISTINCT run_id FROM documents WHERE campaign = 'course-a'").fetchall() == [
+        ("aaaaaaaa-2",)
+    ]
+    assert con.execute("SELECT count(*), count(run_id) FROM submissions").fetchall() == [(9, 9)]
+    assert con.execute("SELECT count(*) FROM ai_results").fetchall() == [(0,)]  # no run wrote one: empty, still there
+
+
+def test_a_reader_holding_the_catalog_keeps_a_whole_one_and_blocks_no_rebuild(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    reader = connect(out)
+    assert reader.execute("SELECT count(*) FROM runs").fetchall() == [(4,)]
+    _run(out, "course-d", "dddddddd-1", 9, {"d1": 3})
+    rebuild_catalog(out)  # while the reader holds the old file open
+    assert reader.execute("SELECT count(*) FROM runs").fetchall() == [(4,)]  # the whole old catalog
+    assert connect(out).execute("SELECT count(*) FROM runs").fetchall() == [(5,)]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left behind
+
+
+def test_a_copied_folder_opens_from_any_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    moved = tmp_path / "archive" / "term-2026"
+    shutil.copytree(out, moved)
+    shutil.rmtree(out)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert connect(moved / CATALOG_FILE).execute("SELECT count(*) FROM documents").fetchall() == [(7,)]
+    import duckdb
+
+    con = duckdb.connect(str(moved / CATALOG_FILE), read_only=True, config={"file_search_path": str(moved)})
+    assert con.execute("SELECT sum(net_cents) FROM documents").fetchall() == [(54,)]
+
+
+def test_a_column_added_by_a_later_run_is_read(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    _run(out, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
+    _run(out, "course-a", "aaaaaaaa-2", 1, {"a2": 10}, extra={"sent_as": "text"})
+    rebuild_catalog(out)
+    rows = connect(out).execute("SELECT document_id, sent_as FROM submissions ORDER BY document_id").fetchall()
+    assert rows == [("a1", None), ("a2", "text")]
+
+
+def test_the_catalog_copies_no_student_data_and_forgets_a_purged_run(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    assert b"Student a1" not in (out / CATALOG_FILE).read_bytes()
+    assert b"Student a1" in (out / "latest" / "documents.parquet").read_bytes()  # the probe works on plain files
+    for folder in [p for p in out.iterdir() if p.name.startswith("course-a")]:
+        shutil.rmtree(folder)
+    assert rebuild_catalogs([out, tmp_path / "nothing-here"]) == [out / CATALOG_FILE]
+    con = connect(out)
+    assert con.execute("SELECT DISTINCT campaign FROM documents ORDER BY 1").fetchall() == [
+        ("course-b",),
+        ("course-c",),
+    ]
+
+
+def test_no_catalog_is_an_error_that_says_how_to_get_one(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="collect"):
+        connect(tmp_path)
+
+
+def test_an_empty_out_folder_gives_a_catalog_of_empty_views(tmp_path: Path) -> None:
+    rebuild_catalog(tmp_path)
+    con = connect(tmp_path)
+    assert con.execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
+    assert os.listdir(tmp_path) == [CATALOG_FILE]
