@@ -7,6 +7,8 @@
 - ``doccheck.run.completed`` (every product final) or ``doccheck.run.incomplete`` (results
   still pending, documents left unsent, or the run stopped): one per run (and per collect),
   about ``doccheck.run.<run id>``, with the counts, including how many documents are flagged.
+- ``prefect.asset.materialization.succeeded``: one per table the run wrote
+  (:mod:`prefect_doccheck.tasks.assets`). Every event is listed in docs/events.md.
 
 Bounded: a run of 20,000 documents may flag thousands, and an event each would flood the
 event feed and every automation watching it. So at most :data:`MAX_FLAG_EVENTS` documents
@@ -31,6 +33,7 @@ from prefect.events import emit_event
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
 from doccheck.pipeline.summary import RunSummary
+from prefect_doccheck.tasks.assets import emit_table_assets
 
 log = logging.getLogger("doccheck.flows")
 
@@ -92,6 +95,7 @@ def _reasons(row: dict[str, Any], threshold: float) -> list[str]:
 def emit_run_events(summary: RunSummary, limit: int = MAX_FLAG_EVENTS) -> dict[str, int]:
     """Emit the run's flagged-document events and its run event; never raises (an event
     that cannot be sent is logged: the run's results are already written)."""
+    emit_table_assets(summary)  # the tables the run wrote, as assets (docs/events.md)
     try:
         return _emit(summary, limit)
     except Exception as exc:  # noqa: BLE001 - events are a convenience, never a reason to fail a run

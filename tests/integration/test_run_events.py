@@ -1,6 +1,6 @@
 """The flow's own Prefect events on the session's real server: a small ``bulk_check`` run
 emits ``doccheck.document.flagged`` for each flagged document (ids and reasons, never a name
-or a text) and one ``doccheck.run.*`` event, and an automation created through the Prefect
+or a text), one ``doccheck.run.*`` event and an asset materialization per table it wrote, and an automation created through the Prefect
 client with an ``EventTrigger`` on ``doccheck.document.flagged`` is triggered by them."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from doccheck.outputs.catalog import connect
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.runtime import drain_prefect
+from prefect_doccheck.tasks.assets import MATERIALIZED, asset_key
 from prefect_doccheck.tasks.events import FLAGGED, RUN_INCOMPLETE
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
@@ -81,6 +83,17 @@ def test_flagged_and_run_events_trigger_an_automation(
     [run_event] = _wait_for(prefect_server.api_url, f"doccheck.run.{summary.run_id}", RUN_INCOMPLETE)
     assert run_event["payload"]["flagged"] == 2 and run_event["payload"]["flag_events"] == 2
     assert run_event["payload"]["status"] == "submitted" and run_event["payload"]["documents"] == 4
+
+    # Each table the run wrote is an asset (tasks/assets.py), and the flow rebuilt the catalog.
+    out = tmp_path / "reports"
+    made = _wait_for(prefect_server.api_url, asset_key(out, ""), MATERIALIZED)
+    tables = {e["resource"]["prefect.resource.name"]: e for e in made}
+    assert {"submissions", "ai_results", "documents"} <= set(tables), sorted(tables)
+    assert tables["documents"]["payload"]["rows"] == 4 and tables["documents"]["payload"]["run_id"] == summary.run_id
+    roles = {r["prefect.resource.role"] for r in tables["documents"]["related"]}
+    assert {"asset", "asset-materialized-by", "flow-run"} <= roles, roles
+    with connect(out) as catalog:
+        assert catalog.execute("SELECT run_id, documents FROM runs").fetchall() == [(summary.run_id, 4)]
 
     triggered = _wait_for(prefect_server.api_url, f"prefect.automation.{automation.id}", "prefect.automation.triggered")
     assert triggered, "the automation on doccheck.document.flagged was not triggered"

@@ -12,8 +12,40 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.pipeline.summary import RunSummary
-from prefect_doccheck.tasks import events
+from prefect_doccheck.tasks import assets, events
 from prefect_doccheck.tasks.events import FLAGGED, MAX_FLAG_EVENTS, RUN_COMPLETED, emit_run_events, flagged_documents
+
+
+@pytest.fixture(autouse=True)
+def asset_events(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The asset events, kept here (the tests of the run events send none to a server)."""
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(assets, "emit_event", lambda event, **kw: sent.append({"event": event, **kw}))
+    return sent
+
+
+def test_each_table_is_an_asset_with_a_stable_key_and_the_run_in_its_metadata(
+    tmp_path: Path, asset_events: list[dict[str, Any]]
+) -> None:
+    run_dir = tmp_path / "my reports" / "hist101-20261127T000000000Z-r1"
+    run_dir.mkdir(parents=True)
+    _documents(run_dir, 6)
+    pq.write_table(pa.table({"document_id": ["d1", "d2"]}), run_dir / "submissions.parquet")
+    summary = RunSummary(status="finished", campaign="hist101", run_id="r1", report_dir=str(run_dir),
+                         manifest=str(tmp_path / "manifest.csv"))  # fmt: skip
+    assert assets.emit_table_assets(summary) == 2
+    [referenced] = [e for e in asset_events if e["event"] == assets.REFERENCED]
+    assert referenced["resource"]["prefect.resource.id"] == f"file://{tmp_path.resolve()}/manifest.csv"
+    made = {e["resource"]["prefect.resource.name"]: e for e in asset_events if e["event"] == assets.MATERIALIZED}
+    assert set(made) == {"documents", "submissions"}
+    key = made["documents"]["resource"]["prefect.resource.id"]
+    assert key == f"file://{(tmp_path / 'my_reports').resolve()}/documents"  # no space: a valid asset key
+    assert made["documents"]["payload"] == {"campaign": "hist101", "run_id": "r1", "table": "documents", "rows": 6,
+                                            "run_folder": run_dir.name, "schema_version": 1}  # fmt: skip
+    assert {r["prefect.resource.role"] for r in made["submissions"]["related"]} == {"asset", "asset-materialized-by"}
+    from prefect.assets import Asset
+
+    Asset(key=key)  # Prefect's own validation of the key
 
 
 def _documents(folder: Path, n: int) -> None:
