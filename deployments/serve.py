@@ -8,7 +8,10 @@ and then runs their flow runs right here, until Ctrl-C:
 - ``bulk-check/weekly-course-check``: a weekly cron schedule (Mondays 06:00 Europe/London
   by default) over the manifest named by ``DOCCHECK_MANIFEST``;
 - ``collect-results/on-check-events``: triggered by the receiver's ``doccheck.check.*``
-  events (``doccheck receiver --prefect-events``), debounced per campaign.
+  events (``doccheck receiver --prefect-events``), debounced per campaign;
+
+and, before serving, creates or updates the weekly check's proactive automation ("no
+``doccheck.run.completed`` within the schedule plus a margin", deployments/automations.py).
 
 Credentials never go into parameters: the key comes from the ``DocCheckCredentials`` block
 named by ``DOCCHECK_CREDENTIALS_BLOCK``, the Prefect Secret block named by
@@ -137,11 +140,18 @@ def build_deployments(
 
 def main() -> None:
     """Register both deployments and run their flow runs here until Ctrl-C."""
+    import asyncio
+
     from prefect import serve
+
+    from prefect_doccheck.deployments.automations import ensure_missed_run_automation
 
     limit = int(os.environ.get("DOCCHECK_SERVE_LIMIT", "2"))
     # A suffix keeps several served copies apart on one server (tests, staging).
-    serve(*build_deployments(name_suffix=os.environ.get("DOCCHECK_DEPLOYMENT_SUFFIX", "")), limit=limit)
+    suffix = os.environ.get("DOCCHECK_DEPLOYMENT_SUFFIX", "")
+    # The weekly check's "did not complete on schedule" automation, created or updated (never twice).
+    asyncio.run(ensure_missed_run_automation(f"weekly-course-check{suffix}", WEEKLY_CRON, WEEKLY_TIMEZONE))
+    serve(*build_deployments(name_suffix=suffix), limit=limit)
 
 
 if __name__ == "__main__":
