@@ -28,6 +28,7 @@ ARGS: dict[str, list[str]] = {
     "pipeline_throughput": ["--n", "500"],
     "prefect_batching": ["--n", "1000"],
     "block_import": ["--runs", "5"],
+    "catalog_term": ["--documents", "100000"],
 }
 QUICK: dict[str, list[str]] = {
     "download_memory": ["--sizes", "5"],
@@ -35,6 +36,7 @@ QUICK: dict[str, list[str]] = {
     "pipeline_throughput": ["--n", "200"],
     "prefect_batching": ["--n", "300"],
     "block_import": ["--runs", "3"],
+    "catalog_term": ["--documents", "20000"],
 }
 
 
