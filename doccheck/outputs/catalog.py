@@ -301,7 +301,7 @@ SELECT r.run_id, r.campaign, r.status, r.started_at, r.finished_at,
 FROM {RUNS_TABLE} AS r LEFT JOIN (
     SELECT run_id, count(*) AS documents,
            count(DISTINCT check_id) FILTER (WHERE new_this_run) AS new_checks,
-           sum(charged_cents) FILTER (WHERE new_this_run) AS charged_cents
+           CAST(sum(charged_cents) FILTER (WHERE new_this_run) AS BIGINT) AS charged_cents
     FROM documents_history GROUP BY run_id
 ) AS d ON d.run_id = r.run_id
 """

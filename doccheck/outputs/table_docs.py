@@ -159,7 +159,7 @@ _RUNS_VIEW = [
     ("finished_at", "TIMESTAMPTZ", "When it finished."),
     ("documents", "BIGINT", "Rows of its documents table."),
     ("new_checks", "BIGINT", "Checks this run created (new_this_run)."),
-    ("charged_cents", "HUGEINT", "What the service charged for those new checks."),
+    ("charged_cents", "BIGINT", "What the service charged for those new checks."),
     ("report_folder", "VARCHAR", "Its report folder, relative to the catalog."),
     ("schema_version", "INTEGER", "The table contract version the folder was written with."),
 ]
