@@ -145,3 +145,25 @@ def test_an_empty_out_folder_gives_a_catalog_of_empty_views(tmp_path: Path) -> N
     assert con.execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
     assert os.listdir(tmp_path) == [CATALOG_FILE]
+
+
+def test_the_catalog_setting_turns_the_rebuild_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from doccheck.outputs.catalog import refresh_catalog
+
+    _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
+    monkeypatch.setenv("DOCCHECK_CATALOG", "false")
+    assert refresh_catalog(tmp_path) is None and not (tmp_path / CATALOG_FILE).exists()
+    monkeypatch.setenv("DOCCHECK_CATALOG", "true")
+    assert refresh_catalog(tmp_path) == tmp_path / CATALOG_FILE
+
+
+def test_a_collect_folder_of_the_same_run_replaces_the_first(tmp_path: Path) -> None:
+    first = _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
+    later = first.with_name(first.name.replace("000Z", "999Z"))  # collect: the same run, a later stamp
+    shutil.copytree(first, later)
+    rows = [{"document_id": "a1", "net_cents": 7, "campaign": "course-a", "run_id": "aaaaaaaa-1"}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=documents_schema([])), later / "documents.parquet")
+    rebuild_catalog(tmp_path)
+    con = connect(tmp_path)
+    assert con.execute("SELECT report_folder FROM runs").fetchall() == [(later.name,)]
+    assert con.execute("SELECT net_cents FROM documents").fetchall() == [(7,)]
