@@ -36,6 +36,7 @@ import pyarrow as pa
 from doccheck.errors import DocCheckBaseError
 from doccheck.outputs.instructor.table import DOCUMENTS_SCHEMA
 from doccheck.outputs.reports import LATEST, SCHEMAS
+from doccheck.outputs.run_tables import TABLES_DIR, rebuild_run_tables
 
 if TYPE_CHECKING:
     import duckdb
@@ -158,6 +159,7 @@ def rebuild_catalog(out: Path | str) -> Path:
         finally:
             con.close()
         os.replace(tmp, target)
+        rebuild_run_tables(root, entries, {Path(f).stem: f for f in TABLE_FILES.values()})  # the same runs, hive-style
     except duckdb.Error as exc:
         raise CatalogError(f"could not build {target}: {exc}") from exc
     finally:
@@ -182,9 +184,13 @@ def refresh_catalog(out: Path | str) -> Path | None:
 
 
 def rebuild_catalogs(roots: Iterable[Path | str]) -> list[Path]:
-    """Rebuild the catalog of each of ``roots`` that has one (``doccheck purge``, after removing
-    run folders: the catalog must not name, nor fail on, a folder that is gone)."""
-    return [rebuild_catalog(root) for root in dict.fromkeys(Path(r) for r in roots) if (root / CATALOG_FILE).is_file()]
+    """Rebuild the catalog (and ``tables/``) of each of ``roots`` that has one (``doccheck purge``,
+    after removing run folders: neither may name, nor fail on, a folder that is gone)."""
+    return [
+        rebuild_catalog(root)
+        for root in dict.fromkeys(Path(r) for r in roots)
+        if (root / CATALOG_FILE).is_file() or (root / TABLES_DIR).is_dir()
+    ]
 
 
 def connect(location: Path | str) -> duckdb.DuckDBPyConnection:

@@ -4,13 +4,16 @@ sums to what the service charged; ``collect`` rebuilds the catalog; the docs' on
 
 from __future__ import annotations
 
+import ast
 import asyncio
-import re
 import uuid
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
+import pyarrow
+import pyarrow.dataset
 import pytest
 
 import doccheck
@@ -40,10 +43,12 @@ def _check(emulator: EmulatorHandle, key: str, out: Path, db: str, campaign: str
     return dict(result.summary)
 
 
-def _one_liners() -> list[str]:
-    """The Python one-liners of docs/data.md's catalog section (marked ``# one-liner``)."""
+def _one_liners() -> list[ast.Expression]:
+    """The expressions of docs/data.md's code block after ``<!-- one-liners -->`` (each may span
+    lines: the docs' code blocks are formatted like the code)."""
     page = (ROOT / "docs" / "data.md").read_text(encoding="utf-8")
-    return [line.split("  # one-liner")[0] for line in page.splitlines() if line.endswith("# one-liner")]
+    block = page.split("<!-- one-liners -->\n```python\n", 1)[1].split("```", 1)[0]
+    return [ast.Expression(node.value) for node in ast.parse(block).body if isinstance(node, ast.Expr)]
 
 
 def test_a_term_in_one_query(emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +63,8 @@ def test_a_term_in_one_query(emulator: EmulatorHandle, tmp_path: Path, monkeypat
     assert rerun["submitted"] == 1
 
     con = doccheck.catalog(out)
-    counts = dict(con.execute("SELECT campaign, count(*) FROM documents GROUP BY ALL").fetchall())
+    counts_and_money = con.execute("SELECT campaign, count(*), sum(net_cents) FROM documents GROUP BY ALL").fetchall()
+    counts = {campaign: n for campaign, n, _ in counts_and_money}
     assert counts == {f"course-a-{tag}": 4, f"course-b-{tag}": 2, f"course-c-{tag}": 2}
     charged = emulator.account_state(key)["charged_cents"]
     assert con.execute("SELECT sum(net_cents) FROM documents").fetchall() == [(charged,)] and charged > 0
@@ -86,9 +92,12 @@ def test_a_term_in_one_query(emulator: EmulatorHandle, tmp_path: Path, monkeypat
 
     # The documented one-liners, from the folder that holds reports/.
     monkeypatch.chdir(tmp_path)
-    lines = _one_liners()
-    assert len(lines) >= 3, lines
-    for line in lines:
-        value = eval(line, {"doccheck": doccheck, "duckdb": __import__("duckdb")})  # noqa: S307 - our own docs
-        assert value is not None, line
-    assert re.search(r"catalog\.duckdb", " ".join(lines)) and (out / CATALOG_FILE).is_file()
+    expressions = _one_liners()
+    assert len(expressions) == 4
+    names = {"doccheck": doccheck, "duckdb": duckdb, "pyarrow": pyarrow}
+    values = [eval(compile(e, "docs/data.md", "eval"), names) for e in expressions]  # noqa: S307 - our own docs
+    assert sorted(values[0]) == sorted(counts_and_money)
+    assert values[1] == [(4,)]
+    assert sum(n for _, _, n in values[2]) == 3 + 2 + 2 + 4  # submissions of every run (a rerun repeats)
+    assert values[3].to_dict() == {f"course-a-{tag}": 4, f"course-b-{tag}": 2, f"course-c-{tag}": 2}
+    assert (out / CATALOG_FILE).is_file()

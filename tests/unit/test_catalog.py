@@ -144,7 +144,7 @@ def test_an_empty_out_folder_gives_a_catalog_of_empty_views(tmp_path: Path) -> N
     con = connect(tmp_path)
     assert con.execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
-    assert os.listdir(tmp_path) == [CATALOG_FILE]
+    assert sorted(os.listdir(tmp_path)) == [CATALOG_FILE, "tables"]
 
 
 def test_the_catalog_setting_turns_the_rebuild_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,3 +167,29 @@ def test_a_collect_folder_of_the_same_run_replaces_the_first(tmp_path: Path) -> 
     con = connect(tmp_path)
     assert con.execute("SELECT report_folder FROM runs").fetchall() == [(later.name,)]
     assert con.execute("SELECT net_cents FROM documents").fetchall() == [(7,)]
+
+
+def test_the_runs_read_across_in_one_call_without_the_catalog(tmp_path: Path) -> None:
+    """<out>/tables/: hive-style partitions of links, one run each (never latest/), read by
+    DuckDB, pyarrow and pandas in one call; a campaign with a space survives the round trip."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "reports"
+    _term(out)
+    _run(out, "Hist 101", "hhhhhhhh-1", 3, {"h1": 4})
+    rebuild_catalog(out)
+    tables = out / "tables"
+    read = duckdb.sql(f"SELECT campaign, run, count(*) FROM read_parquet('{tables}/submissions/*/*/*.parquet', "
+                      "hive_partitioning = true) GROUP BY ALL ORDER BY ALL").fetchall()  # fmt: skip
+    assert read == [("Hist 101", "hhhhhhhh-1", 1), ("course-a", "aaaaaaaa-1", 2), ("course-a", "aaaaaaaa-2", 3),
+                    ("course-b", "bbbbbbbb-1", 1), ("course-c", "cccccccc-1", 3)]  # fmt: skip
+    frame = ds.dataset(tables / "documents", partitioning="hive").to_table().to_pandas()
+    assert len(frame) == 10 and set(frame["campaign"]) == {"course-a", "course-b", "course-c", "Hist 101"}
+    assert frame.groupby("campaign")["document_id"].nunique().to_dict()["course-a"] == 3  # a rerun repeats rows
+    assert all(p.is_symlink() for p in tables.rglob("*.parquet"))  # links, no copy of any row
+    for folder in [p for p in out.iterdir() if p.name.startswith("course-a")]:
+        shutil.rmtree(folder)
+    rebuild_catalogs([out])  # as purge does: no link to a removed folder is left
+    assert sorted(p.name for p in (tables / "documents").iterdir()) == ["campaign=Hist%20101", "campaign=course-b",
+                                                                       "campaign=course-c"]  # fmt: skip
