@@ -131,7 +131,7 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert sorted(subs["document_id"]) == ["r-1", "r-2", "r-3", "r-4"]
     ai = pq.read_table(latest / "ai_results.parquet").to_pandas()
     assert set(ai["status"]) == {"completed"} and len(ai) == 3
-    (run_dir,) = [p for p in out.iterdir() if p.name != "latest"]
+    (run_dir,) = [p for p in out.iterdir() if p.name not in ("latest", "tables", "catalog.duckdb")]
     assert (run_dir / "scores.png").read_bytes().startswith(b"\x89PNG")
 
     with get_client(sync_client=True) as client:
