@@ -153,9 +153,9 @@ def rebuild_catalog(out: Path | str) -> Path:
             _create_runs_table(con, entries)
             for view in TABLE_FILES:
                 _create_table_view(con, view, entries)
-            con.execute(_DOCUMENTS_VIEW)
-            con.execute(_RUNS_VIEW)
-            con.execute("CHECKPOINT")
+            _sql(con, _DOCUMENTS_VIEW)
+            _sql(con, _RUNS_VIEW)
+            _sql(con, "CHECKPOINT")
         finally:
             con.close()
         os.replace(tmp, target)

@@ -92,6 +92,36 @@ def test_a_reader_holding_the_catalog_keeps_a_whole_one_and_blocks_no_rebuild(tm
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left behind
 
 
+def test_a_reader_in_another_process_never_blocks_a_rebuild(tmp_path: Path) -> None:
+    """A notebook's kernel holds the catalog open (DuckDB locks the file it opened); a run's
+    rebuild in another process writes a new file and renames it over: neither waits."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "import sys, duckdb; c = duckdb.connect(sys.argv[1] + '/catalog.duckdb', read_only=True, "
+         "config={'file_search_path': sys.argv[1]}); q = 'SELECT count(*) FROM runs'; "
+         "print(c.execute(q).fetchall()[0][0], flush=True); sys.stdin.readline(); "
+         "print(c.execute(q).fetchall()[0][0], flush=True)", str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert reader.stdout is not None and reader.stdin is not None
+        assert reader.stdout.readline().strip() == "4"  # open now
+        _run(out, "course-d", "dddddddd-1", 9, {"d1": 3})
+        rebuild_catalog(out)
+        assert connect(out).execute("SELECT count(*) FROM runs").fetchall() == [(5,)]
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "4"  # its own, whole, older catalog
+    finally:
+        reader.kill()
+        reader.wait(timeout=10)
+
+
 def test_a_copied_folder_opens_from_any_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "reports"
     _term(out)

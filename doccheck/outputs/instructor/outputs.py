@@ -103,6 +103,6 @@ async def write_run_outputs(
 
 def _write_run_file(folder: Path, ledger: Any, *, campaign: str, run_id: str, status: str | None) -> None:
     """The folder's ``run.json`` (the catalog's run metadata), with the ledger's times when known."""
-    run = ledger.get_run(run_id) if ledger is not None and hasattr(ledger, "get_run") else None
+    run = ledger.get_run(run_id) if ledger is not None else None
     write_run_file(folder, run_id=run_id, campaign=campaign, status=status or getattr(run, "status", None),
                    started_at=getattr(run, "started_at", None), finished_at=getattr(run, "finished_at", None))  # fmt: skip
