@@ -60,6 +60,11 @@ class ServiceProfile(BaseModel):
     completed_words: frozenset[str] = frozenset({"completed", "succeeded", "success", "complete", "done", "finished"})
     failed_words: frozenset[str] = frozenset({"failed", "errored", "error", "failure", "canceled", "cancelled"})
     pending_words: frozenset[str] = frozenset({"processing", "queued", "pending", "running", "in_progress", "created"})
+    # --- products (the interface does not show the value set of an event's ``product``) ----
+    ai_words: frozenset[str] = frozenset({"ai", "ai_detection", "ai-detection", "aidetection", "ai_detector"})
+    similarity_words: frozenset[str] = frozenset(
+        {"similarity", "similarity_check", "similarity-check", "similarity_comparison", "plagiarism"}
+    )
     # --- results --------------------------------------------------------------------
     ai_score_range: tuple[float, float] = (0.0, 1.0)
     similarity_score_range: tuple[float, float] = (0.0, 100.0)
@@ -99,6 +104,24 @@ class ServiceProfile(BaseModel):
         _warn_unknown_status(word)
         return word
 
+    def product_word(self, value: object) -> str | None:
+        """The product (``ai``/``similarity``) a service's ``product`` value names, or None for
+        a value this profile does not know: that value is never a product of its own (no
+        result row, no count); it is warned about once and the check is fetched instead."""
+        word = str(value or "").strip().lower()
+        if word in self.ai_words:
+            return "ai"
+        if word in self.similarity_words:
+            return "similarity"
+        if word:
+            _warn_once(
+                f"product:{word}",
+                "a webhook event named the product %r, which this service profile does not know: it is "
+                "not counted as a product; the check is fetched instead (add it to the profile's product words)",
+                word[:40],
+            )
+        return None
+
     def score_range(self, product: str) -> tuple[float, float] | None:
         """The valid range of ``product``'s score (None: a product without a known scale)."""
         return {"ai": self.ai_score_range, "similarity": self.similarity_score_range}.get(product)
@@ -108,15 +131,20 @@ _WARNED: set[str] = set()
 
 
 def _warn_unknown_status(word: str) -> None:
-    """Once per word (at most 100 words are remembered: a service cannot grow this)."""
-    if word in _WARNED or len(_WARNED) >= 100:
-        return
-    _WARNED.add(word)
-    log.warning(
+    _warn_once(
+        word,
         "the service answered the status %r, which this profile does not know: the product stays "
         "pending (add it to the service profile's words if it is final)",
         word[:40],
     )
+
+
+def _warn_once(key: str, message: str, word: str) -> None:
+    """Once per word (at most 100 words are remembered: a service cannot grow this)."""
+    if key in _WARNED or len(_WARNED) >= 100:
+        return
+    _WARNED.add(key)
+    log.warning(message, word)
 
 
 def load_profile(path: str | Path) -> ServiceProfile:
@@ -257,6 +285,9 @@ def normalise_check(data: object, profile: ServiceProfile | None = None) -> obje
         out["error"] = read_error(out.get("error"))
     if "cost" in out and not isinstance(out["cost"], Mapping):
         out["cost"] = {}
+    if isinstance(out.get("products"), list):
+        named = (prof.product_word(p) for p in out["products"])
+        out["products"] = list(dict.fromkeys(p for p in named if p is not None))
     for product in ("ai", "similarity"):
         if out.get(product) is not None:
             out[product] = _normalise_product(product, out[product], prof)

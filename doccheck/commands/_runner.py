@@ -20,10 +20,12 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from doccheck.commands.services import running_prefect_server
+from doccheck.ledger.notices import describe_contradiction, describe_failure
 
 PHASE_LABELS = {"submit": "submitting", "wait": "waiting for results", "poll": "polling"}
 
@@ -278,6 +280,10 @@ def _sent_rows(table: Table, s: dict[str, Any]) -> None:
         table.add_row("documents in doubt (not sent again)", str(s["in_doubt"]))
     for product, counts in sorted((s.get("products") or {}).items()):
         table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for failure in s.get("product_failures") or []:  # the service's own words (doccheck.ledger.notices)
+        table.add_row("  failed", escape(describe_failure(failure)))
+    for contradiction in s.get("contradictions") or []:
+        table.add_row("  [yellow]contradicted[/]", escape(describe_contradiction(contradiction)))
     table.add_row("products still pending", str(s.get("pending", 0)))
     table.add_row("checks", str(s.get("checks", 0)))
 

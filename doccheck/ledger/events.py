@@ -13,11 +13,12 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from doccheck.client.profile import ServiceProfile, current_profile, normalise_check
 from doccheck.ledger._base import Database, dump, parse_time
-from doccheck.ledger.merge import event_product_data, product_fields
+from doccheck.ledger.merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields
 from doccheck.ledger.money import refresh_refund
 from doccheck.ledger.outcomes import Outcomes
-from doccheck.ledger.tables import SubmissionRow, WebhookEventRow
+from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow
 
 
 class Events:
@@ -83,16 +84,22 @@ class Events:
     def _apply_event(self, s: Session, ev: WebhookEventRow) -> None:
         payload = ev.payload or {}
         check = payload.get("check") or {}
-        product = ev.product or payload.get("product")
         check_id = ev.check_id or check.get("id")
-        if not product or not check_id:
+        if not check_id:
             return
-        pdata = event_product_data(str(ev.type), payload, product)
+        profile = current_profile()
+        named = ev.product or payload.get("product")
+        product = profile.product_word(named) if named else None
+        if product is None:  # a value the profile does not know: never a product of its own
+            self._fetch_check(s, check_id, ev)
+            return
+        pdata = event_product_data(str(ev.type), _read_through(payload, profile), product)
         if pdata is None:
             return
         sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == check_id)).first()
         row = self.outcomes.rows_for(s, check_id, [product], sub.campaign if sub else None)[product]
-        self.outcomes.apply_product(
+        held = row.status
+        verdict = self.outcomes.apply_product(
             row,
             product_fields(product, pdata),
             source="webhook",
@@ -101,8 +108,21 @@ class Events:
         )
         row.event_at = row.event_at or ev.received_at
         s.add(row)
+        if verdict == CONTRADICTED:
+            s.add(ContradictionRow(check_id=check_id, product=product, event_id=ev.event_id,
+                                   held_status=held, delivered_status=str(pdata["status"])))  # fmt: skip
         s.flush()
-        refresh_refund(s.connection(), check_id)  # a failed product is refunded
+        if verdict == APPLIED:
+            refresh_refund(s.connection(), check_id)  # a failed product is refunded
+
+    def _fetch_check(self, s: Session, check_id: str, ev: WebhookEventRow) -> None:
+        """An event that names no product this side knows: the check's unfinished products
+        are marked as told about, so the next poll round fetches the check now."""
+        rows = s.exec(select(OutcomeRow).where(OutcomeRow.check_id == check_id)).all()
+        for row in rows:
+            if row.status not in TERMINAL:
+                row.event_at = ev.received_at
+                s.add(row)
 
     def unapplied_event_count(self) -> int:
         """How many stored events wait to be applied."""
@@ -118,3 +138,12 @@ class Events:
             if check_id is not None:
                 stmt = stmt.where(WebhookEventRow.check_id == check_id)
             return list(s.exec(stmt).all())
+
+
+def _read_through(payload: dict[str, Any], profile: ServiceProfile) -> dict[str, Any]:
+    """The event with its check summary read through the service profile (status words,
+    ``error`` of any shape, score scales), as a GET answer is."""
+    check = payload.get("check")
+    if not isinstance(check, dict):
+        return payload
+    return {**payload, "check": normalise_check(check, profile)}

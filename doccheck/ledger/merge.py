@@ -62,6 +62,13 @@ def product_fields(product: str, data: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
+#: What :func:`merge_product` did with an answer.
+APPLIED, KEPT, CONTRADICTED = "applied", "kept", "contradicted"
+#: Sources that are the service's current state of the check (a GET, the create answer);
+#: a webhook delivery is only what the service said at some moment, in any order.
+CURRENT_STATE_SOURCES = frozenset({"poll"})
+
+
 def merge_product(
     row: OutcomeRow,
     fields: Mapping[str, Any],
@@ -69,17 +76,26 @@ def merge_product(
     source: str,
     raw: Mapping[str, Any],
     completed_at: datetime | None,
-) -> None:
-    """Merge one product's ``fields`` (from :func:`product_fields`) into its outcome row, in place.
+) -> str:
+    """Merge one product's ``fields`` (from :func:`product_fields`) into its outcome row, in
+    place: the one place a result's state is settled (invariant 11). Returns
+    :data:`APPLIED`, :data:`KEPT` (nothing to change) or :data:`CONTRADICTED`.
 
-    ``source`` (``webhook`` | ``poll``) is recorded with the first final status.
+    ``source`` (``webhook`` | ``poll``) is recorded with the first final status. A delivery
+    naming another final status than the row's (``check.failed`` retried after the retry
+    that completed) changes nothing but ``fetched``: the check is fetched next, and what
+    the service says now (a ``poll``) settles the row, whatever order deliveries came in.
     """
     status = fields["status"]
     was_terminal = row.status in TERMINAL
     if was_terminal and status not in TERMINAL:
-        return  # never go back to processing
+        return KEPT  # never go back to processing
+    if was_terminal and status != row.status and source not in CURRENT_STATE_SOURCES:
+        row.fetched = False  # never backwards on a delivery's word: the GET settles it
+        row.updated_at = utcnow()
+        return CONTRADICTED
     if row.status in TERMINAL and row.fetched and not fields.get("fetched"):
-        return  # a bare event after the full result adds nothing
+        return KEPT  # a bare event after the full result adds nothing
     for name, value in fields.items():
         if name == "fetched":
             continue
@@ -92,6 +108,7 @@ def merge_product(
             row.source = source  # how the final status was learnt: webhook | poll
     row.raw = dict(raw)
     row.updated_at = utcnow()
+    return APPLIED
 
 
 def event_product_data(event_type: str, payload: Mapping[str, Any], product: str) -> dict[str, Any] | None:

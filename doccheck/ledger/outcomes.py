@@ -11,13 +11,17 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from doccheck.ledger._base import Database, dump, parse_time
-from doccheck.ledger.merge import PRODUCTS, merge_product, product_fields
+from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.merge import CURRENT_STATE_SOURCES, PRODUCTS, TERMINAL, merge_product, product_fields
 from doccheck.ledger.money import record_charge
-from doccheck.ledger.tables import OutcomeRow, SubmissionRow
+from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, utcnow
+
+_contradictions = table_of(ContradictionRow)
 
 
 class Outcomes:
@@ -57,8 +61,9 @@ class Outcomes:
         source: str,
         raw: Mapping[str, Any],
         completed_at: datetime | None,
-    ) -> None:
-        merge_product(row, fields, source=source, raw=raw, completed_at=completed_at)
+    ) -> str:
+        """Merge one product's fields (:func:`~doccheck.ledger.merge.merge_product`'s verdict)."""
+        return merge_product(row, fields, source=source, raw=raw, completed_at=completed_at)
 
     def apply_check(
         self,
@@ -87,6 +92,8 @@ class Outcomes:
             )
             s.add(row)
             changed += (row.status, row.fetched) != before
+            if source in CURRENT_STATE_SOURCES and row.status in TERMINAL and row.fetched:
+                settle_contradictions(s, check_id, product, row.status)
         cost = (data.get("cost") or {}).get("total_cents")
         if cost is not None:
             sub = submission
@@ -106,3 +113,14 @@ class Outcomes:
         with self.session() as s:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == data["id"])).first()
             return self.apply_check(s, data, source=source, campaign=sub.campaign if sub else None, submission=sub)
+
+
+def settle_contradictions(s: Session, check_id: str, product: str, status: str) -> None:
+    """Record what the service said about a product whose delivery contradicted its final
+    status (the open rows of :class:`~doccheck.ledger.tables.ContradictionRow`)."""
+    c = _contradictions.c
+    s.connection().execute(
+        update(_contradictions)
+        .where(c.check_id == check_id, c.product == product, c.settled_status.is_(None))
+        .values(settled_status=status, settled_at=utcnow())
+    )

@@ -7,7 +7,7 @@ report rows themselves are built in :mod:`doccheck.ledger.report` from the ledge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, or_
@@ -26,7 +26,9 @@ class PendingCheck:
 
     ``awaiting_fetch``: an event said a product finished but its results (scores,
     sources) are not in the ledger yet, so the check should be fetched now.
-    ``silent_products``: products still processing with no event yet (poll after a grace).
+    ``silent_products``: products still processing with no event since the last poll (poll
+    after a grace). A processing product an event told about since the last poll (an event
+    naming a product this side does not know, :mod:`doccheck.ledger.events`) is awaiting fetch.
     """
 
     check_id: str
@@ -116,9 +118,9 @@ class Queries:
                 )  # fmt: skip
                 if event_at is not None and (g["last_event_at"] is None or event_at > g["last_event_at"]):
                     g["last_event_at"] = event_at
-                if status in TERMINAL:
-                    g["awaiting_fetch"] = True
-                elif event_at is None:
+                if status in TERMINAL or _told_since_polled(event_at, polled):
+                    g["awaiting_fetch"] = True  # an event said it finished, or named no product we know
+                else:
                     g["silent"].append(product)
         return [
             PendingCheck(
@@ -164,3 +166,16 @@ class Queries:
         with self.session() as s:
             by_check = {check_id: float(score) for check_id, score in s.exec(stmt).all() if score is not None}
         return list(by_check.values())
+
+
+def _told_since_polled(event_at: datetime | None, polled: datetime | None) -> bool:
+    """An event arrived after the check's last poll (SQLite hands naive UTC datetimes back)."""
+    if event_at is None:
+        return False
+    if polled is None:
+        return True
+    return _aware(event_at) > _aware(polled)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -21,6 +21,7 @@ from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of
+from doccheck.ledger.notices import contradiction_notes, contradictions, product_failures
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import CheckCostRow, DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
@@ -102,7 +103,8 @@ _JOINED_COLUMNS = (*(getattr(SubmissionRow, f).label(f"sub_{f}") for f in _SUB_F
 # Never ``raw`` (the whole check JSON): only the columns the report shows.
 _OUTCOME_COLUMNS = (OutcomeRow.check_id, OutcomeRow.product, OutcomeRow.status, OutcomeRow.fetched,
                     OutcomeRow.score, OutcomeRow.label, OutcomeRow.matched_words, OutcomeRow.source_count,
-                    OutcomeRow.sources, OutcomeRow.error_code, OutcomeRow.completed_at)  # fmt: skip
+                    OutcomeRow.sources, OutcomeRow.error_code, OutcomeRow.error_message,
+                    OutcomeRow.completed_at)  # fmt: skip
 
 
 def resolve_run(ledger: Database, *, run_id: str | None = None, campaign: str | None = None) -> str:
@@ -281,6 +283,7 @@ def _similarity_rows(
 def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[str, list[dict[str, Any]]]:
     """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
     subs, outcomes, money = _chunk_lookups(s, docs)
+    notes = contradiction_notes(s, {c for c, _ in outcomes})
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
     sim: list[dict[str, Any]] = []
@@ -302,6 +305,8 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
                 "status": status,
                 "completed_at": o.completed_at if o and status != "pending" else None,
                 "error_code": o.error_code if o else None,
+                "error_message": o.error_message if o else None,  # the service's words, any shape
+                "contradiction": notes.get((check_id, product)),
             }
             if product == "ai":
                 ai.append(_ai_row(common, o, status, words))
@@ -382,7 +387,6 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     docs_t, subs_t, outs_t = table_of(DocumentRow), table_of(SubmissionRow), table_of(OutcomeRow)
     joined = docs_t.outerjoin(subs_t, subs_t.c.idempotency_key == docs_t.c.idempotency_key)
     states: Counter[str] = Counter()
-    products: Counter[str] = Counter()
     modes: Counter[str] = Counter()
     n_docs = words = estimated = 0
     grouped = s.execute(
@@ -418,13 +422,16 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
         .where(outs_t.c.check_id.in_(run_checks.with_only_columns(subs_t.c.check_id).distinct()))
         .group_by(outs_t.c.product, outs_t.c.status, outs_t.c.fetched)
     ).all()  # fmt: skip
-    for o in by_status:
-        products[f"{o.product}_{_product_status(o)}"] += o[3]
+    products: dict[str, Counter[str]] = {}
+    for o in by_status:  # keyed (product, status), never a string split on "_" later
+        products.setdefault(o.product, Counter())[_product_status(o)] += o[3]
     return {
         "documents": n_docs,
         "rejected": n_rejected,
         "submissions": dict(states),
-        "products": dict(products),
+        "products": {p: dict(c) for p, c in products.items()},
+        "product_failures": product_failures(s, run_id),
+        "contradictions": contradictions(s, run_id),
         "checks": len(creation_cost),
         "words": words,
         "estimated_cost_cents": estimated,

@@ -9,6 +9,7 @@ charges, so every table is keyed the way the flows look things up:
 - ``outcomes`` by ``(check_id, product)`` (UNIQUE): one row per product of a check, written
   by webhook events or by polling, whichever comes first;
 - ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once;
+- ``contradictions``: deliveries that contradicted a final status, and what the service said;
 - ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
 - ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
 - ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`);
@@ -176,6 +177,28 @@ class WebhookEventRow(SQLModel, table=True):
     received_at: datetime = Field(default_factory=utcnow)
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     applied: bool = False
+
+
+class ContradictionRow(SQLModel, table=True):
+    """A delivery that contradicted a product's final status (``check.failed`` arriving after
+    the retry that completed), kept so the run says so (invariant 11).
+
+    The delivery changes nothing itself: the check is fetched and ``settled_status`` is what
+    the service said then. A table of its own so that an existing ledger gains it with
+    ``create_all``; it has ``check_id``, so a purge reaches it.
+    """
+
+    __tablename__ = "contradictions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    check_id: str = Field(index=True)
+    product: str
+    event_id: str | None = None
+    held_status: str  # the final status the ledger had
+    delivered_status: str  # what the contradicting delivery said
+    settled_status: str | None = None  # what the service said when the check was fetched
+    detected_at: datetime = Field(default_factory=utcnow)
+    settled_at: datetime | None = None
 
 
 class ClaimRow(SQLModel, table=True):
@@ -353,6 +376,7 @@ LEDGER_TABLES = [
     table_of(SubmissionRow),
     table_of(OutcomeRow),
     table_of(WebhookEventRow),
+    table_of(ContradictionRow),
     table_of(ClaimRow),
     *SIGNATURE_TABLES,
     table_of(ExtractedWordsRow),

@@ -88,6 +88,8 @@ AI_RESULTS_SCHEMA = pa.schema(
         pa.field("words", pa.int64()),
         pa.field("completed_at", TIMESTAMP),
         pa.field("error_code", pa.string()),
+        pa.field("error_message", pa.string()),  # the service's own words for a failure
+        pa.field("contradiction", pa.string()),  # a delivery that contradicted the final status
     ]
 )
 SIMILARITY_RESULTS_SCHEMA = pa.schema(
@@ -100,6 +102,8 @@ SIMILARITY_RESULTS_SCHEMA = pa.schema(
         pa.field("source_count", pa.int64()),
         pa.field("completed_at", TIMESTAMP),
         pa.field("error_code", pa.string()),
+        pa.field("error_message", pa.string()),  # the service's own words for a failure
+        pa.field("contradiction", pa.string()),  # a delivery that contradicted the final status
     ]
 )
 SIMILARITY_SOURCES_SCHEMA = pa.schema(

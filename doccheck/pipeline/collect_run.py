@@ -18,7 +18,7 @@ from doccheck.outputs.reports import ReportPaths, run_label, write_reports
 from doccheck.pipeline.campaign_collect import runs_with_pending
 from doccheck.pipeline.collect import apply_events, describe_poll_errors, poll_pending, report_tables
 from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.pipeline.summary import RunSummary, money_fields, with_export_rejections
+from doccheck.pipeline.summary import RunSummary, money_fields, notice_fields, with_export_rejections
 
 __all__ = ["collect_runs", "collected_summary", "runs_to_collect"]
 
@@ -66,6 +66,7 @@ def collected_summary(
         estimated_cost_cents=counts.get("estimated_cost_cents", 0),
         counts_by_mode=counts.get("modes", {}),
         **money_fields(counts),
+        **notice_fields(counts),
         report_dir=str(paths.run_dir),
         latest_dir=str(paths.latest_dir),
         elapsed_seconds=round(time.monotonic() - started, 3),

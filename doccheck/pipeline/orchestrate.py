@@ -36,7 +36,7 @@ from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
-from doccheck.pipeline.summary import RunSummary, money_fields, with_export_rejections
+from doccheck.pipeline.summary import RunSummary, money_fields, notice_fields, with_export_rejections
 
 __all__ = [
     "LocalSteps",
@@ -256,12 +256,17 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     return ordered
 
 
-def products_from_summary(raw: dict[str, int]) -> dict[str, dict[str, int]]:
-    """``{"ai_completed": 3, ...}`` (the ledger's counts) → ``{"ai": {"completed": 3}}``."""
+def products_from_summary(raw: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The ledger's counts ``{"ai": {"completed": 3}}`` as they are; a summary stored by an
+    older doccheck (``{"ai_completed": 3}``) is read by its LAST ``_`` (a status has none,
+    a product may: ``ai_detection``)."""
     out: dict[str, dict[str, int]] = {}
-    for key, count in raw.items():
-        product, _, status = key.partition("_")
-        out.setdefault(product, {})[status or "unknown"] = count
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            out.setdefault(key, {}).update({str(k): int(v) for k, v in value.items()})
+            continue
+        product, _, status = key.rpartition("_")
+        out.setdefault(product or key, {})[status or "unknown"] = int(value)
     return out
 
 
@@ -337,6 +342,7 @@ def close_run(
         timed_out=bool(waited and waited.timed_out),
         spent_cents=batch.cost_cents,
         **money_fields(counts),
+        **notice_fields(counts),
         elapsed_seconds=round(time.monotonic() - started, 3),
         rejections=summary_rejections(plan),
         cohort_matches=prepared.cohort,

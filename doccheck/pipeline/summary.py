@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from doccheck.ledger.notices import describe_contradiction, describe_failure
 from doccheck.outputs.markdown import escape_markdown
 
 #: ``field`` of a summary's rejection that is an LMS export's refused entry, not a manifest row.
@@ -21,6 +22,11 @@ _Summary = TypeVar("_Summary", bound=BaseModel)
 def money_fields(counts: dict[str, Any]) -> dict[str, Any]:
     """The money fields of a summary from ``Ledger.run_summary`` counts."""
     return {name: int(counts.get(name, 0)) for name in ("checks", "charged_cents", "refunded_cents", "net_cents")}
+
+
+def notice_fields(counts: dict[str, Any]) -> dict[str, Any]:
+    """The failures (the service's words) and contradictions of ``Ledger.run_summary`` counts."""
+    return {name: list(counts.get(name) or []) for name in ("product_failures", "contradictions")}
 
 
 def export_rejections(manifest: str | None) -> list[dict[str, str | int | None]]:
@@ -97,6 +103,10 @@ class RunSummary(BaseModel):
     #: distinct messages), so that the run's output names it next to ``doccheck resolve``.
     in_doubt_reasons: list[str] = Field(default_factory=list)
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
+    #: Failed products with the service's own words (``doccheck.ledger.notices``, first 20).
+    product_failures: list[dict[str, Any]] = Field(default_factory=list)
+    #: Deliveries that contradicted a final status, and what the service said (first 20).
+    contradictions: list[dict[str, Any]] = Field(default_factory=list)
     pending: int = 0
     #: ``collect_results``: what polling could not read, one line per kind of error
     #: (``doccheck.pipeline.collect.describe_poll_errors``): a 404 on every poll is named, not "pending".
@@ -163,6 +173,8 @@ class RunSummary(BaseModel):
             ]
             for product, counts in sorted(self.products.items()):
                 rows.append((f"{product}", ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
+            rows += [("failed", describe_failure(f)) for f in self.product_failures]
+            rows += [("contradicted", describe_contradiction(c)) for c in self.contradictions]
             if self.report_dir:
                 rows.append(("reports", self.report_dir))
         lines = [

@@ -218,7 +218,7 @@ def test_report_rows_cover_every_row(ledger: Ledger) -> None:
     summary = ledger.run_summary(run_id)
     assert summary["documents"] == 4 and summary["rejected"] == 1 and summary["checks"] == 1
     assert summary["submissions"] == {"submitted": 1, "failed": 1, "skipped_budget": 1, "unsent": 1}
-    assert summary["cost_cents"] == 1 and summary["products"] == {"ai_pending": 1}
+    assert summary["cost_cents"] == 1 and summary["products"] == {"ai": {"pending": 1}}
     # metadata is kept for the report join, never the text
     assert ledger.document_metadata(run_id)["ok"] == {"document_id": "ok", "group": "A"}
     # campaign scope finds the latest run

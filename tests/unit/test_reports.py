@@ -85,7 +85,12 @@ def test_schemas_have_the_issue_columns() -> None:
         "export_name",
         "new_this_run",
     ]
-    added = {"submissions": ["charged_cents", "refunded_cents", "net_cents", *lms]}  # additive, at the end
+    product = ["error_message", "contradiction"]  # the service's words, a contradicted result (issue 39)
+    added = {
+        "submissions": ["charged_cents", "refunded_cents", "net_cents", *lms],
+        "ai_results": product,
+        "similarity_results": product,
+    }  # additive, at the end
     for name, columns in ISSUE_COLUMNS.items():
         names = SCHEMAS[name].names
         assert [c for c in names if c != "row_number"] == columns + added.get(name, [])

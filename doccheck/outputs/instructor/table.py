@@ -131,6 +131,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("cost_cents", pa.int64()),
         pa.field("error_code", pa.string()),
         pa.field("error_message", pa.string()),
+        # a failed product in the service's words, and a delivery that contradicted a result
+        pa.field("product_notes", pa.string()),
         *(pa.field(column, pa.string()) for column in FILE_COLUMNS.values()),
         *LMS_FIELDS,  # an LMS export's student columns, copied from submissions (null for a manifest's rows)
         NEW_FIELD,  # new_this_run, copied from submissions
@@ -281,6 +283,7 @@ class DocumentsBuilder:
                 "net_cents": sub.get("net_cents"),
                 "error_code": sub.get("error_code"),
                 "error_message": sub.get("error_message"),
+                "product_notes": product_notes({"ai": a, "similarity": s}),
             }
             row.update(judging_columns(a, sub, self.rules))
             row["flagged"] = is_flagged(row, self.rules)
@@ -293,6 +296,19 @@ class DocumentsBuilder:
                     row[key] = None if value is None else str(value)
             out.append(row)
         return out
+
+
+def product_notes(results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """What the page says beside a document about its products: a failure in the service's
+    own words (code and message, whatever shape its ``error`` had) and a contradicted result."""
+    notes: list[str] = []
+    for product, r in results.items():
+        if r.get("status") == "failed":
+            words = ": ".join(str(w) for w in (r.get("error_code"), r.get("error_message")) if w)
+            notes.append(f"{product} failed: {words or 'no reason given'}")
+        if r.get("contradiction"):
+            notes.append(f"{product}: {r['contradiction']}")
+    return "; ".join(notes) or None
 
 
 class TopSources:

@@ -107,6 +107,8 @@ def row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms
     status_cell = _text(status)
     if row.get("error_message") and status not in ("submitted", None):
         status_cell["note"] = row["error_message"]
+    elif row.get("product_notes"):
+        status_cell["note"] = row["product_notes"]  # next to the document whose product failed
     label_cell = _text(None if row.get("ai_band") == "too_short" else row.get("ai_label"))
     if label_cell["text"]:
         label_cell["badge"] = str(row["ai_label"]) if row["ai_label"] in ("ai", "mixed") else "plain"
