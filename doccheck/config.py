@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from doccheck.domain import WEBHOOK_EVENT_WINDOW_DAYS
 
 DEFAULT_DATABASE_URL = "sqlite:///doccheck.db"
 
@@ -26,6 +28,9 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     #: Rebuild ``<out>/catalog.duckdb`` after every run, collect and purge (docs/data.md).
     catalog: bool = True
+    #: ``DOCCHECK_WEBHOOK_EVENT_WINDOW_DAYS``: how long an event id is remembered (the sender's
+    #: retry window; a purge empties bodies but keeps the ids this long). Invariant 11.
+    webhook_event_window_days: float = Field(default=WEBHOOK_EVENT_WINDOW_DAYS, ge=WEBHOOK_EVENT_WINDOW_DAYS)
 
     def webhook_secrets(self) -> list[SecretStr]:
         """The configured signing secrets, newest first as written, empty entries dropped."""

@@ -83,6 +83,7 @@ def purge(
             raise typer.Exit(2)
         age = timedelta(days=retention_days)
     settings = load_settings(database_url=database_url)
+    window = timedelta(days=settings.webhook_event_window_days)  # event ids outlive a purge this long
     engine = create_ledger_engine(settings.database_url)
     verb = "removed" if yes else "would remove"
     try:
@@ -97,7 +98,7 @@ def purge(
             f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
         )
         if plan is not None:
-            done = execute_purge(engine, plan) if yes else None
+            done = execute_purge(engine, plan, event_window=window) if yes else None
             if done is not None:  # the catalogs of the --out folders concerned name no removed run
                 from doccheck.outputs.catalog import rebuild_catalogs
 
@@ -122,10 +123,10 @@ def purge(
             for line in done.scrubbed if done is not None else ["database files: deleted rows scrubbed after deleting"]:
                 console.print(line)
         if not retention:  # a campaign purge also reaches bodies of checks the ledger never knew
-            bodies, _ = drop_event_bodies(engine, apply=yes)
+            bodies, _ = drop_event_bodies(engine, apply=yes, event_window=window)
             console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
         if retention:
-            bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes)
+            bodies, old_events = drop_event_bodies(engine, older_than=age, apply=yes, event_window=window)
             secrets = legacy_secret_rows(engine, apply=yes)
             console.print(f"webhook event bodies (applied, or of unknown checks after 7 days) {verb}: {bodies}")
             console.print(f"webhook events older than {age} {verb}: {old_events}")

@@ -41,6 +41,7 @@ from sqlalchemy import MetaData, Table, and_, delete, false, func, or_, select, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from doccheck.domain import WEBHOOK_EVENT_WINDOW_DAYS
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger.purge_residue import (
     export_folders,
@@ -57,6 +58,8 @@ GROUPS_SUBDIR = "groups"  # one report page per group (doccheck.outputs.instruct
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
+#: The default of how long an event id is remembered (``Settings.webhook_event_window_days``).
+EVENT_WINDOW = timedelta(days=WEBHOOK_EVENT_WINDOW_DAYS)
 UNKNOWN_BODY_TTL = timedelta(days=7)  # then an unapplied event's check is one the ledger does not know
 
 
@@ -284,15 +287,27 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
             plan.folders.append(path)
 
 
-def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
-    """Delete what ``plan`` lists, database rows in one transaction, then the folders."""
+def execute_purge(
+    engine: Engine, plan: PurgePlan, *, event_window: timedelta = EVENT_WINDOW, now: datetime | None = None
+) -> PurgeResult:
+    """Delete what ``plan`` lists, database rows in one transaction, then the folders.
+
+    A webhook event received within ``event_window`` loses its body and its link to the
+    check but keeps its id: a redelivery in the sender's retry window is still a duplicate
+    (invariant 11), not an event for an unknown check."""
     result = PurgeResult()
     metadata = reflect(engine)
+    recent = (now or datetime.now(UTC)) - event_window
     with engine.begin() as conn:
         for table in reversed(metadata.sorted_tables):  # children before parents, if keyed
             condition = _condition(table, plan)
-            if condition is not None:
-                result.rows[table.name] = conn.execute(delete(table).where(condition)).rowcount or 0
+            if condition is None:
+                continue
+            if table.name == EVENTS_TABLE and {"received_at", "payload"} <= set(table.c.keys()):
+                keep = and_(condition, table.c.received_at >= recent)
+                conn.execute(update(table).where(keep).values(_forgotten_event(table)))
+                condition = and_(condition, table.c.received_at < recent)
+            result.rows[table.name] = conn.execute(delete(table).where(condition)).rowcount or 0
     for folder in plan.folders:
         if folder.exists() and _report_folder_problem(folder) is None:
             shutil.rmtree(folder)
@@ -306,12 +321,27 @@ def execute_purge(engine: Engine, plan: PurgePlan) -> PurgeResult:
     return result
 
 
+def _forgotten_event(table: Table) -> dict[str, Any]:
+    """What an event row keeps once purged within the retry window: its id, nothing else."""
+    values: dict[str, Any] = {"payload": {}}
+    for name, value in (("check_id", None), ("product", None), ("applied", True)):
+        if name in table.c:
+            values[name] = value
+    return values
+
+
 def drop_event_bodies(
-    engine: Engine, *, older_than: timedelta | None = None, now: datetime | None = None, apply: bool = True
+    engine: Engine,
+    *,
+    older_than: timedelta | None = None,
+    now: datetime | None = None,
+    apply: bool = True,
+    event_window: timedelta = EVENT_WINDOW,
 ) -> tuple[int, int]:
     """Empty the payload of applied events and of events left unapplied for
     ``UNKNOWN_BODY_TTL`` (their check is unknown here), and delete events received before
-    ``now - older_than``: ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
+    ``now - older_than``, never within ``event_window`` (their ids are remembered for the
+    sender's retry window): ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
     metadata = reflect(engine)
     events = metadata.tables.get(EVENTS_TABLE)
     if events is None or "payload" not in events.c:
@@ -320,7 +350,7 @@ def drop_event_bodies(
     # an event still unapplied after UNKNOWN_BODY_TTL is for a check this ledger does not know
     # (another ledger's, or a purged campaign's): its body goes too
     applied = or_(events.c.applied == True, events.c.received_at < moment - UNKNOWN_BODY_TTL)  # noqa: E712
-    cutoff = moment - older_than if older_than is not None else None
+    cutoff = moment - max(older_than, event_window) if older_than is not None else None
     with engine.begin() as conn:
         bodies = [row.id for row in conn.execute(select(events.c.id, events.c.payload).where(applied)) if row.payload]
         old = (

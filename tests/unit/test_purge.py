@@ -83,3 +83,37 @@ def test_a_run_folder_with_group_pages_is_a_report_folder(tmp_path: Path) -> Non
     assert _report_folder_problem(folder) is None  # --group-by pages go with the run
     (folder / "groups" / "nested").mkdir()
     assert _report_folder_problem(folder) is not None
+
+
+def test_event_ids_outlive_a_purge_for_the_retry_window(tmp_path: Path) -> None:
+    """Issue 39: a campaign purge and a 1-day retention empty event bodies, but an id received
+    within the retry window (3 days by default) is kept: its redelivery stays a duplicate."""
+    from doccheck.config import Settings
+    from doccheck.ledger.purge import drop_event_bodies
+    from tests.factories import planned, record
+    from tests.fixtures.events import event_body
+    from tests.unit.test_ledger import submit
+
+    assert Settings().webhook_event_window_days >= 3
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        run_id = ledger.start_run(campaign="c")
+        submit(ledger, run_id, planned("d1"), "chk-1")
+        assert record(ledger, event_body("evt-new", "chk-1", "ai"))
+        assert record(ledger, event_body("evt-old", "chk-1", "ai"))
+        with ledger.engine.begin() as conn:
+            conn.execute(text("UPDATE webhook_events SET received_at = :t WHERE event_id = 'evt-old'"),
+                         {"t": datetime.now(UTC) - timedelta(days=4)})  # fmt: skip
+        ledger.apply_pending_events()
+        assert drop_event_bodies(ledger.engine, older_than=timedelta(days=1)) == (0, 1)  # only the 4-day-old
+        result = execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["c"]))
+        assert result.rows["webhook_events"] == 0  # emptied and unlinked, not deleted
+        with ledger.engine.connect() as conn:
+            [(event_id, check_id, payload)] = conn.execute(
+                text("SELECT event_id, check_id, payload FROM webhook_events")
+            ).all()
+        assert (event_id, check_id, payload) == ("evt-new", None, "{}")
+        assert not record(ledger, event_body("evt-new", "chk-1", "ai"))  # a redelivery: still a duplicate
+        assert ledger.apply_pending_events() == 0  # nothing recreated for the purged check
+    finally:
+        ledger.close()
