@@ -82,6 +82,8 @@ class Doubt:
     idempotency_key: str
     first_sent_at: datetime | None
     sent_by: str | None
+    #: No earlier than the last send (the claim's last change): the check, if made, is older.
+    last_sent_at: datetime | None = None
 
 
 class Claims:
@@ -193,21 +195,42 @@ class Claims:
         s = table_of(SubmissionRow)
         with self.engine.connect() as conn:
             sub = conn.execute(
-                select(s.c.state, s.c.check_id, s.c.created_at).where(s.c.idempotency_key == key)
+                select(s.c.state, s.c.check_id, s.c.created_at, s.c.updated_at).where(s.c.idempotency_key == key)
             ).first()
             claim = conn.execute(
-                select(_T.c.in_doubt, _T.c.first_sent_at, _T.c.sent_by).where(_T.c.idempotency_key == key)
+                select(_T.c.in_doubt, _T.c.first_sent_at, _T.c.sent_by, _T.c.updated_at).where(
+                    _T.c.idempotency_key == key
+                )
             ).first()
             conn.rollback()
         if sub is not None and sub.check_id:
             return None
         if claim is not None and claim.first_sent_at is not None:
             if claim.in_doubt:
-                return Doubt(key, claim.first_sent_at, claim.sent_by)
+                return Doubt(key, claim.first_sent_at, claim.sent_by, claim.updated_at)
             return None
         if sub is not None and sub.state in (SubmissionState.SUBMITTING, SubmissionState.UPLOADING):
-            return Doubt(key, sub.created_at, None)
+            return Doubt(key, sub.created_at, None, sub.updated_at)
         return None
+
+    def first_sends_of_checks(self, check_ids: Iterable[str]) -> dict[str, datetime]:
+        """``check id → when its key's request first left this side`` for the checks the ledger
+        knows (a lower bound of when the service made them, on this side's clock): what lets
+        a walk of the service's list prove its order (:mod:`doccheck.pipeline.reconcile`)."""
+        ids = sorted(set(check_ids))
+        if not ids:
+            return {}
+        s = table_of(SubmissionRow)
+        sent = func.coalesce(_T.c.first_sent_at, s.c.created_at)
+        stmt = (
+            select(s.c.check_id, sent)
+            .select_from(s.outerjoin(_T, _T.c.idempotency_key == s.c.idempotency_key))
+            .where(s.c.check_id.in_(ids))
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+            conn.rollback()
+        return {check_id: when for check_id, when in rows if when is not None}
 
     def holders(self, keys: Iterable[str]) -> dict[str, str]:
         """``key → owner`` for the keys currently held by a live owner (reports, tests)."""

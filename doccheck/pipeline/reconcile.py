@@ -33,6 +33,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -75,6 +76,15 @@ def needs_reconciliation(
     return (now or utcnow()) - first > safe
 
 
+#: The longest a create request can be at the service after it left this side: a check
+#: whose request was first sent this long after the doubtful one's last send is newer.
+REQUEST_SPAN_SECONDS = 600
+
+#: ``check ids → when the ledger first sent the request that made each`` (ledger's clock),
+#: for the checks of the page the ledger knows; awaited (the ledger runs off the event loop).
+KnownSends = Callable[[list[str]], Awaitable[dict[str, datetime]]]
+
+
 @dataclass(frozen=True)
 class Lookup:
     """What a lookup proved about one key: its ``check``, that it has none (``ruled_out``),
@@ -95,7 +105,14 @@ TRANSIENT = (RateLimitError, ServerError, NetworkError)
 
 
 class Reconciler:
-    """A lazy newest-first walk of ``GET /checks``, indexed by ``doccheck_ref``."""
+    """A lazy walk of ``GET /checks``, indexed by ``doccheck_ref``, that proves its order.
+
+    "Not there" is concluded only from what was read: the list's end, or, walking newest
+    first, a check the ledger knows was made after the doubtful request (``known_sends``)
+    and then checks older than its first attempt. A page of older checks alone proves
+    nothing (an oldest-first list starts with the account's history); a list seen going
+    oldest first is read to its end; a list in no order proves nothing at all.
+    """
 
     def __init__(
         self,
@@ -105,17 +122,24 @@ class Reconciler:
         profile: ServiceProfile | None = None,
         deadline_at: float | None = None,
         max_pages: int = MAX_PAGES,
+        known_sends: KnownSends | None = None,
     ) -> None:
         self.client = client
         self.profile = profile or current_profile()
         self.page_size = max(1, min(page_size, self.profile.list_max_page))
         self.deadline_at = deadline_at
         self.max_pages = max_pages
+        self.known_sends = known_sends
         self.pages = 0
         self._found: dict[str, Check] = {}
         self._seen: set[str] = set()
         self._after: str | None = None
         self._oldest: datetime | None = None
+        self._newest: datetime | None = None
+        #: The order the pages showed: ``newest_first`` until a pair goes up, then ``oldest_first``.
+        self._order = "oldest_first" if self.profile.list_order == "oldest_first" else "newest_first"
+        #: When the newest check of ours seen (before any older one) was first sent (ledger's clock).
+        self._anchor: datetime | None = None
         self._exhausted = False
         #: Why this walk can prove nothing (set once; then every key not found is in doubt).
         self._blind = self._blind_by_profile()
@@ -127,28 +151,31 @@ class Reconciler:
             return "the service has no list of checks (service profile)"
         if not prof.list_metadata:
             return "the service's list of checks does not carry metadata (service profile)"
-        if prof.list_order != "newest_first":
-            return f"the service's list of checks is not newest first ({prof.list_order}, service profile)"
+        if prof.list_order == "unknown":
+            return "the order of the service's list of checks is unknown (service profile)"
         return ""
 
-    def _reached(self, since: datetime | None) -> bool:
+    def _reached(self, since: datetime | None, until: datetime | None) -> bool:
+        """Whether what was read proves the key's check absent (see the class)."""
         if self._exhausted:
             return True
-        if since is None or self._oldest is None:
+        if self._order != "newest_first" or since is None or self._oldest is None:
             return False
-        since = since if since.tzinfo else since.replace(tzinfo=UTC)
-        return self._oldest < since - timedelta(seconds=A.SERVICE_CLOCK_MARGIN_SECONDS)
+        if self._anchor is None or self._anchor <= _aware(until or since) + timedelta(seconds=REQUEST_SPAN_SECONDS):
+            return False  # the order is not confirmed by a check known to be newer than the attempt
+        return self._oldest < _aware(since) - timedelta(seconds=A.SERVICE_CLOCK_MARGIN_SECONDS)
 
-    async def find(self, idempotency_key: str, since: datetime | None) -> Lookup:
+    async def find(self, idempotency_key: str, since: datetime | None, until: datetime | None = None) -> Lookup:
         """What the service's list says about ``idempotency_key`` since ``since``.
 
-        ``since`` is the first attempt's time (None: walk the whole list). Transient
-        errors of the listing propagate (the caller requeues, never sends blind); every
-        other reason the walk cannot finish leaves the key in doubt.
+        ``since`` is the first attempt's time (None: walk the whole list), ``until`` the last
+        send's (default ``since``), both on the ledger's clock. Transient errors of the
+        listing propagate (the caller requeues, never sends blind); every other reason the
+        walk cannot finish leaves the key in doubt.
         """
         ref = reference_for(idempotency_key)
         async with self._lock:
-            while ref not in self._found and not self._blind and not self._reached(since):
+            while ref not in self._found and not self._blind and not self._reached(since, until):
                 await self._next_page()
             if ref in self._found:
                 return Lookup(check=self._found[ref])
@@ -182,6 +209,7 @@ class Reconciler:
         self.pages += 1
         fresh = [c for c in page.data if c.id not in self._seen]
         self._index(page.data)
+        await self._anchor_on(page.data)
         if not page.has_more or not page.data:
             self._exhausted = True
         elif not fresh or page.data[-1].id == self._after:
@@ -191,19 +219,47 @@ class Reconciler:
         log.debug("reconciliation read page %d (%d checks indexed)", self.pages, len(self._found))
 
     def _index(self, checks: list[Check]) -> None:
-        """Index a page; a check without ``metadata`` or out of newest-first order blinds the walk."""
-        previous = self._oldest
+        """Index a page and learn its order: a check without ``metadata`` blinds the walk; a
+        pair going up makes it an oldest-first walk (read to the end); a pair going down
+        after that, a list in no order (blind)."""
+        previous = self._newest if self._order == "oldest_first" else self._oldest
         for check in checks:
             if "metadata" not in check.model_fields_set:
                 self._blind = self._blind or "the service's list of checks does not carry metadata"
             ref = (check.metadata or {}).get(A.REFERENCE_METADATA_KEY)
             if isinstance(ref, str):
                 self._found.setdefault(ref, check)
-            if check.created_at is not None:
-                created = check.created_at if check.created_at.tzinfo else check.created_at.replace(tzinfo=UTC)
-                if previous is not None and created > previous + timedelta(seconds=1):
-                    self._blind = self._blind or "the service's list of checks is not newest first"
-                previous = created
-                if self._oldest is None or created < self._oldest:
-                    self._oldest = created
+            if check.created_at is None:
+                continue
+            created = _aware(check.created_at)
+            if previous is not None:
+                self._learn_order(previous, created)
+            previous = created
+            self._oldest = created if self._oldest is None else min(self._oldest, created)
+            self._newest = created if self._newest is None else max(self._newest, created)
         self._seen.update(c.id for c in checks)
+
+    def _learn_order(self, previous: datetime, created: datetime) -> None:
+        step = timedelta(seconds=1)
+        if self._order == "newest_first" and created > previous + step:
+            if self._anchor is not None:
+                self._blind = self._blind or "the service's list of checks is in no order"
+            self._order = "oldest_first"
+            log.info("the service's list of checks goes oldest first: it is read to its end")
+        elif self._order == "oldest_first" and created < previous - step:
+            self._blind = self._blind or "the service's list of checks is in no order"
+
+    async def _anchor_on(self, checks: list[Check]) -> None:
+        """Remember the newest check of ours on a page read newest first, by when the
+        ledger first sent its request (never the service's timestamp)."""
+        if self.known_sends is None or self._order != "newest_first" or self._anchor is not None:
+            return
+        sent = await self.known_sends([c.id for c in checks])
+        for check in checks:  # in list order: the first known one is the newest of ours so far
+            if check.id in sent:
+                self._anchor = _aware(sent[check.id])
+                return
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

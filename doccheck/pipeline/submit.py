@@ -143,7 +143,7 @@ class _BatchSubmitter:
         self.owner = attempt.owner
         self.held: set[str] = set()
         self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
-        self.reconciler = Reconciler(client, deadline_at=deadline_at)
+        self.reconciler = self._walk()
         #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
         #: to the same upload (while its address is valid) instead of taking another slot.
         self.uploads: dict[str, Upload] = {}
@@ -263,9 +263,9 @@ class _BatchSubmitter:
         doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
         if doubt is None or not (fresh or needs_reconciliation(doubt, self.owner)):
             return "send"
-        walk = Reconciler(self.client, deadline_at=self.deadline_at) if fresh else self.reconciler
+        walk = self._walk() if fresh else self.reconciler
         async with self._request_slot():  # GET /checks pages: requests like any other
-            found = await walk.find(doc.idempotency_key, doubt.first_sent_at)
+            found = await walk.find(doc.idempotency_key, doubt.first_sent_at, doubt.last_sent_at)
         if found.in_doubt:
             await self._keep_in_doubt(doc, found.reason)
             return "in_doubt"
@@ -279,6 +279,14 @@ class _BatchSubmitter:
         self.result.replayed += 1
         self.result.reconciled += 1
         return "adopted"
+
+    def _walk(self) -> Reconciler:
+        """A walk of the service's list that asks the ledger which listed checks are ours."""
+
+        async def known_sends(check_ids: list[str]) -> dict[str, Any]:
+            return await self._db(self.ledger.claims.first_sends_of_checks, check_ids)
+
+        return Reconciler(self.client, deadline_at=self.deadline_at, known_sends=known_sends)
 
     async def _keep_in_doubt(self, doc: Any, reason: str) -> None:
         """Absence of evidence is not evidence: the key is not sent again; the row says why

@@ -66,15 +66,21 @@ def test_a_complete_newest_first_walk_with_metadata_rules_out() -> None:
     assert find(service, "k17", None).check.id == "chk-17"
     service.requests = 0
     found = find(service, "never-sent", T0 - timedelta(minutes=5))
+    assert found.ruled_out and service.requests == 6  # no check known newer than the attempt: read to the end
+    service.requests = 0
+
+    async def ours(ids: list[str]) -> dict[str, datetime]:  # the ledger sent chk-0 11 minutes after
+        return {"chk-0": T0 + timedelta(minutes=6)} if "chk-0" in ids else {}
+
+    found = find(service, "never-sent", T0 - timedelta(minutes=5), known_sends=ours)
     assert found.ruled_out and not found.in_doubt
-    assert service.requests == 4  # stopped past the first attempt's time less the 10-minute margin
+    assert service.requests == 4  # order proven by chk-0: stopped past the first attempt less the margin
 
 
 @pytest.mark.parametrize(
     ("kw", "why"),
     [
         ({"metadata": False}, "metadata"),
-        ({"newest_first": False}, "newest first"),
         ({"honour_cursor": False}, "cursor"),
         ({"missing": True}, "no list"),
     ],
@@ -86,12 +92,47 @@ def test_a_list_that_cannot_prove_absence_leaves_the_key_in_doubt(kw: dict[str, 
     assert service.requests <= 3  # stops at once: no endless walk
 
 
-def test_the_profile_alone_can_say_no_list_no_metadata_oldest_first() -> None:
+def test_the_profile_alone_can_say_no_list_no_metadata_unknown_order() -> None:
     service = ListingService([None] * 3)
     for prof in (ServiceProfile(list_checks=False), ServiceProfile(list_metadata=False),
-                 ServiceProfile(list_order="oldest_first")):  # fmt: skip
+                 ServiceProfile(list_order="unknown")):  # fmt: skip
         assert find(service, "k", None, profile=prof).in_doubt
     assert service.requests == 0
+
+
+class HistoryFirst(ListingService):
+    """Issue 39: a list served oldest first whose first pages are the account's older history
+    (checks other tools made two days before, in one second), then ours, oldest first."""
+
+    def __init__(self, history: int, refs: list[str | None]) -> None:
+        super().__init__(refs, newest_first=False)
+        older = (T0 - timedelta(days=2)).isoformat()
+        self.checks = [
+            {"id": f"other-{i}", "status": "completed", "created_at": older, "metadata": {}} for i in range(history)
+        ] + self.checks
+
+
+def test_a_first_page_of_older_history_proves_nothing() -> None:
+    refs = [reference_for(f"k{i}") for i in range(12)]
+    since = T0 - timedelta(minutes=30)  # the doubtful first attempt, after the history
+
+    async def ours(ids: list[str]) -> dict[str, datetime]:
+        return {i: T0 for i in ids if i.startswith("chk-")}
+
+    service = HistoryFirst(10, refs)
+    assert find(service, "k3", since, known_sends=ours).check.id == "chk-3"  # on the third page
+    service.requests = 0
+    found = find(service, "never-sent", since, known_sends=ours)
+    assert found.ruled_out and service.requests == 5  # read to the end: the end proves it
+    found = find(HistoryFirst(10, refs), "never-sent", since, max_pages=2, known_sends=ours)
+    assert found.in_doubt and "2 pages" in found.reason  # never "not there" from older checks alone
+
+
+def test_a_list_in_no_order_proves_nothing() -> None:
+    service = ListingService([None] * 12)
+    service.checks = service.checks[6:] + service.checks[:6]  # down, then up, then down again
+    found = find(service, "k", T0 - timedelta(days=3))
+    assert found.in_doubt and "no order" in found.reason
 
 
 def test_a_small_page_limit_is_adapted_to_and_walks_are_capped() -> None:
