@@ -11,9 +11,11 @@ from typing import Any, cast
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from doccheck.domain import WEBHOOK_EVENT_WINDOW_DAYS
-
 DEFAULT_DATABASE_URL = "sqlite:///doccheck.db"
+#: Days an event id is remembered (and its row kept, body or not), so that a redelivery
+#: within the sender's retry window is recognised: the interface shows no schedule; Stripe
+#: retries for three days, so three is the floor. Invariant 11.
+WEBHOOK_EVENT_WINDOW_DAYS = 3.0
 
 
 class Settings(BaseSettings):

@@ -73,13 +73,6 @@ class RunState(StrEnum):
     FAILED = "failed"
 
 
-# --- Webhooks ---------------------------------------------------------------------------
-#: Days an event id is remembered (and its row kept, body or not), so that a redelivery
-#: within the sender's retry window is recognised: the interface shows no schedule; Stripe
-#: retries for three days, so three is the floor (``Settings.webhook_event_window_days``).
-WEBHOOK_EVENT_WINDOW_DAYS = 3.0
-
-
 # --- Limits -----------------------------------------------------------------------------
 #: "4 MB" and "50 MB" are read as binary megabytes (MiB), by the client and the emulator.
 MEGABYTE = 1024 * 1024

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -144,13 +144,7 @@ def _probe_list(http: httpx.Client, result: ProbeResult, learnt: dict[str, Any])
     with_meta = all(isinstance(c, dict) and "metadata" in c for c in items)
     learnt["list_metadata"] = with_meta
     result.add("listed checks carry metadata", "yes", "yes" if with_meta else "no")
-    times = [_time(c.get("created_at")) for c in items if isinstance(c, dict)]
-    if len(times) >= 2 and all(times):
-        newest = all(a >= b for a, b in zip(times, times[1:], strict=False))  # type: ignore[operator]
-        learnt["list_order"] = "newest_first" if newest else "oldest_first"
-        result.add("list newest first", "yes", "yes" if newest else "no (oldest first)")
-    else:
-        result.add("list newest first", "yes", "fewer than two dated checks", UNTESTED)
+    _probe_order(http, result, learnt, page)
     _probe_cursor(http, result, learnt, items)
     got = http.get(A.check_path(str(items[0]["id"])))
     learnt["get_by_id"] = got.status_code == 200
@@ -160,6 +154,44 @@ def _probe_list(http: httpx.Client, result: ProbeResult, learnt: dict[str, Any])
     odd = [w for w in words if w not in known.completed_words | known.failed_words | known.pending_words]
     result.add("status words in the account are known", "yes", ", ".join(odd) or "yes",
                DIFFERS if odd else HOLDS)  # fmt: skip
+
+
+def _probe_order(http: httpx.Client, result: ProbeResult, learnt: dict[str, Any], page: httpx.Response) -> None:
+    """The list's order from the times of its first two pages (free reads). A page of checks
+    made within one second (an account's history, made by a script) shows no order: the
+    next page is read, and the order is only claimed when a step of more than a second shows it."""
+    times: list[datetime] = []
+    body = _json(page) or {}
+    for _ in range(2):
+        items = [c for c in body.get("data") or [] if isinstance(c, dict)]
+        times += [t for t in (_time(c.get("created_at")) for c in items) if t is not None]
+        order = list_order_of(times)
+        if order is not None or not body.get("has_more") or not items:
+            break
+        after = http.get(A.CHECKS_PATH, params={"limit": learnt.get("list_max_page", 100),
+                                                "starting_after": items[-1].get("id")})  # fmt: skip
+        body = (_json(after) or {}) if after.status_code == 200 else {}
+    if order is None:
+        result.add("list newest first", "yes", "no two listed checks a second apart", UNTESTED)
+        return
+    learnt["list_order"] = order
+    said = {"newest_first": "yes", "oldest_first": "no (oldest first)", "unknown": "no (in no order)"}[order]
+    result.add("list newest first", "yes", said, HOLDS if order == "newest_first" else DIFFERS)
+
+
+def list_order_of(times: list[datetime]) -> str | None:
+    """``newest_first``/``oldest_first`` when every step of more than a second goes one way,
+    ``unknown`` when steps go both ways, None when no step shows (fewer than two, or equal)."""
+    second = timedelta(seconds=1)
+    down = any(a - b > second for a, b in zip(times, times[1:], strict=False))
+    up = any(b - a > second for a, b in zip(times, times[1:], strict=False))
+    if down and up:
+        return "unknown"
+    if down:
+        return "newest_first"
+    if up:
+        return "oldest_first"
+    return None
 
 
 def _probe_cursor(http: httpx.Client, result: ProbeResult, learnt: dict[str, Any], items: list[Any]) -> None:

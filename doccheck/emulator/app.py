@@ -94,6 +94,7 @@ def create_app(emu: Emulator, profile: str = "default") -> FastAPI:
     )
     app.state.emulator = emu
     app.state.variants = VariantState(profile)
+    emu.profile_of = app.state.variants.for_key  # the webhook sender each account plays
     for router in (checks.router, uploads.router, webhook.router):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(control.router)

@@ -21,9 +21,10 @@ import httpx
 from doccheck.emulator.clock import VirtualClock, iso
 from doccheck.emulator.faults import Faults
 from doccheck.emulator.scheduler import Scheduler
+from doccheck.emulator.senders import sign
 from doccheck.emulator.store import Store
 from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
-from doccheck.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
+from doccheck.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
 
 MAX_CONCURRENT_DELIVERIES = 50
 #: Deliveries kept in the emulator's state (the oldest are forgotten first).
@@ -46,6 +47,7 @@ class Delivery:
     last_http_status: int | None = None
     last_error: str | None = None
     next_attempt_at: float | None = None
+    style: str = "default"  # how it is signed (doccheck.emulator.senders.sign)
 
     def state(self) -> dict[str, Any]:
         """This delivery's entry in ``GET /_emulator/state``."""
@@ -116,13 +118,18 @@ class Dispatcher:
             )
         return self._client
 
+    def use_transport(self, transport: httpx.AsyncBaseTransport) -> None:
+        """Deliver through ``transport`` (an in-process receiver's ASGI app, in tests)."""
+        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False, transport=transport,
+                                         timeout=httpx.Timeout(self.config.delivery_timeout_s, pool=None))  # fmt: skip
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
 
     def enqueue(self, api_key: str, check_id: str, product: str, event_type: str, body: bytes,
-                event_id: str, override_url: str | None) -> Delivery:  # fmt: skip
-        """Record a delivery and make its first attempt due now."""
+                event_id: str, override_url: str | None, *, delay: float = 0.0, style: str = "default") -> Delivery:  # fmt: skip
+        """Record a delivery and make its first attempt due in ``delay`` service seconds."""
         delivery = Delivery(
             delivery_id=str(uuid.uuid4()),
             event_id=event_id,
@@ -132,9 +139,10 @@ class Dispatcher:
             api_key=api_key,
             override_url=override_url,
             body=body,
+            style=style,
         )
         self.deliveries.append(delivery)
-        self._schedule(delivery, self.clock.now())
+        self._schedule(delivery, self.clock.now() + max(0.0, delay))
         return delivery
 
     def _schedule(self, delivery: Delivery, due: float) -> None:
@@ -180,7 +188,9 @@ class Dispatcher:
                 self._slots = asyncio.Semaphore(MAX_CONCURRENT_DELIVERIES)
             try:
                 async with self._slots:  # signed when sent: current secret, fresh t
-                    headers[SIGNATURE_HEADER] = signature_header(webhook.secret, int(self.clock.now()), delivery.body)
+                    headers[SIGNATURE_HEADER] = sign(
+                        delivery.style, webhook.secret, self.clock.now(), delivery.body, delivery.attempts
+                    )
                     response = await self.client.post(url, content=delivery.body, headers=headers)
                 http_status = response.status_code
                 if not 200 <= http_status < 300:

@@ -11,12 +11,12 @@ result (computed off the event loop when the check was accepted, see
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from doccheck.emulator.billing import product_cents
 from doccheck.emulator.clock import iso
+from doccheck.emulator.senders import plan_deliveries
 from doccheck.emulator.store import Account, Check
 
 if TYPE_CHECKING:
@@ -69,6 +69,9 @@ def finish_product(emu: Emulator, account: Account, check: Check, product: str) 
         "check": check.summary(),
         "error": new_state.get("error"),
     }
-    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    if account.webhook is not None or check.webhook_url is not None:
-        emu.dispatcher.enqueue(account.api_key, check.id, product, event_type, body, event_id, check.webhook_url)
+    if account.webhook is None and check.webhook_url is None:
+        return
+    emu.events_made += 1
+    for planned in plan_deliveries(emu.profile_of(account.api_key), payload, emu.events_made):
+        emu.dispatcher.enqueue(account.api_key, check.id, product, planned.event_type, planned.body,
+                               planned.event_id, check.webhook_url, delay=planned.delay, style=planned.style)  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,10 @@ class Emulator:
             config, clock=self.clock, store=self.store, scheduler=self.scheduler, faults=self.faults, spawn=self.spawn
         )
         self.upload_secret = secrets.token_bytes(32)
+        #: The profile of an account (``create_app`` points it at its variants): the webhook
+        #: sender it plays (:mod:`doccheck.emulator.senders`).
+        self.profile_of: Callable[[str], str] = lambda _key: "default"
+        self.events_made = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._due_lock = asyncio.Lock()
         for key in config.api_keys:

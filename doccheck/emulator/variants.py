@@ -21,7 +21,12 @@ from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from doccheck.emulator.senders import SENDERS
+
 API = "/api/v1"
+#: Checks of the account's older history listed first by ``list-history-oldest-first``: more
+#: than a page of 100, so the first page of a walk is history alone.
+HISTORY = 120
 #: The profiles and what each changes (``doccheck emulator --help`` lists them).
 VARIANTS: dict[str, str] = {
     "default": "the emulator's own choices (DESIGN.md)",
@@ -46,6 +51,9 @@ VARIANTS: dict[str, str] = {
     "list-small-page": "GET /checks accepts limit up to 20",
     "no-list": "no GET /checks (404)",
     "no-get-by-id": "no GET /checks/{id} (404)",
+    "list-history-oldest-first": "GET /checks oldest first, opening on the account's older history "
+    f"({HISTORY} checks other tools made in one second, two days before)",
+    **SENDERS,  # webhook senders (doccheck.emulator.senders): the API answers as the default
 }
 SMALL_PAGE = 20
 _CHECK_PATH = re.compile(rf"^{API}/checks/[^/]+$")
@@ -60,6 +68,10 @@ class VariantState:
         self.by_account: dict[str, str] = {}
         #: New checks made under a lost-answers profile (every 3rd answer is lost).
         self.creates = 0
+
+    def for_key(self, api_key: str) -> str:
+        """The profile of an account (the webhook senders ask by key, not by request)."""
+        return self.by_account.get(api_key, self.default)
 
     def for_scope(self, scope: Message) -> str:
         for name, value in scope.get("headers", []):
@@ -89,7 +101,7 @@ class VariantEdge:
             await self.app(scope, receive, send)
             return
         name = self.state.for_scope(scope)
-        if name == "default":
+        if name == "default" or name in SENDERS:
             await self.app(scope, receive, send)
             return
         status, headers, body = await self._answer(name, scope, receive)
@@ -125,12 +137,15 @@ class VariantEdge:
             if name == "list-ignores-cursor":
                 query.pop("starting_after", None)
                 scope = {**scope, "query_string": urlencode(query).encode()}
-            if name == "list-oldest-first":
-                return await self._oldest_first(scope, query)
+            if name in ("list-oldest-first", "list-history-oldest-first"):
+                return await self._oldest_first(scope, query, history=HISTORY if "history" in name else 0)
         return await _call(self.app, scope, receive)
 
-    async def _oldest_first(self, scope: Message, query: dict[str, str]) -> tuple[int, list[Any], bytes]:
-        """The whole list read from the emulator (newest first), served oldest first."""
+    async def _oldest_first(
+        self, scope: Message, query: dict[str, str], *, history: int = 0
+    ) -> tuple[int, list[Any], bytes]:
+        """The whole list read from the emulator (newest first), served oldest first, after
+        ``history`` checks other tools made in one second two days before the first one."""
         items: list[Any] = []
         after: str | None = None
         for _ in range(1000):
@@ -144,12 +159,30 @@ class VariantEdge:
                 break
             after = page["data"][-1]["id"]
         items.reverse()
+        items = older_history(items, history) + items
         ids = [c["id"] for c in items]
         start = ids.index(query["starting_after"]) + 1 if query.get("starting_after") in ids else 0
         limit = int(query["limit"]) if query.get("limit", "").isdigit() else 10
         page_items = items[start : start + limit]
         out = {"object": "list", "data": page_items, "has_more": start + limit < len(items)}
         return 200, [(b"content-type", b"application/json")], json.dumps(out).encode()
+
+
+def older_history(items: list[Any], count: int) -> list[Any]:
+    """``count`` checks made by other tools (no doccheck metadata), in one second, two days
+    before the oldest of ``items`` (or before now): what an account's list opens with."""
+    if count <= 0:
+        return []
+    times = [datetime.fromisoformat(str(c["created_at"]).replace("Z", "+00:00")) for c in items if c.get("created_at")]
+    at = (min(times) if times else datetime.now(UTC)) - timedelta(days=2)
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return [
+        {"id": f"chk_other_{i:04d}", "object": "check", "status": "completed", "name": f"other tool {i}",
+         "products": ["ai"], "created_at": stamp, "completed_at": stamp, "metadata": {"source": "other-tool"},
+         "cost": {"ai_cents": 1, "similarity_cents": 0, "total_cents": 1, "billed_words": 100}, "error": None,
+         "ai": {"status": "completed"}, "similarity": None}
+        for i in range(count)
+    ]  # fmt: skip
 
 
 async def _empty() -> Message:

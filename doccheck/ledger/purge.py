@@ -41,7 +41,7 @@ from sqlalchemy import MetaData, Table, and_, delete, false, func, or_, select, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from doccheck.domain import WEBHOOK_EVENT_WINDOW_DAYS
+from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger.purge_residue import (
     export_folders,

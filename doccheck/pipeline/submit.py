@@ -284,7 +284,8 @@ class _BatchSubmitter:
         """A walk of the service's list that asks the ledger which listed checks are ours."""
 
         async def known_sends(check_ids: list[str]) -> dict[str, Any]:
-            return await self._db(self.ledger.claims.first_sends_of_checks, check_ids)
+            sent: dict[str, Any] = await self._db(self.ledger.claims.first_sends_of_checks, check_ids)
+            return sent
 
         return Reconciler(self.client, deadline_at=self.deadline_at, known_sends=known_sends)
 

@@ -76,6 +76,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     tolerance: int = 300,
     on_stored: OnStored | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Starlette:
     """The receiver app: ``POST /webhook`` and ``GET /healthz``.
 
@@ -84,6 +85,8 @@ def create_app(
     secret is configured or the ledger is unavailable (the service retries later).
     ``on_stored(event)`` runs after the answer has been sent, for new events only
     (``doccheck.receiver.prefect_events``), so it never delays or fails a delivery.
+    ``clock`` is "now" for the signature's age (default the system clock; a test hands it
+    the emulator's, which moves by days).
     """
 
     async def webhook(request: Request) -> JSONResponse:
@@ -105,7 +108,7 @@ def create_app(
         if not any((s.get_secret_value() if isinstance(s, SecretStr) else s) for s in secrets):
             return _error(503, "not_configured", "the receiver has no signing secret configured")
         try:
-            verify(body, header, secrets, tolerance=tolerance)
+            verify(body, header, secrets, tolerance=tolerance, now=clock() if clock is not None else None)
         except (MissingSignature, MalformedSignature) as exc:
             code = "missing_signature" if isinstance(exc, MissingSignature) else "malformed_signature"
             return _error(400, code, f"the {SIGNATURE_HEADER} header is missing or malformed")
