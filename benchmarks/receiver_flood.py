@@ -18,16 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import httpx  # noqa: E402
 
 from doccheck.emulator.senders import SENDERS, Planned, plan_deliveries, sign  # noqa: E402
 from tests.fixtures.receiver import start_receiver, stop_receiver  # noqa: E402
@@ -56,23 +56,39 @@ def deliveries(n: int, mixed: bool) -> list[Planned]:
 
 
 async def flood(url: str, planned: list[Planned], concurrency: int) -> tuple[list[float], dict[int, int]]:
+    """Every delivery POSTed over ``concurrency`` keep-alive connections of raw asyncio
+    streams (a lean client: an httpx client in this process took more CPU than the receiver)."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    requests = [_request(parts.netloc, parts.path, p, i) for i, p in enumerate(planned)]
     latencies: list[float] = []
     statuses: dict[int, int] = {}
-    sem = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(trust_env=False, timeout=30, limits=limits) as http:
+    queue = iter(requests)
 
-        async def one(serial: int, p: Planned) -> None:
-            async with sem:
-                header = sign(p.style, SECRET, time.time(), p.body, serial)
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for raw in queue:
                 started = time.perf_counter()
-                answer = await http.post(url, content=p.body, headers={"Service-Signature": header,
-                                                                        "Content-Type": "application/json"})  # fmt: skip
+                writer.write(raw)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+                await reader.readexactly(length)
                 latencies.append(time.perf_counter() - started)
-                statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+                status = int(head.split(b" ", 2)[1])
+                statuses[status] = statuses.get(status, 0) + 1
+        finally:
+            writer.close()
 
-        await asyncio.gather(*(one(i, p) for i, p in enumerate(planned)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies, statuses
+
+
+def _request(netloc: str, path: str, p: Planned, serial: int) -> bytes:
+    header = sign(p.style, SECRET, time.time(), p.body, serial)
+    head = (f"POST {path} HTTP/1.1\r\nHost: {netloc}\r\nContent-Type: application/json\r\n"
+            f"Service-Signature: {header}\r\nContent-Length: {len(p.body)}\r\n\r\n")  # fmt: skip
+    return head.encode("ascii") + p.body
 
 
 def pct(values: list[float], q: float) -> float:

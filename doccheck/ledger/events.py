@@ -7,18 +7,21 @@ separate steps so the receiver answers fast and a crash between them loses nothi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from doccheck.client.profile import ServiceProfile, current_profile, normalise_check
 from doccheck.ledger._base import Database, dump, parse_time
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields
-from doccheck.ledger.money import refresh_refund
+from doccheck.ledger.money import insert_many_ignore, refresh_refund
 from doccheck.ledger.outcomes import Outcomes
-from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow
+from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow, utcnow
+
+_events = table_of(WebhookEventRow)
 
 
 class Events:
@@ -35,28 +38,23 @@ class Events:
         ``raw`` is the verified body; it is what is stored (not a re-serialisation), so
         fields this code does not model are kept.
         """
-        try:
-            payload = json.loads(raw)
-        except (ValueError, TypeError):
-            payload = dump(event)
-        check = getattr(event, "check", None)
-        row = WebhookEventRow(
-            event_id=str(event.id),
-            type=str(event.type),
-            product=getattr(event, "product", None),
-            check_id=getattr(check, "id", None),
-            created_at=parse_time(getattr(event, "created_at", None)),
-            payload=payload if isinstance(payload, dict) else {"body": payload},
-        )
-        try:
-            with self.session() as s:
-                dup = s.exec(select(WebhookEventRow.id).where(WebhookEventRow.event_id == row.event_id)).first()
-                if dup is not None:
-                    return False
-                s.add(row)
-        except IntegrityError:
-            return False
-        return True
+        return self.record_events([(event, raw)])[0]
+
+    def record_events(self, deliveries: Sequence[tuple[Any, bytes]]) -> list[bool]:
+        """Store verified deliveries in ONE transaction (the receiver's group commit): for
+        each, True when stored, False for an event id already stored (earlier, or earlier in
+        this list). ``INSERT … ON CONFLICT DO NOTHING``: safe against another process
+        storing the same id at the same moment."""
+        rows: dict[str, dict[str, Any]] = {}
+        ids: list[str] = []
+        for event, raw in deliveries:
+            values = _event_values(event, raw)
+            ids.append(values["event_id"])
+            rows.setdefault(values["event_id"], values)  # the first of an id in the group is the one kept
+        with self.db.engine.begin() as conn:
+            inserted = insert_many_ignore(conn, _events, list(rows.values()), "event_id")
+        first = {event_id: i for i, event_id in reversed(list(enumerate(ids)))}
+        return [event_id in inserted and first[event_id] == i for i, event_id in enumerate(ids)]
 
     def apply_pending_events(self, limit: int | None = None, *, chunk: int = 200) -> int:
         """Turn stored, not yet applied events into outcomes; returns how many were applied.
@@ -138,6 +136,25 @@ class Events:
             if check_id is not None:
                 stmt = stmt.where(WebhookEventRow.check_id == check_id)
             return list(s.exec(stmt).all())
+
+
+def _event_values(event: Any, raw: bytes) -> dict[str, Any]:
+    """The ``webhook_events`` row of a verified delivery: the raw body as sent, parsed."""
+    try:
+        payload = json.loads(raw)
+    except (ValueError, TypeError):
+        payload = dump(event)
+    check = getattr(event, "check", None)
+    return {
+        "event_id": str(event.id),
+        "type": str(event.type),
+        "product": getattr(event, "product", None),
+        "check_id": getattr(check, "id", None),
+        "created_at": parse_time(getattr(event, "created_at", None)),
+        "received_at": utcnow(),
+        "payload": payload if isinstance(payload, dict) else {"body": payload},
+        "applied": False,
+    }
 
 
 def _read_through(payload: dict[str, Any], profile: ServiceProfile) -> dict[str, Any]:

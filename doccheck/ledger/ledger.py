@@ -243,6 +243,13 @@ class Ledger(Database):
         """
         return self.webhook_events.record_event(event, raw)
 
+    def record_events(self, deliveries: Sequence[tuple[Any, bytes]]) -> list[bool]:
+        """Store verified deliveries in one transaction; True for each stored, False for a duplicate.
+
+        Delegates to :meth:`~doccheck.ledger.events.Events.record_events`.
+        """
+        return self.webhook_events.record_events(deliveries)
+
     def apply_pending_events(self, limit: int | None = None, *, chunk: int = 200) -> int:
         """Turn stored, not yet applied events into outcomes; returns how many were applied.
 

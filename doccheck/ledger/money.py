@@ -65,6 +65,22 @@ def insert_ignore(conn: Connection, table: Any, values: Mapping[str, Any], keys:
     return 1 if conn.execute(stmt.returning(*(table.c[k] for k in keys))).first() is not None else 0
 
 
+def insert_many_ignore(conn: Connection, table: Any, rows: list[dict[str, Any]], key: str) -> set[Any]:
+    """One multi-row ``INSERT … ON CONFLICT (key) DO NOTHING``; returns the keys inserted.
+
+    Chunked so a statement stays under SQLite's parameter limit (32,766)."""
+    if not rows:
+        return set()
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    per = max(1, 30_000 // max(1, len(rows[0])))
+    inserted: set[Any] = set()
+    for start in range(0, len(rows), per):
+        stmt = dialect.insert(table).values(rows[start : start + per])
+        stmt = stmt.on_conflict_do_nothing(index_elements=[key]).returning(table.c[key])
+        inserted.update(conn.execute(stmt).scalars().all())
+    return inserted
+
+
 def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: Any) -> None:
     """Store what ``check_id`` was charged (first answer wins) and count it, once, in its
     campaign's budget; then bring the refund up to date (an event may have come first)."""

@@ -338,10 +338,10 @@ def drop_event_bodies(
     apply: bool = True,
     event_window: timedelta = EVENT_WINDOW,
 ) -> tuple[int, int]:
-    """Empty the payload of applied events and of events left unapplied for
-    ``UNKNOWN_BODY_TTL`` (their check is unknown here), and delete events received before
-    ``now - older_than``, never within ``event_window`` (their ids are remembered for the
-    sender's retry window): ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
+    """Empty the payload of applied events, of events left unapplied for ``UNKNOWN_BODY_TTL``
+    (their check is unknown here) and of events received before ``now - older_than``, and
+    delete those events, except within ``event_window``: their ids are remembered for the
+    sender's retry window, bodiless. ``(bodies dropped, events deleted)`` (counts only if not ``apply``)."""
     metadata = reflect(engine)
     events = metadata.tables.get(EVENTS_TABLE)
     if events is None or "payload" not in events.c:
@@ -350,6 +350,8 @@ def drop_event_bodies(
     # an event still unapplied after UNKNOWN_BODY_TTL is for a check this ledger does not know
     # (another ledger's, or a purged campaign's): its body goes too
     applied = or_(events.c.applied == True, events.c.received_at < moment - UNKNOWN_BODY_TTL)  # noqa: E712
+    if older_than is not None:  # the retention reaches every body; only the ids outlive it, for the window
+        applied = or_(applied, events.c.received_at < moment - older_than)
     cutoff = moment - max(older_than, event_window) if older_than is not None else None
     with engine.begin() as conn:
         bodies = [row.id for row in conn.execute(select(events.c.id, events.c.payload).where(applied)) if row.payload]

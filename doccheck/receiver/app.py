@@ -23,6 +23,7 @@ from starlette.routing import Route
 from doccheck.client.models import Event
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
+from doccheck.receiver.group_commit import GroupWriter
 from doccheck.webhooks.secret_file import SecretFileError
 from doccheck.webhooks.verify import (
     SIGNATURE_HEADER,
@@ -89,6 +90,8 @@ def create_app(
     the emulator's, which moves by days).
     """
 
+    writer = GroupWriter(ledger)
+
     async def webhook(request: Request) -> JSONResponse:
         try:
             body = await _read_body(request, max_body_bytes)
@@ -121,7 +124,7 @@ def create_app(
         except EventParseError:
             return _error(400, "invalid_event", "the event payload is not a valid event")
         try:
-            stored = await run_in_threadpool(ledger.record_event, event, body)
+            stored = await writer.store(event, body)  # answered once its group commit is durable
         except Exception:  # noqa: BLE001 - the service will redeliver; nothing is lost
             log.exception("cannot store event %s", event.id)
             return _error(503, "unavailable", "the event could not be stored; retry later")

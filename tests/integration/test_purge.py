@@ -209,6 +209,7 @@ def test_retention_on_a_schedule(emulator: EmulatorHandle, tmp_path: Path) -> No
     ledger = Ledger(database_url)
     try:
         assert ledger.get_run(result.run_id) is None
-        assert ledger.events() == []
+        # within the retry window (issue 39) the event ids stay, bodiless, so a redelivery is a duplicate
+        assert [(e.event_id, e.payload) for e in ledger.events()] == [("evt_a", {}), ("evt_b", {})]
     finally:
         ledger.close()
