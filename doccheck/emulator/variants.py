@@ -129,6 +129,10 @@ class VariantEdge:
         listing = method == "GET" and path == f"{API}/checks"
         if (name == "no-list" and listing) or (name == "no-get-by-id" and method == "GET" and _CHECK_PATH.match(path)):
             return _error(404, "not_found", "no such endpoint")
+        if name == "list-history-oldest-first" and method == "GET" and _CHECK_PATH.match(path):
+            found = await _other_tools_check(self, scope, path)
+            if found is not None:
+                return found
         if listing:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             limit = query.get("limit", "10")
@@ -141,31 +145,49 @@ class VariantEdge:
                 return await self._oldest_first(scope, query, history=HISTORY if "history" in name else 0)
         return await _call(self.app, scope, receive)
 
-    async def _oldest_first(
-        self, scope: Message, query: dict[str, str], *, history: int = 0
-    ) -> tuple[int, list[Any], bytes]:
-        """The whole list read from the emulator (newest first), served oldest first, after
-        ``history`` checks other tools made in one second two days before the first one."""
+    async def _whole_list(self, scope: Message, history: int) -> tuple[int, list[Any], Any]:
+        """Every listed check, oldest first, after ``history`` checks of other tools."""
         items: list[Any] = []
         after: str | None = None
         for _ in range(1000):
             q = {"limit": "100", **({"starting_after": after} if after else {})}
             status, headers, body = await _call(self.app, {**scope, "query_string": urlencode(q).encode()}, _empty)
             if status != 200:
-                return status, headers, body
+                return status, headers, json.loads(body or b"null")
             page = json.loads(body)
             items += page["data"]
             if not page["has_more"] or not page["data"]:
                 break
             after = page["data"][-1]["id"]
         items.reverse()
-        items = older_history(items, history) + items
+        return 200, [], older_history(items, history) + items
+
+    async def _oldest_first(
+        self, scope: Message, query: dict[str, str], *, history: int = 0
+    ) -> tuple[int, list[Any], bytes]:
+        """The whole list read from the emulator (newest first), served oldest first, after
+        ``history`` checks other tools made in one second two days before the first one."""
+        status, headers, items = await self._whole_list(scope, history)
+        if status != 200:
+            return status, headers, json.dumps(items).encode()
         ids = [c["id"] for c in items]
         start = ids.index(query["starting_after"]) + 1 if query.get("starting_after") in ids else 0
         limit = int(query["limit"]) if query.get("limit", "").isdigit() else 10
         page_items = items[start : start + limit]
         out = {"object": "list", "data": page_items, "has_more": start + limit < len(items)}
         return 200, [(b"content-type", b"application/json")], json.dumps(out).encode()
+
+
+async def _other_tools_check(edge: VariantEdge, scope: Message, path: str) -> tuple[int, list[Any], bytes] | None:
+    """``GET /checks/chk_other_…`` of ``list-history-oldest-first``: the listed history check."""
+    check_id = path.rsplit("/", 1)[-1]
+    if not check_id.startswith("chk_other_"):
+        return None
+    status, headers, items = await edge._whole_list({**scope, "path": f"{API}/checks"}, HISTORY)
+    found = next((c for c in items if c.get("id") == check_id), None) if status == 200 else None
+    if found is None:
+        return None
+    return 200, [(b"content-type", b"application/json")], json.dumps(found).encode()
 
 
 def older_history(items: list[Any], count: int) -> list[Any]:
