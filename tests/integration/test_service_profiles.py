@@ -28,11 +28,12 @@ from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration
 
-#: Profiles whose list can rule a check out or find it (the resume adopts the lost checks).
+#: Profiles whose list can rule a check out or find it (the resume adopts the lost checks);
+#: ``list-history-oldest-first`` is read past its history to its end (issue 39).
 LISTS_THAT_PROVE = ["default", "message-errors", "problem-errors", "plain-errors", "created-202",
                     "no-replay-header", "queued", "status-synonyms", "string-error", "reuse-refused",
                     "price-at-completion", "list-small-page", "no-get-by-id",
-                    "list-history-oldest-first"]  # fmt: skip  (issue 39: read past its history to its end)
+                    "list-history-oldest-first"]  # fmt: skip
 #: Profiles whose list proves nothing: the resume keeps the lost keys in doubt, never resends.
 LISTS_THAT_CANNOT = ["list-no-metadata", "list-oldest-first", "list-ignores-cursor", "no-list"]
 DAY = 86400
