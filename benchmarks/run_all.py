@@ -37,6 +37,7 @@ QUICK: dict[str, list[str]] = {
     "prefect_batching": ["--n", "300"],
     "block_import": ["--runs", "3"],
     "catalog_term": ["--documents", "20000"],
+    "receiver_flood": ["--events", "300"],
 }
 
 
