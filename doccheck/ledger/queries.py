@@ -72,7 +72,7 @@ class Queries:
     def outcome_counts(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, int]:
         """``{"total", "completed", "failed", "pending"}`` over the products of the submitted
         checks of a run or campaign, in one aggregate query (cheap enough for every poll
-        round of a 10,000-document run). ``completed`` counts only fetched results."""
+        round of a 10,000-document run). ``completed`` and ``failed`` count only fetched results."""
         subs = self._scoped_submissions(run_id, campaign).subquery()
         with self.session() as s:
             stmt = (
@@ -83,7 +83,7 @@ class Queries:
             counts = {"total": 0, "completed": 0, "failed": 0, "pending": 0}
             for status, fetched, n in s.exec(stmt).all():
                 counts["total"] += n
-                if status == ProductState.FAILED:
+                if status == ProductState.FAILED and fetched:  # not fetched: a contradiction to settle
                     counts["failed"] += n
                 elif status == ProductState.COMPLETED and fetched:
                     counts["completed"] += n

@@ -59,8 +59,9 @@ def _resolve_run(s: Session, run_id: str | None, campaign: str | None) -> str:
 
 
 def _product_status(o: Any) -> str:
-    """``completed``/``failed`` only when the result is in the ledger, else ``pending``."""
-    if o.status == ProductState.FAILED:
+    """``completed``/``failed`` only when the result is in the ledger (a final status a
+    delivery contradicted is not, until the check is fetched), else ``pending``."""
+    if o.status == ProductState.FAILED and o.fetched:
         return "failed"
     if o.status == ProductState.COMPLETED and o.fetched:
         return "completed"

@@ -71,6 +71,7 @@ def test_a_failure_then_the_retry_that_completed_is_settled_by_the_service(ledge
     ledger.apply_pending_events()
     [o] = ledger.pending_outcomes(run_id=run_id)
     assert (o.status, o.fetched) == ("failed", False)  # kept until the service is asked
+    assert ledger.outcome_counts(run_id=run_id)["pending"] == 1  # a wait does not end on it
     _poll(ledger, "chk-1", status="completed", ai=FULL_AI)
     assert ledger.pending_outcomes(run_id=run_id) == []
     ai = ledger.report_rows(run_id=run_id)["ai_results"][0]
