@@ -94,6 +94,8 @@ def merge_product(
         row.fetched = False  # never backwards on a delivery's word: the GET settles it
         row.updated_at = utcnow()
         return CONTRADICTED
+    if was_terminal and not row.fetched and source not in CURRENT_STATE_SOURCES:
+        return KEPT  # a final status awaiting its GET: only the service's current state settles it
     if row.status in TERMINAL and row.fetched and not fields.get("fetched"):
         return KEPT  # a bare event after the full result adds nothing
     for name, value in fields.items():

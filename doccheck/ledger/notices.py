@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, case, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
@@ -51,18 +51,19 @@ def product_failures(s: Session, run_id: str, limit: int = NOTICE_LIMIT) -> list
     ]
 
 
+def _settled() -> Any:
+    """What the service said after a contradiction: the outcome's status once fetched again
+    (a contradiction unfetches it; only a GET fetches it back), else NULL."""
+    return case((_outs.c.fetched.is_(True), _outs.c.status), else_=None)
+
+
 def contradictions(s: Session, run_id: str, limit: int = NOTICE_LIMIT) -> list[dict[str, Any]]:
     """Deliveries of the run's checks that contradicted a final status, and how each was settled."""
     docs = _run_documents(run_id).subquery()
     stmt = (
-        select(
-            docs.c.document_id,
-            _contra.c.product,
-            _contra.c.held_status,
-            _contra.c.delivered_status,
-            _contra.c.settled_status,
-        )
+        select(docs.c.document_id, _contra.c.product, _contra.c.held_status, _contra.c.delivered_status, _settled())
         .join(_contra, _contra.c.check_id == docs.c.check_id)
+        .join(_outs, and_(_outs.c.check_id == _contra.c.check_id, _outs.c.product == _contra.c.product))
         .order_by(_contra.c.id)
         .limit(limit)
     )
@@ -79,7 +80,8 @@ def contradiction_notes(s: Session, check_ids: Iterable[str]) -> dict[tuple[str,
     for i in range(0, len(ids), 500):
         stmt = (
             select(_contra.c.check_id, _contra.c.product, _contra.c.held_status, _contra.c.delivered_status,
-                   _contra.c.settled_status)
+                   _settled())
+            .join(_outs, and_(_outs.c.check_id == _contra.c.check_id, _outs.c.product == _contra.c.product))
             .where(_contra.c.check_id.in_(ids[i : i + 500]))
             .order_by(_contra.c.id)
         )  # fmt: skip

@@ -11,17 +11,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from doccheck.ledger._base import Database, dump, parse_time
-from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.merge import CURRENT_STATE_SOURCES, PRODUCTS, TERMINAL, merge_product, product_fields
+from doccheck.ledger.merge import PRODUCTS, merge_product, product_fields
 from doccheck.ledger.money import record_charge
-from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, utcnow
-
-_contradictions = table_of(ContradictionRow)
+from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
 
 class Outcomes:
@@ -92,8 +88,6 @@ class Outcomes:
             )
             s.add(row)
             changed += (row.status, row.fetched) != before
-            if source in CURRENT_STATE_SOURCES and row.status in TERMINAL and row.fetched:
-                settle_contradictions(s, check_id, product, row.status)
         cost = (data.get("cost") or {}).get("total_cents")
         if cost is not None:
             sub = submission
@@ -113,14 +107,3 @@ class Outcomes:
         with self.session() as s:
             sub = s.exec(select(SubmissionRow).where(SubmissionRow.check_id == data["id"])).first()
             return self.apply_check(s, data, source=source, campaign=sub.campaign if sub else None, submission=sub)
-
-
-def settle_contradictions(s: Session, check_id: str, product: str, status: str) -> None:
-    """Record what the service said about a product whose delivery contradicted its final
-    status (the open rows of :class:`~doccheck.ledger.tables.ContradictionRow`)."""
-    c = _contradictions.c
-    s.connection().execute(
-        update(_contradictions)
-        .where(c.check_id == check_id, c.product == product, c.settled_status.is_(None))
-        .values(settled_status=status, settled_at=utcnow())
-    )

@@ -183,9 +183,11 @@ class ContradictionRow(SQLModel, table=True):
     """A delivery that contradicted a product's final status (``check.failed`` arriving after
     the retry that completed), kept so the run says so (invariant 11).
 
-    The delivery changes nothing itself: the check is fetched and ``settled_status`` is what
-    the service said then. A table of its own so that an existing ledger gains it with
-    ``create_all``; it has ``check_id``, so a purge reaches it.
+    The delivery changes nothing itself: the check is fetched, and what the service said then
+    is the product's outcome once fetched after ``detected_at`` (read by
+    :mod:`doccheck.ledger.notices`, never written on the poll path). A table of its own so
+    that an existing ledger gains it with ``create_all``; it has ``check_id``, so a purge
+    reaches it.
     """
 
     __tablename__ = "contradictions"
@@ -196,9 +198,7 @@ class ContradictionRow(SQLModel, table=True):
     event_id: str | None = None
     held_status: str  # the final status the ledger had
     delivered_status: str  # what the contradicting delivery said
-    settled_status: str | None = None  # what the service said when the check was fetched
     detected_at: datetime = Field(default_factory=utcnow)
-    settled_at: datetime | None = None
 
 
 class ClaimRow(SQLModel, table=True):

@@ -142,4 +142,18 @@ def test_a_contradiction_has_its_own_row_per_delivery(ledger: Ledger) -> None:
     ledger.apply_pending_events()
     with ledger.session() as s:
         rows = s.query(ContradictionRow).all()
-    assert [(r.held_status, r.delivered_status, r.settled_status) for r in rows] == [("completed", "failed", None)] * 3
+    assert [(r.held_status, r.delivered_status) for r in rows] == [("completed", "failed")] * 3
+    assert {c["settled"] for c in ledger.run_summary(run_id)["contradictions"]} == {None}  # not fetched yet
+
+
+def test_a_copy_of_the_first_delivery_never_settles_a_contradiction(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c1")
+    submit(ledger, run_id, planned("d1"), "chk-1")
+    record(ledger, event_body("evt-f", "chk-1", "ai", "check.failed"))
+    record(ledger, event_body("evt-ok", "chk-1", "ai"))  # the retry completed: contradiction
+    record(ledger, event_body("evt-f2", "chk-1", "ai", "check.failed"))  # the failure again, a fresh id
+    ledger.apply_pending_events()
+    [o] = ledger.pending_outcomes(run_id=run_id)
+    assert (o.status, o.fetched) == ("failed", False)  # still waiting for the service's word
+    _poll(ledger, "chk-1", status="completed", ai=FULL_AI)
+    assert ledger.report_rows(run_id=run_id)["ai_results"][0]["status"] == "completed"
