@@ -39,6 +39,7 @@ import httpx
 from pydantic import SecretStr
 
 from doccheck.client.models import Event
+from doccheck.client.profile import current_profile
 from doccheck.domain import secrets_accepted_at
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,8 @@ def prefect_event(event: Event, campaign: str | None = None, *, occurred: dateti
     }
     if check.name:
         resource["prefect.resource.name"] = str(check.name)[:200]
-    if event.product:
-        resource["doccheck.product"] = event.product
+    if event.product:  # the canonical product when the service profile knows the spelling (issue 39)
+        resource["doccheck.product"] = current_profile().product_word(event.product) or str(event.product)
     related: list[dict[str, str]] = []
     if campaign:
         resource["doccheck.campaign"] = campaign

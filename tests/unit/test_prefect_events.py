@@ -39,6 +39,12 @@ def test_event_shape_is_a_valid_prefect_event() -> None:
     assert event_name("check.completed") == "doccheck.check.completed"
 
 
+def test_a_products_other_spelling_is_named_as_the_product() -> None:
+    body = prefect_event(Event.model_validate({**SERVICE_EVENT, "product": "AI_Detection"}))
+    assert body["resource"]["doccheck.product"] == "ai"  # automations match one name (issue 39)
+    assert body["payload"]["product"] == "AI_Detection"  # as the service sent it
+
+
 def test_emitter_posts_with_cloud_key_and_never_raises() -> None:
     seen: list[httpx.Request] = []
 
