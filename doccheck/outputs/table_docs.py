@@ -42,6 +42,7 @@ _RESULT = {
     "error_code": "The service's error code of a failed product.",
     "words": "Words the service counted.",
     "error_message": "The service's (or doccheck's) reason in words.",
+    "contradiction": "A delivery that contradicted the final status, settled by fetching the check (empty when none).",
 }
 
 #: Table → column → meaning. ``documents_history`` is ``documents.parquet``.
@@ -72,6 +73,7 @@ MEANINGS: dict[str, dict[str, str]] = {
                 "completed_at",
                 "error_code",
                 "error_message",
+                "contradiction",
             )
         },  # fmt: skip
         "label": "The service's AI label: human, mixed or ai.",
@@ -79,7 +81,16 @@ MEANINGS: dict[str, dict[str, str]] = {
     "similarity_results": {
         **{
             k: _RESULT[k]
-            for k in ("document_id", "check_id", "status", "score", "completed_at", "error_code", "error_message")
+            for k in (
+                "document_id",
+                "check_id",
+                "status",
+                "score",
+                "completed_at",
+                "error_code",
+                "error_message",
+                "contradiction",
+            )
         },  # fmt: skip
         "matched_words": "Words of the document found in the sources.",
         "source_count": "How many sources matched.",
@@ -122,6 +133,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "top_source_title": "The source with most matched words: its title.",
         "top_source_url": "The top source's address.",
         "top_source_kind": "The top source's kind.",
+        "product_notes": "A failed product in the service's words, and any contradicted result (empty when none).",
         "top_source_percent": "Percent of the document found in the top source.",
         "top_source_matched_document_id": "The document of this campaign behind the top source, when one of ours.",
         "cohort_match_count": "How many other documents of the cohort it matched.",
