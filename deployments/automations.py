@@ -4,7 +4,7 @@ deployment within its schedule plus a margin", created or updated (never duplica
 Why: a schedule that silently stops (the serve process died, the worker's machine is off, a
 run hangs or ends incomplete every week) shows nothing in the UI: no run, no failure. A
 proactive trigger fires on what did *not* happen. The window is the longest gap between two
-runs of the cron (a week for the default) plus :data:`MISSED_RUN_MARGIN` (a run's own length
+runs of the cron (a week for the default) plus ``DOCCHECK_MISSED_RUN_MARGIN_H`` (a run's own length
 and a late start). The action does nothing by itself: the automation's
 ``prefect.automation.triggered`` event is in the event feed and the Automations page, and an
 operator adds a notification action (e-mail, Slack block) in the UI, which an update keeps.
@@ -16,7 +16,6 @@ operator adds a notification action (e-mail, Slack block) in the UI, which an up
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python deployments/automations.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-#: Beyond the schedule's period: how late a run may complete before the automation fires.
-MISSED_RUN_MARGIN = timedelta(hours=int(os.environ.get("DOCCHECK_MISSED_RUN_MARGIN_H", "6")))
+from doccheck.config import load_settings  # noqa: E402  (after the path is set)
+
 #: The event a complete run emits (prefect_doccheck.tasks.events.RUN_COMPLETED).
 RUN_COMPLETED = "doccheck.run.completed"
 
@@ -48,11 +47,13 @@ def automation_name(deployment_name: str) -> str:
     return f"doccheck: {deployment_name} did not complete on schedule"
 
 
-def missed_run_automation(deployment_name: str, cron: str, timezone: str, margin: timedelta = MISSED_RUN_MARGIN) -> Any:
+def missed_run_automation(deployment_name: str, cron: str, timezone: str, margin: timedelta | None = None) -> Any:
     """The automation (not yet saved) for the deployment named ``deployment_name``."""
     from prefect.automations import Automation, DoNothing
     from prefect.events.schemas.automations import EventTrigger, Posture
 
+    if margin is None:
+        margin = timedelta(hours=load_settings().schedule.missed_run_margin_hours)
     within = schedule_period(cron, timezone) + margin
     trigger = EventTrigger(
         expect={RUN_COMPLETED},
@@ -95,10 +96,9 @@ async def ensure_missed_run_automation(deployment_name: str, cron: str, timezone
 
 def main() -> None:
     """Create or update the weekly deployment's automation (for ``prefect deploy`` users)."""
-    from prefect_doccheck.deployments.serve import WEEKLY_CRON, WEEKLY_TIMEZONE
-
-    name = "weekly-course-check" + os.environ.get("DOCCHECK_DEPLOYMENT_SUFFIX", "")
-    print(asyncio.run(ensure_missed_run_automation(name, WEEKLY_CRON, WEEKLY_TIMEZONE)))
+    schedule = load_settings().schedule
+    name = "weekly-course-check" + schedule.deployment_suffix
+    print(asyncio.run(ensure_missed_run_automation(name, schedule.cron, schedule.timezone)))
 
 
 if __name__ == "__main__":

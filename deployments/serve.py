@@ -6,7 +6,8 @@ registers both deployments with the Prefect API named by ``PREFECT_API_URL`` (a 
 and then runs their flow runs right here, until Ctrl-C:
 
 - ``bulk-check/weekly-course-check``: a weekly cron schedule (Mondays 06:00 Europe/London
-  by default) over the manifest named by ``DOCCHECK_MANIFEST``;
+  by default) over the manifest named by ``DOCCHECK_MANIFEST`` (the ``schedule`` settings,
+  ``doccheck config`` shows them);
 - ``collect-results/on-check-events``: triggered by the receiver's ``doccheck.check.*``
   events (``doccheck receiver --prefect-events``), debounced per campaign;
 
@@ -21,7 +22,6 @@ named by ``DOCCHECK_CREDENTIALS_BLOCK``, the Prefect Secret block named by
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -31,60 +31,57 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python deployments/serve.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-#: The schedule of the weekly check (cron, and the timezone the cron is read in).
-WEEKLY_CRON = os.environ.get("DOCCHECK_SCHEDULE_CRON", "0 6 * * 1")
-WEEKLY_TIMEZONE = os.environ.get("DOCCHECK_SCHEDULE_TIMEZONE", "Europe/London")
+from doccheck.config import Settings, load_settings  # noqa: E402  (after the path is set)
+
 #: Event names the receiver emits (``doccheck.receiver.prefect_events``).
 CHECK_EVENTS = ("doccheck.check.completed", "doccheck.check.failed")
-#: Reactive trigger window: the first event of a campaign fires a collect run at once
-#: (after ``COLLECT_DELAY``); further events of that campaign within the window do not.
-COLLECT_WITHIN = timedelta(seconds=int(os.environ.get("DOCCHECK_COLLECT_WITHIN_S", "60")))
-#: Delay between the first event and the collect run, so the rest of a burst (checks that
-#: finish moments later) is collected by the same run.
-COLLECT_DELAY = timedelta(seconds=int(os.environ.get("DOCCHECK_COLLECT_DELAY_S", "15")))
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
+def _blocks(settings: Settings) -> dict[str, str]:
+    """The credentials' block names (never a key)."""
+    names = {"api_key_block": settings.service.api_key_block, "credentials": settings.service.credentials_block}
+    return {name: value for name, value in names.items() if value}
 
 
-def bulk_check_parameters() -> dict[str, Any]:
-    """Default parameters of the scheduled bulk check, from ``DOCCHECK_*`` variables.
+def bulk_check_parameters(settings: Settings | None = None) -> dict[str, Any]:
+    """Default parameters of the scheduled bulk check, from the settings (``schedule`` group).
 
     Only names and places: never a key or a secret (``api_key_block`` and ``credentials``
     are blocks' names).
     """
+    settings = settings or load_settings()
+    schedule = settings.schedule
     source: dict[str, Any] = {
-        "manifest": _env("DOCCHECK_MANIFEST") or str(ROOT / "sample_data" / "manifest.csv"),
-        "products": (_env("DOCCHECK_PRODUCTS") or "ai,similarity").split(","),
+        "manifest": str(schedule.manifest or ROOT / "sample_data" / "manifest.csv"),
+        "products": list(schedule.products),
     }
-    if _env("DOCCHECK_CAMPAIGN"):
-        source["campaign"] = _env("DOCCHECK_CAMPAIGN")
-    params: dict[str, Any] = {"source": source, "output": {"out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports"}}
-    if _env("DOCCHECK_WEBHOOK_URL"):
-        params["submission"] = {"webhook_url": _env("DOCCHECK_WEBHOOK_URL")}
-    for name, env in (("api_key_block", "DOCCHECK_API_KEY_BLOCK"), ("credentials", "DOCCHECK_CREDENTIALS_BLOCK")):
-        if _env(env):
-            params[name] = _env(env)
-    return params
+    if schedule.campaign:
+        source["campaign"] = schedule.campaign
+    params: dict[str, Any] = {"source": source, "output": {"out_dir": str(schedule.reports_dir)}}
+    if settings.webhook.url:
+        params["submission"] = {"webhook_url": settings.webhook.url}
+    return {**params, **_blocks(settings)}
 
 
-def default_collect_parameters() -> dict[str, Any]:
+def default_collect_parameters(settings: Settings | None = None) -> dict[str, Any]:
     """Default parameters of the event-driven collect (the campaign comes from the event)."""
-    params: dict[str, Any] = {"out_dir": _env("DOCCHECK_REPORTS_DIR") or "reports"}
-    if _env("DOCCHECK_API_KEY_BLOCK"):
-        params["api_key_block"] = _env("DOCCHECK_API_KEY_BLOCK")
-    if _env("DOCCHECK_CREDENTIALS_BLOCK"):
-        params["credentials"] = _env("DOCCHECK_CREDENTIALS_BLOCK")
-    return params
+    settings = settings or load_settings()
+    return {"out_dir": str(settings.schedule.reports_dir), **_blocks(settings)}
 
 
-def collect_trigger(within: timedelta = COLLECT_WITHIN, delay: timedelta = COLLECT_DELAY) -> Any:
+def collect_trigger(within: timedelta | None = None, delay: timedelta | None = None) -> Any:
     """The trigger of ``collect-results``: any ``doccheck.check.completed|failed`` event,
-    one bucket per campaign (``for_each``), the campaign passed as the flow's parameter."""
+    one bucket per campaign (``for_each``), the campaign passed as the flow's parameter.
+
+    Reactive: the first event of a campaign fires a collect run after ``delay`` (so the rest
+    of a burst is collected by the same run); further events within ``within`` do not.
+    Both default to the ``schedule`` settings."""
     from prefect.events import DeploymentEventTrigger
     from prefect.events.schemas.automations import Posture
+
+    schedule = load_settings().schedule
+    within = within or timedelta(seconds=schedule.collect_within_seconds)
+    delay = delay if delay is not None else timedelta(seconds=schedule.collect_delay_seconds)
 
     return DeploymentEventTrigger(
         name="doccheck: collect results when checks finish",
@@ -101,8 +98,8 @@ def collect_trigger(within: timedelta = COLLECT_WITHIN, delay: timedelta = COLLE
 
 def build_deployments(
     *,
-    cron: str = WEEKLY_CRON,
-    timezone: str = WEEKLY_TIMEZONE,
+    cron: str | None = None,
+    timezone: str | None = None,
     bulk_parameters: dict[str, Any] | None = None,
     collect_parameters: dict[str, Any] | None = None,
     trigger: Any = None,
@@ -119,6 +116,8 @@ def build_deployments(
     from prefect_doccheck.flows.bulk_check import bulk_check
     from prefect_doccheck.flows.collect_results import collect_results
 
+    schedule = load_settings().schedule
+    cron, timezone = cron or schedule.cron, timezone or schedule.timezone
     bulk = bulk_check.to_deployment(
         name=f"weekly-course-check{name_suffix}",
         schedules=[Cron(cron, timezone=timezone)],
@@ -146,12 +145,12 @@ def main() -> None:
 
     from prefect_doccheck.deployments.automations import ensure_missed_run_automation
 
-    limit = int(os.environ.get("DOCCHECK_SERVE_LIMIT", "2"))
+    schedule = load_settings().schedule
     # A suffix keeps several served copies apart on one server (tests, staging).
-    suffix = os.environ.get("DOCCHECK_DEPLOYMENT_SUFFIX", "")
+    suffix = schedule.deployment_suffix
     # The weekly check's "did not complete on schedule" automation, created or updated (never twice).
-    asyncio.run(ensure_missed_run_automation(f"weekly-course-check{suffix}", WEEKLY_CRON, WEEKLY_TIMEZONE))
-    serve(*build_deployments(name_suffix=suffix), limit=limit)
+    asyncio.run(ensure_missed_run_automation(f"weekly-course-check{suffix}", schedule.cron, schedule.timezone))
+    serve(*build_deployments(name_suffix=suffix), limit=schedule.serve_limit)
 
 
 if __name__ == "__main__":

@@ -1,46 +1,499 @@
-"""Configuration from the environment (``DOCCHECK_*``), overridable by CLI flags.
+"""Every ``DOCCHECK_*`` setting: one pydantic-settings model, read here and nowhere else.
 
-Secrets are held as :class:`pydantic.SecretStr` so that a stray ``repr`` or log line
-never shows them.
+Why one model: what an operator sets is what runs. Each variable is a typed, documented
+field of a group (service, ledger, webhook, submission, shards, rate limit, schedule,
+retention), as Prefect's own ``PREFECT_*`` tree and prefect-aws's ``settings.py`` do it;
+no other module reads ``os.environ`` for a ``DOCCHECK_*`` name. A field names its variable
+(``env``) so the documented names stay as they are (``DOCCHECK_DATABASE_URL``, not
+``DOCCHECK_LEDGER__DATABASE_URL``).
+
+Where a value comes from, lowest first: the field's default, the file named by
+``DOCCHECK_ENV_FILE`` (``NAME=value`` lines, the same names), the environment, a Prefect
+block (passed in by the integration), a flag or keyword argument. :func:`load_settings`
+takes the last two; :func:`sources_of` says which one won for each field
+(``doccheck config`` prints it). An empty variable counts as unset.
+
+A value the program cannot use is a :class:`SettingsError`: one line per variable naming
+it, the value (never a secret's) and what is expected, before anything is sent or written.
+Secrets are :class:`pydantic.SecretStr`, so a stray ``repr`` or log line never shows them.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+import functools
+import os
+import zoneinfo
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FilePath,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from doccheck.errors import DocCheckBaseError
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "ENV_FILE_VAR",
+    "SECRET_MASK",
+    "Settings",
+    "SettingsError",
+    "SettingsField",
+    "WEBHOOK_EVENT_WINDOW_DAYS",
+    "check_base_url",
+    "fields",
+    "load_settings",
+    "sources_of",
+    "split_list",
+    "split_secrets",
+]
 
 DEFAULT_DATABASE_URL = "sqlite:///doccheck.db"
 #: Days an event id is remembered (and its row kept, body or not), so that a redelivery
 #: within the sender's retry window is recognised: the interface shows no schedule; Stripe
 #: retries for three days, so three is the floor. Invariant 11.
 WEBHOOK_EVENT_WINDOW_DAYS = 3.0
+#: The variable naming a file of ``DOCCHECK_*=value`` lines read below the environment.
+ENV_FILE_VAR = "DOCCHECK_ENV_FILE"
+#: What is shown in place of a secret's value.
+SECRET_MASK = "**********"
+#: Every path of the service's interface is relative to a base ending in this.
+API_VERSION_SUFFIX = "/api/v1"
+
+Source = Literal["default", "file", "environment", "Prefect block", "flag"]
+
+
+def split_list(value: object) -> list[str]:
+    """``"a, b"`` → ``["a", "b"]``: the one comma-splitter of settings (lists, rotated secrets)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        return [str(part).strip() for part in value if str(part).strip()]
+    raise TypeError("expected a comma-separated list")
+
+
+def split_secrets(value: str | SecretStr | None) -> list[SecretStr]:
+    """Rotated secrets written as one value (``"new,old"``, from a variable or a block) → a
+    list, newest first, empty entries dropped. The one splitter of every secret source."""
+    if value is None:
+        return []
+    raw = value.get_secret_value() if isinstance(value, SecretStr) else value
+    return [SecretStr(part) for part in split_list(raw)]
+
+
+def check_base_url(url: str) -> str:
+    """The service base without a trailing slash; a ``ValueError`` unless it is an http(s)
+    URL ending in ``/api/v1`` (every path of the interface is relative to it: a bare host
+    would silently hit the wrong paths)."""
+    from urllib.parse import urlsplit
+
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base URL must be an http(s) URL ending in {API_VERSION_SUFFIX}, got {url!r}")
+    if not parts.path.endswith(API_VERSION_SUFFIX) or parts.query:
+        raise ValueError(
+            f"base URL must end in {API_VERSION_SUFFIX} (the interface version is in the path), got {url!r}"
+        )
+    return url
+
+
+def _env(name: str, description: str, default: Any = None, **constraints: Any) -> Any:
+    """A field read from the variable ``name`` (the one place its name is written)."""
+    return Field(default=default, description=description, json_schema_extra={"env": name}, **constraints)
+
+
+CommaList = Annotated[list[str], BeforeValidator(split_list)]
+
+
+class _Group(BaseModel):
+    """A group of settings: unknown names are an error (a typo never passes silently)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServiceSettings(_Group):
+    """The document-check service and its credentials."""
+
+    base_url: str | None = _env("DOCCHECK_BASE_URL", "The service's base address, ending in `/api/v1`.")
+    api_key: SecretStr | None = _env(
+        "DOCCHECK_API_KEY", "Your API key; never logged, never written to reports, artifacts or Prefect parameters."
+    )
+    api_key_block: str | None = _env(
+        "DOCCHECK_API_KEY_BLOCK", "Name of a Prefect `Secret` block holding the API key (deployments)."
+    )
+    credentials_block: str | None = _env(
+        "DOCCHECK_CREDENTIALS_BLOCK", "Name of a `DocCheckCredentials` block (key and client options; deployments)."
+    )
+    profile: FilePath | None = _env(
+        "DOCCHECK_SERVICE_PROFILE",
+        "A service profile written by `doccheck probe` (docs/service-profile.md); unset: the emulator's choices.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_base_url(value)
+
+
+class LedgerSettings(_Group):
+    """Where outcomes are recorded."""
+
+    database_url: str = _env(
+        "DOCCHECK_DATABASE_URL",
+        "The ledger: a SQLAlchemy URL, `sqlite:///...` or `postgresql+psycopg://...`.",
+        DEFAULT_DATABASE_URL,
+    )
+    claim_lease_seconds: float | None = _env(
+        "DOCCHECK_CLAIM_LEASE_SECONDS",
+        "Seconds a dead worker's claims stay taken before another may take them over (shards); unset: 120.",
+        ge=1,
+        allow_inf_nan=False,
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError("expected a SQLAlchemy URL such as sqlite:///doccheck.db") from None
+        return value
+
+
+class WebhookSettings(_Group):
+    """Signed deliveries from the service."""
+
+    secret: SecretStr | None = _env(
+        "DOCCHECK_WEBHOOK_SECRET", "The receiver's signing secret(s), comma-separated during a rotation."
+    )
+    secret_file: Path | None = _env(
+        "DOCCHECK_WEBHOOK_SECRET_FILE", "The receiver's secret file (mode 0600, owner only; docs/data.md)."
+    )
+    url: str | None = _env("DOCCHECK_WEBHOOK_URL", "Per-check webhook URL of scheduled runs (default: the account's).")
+    event_window_days: float = _env(
+        "DOCCHECK_WEBHOOK_EVENT_WINDOW_DAYS",
+        "Days a webhook event id is remembered, through purges, so a sender's redelivery is still a duplicate "
+        "(at least 3: the senders' retry window).",
+        WEBHOOK_EVENT_WINDOW_DAYS,
+        ge=WEBHOOK_EVENT_WINDOW_DAYS,
+        allow_inf_nan=False,
+    )
+
+    def secrets(self) -> list[SecretStr]:
+        """The secrets of ``DOCCHECK_WEBHOOK_SECRET``, newest first as written, empty entries dropped."""
+        return split_secrets(self.secret)
+
+
+class SubmissionSettings(_Group):
+    """How a run plans and sends."""
+
+    match_background: bool = _env(
+        "DOCCHECK_MATCH_BACKGROUND",
+        "Cohort-match large manifests in a second process (dry runs; off: no gain measured on 2 cores).",
+        False,
+    )
+
+
+class ShardSettings(_Group):
+    """One campaign on many workers (`--shards`)."""
+
+    deployment: str = _env(
+        "DOCCHECK_SHARD_DEPLOYMENT", "The shard flow's deployment.", "bulk-check-shard/bulk-check-shard", min_length=1
+    )
+    lost_after_seconds: float = _env(
+        "DOCCHECK_SHARD_LOST_AFTER_SECONDS",
+        "Least seconds without a worker heartbeat before its running shard counts as lost.",
+        60.0,
+        ge=0,
+        allow_inf_nan=False,
+    )
+    pickup_seconds: float = _env(
+        "DOCCHECK_SHARD_PICKUP_SECONDS",
+        "Seconds a shard may wait for a worker before it is started again.",
+        600.0,
+        ge=0,
+        allow_inf_nan=False,
+    )
+    retries: int = _env("DOCCHECK_SHARD_RETRIES", "New runs of a shard after it failed or was lost.", 2, ge=0)
+
+
+class RateLimitSettings(_Group):
+    """One rate limit for the whole fleet (a Prefect global concurrency limit)."""
+
+    name: str = _env("DOCCHECK_RATE_LIMIT_NAME", "The limit's name.", "doccheck-service", min_length=1)
+    per_second: float | None = _env(
+        "DOCCHECK_RATE_LIMIT_PER_SECOND",
+        "Requests per second for the whole fleet; unset or 0: no fleet-wide pacing (429s are still honoured).",
+        ge=0,
+        allow_inf_nan=False,
+    )
+    chunk: int = _env("DOCCHECK_RATE_LIMIT_CHUNK", "Slots taken per acquisition.", 10, ge=1)
+
+
+class ScheduleSettings(_Group):
+    """The served deployments (`deployments/serve.py`)."""
+
+    cron: str = _env("DOCCHECK_SCHEDULE_CRON", "The weekly check's cron schedule.", "0 6 * * 1")
+    timezone: str = _env("DOCCHECK_SCHEDULE_TIMEZONE", "The timezone the cron is read in.", "Europe/London")
+    manifest: Path | None = _env("DOCCHECK_MANIFEST", "The scheduled check's manifest; unset: the sample manifest.")
+    products: CommaList = _env(
+        "DOCCHECK_PRODUCTS", "Products of the scheduled check, comma-separated.", ["ai", "similarity"]
+    )
+    campaign: str | None = _env("DOCCHECK_CAMPAIGN", "The scheduled check's campaign; unset: the manifest's name.")
+    reports_dir: Path = _env("DOCCHECK_REPORTS_DIR", "Where the scheduled runs write their reports.", Path("reports"))
+    collect_within_seconds: int = _env(
+        "DOCCHECK_COLLECT_WITHIN_S",
+        "Seconds in which further check events of a campaign fire no new collect.",
+        60,
+        ge=1,
+    )
+    collect_delay_seconds: int = _env(
+        "DOCCHECK_COLLECT_DELAY_S", "Seconds between a campaign's first check event and its collect run.", 15, ge=0
+    )
+    serve_limit: int = _env("DOCCHECK_SERVE_LIMIT", "Flow runs served at once.", 2, ge=1)
+    missed_run_margin_hours: int = _env(
+        "DOCCHECK_MISSED_RUN_MARGIN_H",
+        "Hours beyond the schedule's period before the missed-run automation fires.",
+        6,
+        ge=0,
+    )
+    deployment_suffix: str = _env(
+        "DOCCHECK_DEPLOYMENT_SUFFIX", "Appended to the deployments' names (tests, staging).", ""
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            raise ValueError("expected an IANA timezone such as Europe/London") from None
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if len(value.split()) not in (5, 6):
+            raise ValueError("expected a cron expression of five fields such as '0 6 * * 1'")
+        return value
+
+    @field_validator("products")
+    @classmethod
+    def _products(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - {"ai", "similarity"})
+        if unknown or not value:
+            raise ValueError("expected ai, similarity or both")
+        return value
+
+
+class OutputSettings(_Group):
+    """What a run leaves behind besides its reports."""
+
+    catalog: bool = _env(
+        "DOCCHECK_CATALOG", "Rebuild `<out>/catalog.duckdb` after every run, collect and purge (docs/data.md).", True
+    )
+
+
+class RetentionSettings(_Group):
+    """How long student data is kept (`doccheck purge --retention`)."""
+
+    days: float | None = _env(
+        "DOCCHECK_RETENTION_DAYS", "Days `doccheck purge --retention` keeps student data.", ge=0, allow_inf_nan=False
+    )
+
+
+class _Layered(PydanticBaseSettingsSource):
+    """The file (``DOCCHECK_ENV_FILE``) and the environment, each variable by its field's name."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every field at once
+
+    def __call__(self) -> dict[str, Any]:
+        return _nest({name: value for name, (value, _) in _raw_layers().items()})
 
 
 class Settings(BaseSettings):
-    """Settings read from ``DOCCHECK_BASE_URL``, ``DOCCHECK_API_KEY``, ``DOCCHECK_DATABASE_URL``
-    and ``DOCCHECK_WEBHOOK_SECRET`` (comma-separated during a rotation)."""
+    """Every ``DOCCHECK_*`` setting, in groups (``settings.ledger.database_url``)."""
 
-    model_config = SettingsConfigDict(env_prefix="DOCCHECK_", extra="ignore")
+    model_config = SettingsConfigDict(extra="forbid", frozen=True)
 
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    database_url: str = DEFAULT_DATABASE_URL
-    webhook_secret: SecretStr | None = None
-    #: Rebuild ``<out>/catalog.duckdb`` after every run, collect and purge (docs/data.md).
-    catalog: bool = True
-    #: ``DOCCHECK_WEBHOOK_EVENT_WINDOW_DAYS``: how long an event id is remembered (the sender's
-    #: retry window; a purge empties bodies but keeps the ids this long). Invariant 11.
-    webhook_event_window_days: float = Field(default=WEBHOOK_EVENT_WINDOW_DAYS, ge=WEBHOOK_EVENT_WINDOW_DAYS)
+    service: ServiceSettings = ServiceSettings()
+    ledger: LedgerSettings = LedgerSettings()
+    webhook: WebhookSettings = WebhookSettings()
+    submission: SubmissionSettings = SubmissionSettings()
+    shards: ShardSettings = ShardSettings()
+    rate_limit: RateLimitSettings = RateLimitSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    outputs: OutputSettings = OutputSettings()
+    retention: RetentionSettings = RetentionSettings()
 
-    def webhook_secrets(self) -> list[SecretStr]:
-        """The configured signing secrets, newest first as written, empty entries dropped."""
-        if self.webhook_secret is None:
-            return []
-        return [SecretStr(s.strip()) for s in self.webhook_secret.get_secret_value().split(",") if s.strip()]
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments (blocks, flags) over the environment over the file; nothing else."""
+        return init_settings, _Layered(settings_cls)
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with non-None ``overrides`` (CLI flags) taking precedence."""
-    return Settings(**cast(dict[str, Any], {k: v for k, v in overrides.items() if v is not None}))
+class SettingsField(BaseModel):
+    """One field of the model as documentation and ``doccheck config`` show it."""
+
+    group: str
+    name: str
+    env: str
+    description: str
+    default: Any
+    annotation: str
+    secret: bool
+
+    @property
+    def key(self) -> str:
+        """The flat name flags and keyword arguments use: the variable without ``DOCCHECK_``, lower case."""
+        return self.env.removeprefix("DOCCHECK_").lower()
+
+
+@functools.cache
+def fields() -> tuple[SettingsField, ...]:
+    """Every field of :class:`Settings`, group by group, as declared."""
+    out = []
+    for group, info in Settings.model_fields.items():
+        model = info.annotation
+        assert isinstance(model, type) and issubclass(model, _Group)
+        for name, field in model.model_fields.items():
+            extra = field.json_schema_extra
+            assert isinstance(extra, dict), f"{group}.{name} names no variable"
+            annotation = str(field.annotation).replace("typing.", "").replace("pathlib.", "")
+            out.append(
+                SettingsField(
+                    group=group,
+                    name=name,
+                    env=str(extra["env"]),
+                    description=field.description or "",
+                    default=field.get_default(call_default_factory=True),
+                    annotation=annotation,
+                    secret="SecretStr" in annotation,
+                )
+            )
+    return tuple(out)
+
+
+def _by_env() -> dict[str, SettingsField]:
+    return {f.env: f for f in fields()}
+
+
+def _by_key() -> dict[str, SettingsField]:
+    return {f.key: f for f in fields()}
+
+
+def _raw_layers(environ: Mapping[str, str] | None = None) -> dict[str, tuple[str, Source]]:
+    """Each set variable's raw value and where it came from (the environment over the file)."""
+    env = os.environ if environ is None else environ
+    known = _by_env()
+    out: dict[str, tuple[str, Source]] = {}
+    file = env.get(ENV_FILE_VAR, "").strip()
+    if file:
+        from dotenv import dotenv_values
+
+        if not Path(file).is_file():
+            raise SettingsError([f"{ENV_FILE_VAR}={file!r}: expected a file of DOCCHECK_*=value lines"])
+        for name, value in dotenv_values(file).items():
+            if name in known and value is not None and value.strip():
+                out[name] = (value.strip(), "file")
+    for name in known:
+        value = env.get(name, "").strip()
+        if value:
+            out[name] = (value, "environment")
+    return out
+
+
+def _nest(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"DOCCHECK_DATABASE_URL": v}`` → ``{"ledger": {"database_url": v}}``."""
+    known = _by_env()
+    nested: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        f = known[name]
+        nested.setdefault(f.group, {})[f.name] = value
+    return nested
+
+
+def _arguments(layer: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    """Flat names (``database_url=...``) → variable names; None means "not given"."""
+    keys = _by_key()
+    out = {}
+    for key, value in layer.items():
+        if value is None:
+            continue
+        if key not in keys:
+            raise TypeError(f"unknown setting {key!r} ({source}); known: {', '.join(sorted(keys))}")
+        out[keys[key].env] = value
+    return out
+
+
+class SettingsError(DocCheckBaseError, ValueError):
+    """Settings the program cannot use: one line per variable, naming it, its value (never a
+    secret's), where it came from and what is expected."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+def _error(exc: ValidationError, sources: Mapping[str, Source]) -> SettingsError:
+    by_place = {(f.group, f.name): f for f in fields()}
+    lines = []
+    for err in exc.errors():
+        f = by_place.get(tuple(str(p) for p in err["loc"][:2]))  # type: ignore[arg-type]
+        reason = err["msg"].removeprefix("Value error, ")
+        if f is None:
+            lines.append(f"settings: {reason}")
+            continue
+        shown = SECRET_MASK if f.secret else repr(str(err.get("input")))
+        lines.append(f"{f.env}={shown} ({sources.get(f.env, 'default')}): {reason}")
+    return SettingsError(lines)
+
+
+def load_settings(*, block: Mapping[str, Any] | None = None, **flags: Any) -> Settings:
+    """The settings in effect: ``flags`` (flat names such as ``database_url``; None = not
+    given) over ``block`` (values a Prefect block holds) over the environment over the file
+    over the defaults. Raises :class:`SettingsError` naming every value it cannot use."""
+    upper = {**_arguments(block or {}, "Prefect block"), **_arguments(flags, "flag")}
+    try:
+        return Settings(**cast(Any, _nest(upper)))
+    except ValidationError as exc:
+        raise _error(exc, sources_of(block=block, **flags)) from None
+
+
+def sources_of(*, block: Mapping[str, Any] | None = None, **flags: Any) -> dict[str, Source]:
+    """Where each variable's value comes from, given the same arguments as :func:`load_settings`."""
+    sources: dict[str, Source] = {f.env: "default" for f in fields()}
+    sources.update({name: source for name, (_, source) in _raw_layers().items()})
+    sources.update(dict.fromkeys(_arguments(block or {}, "Prefect block"), "Prefect block"))
+    sources.update(dict.fromkeys(_arguments(flags, "flag"), "flag"))
+    return sources
+
+
+def values_of(settings: Settings) -> Iterator[tuple[SettingsField, Any]]:
+    """Each field with its value in ``settings`` (a secret stays a SecretStr)."""
+    for f in fields():
+        yield f, getattr(getattr(settings, f.group), f.name)

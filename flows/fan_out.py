@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,22 +44,15 @@ from prefect.deployments import arun_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Crashed
 
+from doccheck.config import load_settings
 from doccheck.errors import DocCheckBaseError
 from doccheck.pipeline import BatchResult
 from doccheck.pipeline.shards import ShardConfigError
 from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
 
-__all__ = ["DEFAULT_DEPLOYMENT", "ShardsFailed", "run_shards", "shard_deployment_name"]
+__all__ = ["ShardsFailed", "run_shards", "shard_deployment_name"]
 
 log = logging.getLogger(__name__)
-
-#: ``flow name/deployment name`` of the shard deployment in ``deployments/prefect.yaml``.
-DEFAULT_DEPLOYMENT = "bulk-check-shard/bulk-check-shard"
-
-#: Minimum seconds without a worker heartbeat before its running shard is called lost.
-DEFAULT_LOST_AFTER_SECONDS = 60.0
-#: Seconds a shard may stay SCHEDULED (taken by no worker) before it is started again.
-DEFAULT_PICKUP_SECONDS = 600.0
 
 _FAILED = {StateType.FAILED, StateType.CRASHED, StateType.CANCELLED}
 _ACTIVE_ON_WORKER = {StateType.RUNNING, StateType.PENDING, StateType.CANCELLING}
@@ -71,8 +63,9 @@ class ShardsFailed(DocCheckBaseError, RuntimeError):
 
 
 def shard_deployment_name(name: str | None = None) -> str:
-    """The shard deployment: ``name``, else ``DOCCHECK_SHARD_DEPLOYMENT``, else the default."""
-    return (name or os.environ.get("DOCCHECK_SHARD_DEPLOYMENT", "") or DEFAULT_DEPLOYMENT).strip()
+    """The shard deployment: ``name``, else the ``shards.deployment`` setting
+    (``DOCCHECK_SHARD_DEPLOYMENT``)."""
+    return (name or load_settings().shards.deployment).strip()
 
 
 @dataclass
@@ -157,24 +150,8 @@ def lost_after(heartbeat_interval_seconds: float | None) -> float:
     three heartbeat intervals (Prefect's own rule for marking a worker offline), and at
     least ``DOCCHECK_SHARD_LOST_AFTER_SECONDS`` (default 60): a busy machine delays
     heartbeats, and a shard wrongly called lost is run twice (safe, but wasted work)."""
-    floor = env_number("DOCCHECK_SHARD_LOST_AFTER_SECONDS", DEFAULT_LOST_AFTER_SECONDS, minimum=0)
+    floor = load_settings().shards.lost_after_seconds
     return max(3 * float(heartbeat_interval_seconds or 30), floor)
-
-
-def env_number(name: str, default: float, *, minimum: float, integer: bool = False) -> float:
-    """``name`` from the environment as a number of at least ``minimum`` (``default`` when
-    unset or empty), or a ``ValueError`` that names the variable and what it must be."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    kind = "a whole number" if integer else "a number"
-    try:
-        value = float(int(raw)) if integer else float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}") from None
-    if not value >= minimum:  # also refuses nan
-        raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}")
-    return value
 
 
 async def _read_result(client: Any, flow_run_id: UUID) -> dict[str, int] | None:
@@ -214,7 +191,7 @@ async def run_shards(
     other shard has finished, so their work is kept).
     """
     name = shard_deployment_name(deployment)
-    pickup = env_number("DOCCHECK_SHARD_PICKUP_SECONDS", DEFAULT_PICKUP_SECONDS, minimum=0)
+    pickup = load_settings().shards.pickup_seconds
     state = [_Shard(k) for k in range(shards)]
     for shard in state:
         await _start(shard, deployment=name, run_id=run_id, shards=shards, parameters=parameters)
@@ -338,7 +315,7 @@ async def submit_sharded(
         "rate_limit_per_second": limit.per_second if limit.enabled else None,
         "rate_limit_chunk": limit.chunk,
     }
-    if os.environ.get("DOCCHECK_CLAIM_LEASE_SECONDS", "").strip():
-        parameters["claim_lease_seconds"] = env_number("DOCCHECK_CLAIM_LEASE_SECONDS", 0, minimum=1)
-    retries = int(env_number("DOCCHECK_SHARD_RETRIES", 2, minimum=0, integer=True))
-    return await run_shards(run_id=run_id, shards=shards, parameters=parameters, max_retries=retries)
+    settings = load_settings()
+    if settings.ledger.claim_lease_seconds is not None:
+        parameters["claim_lease_seconds"] = settings.ledger.claim_lease_seconds
+    return await run_shards(run_id=run_id, shards=shards, parameters=parameters, max_retries=settings.shards.retries)

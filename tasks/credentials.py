@@ -1,7 +1,9 @@
-"""Where the flows get the service's API key (and the webhook signing secret).
+"""Where the flows get the service's API key: the integration's half of the settings' seam.
 
 Why a seam: the key comes from a ``DocCheckCredentials`` block, a Prefect ``Secret`` block
-(a deployment's natural home for credentials) or ``DOCCHECK_API_KEY``. Flow parameters
+(a deployment's natural home for credentials) or ``DOCCHECK_API_KEY``: a block's value is
+handed to :func:`doccheck.config.load_settings` as its ``block`` layer, so the order is the
+settings' own (flag, block, environment, file). Flow parameters
 only ever hold a block's *name*; tasks get that name or the loaded block (whose key is a
 ``SecretStr``, shown masked and never serialised), never the key as text, so it cannot end
 up in a flow-run parameter, a log line, an artifact or a report.
@@ -46,18 +48,18 @@ def base_url_of(source: KeySource) -> str | None:
 
 
 def resolve_api_key(block_name: KeySource = None) -> SecretStr:
-    """The API key as a ``SecretStr``.
+    """The API key as a ``SecretStr``, through the settings' one order (a block over the
+    environment over the file, :func:`doccheck.config.load_settings`).
 
     With a ``DocCheckCredentials`` block the key is its ``api_key``; with a name the key is
-    the value of that Prefect ``Secret`` block; with None it is read from
-    ``DOCCHECK_API_KEY``. Raises :class:`~doccheck.client.ConfigurationError` when no key
-    is configured.
+    the value of that Prefect ``Secret`` block; with None the settings' ``DOCCHECK_API_KEY``.
+    Raises :class:`~doccheck.client.ConfigurationError` when no key is configured.
     """
     if isinstance(block_name, DocCheckCredentials):
-        return block_name.api_key
-    if block_name:
-        return load_secret_block(block_name, what="API key")
-    key = load_settings().api_key
+        block = {"api_key": block_name.api_key}
+    else:
+        block = {"api_key": load_secret_block(block_name, what="API key")} if block_name else {}
+    key = load_settings(block=block).service.api_key
     if key is None or not key.get_secret_value().strip():
         raise ConfigurationError("no API key: set DOCCHECK_API_KEY")
     return key
@@ -84,26 +86,9 @@ def load_secret_block(block_name: str, *, what: str = "secret") -> SecretStr:
     return SecretStr(value.strip())
 
 
-def resolve_webhook_secrets(block_name: str | None = None) -> list[SecretStr]:
-    """The webhook signing secret(s) accepted now: the block ``block_name`` (a
-    ``DocCheckWebhookSecret``, or a Secret block, comma-separated during a rotation) or
-    ``DOCCHECK_WEBHOOK_SECRET``; empty when neither is configured."""
-    if block_name:
-        from prefect_doccheck.credentials import DocCheckWebhookSecret
-
-        try:
-            block = cast(DocCheckWebhookSecret, DocCheckWebhookSecret.load(block_name, _sync=True))  # type: ignore[call-arg]
-            return block.accepted_secrets()
-        except ValueError:
-            pass  # not a DocCheckWebhookSecret: a Secret block of that name (below)
-        raw = load_secret_block(block_name, what="webhook secret").get_secret_value()
-        return [SecretStr(s.strip()) for s in raw.split(",") if s.strip()]
-    return load_settings().webhook_secrets()
-
-
 def resolve_base_url(base_url: str | None = None) -> str:
-    """``base_url`` or ``DOCCHECK_BASE_URL``; raises ConfigurationError when neither is set."""
-    url = base_url or load_settings().base_url
+    """``base_url`` or ``DOCCHECK_BASE_URL`` (the settings' order); raises ConfigurationError when neither is set."""
+    url = load_settings(base_url=base_url or None).service.base_url
     if not url:
         raise ConfigurationError("no service address: set DOCCHECK_BASE_URL or pass --base-url")
     return url
@@ -111,4 +96,4 @@ def resolve_base_url(base_url: str | None = None) -> str:
 
 def resolve_database_url(database_url: str | None = None) -> str:
     """``database_url`` or ``DOCCHECK_DATABASE_URL`` (default ``sqlite:///doccheck.db``)."""
-    return database_url or load_settings().database_url
+    return load_settings(database_url=database_url or None).ledger.database_url

@@ -31,7 +31,7 @@ import httpx
 from prefect import task
 from prefect.cache_policies import NONE
 
-from doccheck.client import AsyncDocCheckClient, lanes_for
+from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.outputs.reports import ReportPaths, write_reports
 from doccheck.pipeline import (
@@ -48,6 +48,8 @@ from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
 from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
 from doccheck.pipeline.overlap import record_and_submit
+from doccheck.pipeline.retry_budget import TASK_RETRIES
+from doccheck.pipeline.session import service_client
 from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -87,14 +89,12 @@ def open_client(
     timeouts of a ``DocCheckCredentials`` block when that is where the key lives), with a
     connection for each of ``concurrency`` requests (``lanes_for``); ``transport`` and
     ``upload_transport`` as ``AsyncDocCheckClient`` takes them."""
-    options: dict[str, Any] = {
-        "max_connections": lanes_for(concurrency),
-        "transport": transport,
-        "upload_transport": upload_transport,
-    }
     if isinstance(api_key_block, DocCheckCredentials):
-        return AsyncDocCheckClient(base_url, api_key_block.api_key, timeout=api_key_block.httpx_timeout(), **options)
-    return AsyncDocCheckClient(base_url, resolve_api_key(api_key_block), **options)
+        key, timeout = api_key_block.api_key, api_key_block.httpx_timeout()
+    else:
+        key, timeout = resolve_api_key(api_key_block), None
+    return service_client(base_url, key, concurrency=concurrency, timeout=timeout, transport=transport,
+                          upload_transport=upload_transport)  # fmt: skip
 
 
 #: Task options for steps that only read/write the ledger or call the service: retried a
@@ -102,7 +102,7 @@ def open_client(
 #: errors that a retry cannot fix. No caching: inputs are live state, not pure values.
 TRANSIENT_RETRIES: dict[str, Any] = {
     "cache_policy": NONE,
-    "retries": 2,
+    "retries": TASK_RETRIES,
     "retry_delay_seconds": RETRY_DELAYS,
     "retry_condition_fn": retry_on_transient,
 }

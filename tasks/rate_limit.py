@@ -7,12 +7,8 @@ the UI (Concurrency → Global), with no other shared service to run. Slots are 
 chunk at a time (:class:`doccheck.pipeline.pacing.ChunkPacer`), not per request: one
 API round trip per request would double the cost of each request.
 
-Settings (flow parameters override them):
-
-- ``DOCCHECK_RATE_LIMIT_NAME``: the limit's name (default ``doccheck-service``);
-- ``DOCCHECK_RATE_LIMIT_PER_SECOND``: requests per second for the whole fleet; unset
-  means no fleet-wide pacing (each client still honours 429 and ``Retry-After``);
-- ``DOCCHECK_RATE_LIMIT_CHUNK``: slots taken per acquisition (default 10).
+Settings: the ``rate_limit`` group of :class:`doccheck.config.Settings`
+(``DOCCHECK_RATE_LIMIT_NAME``, ``_PER_SECOND``, ``_CHUNK``); flow parameters override them.
 
 ``strict=True``: a shard that was told to respect a limit and finds none fails loudly
 rather than running unpaced.
@@ -21,18 +17,18 @@ rather than running unpaced.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 from prefect import get_client
 from prefect.concurrency.asyncio import rate_limit
 
+from doccheck.config import RateLimitSettings, load_settings
 from doccheck.pipeline.pacing import ChunkPacer
 
 __all__ = ["DEFAULT_CHUNK", "DEFAULT_NAME", "FleetRateLimit", "ensure_rate_limit", "fleet_pacer", "rate_limit_from_env"]
 
-DEFAULT_NAME = "doccheck-service"
-DEFAULT_CHUNK = 10
+DEFAULT_NAME: str = RateLimitSettings.model_fields["name"].default
+DEFAULT_CHUNK: int = RateLimitSettings.model_fields["chunk"].default
 
 
 @dataclass(frozen=True)
@@ -57,22 +53,12 @@ class FleetRateLimit:
 def rate_limit_from_env(
     name: str | None = None, per_second: float | None = None, chunk: int | None = None
 ) -> FleetRateLimit:
-    """The limit from the arguments, else from ``DOCCHECK_RATE_LIMIT_*``."""
-    env_rate = os.environ.get("DOCCHECK_RATE_LIMIT_PER_SECOND", "").strip()
-    env_chunk = os.environ.get("DOCCHECK_RATE_LIMIT_CHUNK", "").strip()
-    try:
-        rate = per_second if per_second is not None else (float(env_rate) if env_rate else None)
-        size = chunk if chunk is not None else (int(env_chunk) if env_chunk else DEFAULT_CHUNK)
-    except ValueError:
-        raise ValueError(
-            "DOCCHECK_RATE_LIMIT_PER_SECOND must be a number and DOCCHECK_RATE_LIMIT_CHUNK an integer"
-        ) from None
-    if rate is not None and rate < 0:
-        raise ValueError(f"the fleet rate limit must be positive, got {rate}")
-    if size < 1:
-        raise ValueError(f"the rate-limit chunk must be at least 1, got {size}")
-    limit_name = (name or os.environ.get("DOCCHECK_RATE_LIMIT_NAME", "") or DEFAULT_NAME).strip()
-    return FleetRateLimit(name=limit_name, per_second=rate, chunk=size)
+    """The limit from the arguments, else from the ``rate_limit`` settings (one validation:
+    a bad value names its variable or argument)."""
+    limit = load_settings(rate_limit_name=name or None, rate_limit_per_second=per_second, rate_limit_chunk=chunk)
+    return FleetRateLimit(
+        name=limit.rate_limit.name.strip(), per_second=limit.rate_limit.per_second, chunk=limit.rate_limit.chunk
+    )
 
 
 async def ensure_rate_limit(limit: FleetRateLimit) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from doccheck.client import NetworkError, RateLimitError, ServerError
+from doccheck.pipeline.retry_budget import TASK_RETRY_DELAYS
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     NetworkError,
@@ -24,8 +25,8 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 
-#: Delays (seconds) between the attempts of a retried task.
-RETRY_DELAYS: list[float] = [2.0, 10.0]
+#: Delays (seconds) between the attempts of a retried task (``doccheck config`` adds them up).
+RETRY_DELAYS: list[float] = list(TASK_RETRY_DELAYS)
 
 
 def is_transient(exc: BaseException | None) -> bool:

@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from doccheck.ledger import Ledger
-from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
+from doccheck.outputs.calibration import RULE_OPTIONS
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver
@@ -68,19 +68,8 @@ class TaskSteps:
         return ledger
 
     def _params(self, options: RunOptions) -> dict[str, Any]:
-        """What the run records about itself (never a secret)."""
-        return {
-            "manifest": options.source.manifest,
-            "products": options.source.products,
-            "concurrency": options.submission.concurrency,
-            "max_spend_cents": options.submission.max_spend_cents,
-            "metadata_columns": options.source.metadata_columns,
-            "batch_size": options.submission.batch_size,
-            "base_url": self.base_url,
-            "templates": options.source.templates,  # the page's evidence leaves their text out
-            # the page's AI rules, so that a collect rewrites it under the same ones
-            JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS)),
-        }
+        """What the run records about itself (never a secret): the one shape of ``RunOptions.recorded``."""
+        return options.recorded("flow", base_url=self.base_url)
 
     async def prepare(self, options: RunOptions) -> Prepared:
         progress.reset("submit")
@@ -170,7 +159,6 @@ class TaskSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         assert summary.run_id is not None
-        from doccheck.outputs.calibration import RULE_OPTIONS
         from doccheck.outputs.reports import run_label
 
         label = run_label(summary.campaign, summary.run_id)

@@ -12,32 +12,28 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from doccheck.client import assumptions as A
 from doccheck.client._auth import BearerAuth
 from doccheck.client._requests import USER_AGENT
 from doccheck.client.errors import ConfigurationError
 
 
 def resolve_config(base_url: str | None, api_key: str | SecretStr | None) -> tuple[str, SecretStr]:
-    """Base URL and API key from the arguments or ``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY``.
+    """Base URL and API key from the arguments, else the ``service`` settings
+    (``DOCCHECK_BASE_URL`` / ``DOCCHECK_API_KEY``).
 
-    The base must be an http(s) URL ending in ``/api/v1`` because every path of the
-    interface is relative to it; a bare host would silently hit the wrong paths.
+    The base must be an http(s) URL ending in ``/api/v1`` (:func:`doccheck.config.check_base_url`,
+    the rule the settings apply too): a bare host would silently hit the wrong paths.
     """
-    from doccheck.config import Settings
+    from doccheck.config import check_base_url, load_settings
 
-    settings = Settings()
+    settings = load_settings().service
     url = base_url if base_url is not None else settings.base_url
     if not url:
         raise ConfigurationError("no base URL: pass base_url or set DOCCHECK_BASE_URL (ending in /api/v1)")
-    url = url.strip().rstrip("/")
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(f"base URL must be an http(s) URL ending in {A.API_VERSION_SUFFIX}, got {url!r}")
-    if not parsed.path.endswith(A.API_VERSION_SUFFIX) or parsed.query:
-        raise ConfigurationError(
-            f"base URL must end in {A.API_VERSION_SUFFIX} (the interface version is in the path), got {url!r}"
-        )
+    try:
+        url = check_base_url(url)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
     key: SecretStr | None
     if api_key is None:
         key = settings.api_key

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from doccheck import domain
+from doccheck.config import API_VERSION_SUFFIX as API_VERSION_SUFFIX
 from doccheck.domain import CENTS_PER_100_WORDS as CENTS_PER_100_WORDS
 from doccheck.domain import MAX_WAITING_UPLOADS as MAX_WAITING_UPLOADS
 from doccheck.domain import MEGABYTE as MEGABYTE
@@ -30,8 +31,7 @@ from doccheck.domain import estimate_cost_cents as estimate_cost_cents
 from doccheck.extract import SUPPORTED_TYPES as _EXTRACT_TYPES
 
 # --- Versioning and paths -------------------------------------------------------------
-#: The base URL must end with this segment (interface, "Versioning").
-API_VERSION_SUFFIX = "/api/v1"
+#: The base URL must end with this segment (interface, "Versioning"); the settings check it.
 CHECKS_PATH = "/checks"
 UPLOADS_PATH = "/uploads"
 WEBHOOK_PATH = "/webhook"

@@ -28,7 +28,6 @@ import functools
 import json
 import logging
 import math
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger("doccheck.client")
 
-PROFILE_ENV = "DOCCHECK_SERVICE_PROFILE"
 #: A profile file is small; a larger one is refused rather than read (untrusted input).
 MAX_PROFILE_BYTES = 64 * 1024
 #: Error text kept from a service answer (the rest is cut).
@@ -162,8 +160,16 @@ def _profile_from(path: str) -> ServiceProfile:
 
 
 def current_profile() -> ServiceProfile:
-    """The profile in force: ``DOCCHECK_SERVICE_PROFILE``'s file, else the emulator's choices."""
-    return _profile_from(os.environ.get(PROFILE_ENV, "").strip())
+    """The profile in force: the ``service.profile`` setting's file (``DOCCHECK_SERVICE_PROFILE``),
+    else the emulator's choices. A file that is not a profile raises a ``ValueError`` naming
+    the variable."""
+    from doccheck.config import load_settings
+
+    path = load_settings().service.profile
+    try:
+        return _profile_from(str(path) if path else "")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"DOCCHECK_SERVICE_PROFILE={str(path)!r}: not a service profile ({exc})") from None
 
 
 # --- error bodies ------------------------------------------------------------------------

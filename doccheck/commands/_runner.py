@@ -67,14 +67,15 @@ def fail(console: Console, message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def require_service_settings(err: Console, base_url: str | None) -> None:
-    """Fail with one line when the service address or the API key is missing, before anything runs."""
+def require_service_settings(err: Console, base_url: str | None, database_url: str | None = None) -> None:
+    """Fail with one line when the service address or the API key is missing, before anything runs
+    (a flag's bad value is a ``SettingsError``: the CLI prints its line, exit 2)."""
     from doccheck.config import load_settings
 
-    settings = load_settings(base_url=base_url)
-    if not settings.base_url:
+    settings = load_settings(base_url=base_url, database_url=database_url)
+    if not settings.service.base_url:
         raise fail(err, "no service address: set DOCCHECK_BASE_URL or pass --base-url")
-    if settings.api_key is None or not settings.api_key.get_secret_value().strip():
+    if settings.service.api_key is None or not settings.service.api_key.get_secret_value().strip():
         raise fail(err, "no API key: set DOCCHECK_API_KEY")
 
 
@@ -85,7 +86,7 @@ def ledger_label(database_url: str | None) -> str:
     from doccheck.config import load_settings
     from doccheck.ledger.engine import redact_url
 
-    url = database_url or load_settings().database_url
+    url = database_url or load_settings().ledger.database_url
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return str(Path(parsed.database).resolve())
@@ -118,7 +119,9 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from prefect_doccheck.tasks import progress as hub
+    from doccheck.pipeline.integration import prefect_integration
+
+    hub = prefect_integration().progress_hub()
 
     bars: dict[str, TaskID] = {}
     with Progress(
@@ -215,9 +218,9 @@ def one_line_errors(
 
 def _drain() -> None:
     try:
-        from prefect_doccheck.flows.runtime import drain_prefect
+        from doccheck.pipeline.integration import prefect_integration
 
-        drain_prefect()
+        prefect_integration().drain()
     except Exception:  # noqa: BLE001 - shutdown best effort
         pass
 

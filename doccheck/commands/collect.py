@@ -67,7 +67,7 @@ def collect(
         raise fail(err, str(exc)) from None
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
-    require_service_settings(err, base_url)
+    require_service_settings(err, base_url, database_url)
     if not use_prefect(prefect, LOCAL_PREFECT_HOME):
         with one_line_errors(err, ledger=ledger_label(database_url)):
             summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
@@ -79,9 +79,9 @@ def collect(
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from prefect_doccheck.flows.collect_results import collect_results
+        from doccheck.pipeline.integration import prefect_integration
 
-        return collect_results(
+        return prefect_integration().collect_results(
             campaign=campaign,
             run_id=run_id,
             out_dir=str(out),

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -130,8 +129,8 @@ def demo(
         os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
 
         def start():  # type: ignore[no-untyped-def]
+            from doccheck.pipeline.integration import prefect_integration
             from doccheck.pipeline.options import RunOptions
-            from prefect_doccheck.flows.bulk_check import bulk_check
 
             options = RunOptions.from_flat(
                 manifest=str(manifest), products=products, out_dir=str(out), campaign=DEMO_CAMPAIGN,
@@ -142,7 +141,7 @@ def demo(
                 # near-duplicate pair (same batch) must not be created concurrently.
                 concurrency=2,
             )  # fmt: skip
-            return bulk_check(**options.flow_parameters())
+            return prefect_integration().bulk_check(**options.flow_parameters())
 
         summary = run_flow(console, err, start)
     except ServiceError as exc:
@@ -184,11 +183,9 @@ def _start_receiver(emulator_url: str, database_url: str) -> Service:
 
 
 def _close_ledgers() -> None:
-    if "prefect_doccheck.tasks.pipeline" not in sys.modules:
-        return
     try:
-        from prefect_doccheck.tasks.pipeline import close_ledgers
+        from doccheck.pipeline.integration import prefect_integration
 
-        close_ledgers()
+        prefect_integration().close_ledgers()
     except Exception:  # noqa: BLE001 - shutdown best effort
         pass

@@ -82,22 +82,13 @@ def _progress(console: Console, enabled: bool) -> Iterator[Progress | None]:
 @asynccontextmanager
 async def _service(base_url: str | None, database_url: str | None, concurrency: int) -> AsyncIterator[tuple[Any, Any]]:
     """The ledger and a checked client (one free request: a wrong address or key fails before
-    anything is recorded), closed on the way out."""
-    from doccheck.client import AsyncDocCheckClient, lanes_for
+    anything is recorded), closed on the way out: :func:`doccheck.pipeline.session.open_service`."""
     from doccheck.config import load_settings
-    from doccheck.ledger import Ledger
-    from doccheck.pipeline.waiting import verify_access
+    from doccheck.pipeline.session import open_service
 
     settings = load_settings(base_url=base_url, database_url=database_url)
-    assert settings.base_url is not None and settings.api_key is not None  # require_service_settings saw to it
-    ledger = Ledger(settings.database_url)
-    try:
-        key = settings.api_key.get_secret_value()
-        async with AsyncDocCheckClient(settings.base_url, key, max_connections=lanes_for(concurrency)) as client:
-            await verify_access(client)
-            yield ledger, client
-    finally:
-        ledger.close()
+    async with open_service(settings, concurrency=concurrency) as (ledger, client):
+        yield ledger, client
 
 
 async def _run(options: RunOptions, bars: _Bars) -> RunSummary:
@@ -107,7 +98,7 @@ async def _run(options: RunOptions, bars: _Bars) -> RunSummary:
         client,
     ):
         steps = OverlappingLocalSteps(
-            ledger, client, params={"source": "command", **options.model_dump(mode="json", exclude={"connection"})},
+            ledger, client, params=options.recorded("command"),
             on_submit=lambda done: bars.show("submitting", done, bars.total),
             on_results=lambda done, total: bars.show("waiting for results", done, total),
         )  # fmt: skip

@@ -36,7 +36,7 @@ def probe(
     require_service_settings(err, base_url)
     settings = load_settings(base_url=base_url)
     try:
-        result = run_probe(settings.base_url, settings.api_key)
+        result = run_probe(settings.service.base_url, settings.service.api_key)
     except Exception as exc:  # noqa: BLE001 - one line, no traceback, no secret
         from doccheck.commands._runner import describe_error
 

@@ -43,11 +43,9 @@ RetentionOption = Annotated[
 ]
 RetentionDaysOption = Annotated[
     float | None,
-    typer.Option(envvar="DOCCHECK_RETENTION_DAYS", min=0, help="Days to keep student data (--retention)."),
+    typer.Option(min=0, help="Days to keep student data (--retention; overrides DOCCHECK_RETENTION_DAYS)."),
 ]
-DatabaseUrlOption = Annotated[
-    str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
-]
+DatabaseUrlOption = Annotated[str | None, typer.Option(help="Ledger database (overrides DOCCHECK_DATABASE_URL).")]
 
 
 def purge(
@@ -77,14 +75,14 @@ def purge(
     except ValueError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
+    settings = load_settings(database_url=database_url, retention_days=retention_days)
     if retention and age is None:
-        if retention_days is None:
+        if settings.retention.days is None:
             err.print("[red]error:[/] --retention needs DOCCHECK_RETENTION_DAYS (or --retention-days / --older-than)")
             raise typer.Exit(2)
-        age = timedelta(days=retention_days)
-    settings = load_settings(database_url=database_url)
-    window = timedelta(days=settings.webhook_event_window_days)  # event ids outlive a purge this long
-    engine = create_ledger_engine(settings.database_url)
+        age = timedelta(days=settings.retention.days)
+    window = timedelta(days=settings.webhook.event_window_days)  # event ids outlive a purge this long
+    engine = create_ledger_engine(settings.ledger.database_url)
     verb = "removed" if yes else "would remove"
     try:
         try:
@@ -95,7 +93,7 @@ def purge(
                 raise typer.Exit(2) from None
             plan = None
         console.print(
-            f"ledger {redact_url(settings.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
+            f"ledger {redact_url(settings.ledger.database_url)}" + ("" if yes else "  [bold](dry run: add --yes)[/]")
         )
         if plan is not None:
             done = execute_purge(engine, plan, event_window=window) if yes else None

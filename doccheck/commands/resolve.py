@@ -57,7 +57,7 @@ def resolve(
     if confirm_not_created and resend:
         Console(stderr=True).print("[red]error:[/] give at most one of --confirm-not-created and --resend")
         raise typer.Exit(2)
-    ledger = Ledger(load_settings(database_url=database_url).database_url)
+    ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
         with ledger.session() as s:
             stmt = select(SubmissionRow).where(SubmissionRow.campaign == campaign, SubmissionRow.state == IN_DOUBT)

@@ -31,7 +31,7 @@ def review(
     from doccheck.ledger.dispositions import DispositionError
 
     err = Console(stderr=True)
-    ledger = Ledger(load_settings(database_url=database_url).database_url)
+    ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
         decided = ledger.dispositions.set(campaign, document, status, note=note, decided_by=by or _login())
     except DispositionError as exc:

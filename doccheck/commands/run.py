@@ -216,13 +216,18 @@ def run(
         _print_summary(console, _dry_run(err, options))
         console.print("dry run: nothing was sent.")
         return
-    require_service_settings(err, base_url)
+    require_service_settings(err, base_url, database_url)
     if use_prefect(prefect, LOCAL_PREFECT_HOME):
         summary = _run_flow(console, err, options, progress)
     else:
         with one_line_errors(err, ledger=ledger_label(options.connection.database_url)):
             summary = run_without_prefect(options, console, show_progress=progress)
     _print_summary(console, summary)
+    _print_outcome(console, summary, manifest)
+
+
+def _print_outcome(console: Console, summary: Any, manifest: Path) -> None:
+    """What is left to do, in words; exit 3 (incomplete) when documents were not sent."""
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
     elif summary.status == "pending":
@@ -251,9 +256,9 @@ def _run_flow(console: Console, err: Console, options: RunOptions, progress: boo
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from prefect_doccheck.flows.bulk_check import bulk_check
+        from doccheck.pipeline.integration import prefect_integration
 
-        return bulk_check(**options.flow_parameters())
+        return prefect_integration().bulk_check(**options.flow_parameters())
 
     return run_flow(console, err, start, show_progress=progress)
 
@@ -303,7 +308,7 @@ def _dry_run(err: Console, options: RunOptions) -> Any:
             campaign=source.campaign,
             products=source.products,
             metadata_columns=source.metadata_columns,
-            database_url=options.connection.database_url or load_settings().database_url,
+            database_url=options.connection.database_url or load_settings().ledger.database_url,
             templates=source.templates,
         )
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line

@@ -58,7 +58,7 @@ GROUPS_SUBDIR = "groups"  # one report page per group (doccheck.outputs.instruct
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"
-#: The default of how long an event id is remembered (``Settings.webhook_event_window_days``).
+#: The default of how long an event id is remembered (``Settings.webhook.event_window_days``).
 EVENT_WINDOW = timedelta(days=WEBHOOK_EVENT_WINDOW_DAYS)
 UNKNOWN_BODY_TTL = timedelta(days=7)  # then an unapplied event's check is one the ledger does not know
 

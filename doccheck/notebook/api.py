@@ -47,7 +47,6 @@ from doccheck.notebook.frames import manifest_rows as _manifest_rows
 from doccheck.notebook.frames import resolve_columns as _resolve_columns
 from doccheck.notebook.frames import write_manifest as _write_manifest
 from doccheck.notebook.progress import RunProgress, progress_display
-from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS
 from doccheck.pipeline.options import DEFAULTS, RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
 from doccheck.pipeline.overlap import OverlappingLocalSteps
@@ -173,12 +172,12 @@ def _prepare(
     )
     options = RunOptions.from_flat(
         manifest="-", campaign=campaign, products=products, metadata_columns=list(columns.metadata),
-        templates=list(templates), download=download, out_dir=folder, database_url=settings.database_url,
-        base_url=settings.base_url, **run_options,
+        templates=list(templates), download=download, out_dir=folder, database_url=settings.ledger.database_url,
+        base_url=settings.service.base_url, **run_options,
     )  # fmt: skip  # a wrong option raises (a ValueError) before anything is written
-    key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key) if api_key else settings.api_key
+    key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key) if api_key else settings.service.api_key
     if needs_service:
-        if not settings.base_url:
+        if not settings.service.base_url:
             raise ConfigurationError(
                 "no service address: set DOCCHECK_BASE_URL (or pass base_url=...), "
                 "e.g. http://127.0.0.1:8790/api/v1 for a local `doccheck emulator`"
@@ -187,11 +186,13 @@ def _prepare(
             raise ConfigurationError("no API key: set DOCCHECK_API_KEY in the environment (or pass api_key=...)")
         from doccheck.client import DocCheckClient
 
-        DocCheckClient(settings.base_url, key.get_secret_value()).close()  # checks the address's shape, sends nothing
+        DocCheckClient(
+            settings.service.base_url, key.get_secret_value()
+        ).close()  # checks the address's shape, sends nothing
     rows = _manifest_rows(df, columns, base_dir=base)
     manifest = _write_manifest(rows, base_dir=base, needs_base=columns.path is not None)
     options = options.model_copy(update={"source": options.source.model_copy(update={"manifest": manifest})})
-    return _Prepared(options=options, manifest=manifest, rows=len(df), base_url=settings.base_url or "",
+    return _Prepared(options=options, manifest=manifest, rows=len(df), base_url=settings.service.base_url or "",
                      api_key=key, write_files=write_files)  # fmt: skip
 
 
@@ -213,43 +214,43 @@ class _DisplayObserver(RunObserver):
 
 async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     """Run ``run_checks`` with the library's own steps, then read the tables back as DataFrames."""
-    from doccheck.client import AsyncDocCheckClient, lanes_for
-    from doccheck.ledger import Ledger
-    from doccheck.outputs.reports import to_dataframes
-    from doccheck.pipeline import report_tables
+    from doccheck.config import load_settings
+    from doccheck.pipeline.session import open_service
 
     options = prepared.options
-    assert options.connection.database_url is not None and prepared.api_key is not None  # _prepare saw to it
-    ledger = Ledger(options.connection.database_url)
+    settings = load_settings(base_url=prepared.base_url, database_url=options.connection.database_url)
+    service = open_service(settings, concurrency=options.submission.concurrency, api_key=prepared.api_key,
+                           check_access=False)  # fmt: skip  # _prepare checked the address's shape
     try:
-        async with AsyncDocCheckClient(
-            prepared.base_url,
-            prepared.api_key.get_secret_value(),
-            max_connections=lanes_for(options.submission.concurrency),
-        ) as client:
+        async with service as (ledger, client):
             steps = OverlappingLocalSteps(  # the manifest is sent while it is recorded, as `doccheck run`
                 ledger, client, write_files=prepared.write_files,
-                params={"source": "notebook", "rows": prepared.rows, "products": options.source.products,
-                        "wait": options.waiting.wait, "templates": options.source.templates,
-                        JUDGING_PARAM: options.output.model_dump(mode="json", include=set(RULE_OPTIONS))},
+                params=options.recorded("notebook", rows=prepared.rows),
                 on_submit=lambda done: display.update(submitted=done),
                 on_results=lambda done, total: display.update(finished=done, products=total),
             )  # fmt: skip
             summary = await run_checks(options, steps, _DisplayObserver(display))
-        run_id = summary.run_id
-        assert run_id is not None
-        counts = ledger.outcome_counts(run_id=run_id)
-        display.update(finished=counts["completed"] + counts["failed"], products=counts["total"], phase="done")
-        frames = to_dataframes(report_tables(ledger, run_id), metadata=ledger.document_metadata(run_id) or None)
-        # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
-        frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
-        documents = _documents_frame(ledger, run_id, summary)
+            frames, documents = _read_back(ledger, summary, display)
     finally:
-        ledger.close()
         display.close()
         prepared.discard()
-    return CheckResult(**frames, run_id=run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
+    return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
                        documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip
+
+
+def _read_back(ledger: Any, summary: RunSummary, display: RunProgress) -> tuple[dict[str, pd.DataFrame], Any]:
+    """The run's tables as DataFrames, in the DataFrame's row order, and the wide table."""
+    from doccheck.outputs.reports import to_dataframes
+    from doccheck.pipeline import report_tables
+
+    run_id = summary.run_id
+    assert run_id is not None
+    counts = ledger.outcome_counts(run_id=run_id)
+    display.update(finished=counts["completed"] + counts["failed"], products=counts["total"], phase="done")
+    frames = to_dataframes(report_tables(ledger, run_id), metadata=ledger.document_metadata(run_id) or None)
+    # in the DataFrame's order (the report lists accepted rows first, then rejected ones)
+    frames["submissions"] = frames["submissions"].sort_values("row_number", kind="stable").reset_index(drop=True)
+    return frames, _documents_frame(ledger, run_id, summary)
 
 
 async def acheck_dataframe(
@@ -285,15 +286,8 @@ async def acheck_dataframe(
     group_by: str | None = None,
 ) -> CheckResult:
     """``await`` form of :func:`check_dataframe` (library pipeline, no Prefect)."""
-    prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
-                        products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
-                        base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download, templates=templates, out_dir=out_dir,
-                        wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
-                        concurrency=concurrency, max_spend_cents=max_spend_cents, min_ai_words=min_ai_words,
-                        ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
-                        reference_campaign=reference_campaign, max_false_flag_rate=max_false_flag_rate,
-                        group_by=group_by)  # fmt: skip
+    arguments = {k: v for k, v in locals().items() if k not in ("df", "progress")}
+    prepared = _prepare(df, **arguments)
     return await _execute(prepared, display=progress_display(progress))
 
 
@@ -398,16 +392,9 @@ def check_dataframe(
     raise: they come back in ``submissions`` as ``rejected``. Use :func:`plan_dataframe`
     first to see what a run will send and cost.
     """
-    prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
-                        products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
-                        base_dir=base_dir, campaign=campaign, base_url=base_url, api_key=api_key,
-                        database_url=database_url, download=download, templates=templates, out_dir=out_dir,
-                        wait=wait, timeout=timeout, grace_seconds=grace_seconds, poll_interval=poll_interval,
-                        concurrency=concurrency, max_spend_cents=max_spend_cents,
-                        needs_service=not (use_prefect and api_key_block), min_ai_words=min_ai_words,
-                        ai_band_elevated=ai_band_elevated, ai_band_high=ai_band_high,
-                        reference_campaign=reference_campaign, max_false_flag_rate=max_false_flag_rate,
-                        group_by=group_by)  # fmt: skip
+    # the call's own arguments are the run's options: passed on as one mapping, not re-listed
+    arguments = {k: v for k, v in locals().items() if k not in ("df", "progress", "use_prefect", "api_key_block")}
+    prepared = _prepare(df, **arguments, needs_service=not (use_prefect and api_key_block))
     if use_prefect:
         return _check_with_prefect(prepared, api_key_block=api_key_block)
     display = progress_display(progress)  # here: Jupyter ties the display to the running cell
@@ -509,6 +496,7 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
     import pyarrow.parquet as pq
 
     from doccheck.outputs.reports import REPORT_FILES, SCHEMAS
+    from doccheck.pipeline.integration import prefect_integration
 
     options = prepared.options
     if options.output.out_dir == DEFAULTS.output.out_dir and not prepared.write_files:
@@ -516,16 +504,13 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
         options = options.model_copy(update={"output": options.output.model_copy(update={"out_dir": folder})})
     credentials: Any = None
     if not api_key_block and prepared.api_key is not None:
-        from prefect_doccheck.credentials import DocCheckCredentials  # lazy: the library never imports prefect
+        credentials = prefect_integration().credentials(prepared.base_url, prepared.api_key)
 
-        credentials = DocCheckCredentials(base_url=prepared.base_url, api_key=prepared.api_key)
-
-    def run() -> Any:
-        from prefect_doccheck.flows.bulk_check import bulk_check
-
-        return asyncio.run(
-            bulk_check(**options.flow_parameters(), credentials=credentials, api_key_block=api_key_block)
+    def run() -> Any:  # the seam `doccheck run` uses: the integration found by its entry point
+        flow_run = prefect_integration().bulk_check(
+            **options.flow_parameters(), credentials=credentials, api_key_block=api_key_block
         )
+        return asyncio.run(flow_run)
 
     try:
         # A fresh thread (Jupyter's loop may be running here) with this thread's context, so

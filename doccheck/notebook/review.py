@@ -25,7 +25,7 @@ def set_disposition(
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
 
-    ledger = Ledger(load_settings(database_url=database_url).database_url)
+    ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
         return ledger.dispositions.set(campaign, document_id, status, note=note, decided_by=decided_by)
     finally:

@@ -171,10 +171,10 @@ def rebuild_catalog(out: Path | str) -> Path:
 def refresh_catalog(out: Path | str) -> Path | None:
     """:func:`rebuild_catalog` as a run's last step: a failure is logged, never raised (the
     run's reports are written and are the truth; the next run or ``collect`` rebuilds it).
-    Nothing is written when the ``catalog`` setting is off (``DOCCHECK_CATALOG=false``)."""
+    Nothing is written when the ``outputs.catalog`` setting is off (``DOCCHECK_CATALOG=false``)."""
     from doccheck.config import load_settings
 
-    if not load_settings().catalog:
+    if not load_settings().outputs.catalog:
         return None
     try:
         return rebuild_catalog(out)

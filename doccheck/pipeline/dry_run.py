@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from doccheck.config import load_settings
 from doccheck.pipeline.plan_stream import PlanTally, iter_planned, resolve_campaign
 from doccheck.pipeline.summary import with_export_rejections
 
@@ -65,7 +66,7 @@ def dry_run(
     configuration errors, as ``load_plan`` does. ``background``: match in a second process
     fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
     manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
-    ``DOCCHECK_MATCH_BACKGROUND=1`` is set. Off by default: on the shared 2-core machine it
+    ``DOCCHECK_MATCH_BACKGROUND`` is on (``submission.match_background``). Off by default: on the shared 2-core machine it
     did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
     (docs/benchmarks.md, "Term scale after issue 10").
     """
@@ -79,7 +80,7 @@ def dry_run(
         run = partial(match_stream, campaign=tally.campaign, database_url=database_url, templates=tuple(templates))
         if background is None:
             background = (
-                os.environ.get("DOCCHECK_MATCH_BACKGROUND") == "1"
+                load_settings().submission.match_background
                 and (os.cpu_count() or 1) >= 2
                 and Path(manifest).stat().st_size >= BACKGROUND_BYTES
             )

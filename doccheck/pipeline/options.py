@@ -262,6 +262,13 @@ class RunOptions(_Group):
         # validated as one nested document: every wrong option is reported at once, by its place
         return cls.model_validate({**{g: v for g, v in groups.items() if v or g == "source"}, **top})
 
+    def recorded(self, origin: Literal["command", "notebook", "flow"], **extra: Any) -> dict[str, Any]:
+        """What a run records about itself (the ledger's ``runs.params``), one shape however it
+        ran: where from, the whole options but the connection (no password of a URL; never a
+        key, options hold none) and ``extra`` facts (``rows``, ``base_url``). ``collect``
+        reads the page's rules (``output``) and the templates (``source``) back from it."""
+        return {"origin": origin, **self.model_dump(mode="json", exclude={"connection"}), **extra}
+
     def flow_parameters(self) -> dict[str, Any]:
         """The ``bulk_check`` flow's parameters for these options (plain JSON data)."""
         return {**self.model_dump(mode="json", exclude={"dry_run"}), "dry_run": self.dry_run}

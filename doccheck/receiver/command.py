@@ -52,7 +52,7 @@ def receiver(
     ] = 8792,  # 8790 and 8791 are the emulator's API and storage origin
     database_url: Annotated[
         str | None,
-        typer.Option(help="Ledger URL (default: DOCCHECK_DATABASE_URL or sqlite:///doccheck.db)."),
+        typer.Option(help="Ledger URL (overrides DOCCHECK_DATABASE_URL; `doccheck config` shows it)."),
     ] = None,
     max_body_bytes: Annotated[
         int, typer.Option(help="Refuse deliveries larger than this (413).", min=1)
@@ -76,8 +76,7 @@ def receiver(
     webhook_secret_file: Annotated[
         Path | None,
         typer.Option(
-            envvar="DOCCHECK_WEBHOOK_SECRET_FILE",
-            help="Read the signing secret(s) from this JSON file, mode 0600 and owned by you (refused otherwise; "
+            help="Overrides DOCCHECK_WEBHOOK_SECRET_FILE. Read the signing secret(s) from this JSON file, mode 0600 and owned by you (refused otherwise; "
             "re-read on every delivery, see docs/data.md), when DOCCHECK_WEBHOOK_SECRET is not set.",
         ),
     ] = None,
@@ -108,17 +107,17 @@ def receiver(
     from doccheck.receiver.app import create_app
 
     console = Console(stderr=True, soft_wrap=True)
-    settings = load_settings(database_url=database_url)
-    ledger = _open_ledger(console, settings.database_url)
+    settings = load_settings(database_url=database_url, webhook_secret_file=webhook_secret_file)
+    ledger = _open_ledger(console, settings.ledger.database_url)
     try:
-        provider, source = _secrets_provider(console, settings.webhook_secrets(), webhook_secret_block,
-                                             webhook_secret_file, secret_block_refresh, prefect_api_url)  # fmt: skip
+        provider, source = _secrets_provider(console, settings, webhook_secret_block, secret_block_refresh,
+                                             prefect_api_url)  # fmt: skip
         on_stored, events_note = _events_hook(console, ledger, prefect_events, prefect_api_url)
         app = create_app(ledger, provider, max_body_bytes=max_body_bytes, tolerance=tolerance, on_stored=on_stored)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         console.print(
             f"receiver listening on http://{host}:{port}/webhook "
-            f"(ledger {redact_url(settings.database_url)}, secrets from {source}{events_note})"
+            f"(ledger {redact_url(settings.ledger.database_url)}, secrets from {source}{events_note})"
         )
         server = _serve(app, host, port, header_timeout=header_timeout, body_timeout=body_timeout)
     finally:
@@ -154,39 +153,24 @@ def _open_ledger(console: Any, database_url: str) -> Any:
 
 
 def _secrets_provider(
-    console: Any, env_secrets: list[Any], block: str | None, secret_file: Path | None, refresh: float,
-    prefect_api_url: str | None,
-) -> tuple[Callable[[], Any], str]:  # fmt: skip
-    """Where the signing secrets come from, checked now (a bad source fails with one line and exit 2):
-    a Prefect Secret block, else DOCCHECK_WEBHOOK_SECRET, else the owner-only secret file."""
-    from doccheck.webhooks.secret_file import SecretFileError, file_secrets_provider
+    console: Any, settings: Any, block: str | None, refresh: float, prefect_api_url: str | None
+) -> tuple[Callable[[], Any], str]:
+    """The signing secrets in the one order of :mod:`doccheck.webhooks.secret_sources`, checked
+    now: a source that cannot be used fails with one line and exit 2."""
+    from doccheck.webhooks.secret_file import SecretFileError
+    from doccheck.webhooks.secret_sources import signing_secrets
 
-    if block:
-        from doccheck.receiver.prefect_events import prefect_api_from_environment, secret_block_provider
+    try:
+        reader = None
+        if block:
+            from doccheck.receiver.prefect_events import prefect_api_from_environment, secret_block_provider
 
-        try:
             api_url, api_key = prefect_api_from_environment(prefect_api_url)
-            provider = secret_block_provider(api_url, block, api_key, ttl=refresh)
-            provider()  # fail now, with one clear line, rather than at the first delivery
-        except (ValueError, LookupError, RuntimeError) as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from None
-        return provider, f"Prefect Secret block {block!r}"
-    if env_secrets:
-        return (lambda: env_secrets), "DOCCHECK_WEBHOOK_SECRET"
-    if secret_file is not None:
-        provider = file_secrets_provider(secret_file)
-        try:
-            provider()  # refuse an insecure or unreadable file now, with one clear line
-        except SecretFileError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from None
-        return provider, f"the secret file {secret_file}"
-    console.print(
-        "[red]error:[/] no signing secret: set DOCCHECK_WEBHOOK_SECRET, --webhook-secret-file "
-        "(DOCCHECK_WEBHOOK_SECRET_FILE) or --webhook-secret-block (secrets are no longer read from the ledger)"
-    )
-    raise typer.Exit(2)
+            reader = secret_block_provider(api_url, block, api_key, ttl=refresh)
+        return signing_secrets(settings, block=reader, block_name=block)
+    except (ValueError, LookupError, RuntimeError, SecretFileError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
 
 
 def _events_hook(console: Any, ledger: Any, enabled: bool, prefect_api_url: str | None) -> tuple[Any, str]:

@@ -40,6 +40,7 @@ from pydantic import SecretStr
 
 from doccheck.client.models import Event
 from doccheck.client.profile import current_profile
+from doccheck.config import split_secrets
 from doccheck.domain import secrets_accepted_at
 
 log = logging.getLogger(__name__)
@@ -213,7 +214,7 @@ def read_secret_block(api_url: str, name: str, api_key: SecretStr | None = None,
     value = (answer.json().get("data") or {}).get("value")
     if not isinstance(value, str):
         raise LookupError(f"the Prefect Secret block {name!r} holds no text value")
-    return [SecretStr(v.strip()) for v in value.split(",") if v.strip()]
+    return split_secrets(value)
 
 
 def _read_webhook_secret_block(api_url: str, name: str, api_key: SecretStr | None, *, timeout: float,

@@ -37,7 +37,6 @@ from doccheck.guards import bounded_json
 #: How long the previous secret still verifies after a rotation, unless told otherwise.
 DEFAULT_PREVIOUS_WINDOW_S = 3600.0
 MAX_FILE_BYTES = 1024 * 1024
-ENV_VAR = "DOCCHECK_WEBHOOK_SECRET_FILE"
 
 
 class SecretFileError(DocCheckBaseError):
@@ -189,7 +188,6 @@ def file_secrets_provider(path: str | Path) -> Callable[[], list[SecretStr]]:
 
 __all__ = [
     "DEFAULT_PREVIOUS_WINDOW_S",
-    "ENV_VAR",
     "InsecureSecretFile",
     "SecretFile",
     "SecretFileError",

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from doccheck.client import AsyncDocCheckClient, RetryPolicy
-from doccheck.client.profile import PROFILE_ENV
 from doccheck.ledger import Ledger
 from doccheck.ledger.money import total_money
 from doccheck.pipeline.collect import poll_pending
@@ -150,7 +149,7 @@ def test_truth_and_money_after_completion(
     if scale is not None:
         path = tmp_path / "service-profile.json"
         path.write_text(json.dumps({"name": profile, **scale}))
-        monkeypatch.setenv(PROFILE_ENV, str(path))
+        monkeypatch.setenv("DOCCHECK_SERVICE_PROFILE", str(path))
     key = emulator.new_account()
     emulator.set_profile(profile, api_key=key)
     emulator.set_faults(product_failure_rate=0.3, seed=7)

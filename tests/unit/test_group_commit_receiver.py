@@ -77,9 +77,9 @@ def test_the_lists_order_is_claimed_only_from_a_step() -> None:
 
 
 def test_the_event_window_is_a_setting_with_a_floor(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Settings().webhook_event_window_days == 3
+    assert Settings().webhook.event_window_days == 3
     monkeypatch.setenv("DOCCHECK_WEBHOOK_EVENT_WINDOW_DAYS", "7")
-    assert Settings().webhook_event_window_days == 7
+    assert Settings().webhook.event_window_days == 7
     monkeypatch.setenv("DOCCHECK_WEBHOOK_EVENT_WINDOW_DAYS", "1")
-    with pytest.raises(ValidationError, match="webhook_event_window_days"):
+    with pytest.raises(ValidationError, match="event_window_days"):
         Settings()

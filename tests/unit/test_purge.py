@@ -94,7 +94,7 @@ def test_event_ids_outlive_a_purge_for_the_retry_window(tmp_path: Path) -> None:
     from tests.fixtures.events import event_body
     from tests.unit.test_ledger import submit
 
-    assert Settings().webhook_event_window_days >= 3
+    assert Settings().webhook.event_window_days >= 3
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
     try:
         run_id = ledger.start_run(campaign="c")
