@@ -29,7 +29,7 @@ from prefect.artifacts import acreate_table_artifact
 
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import BatchResult, Budget
-from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.plan_stream import PlanTally, iter_planned
 from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
@@ -84,7 +84,7 @@ async def bulk_check_shard(
     metadata_columns: list[str] = [],  # noqa: B006
     batch_size: int = 100,
     parallel_batches: int = 1,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     base_url: str | None = None,
     database_url: str | None = None,
     credentials: str | None = None,

@@ -45,7 +45,7 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
 from doccheck.pipeline.overlap import record_and_submit
 from doccheck.pipeline.retry_budget import TASK_RETRIES
@@ -199,7 +199,7 @@ async def submit_batch_ref(
     base_url: str,
     database_url: str,
     api_key_block: KeySource = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     webhook_url: str | None = None,
     budget: Budget | None = None,
     deadline_at: float | None = None,

@@ -18,6 +18,7 @@ from prefect import task
 from doccheck.client import AsyncDocCheckClient, lanes_for, tls_context
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import BatchResult, Budget, submit_batch
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY
 from doccheck.pipeline.pacing import PacedTransport
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
@@ -56,7 +57,7 @@ async def submit_shard_batch(
     base_url: str,
     database_url: str,
     api_key_block: KeySource = None,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     webhook_url: str | None = None,
     budget: Budget | None = None,
     deadline_at: float | None = None,

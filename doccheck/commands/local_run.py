@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from doccheck.commands._runner import database_waits
 from doccheck.commands.services import running_prefect_server
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
 from doccheck.pipeline.overlap import OverlappingLocalSteps
 from doccheck.pipeline.summary import RunSummary
@@ -122,7 +122,7 @@ def collect_without_prefect(
     from doccheck.pipeline.collect_run import collect_runs
 
     async def collect() -> RunSummary:
-        async with _service(base_url, database_url, concurrency=8) as (ledger, client):
+        async with _service(base_url, database_url, concurrency=DEFAULT_CONCURRENCY) as (ledger, client):
             summary = await collect_runs(ledger, client, campaign=campaign, run_id=run_id, out_dir=out_dir,
                                          download=download)  # fmt: skip
         summary.orchestration = LIBRARY

@@ -22,6 +22,7 @@ from doccheck.ledger import Ledger, PendingCheck
 from doccheck.ledger.transient import retry_transient_async
 from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline.failures import first_error
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
 
@@ -85,7 +86,7 @@ async def poll_pending(
     run_id: str | None = None,
     campaign: str | None = None,
     older_than_seconds: float = 0,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> PollResult:
     """GET the checks whose products are not final and record what they say.
 

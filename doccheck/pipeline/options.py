@@ -30,6 +30,7 @@ from doccheck.domain import DEFAULT_PRODUCTS
 
 __all__ = [
     "DEFAULTS",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_SUBMIT_DEADLINE_SECONDS",
     "ConnectionOptions",
     "OutputOptions",
@@ -44,6 +45,8 @@ __all__ = [
 #: Seconds a run keeps requeueing documents that met a transient error (429, 5xx, network)
 #: before it leaves them ``retry_later`` and says the run is incomplete.
 DEFAULT_SUBMIT_DEADLINE_SECONDS = 900.0
+#: Requests in flight at once, unless a run says otherwise (the one place this default is written).
+DEFAULT_CONCURRENCY = 8
 
 
 def as_list(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
@@ -126,7 +129,7 @@ class SourceOptions(_Group):
 class SubmissionOptions(_Group):
     """How documents are sent."""
 
-    concurrency: int = Field(default=8, ge=1, le=64, description="Requests in flight at once.")
+    concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, le=64, description="Requests in flight at once.")
     batch_size: int = Field(
         default=100, ge=1, le=10_000, description="Documents per recorded batch (per Prefect task run without overlap)."
     )

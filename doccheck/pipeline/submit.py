@@ -58,7 +58,7 @@ from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
 from doccheck.pipeline.failures import error_code as _error_code
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
-from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
 
@@ -552,7 +552,7 @@ async def submit_batch(
     run_id: str,
     documents: Sequence[Any],
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     upload_concurrency: int = DEFAULT_UPLOAD_CONCURRENCY,
     webhook_url: str | None = None,
     budget: Budget | None = None,

@@ -31,7 +31,7 @@ from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
-from doccheck.pipeline.options import DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, PIPELINE_DEPTH, _BatchSubmitter
 
@@ -73,7 +73,7 @@ async def submit_stream(
     run_id: str,
     batches: AsyncIterator[Sequence[Any]],
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     upload_concurrency: int = DEFAULT_UPLOAD_CONCURRENCY,
     webhook_url: str | None = None,
     budget: Budget | None = None,
