@@ -126,9 +126,9 @@ def demo(
         console.print(f"  receiver        {receiver.url}  (account webhook configured)")
         console.print(f"  checking        {manifest}  (products {products}) ...")
 
-        os.environ["DOCCHECK_API_KEY"] = DEMO_API_KEY
-
         def start():  # type: ignore[no-untyped-def]
+            from pydantic import SecretStr
+
             from doccheck.pipeline.integration import prefect_integration
             from doccheck.pipeline.options import RunOptions
 
@@ -141,7 +141,10 @@ def demo(
                 # near-duplicate pair (same batch) must not be created concurrently.
                 concurrency=2,
             )  # fmt: skip
-            return prefect_integration().bulk_check(**options.flow_parameters())
+            # the key travels as an unsaved credentials block, as the notebook's does: never the environment
+            integration = prefect_integration()
+            key = integration.credentials(emulator.url, SecretStr(DEMO_API_KEY))
+            return integration.bulk_check(**options.flow_parameters(), credentials=key)
 
         summary = run_flow(console, err, start)
     except ServiceError as exc:
