@@ -56,6 +56,8 @@ __all__ = [
     "sources_of",
     "split_list",
     "split_secrets",
+    "unknown_variables",
+    "values_of",
 ]
 
 DEFAULT_DATABASE_URL = "sqlite:///doccheck.db"
@@ -491,6 +493,13 @@ def sources_of(*, block: Mapping[str, Any] | None = None, **flags: Any) -> dict[
     sources.update(dict.fromkeys(_arguments(block or {}, "Prefect block"), "Prefect block"))
     sources.update(dict.fromkeys(_arguments(flags, "flag"), "flag"))
     return sources
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """``DOCCHECK_*`` names set in the environment that no setting reads (a typo, a retired name)."""
+    env = os.environ if environ is None else environ
+    known = {*_by_env(), ENV_FILE_VAR}
+    return sorted(name for name in env if name.startswith("DOCCHECK_") and name not in known)
 
 
 def values_of(settings: Settings) -> Iterator[tuple[SettingsField, Any]]:

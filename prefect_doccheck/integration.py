@@ -14,7 +14,15 @@ from typing import Any
 
 from pydantic import SecretStr
 
-__all__ = ["bulk_check", "close_ledgers", "collect_results", "credentials", "drain", "progress_hub"]
+__all__ = [
+    "block_settings",
+    "bulk_check",
+    "close_ledgers",
+    "collect_results",
+    "credentials",
+    "drain",
+    "progress_hub",
+]
 
 
 def bulk_check(**parameters: Any) -> Any:
@@ -37,6 +45,23 @@ def credentials(base_url: str, api_key: SecretStr) -> Any:
     from prefect_doccheck.credentials import DocCheckCredentials
 
     return DocCheckCredentials(base_url=base_url, api_key=api_key)
+
+
+def block_settings(credentials: str | None, api_key_block: str | None) -> dict[str, Any]:
+    """The settings the named blocks hold, as ``load_settings(block=...)`` takes them: a
+    ``DocCheckCredentials`` block's address and key, else a ``Secret`` block's key."""
+    from typing import cast
+
+    from prefect_doccheck.credentials import DocCheckCredentials
+
+    if credentials:
+        block = cast(DocCheckCredentials, DocCheckCredentials.load(credentials, _sync=True))  # type: ignore[call-arg]
+        return {"api_key": block.api_key, **({"base_url": block.base_url} if block.base_url else {})}
+    if api_key_block:
+        from prefect_doccheck.tasks.credentials import load_secret_block
+
+        return {"api_key": load_secret_block(api_key_block, what="API key")}
+    return {}
 
 
 def progress_hub() -> ModuleType:

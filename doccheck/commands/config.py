@@ -22,6 +22,14 @@ def config(
     submit_deadline: Annotated[
         float | None, typer.Option(min=0, help="As `run --submit-deadline` (the retry worst case uses it).")
     ] = None,
+    read_blocks: Annotated[
+        bool,
+        typer.Option(
+            "--read-blocks",
+            help="Also read the Prefect blocks named by DOCCHECK_CREDENTIALS_BLOCK / DOCCHECK_API_KEY_BLOCK "
+            "(via PREFECT_API_URL), as a deployment's run would.",
+        ),
+    ] = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the reference page of every setting (docs/configuration.md).")
     ] = False,
@@ -33,11 +41,12 @@ def config(
     from rich.console import Console
     from rich.table import Table
 
-    from doccheck.config import SECRET_MASK, load_settings, sources_of, values_of
+    from doccheck.config import SECRET_MASK, load_settings, sources_of, unknown_variables, values_of
     from doccheck.pipeline.retry_budget import retry_budget
 
-    settings = load_settings(database_url=database_url, base_url=base_url)
-    sources = sources_of(database_url=database_url, base_url=base_url)
+    block = _block_values() if read_blocks else {}
+    settings = load_settings(block=block, database_url=database_url, base_url=base_url)
+    sources = sources_of(block=block, database_url=database_url, base_url=base_url)
     rows = [
         {"variable": f.env, "setting": f"{f.group}.{f.name}", "value": _shown(value, f.secret, SECRET_MASK),
          "source": sources[f.env]}
@@ -45,7 +54,8 @@ def config(
     ]  # fmt: skip
     budget = retry_budget(settings, submit_deadline=submit_deadline)
     if as_json:
-        typer.echo(json.dumps({"settings": rows, "retry_worst_case": budget.as_dict()}, indent=2))
+        document = {"settings": rows, "unknown_variables": unknown_variables(), "retry_worst_case": budget.as_dict()}
+        typer.echo(json.dumps(document, indent=2))
         return
     table = Table(title="doccheck settings in effect")
     for column in ("variable", "value", "source"):
@@ -56,7 +66,18 @@ def config(
         table.add_row(row["variable"], shown, row["source"])
     console = Console()
     console.print(table)
+    for name in unknown_variables():
+        console.print(f"warning: {name} is set but no setting reads it (a typo?)", highlight=False)
     console.print(budget.sentence(), highlight=False, soft_wrap=True)
+
+
+def _block_values() -> dict[str, Any]:
+    """What the blocks named in the settings hold (the integration reads them)."""
+    from doccheck.config import load_settings
+    from doccheck.pipeline.integration import prefect_integration
+
+    service = load_settings().service
+    return prefect_integration().block_settings(service.credentials_block, service.api_key_block)
 
 
 def _shown(value: Any, secret: bool, mask: str) -> Any:
@@ -83,6 +104,9 @@ in groups. Where a value comes from, lowest first: the default below, the file n
 flag or a notebook keyword argument. An empty variable counts as unset. `doccheck config` prints
 the values in effect and where each came from (secrets masked; `--json` for scripts), and the
 retry worst case: how long one document can be retried before it is left `retry_later`.
+`doccheck config --read-blocks` also reads the Prefect blocks named by `DOCCHECK_CREDENTIALS_BLOCK`
+or `DOCCHECK_API_KEY_BLOCK`, as a deployment's run does. A `DOCCHECK_*` variable that no setting
+reads (a typo) is named in a warning.
 
 A value the program cannot use stops it before anything is sent or written: one line naming the
 variable, the value (never a secret's) and what is expected, and exit code 2:

@@ -131,6 +131,37 @@ def test_config_shows_each_source_winning_in_turn(monkeypatch: pytest.MonkeyPatc
     assert load_settings(block=block, database_url="sqlite:///f.db").ledger.database_url == "sqlite:///f.db"
 
 
+def test_config_names_a_variable_no_setting_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCCHECK_DATABSE_URL", "sqlite:///typo.db")
+    result = CliRunner().invoke(app, ["config", "--json"])
+    assert "DOCCHECK_DATABSE_URL" in json.loads(result.output)["unknown_variables"]
+    text = CliRunner().invoke(app, ["config"], env={"COLUMNS": "200"}).output
+    assert "warning: DOCCHECK_DATABSE_URL is set but no setting reads it" in text
+
+
+def test_config_reads_the_named_block_through_the_integration(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import SecretStr
+
+    from doccheck.pipeline import integration
+
+    class Fake:
+        def block_settings(self, credentials: str | None, api_key_block: str | None) -> dict[str, object]:
+            assert (credentials, api_key_block) == ("course-creds", None)
+            return {"api_key": SecretStr("sk_from_block"), "base_url": "http://block.example/api/v1"}
+
+    monkeypatch.setattr(integration, "prefect_integration", lambda: Fake())
+    monkeypatch.setenv("DOCCHECK_CREDENTIALS_BLOCK", "course-creds")
+    monkeypatch.setenv("DOCCHECK_BASE_URL", "http://env.example/api/v1")
+    result = CliRunner().invoke(app, ["config", "--json", "--read-blocks"])
+    assert result.exit_code == 0, result.output
+    rows = {row["variable"]: row for row in json.loads(result.output)["settings"]}
+    assert rows["DOCCHECK_BASE_URL"]["value"] == "http://block.example/api/v1"  # the block over the environment
+    assert rows["DOCCHECK_BASE_URL"]["source"] == rows["DOCCHECK_API_KEY"]["source"] == "Prefect block"
+    assert "sk_from_block" not in result.output
+    flagged = CliRunner().invoke(app, ["config", "--json", "--read-blocks", "--base-url", "http://f.example/api/v1"])
+    assert "http://f.example/api/v1" in flagged.output  # a flag over the block
+
+
 def test_config_never_prints_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCCHECK_API_KEY", "sk_live_do_not_show")
     monkeypatch.setenv("DOCCHECK_WEBHOOK_SECRET", "whsec_new,whsec_old")
