@@ -55,6 +55,7 @@ __all__ = [
     "load_settings",
     "sources_of",
     "split_list",
+    "setting",
     "split_secrets",
     "unknown_variables",
     "values_of",
@@ -400,10 +401,12 @@ def fields() -> tuple[SettingsField, ...]:
     return tuple(out)
 
 
+@functools.cache
 def _by_env() -> dict[str, SettingsField]:
     return {f.env: f for f in fields()}
 
 
+@functools.cache
 def _by_key() -> dict[str, SettingsField]:
     return {f.key: f for f in fields()}
 
@@ -462,7 +465,7 @@ class SettingsError(DocCheckBaseError, ValueError):
 
 
 def _error(exc: ValidationError, sources: Mapping[str, Source]) -> SettingsError:
-    by_place = {(f.group, f.name): f for f in fields()}
+    by_place = _by_place()
     lines = []
     for err in exc.errors():
         f = by_place.get(tuple(str(p) for p in err["loc"][:2]))  # type: ignore[arg-type]
@@ -480,10 +483,55 @@ def load_settings(*, block: Mapping[str, Any] | None = None, **flags: Any) -> Se
     given) over ``block`` (values a Prefect block holds) over the environment over the file
     over the defaults. Raises :class:`SettingsError` naming every value it cannot use."""
     upper = {**_arguments(block or {}, "Prefect block"), **_arguments(flags, "flag")}
+    if not upper:  # the common call, once per result in places: cached per state of the environment
+        return _from_environment(_environment_state())
     try:
         return Settings(**cast(Any, _nest(upper)))
     except ValidationError as exc:
         raise _error(exc, sources_of(block=block, **flags)) from None
+
+
+def setting(group: str, name: str) -> Any:
+    """One setting as the environment (and the file) set it, cached per raw value: for the paths
+    that read a setting per document (the service profile, read for every answer), where a
+    whole :func:`load_settings` would cost 0.1 ms each time. Validated by the model all the same."""
+    field = _by_place()[(group, name)]
+    file = os.environ.get(ENV_FILE_VAR, "").strip()
+    try:
+        stamp = os.stat(file).st_mtime_ns if file else None
+    except OSError:
+        stamp = None
+    return _one_setting(group, name, os.environ.get(field.env), file, stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _one_setting(group: str, name: str, raw: str | None, file: str, stamp: int | None) -> Any:
+    return getattr(getattr(load_settings(), group), name)
+
+
+@functools.cache
+def _by_place() -> dict[tuple[str, str], SettingsField]:
+    return {(f.group, f.name): f for f in fields()}
+
+
+def _environment_state() -> tuple[Any, ...]:
+    """What the environment's settings depend on: each variable's value and the file's identity."""
+    file = os.environ.get(ENV_FILE_VAR, "").strip()
+    try:
+        stamp = os.stat(file).st_mtime_ns if file else None
+    except OSError:
+        stamp = None
+    return (file, stamp, *map(os.environ.get, _by_env()))
+
+
+@functools.lru_cache(maxsize=16)
+def _from_environment(state: tuple[Any, ...]) -> Settings:
+    """Settings of the environment in ``state`` (a frozen model: safe to share). A bad value
+    raises each time (an exception is not cached)."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise _error(exc, sources_of()) from None
 
 
 def sources_of(*, block: Mapping[str, Any] | None = None, **flags: Any) -> dict[str, Source]:

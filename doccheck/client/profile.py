@@ -163,9 +163,9 @@ def current_profile() -> ServiceProfile:
     """The profile in force: the ``service.profile`` setting's file (``DOCCHECK_SERVICE_PROFILE``),
     else the emulator's choices. A file that is not a profile raises a ``ValueError`` naming
     the variable."""
-    from doccheck.config import load_settings
+    from doccheck.config import setting
 
-    path = load_settings().service.profile
+    path = setting("service", "profile")
     try:
         return _profile_from(str(path) if path else "")
     except (OSError, ValueError) as exc:

@@ -98,6 +98,19 @@ def test_a_secrets_bad_value_is_never_shown(monkeypatch: pytest.MonkeyPatch) -> 
     assert "42" not in line and SECRET_MASK in line and line.startswith(secret.env)
 
 
+def test_settings_follow_the_environment_though_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    from doccheck.config import setting
+
+    monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", "3")
+    assert load_settings().shards.retries == 3 == setting("shards", "retries")
+    monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", "4")
+    assert load_settings().shards.retries == 4 == setting("shards", "retries")
+    monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", "many")
+    for _ in range(2):  # an error is not cached away
+        with pytest.raises(SettingsError, match="DOCCHECK_SHARD_RETRIES='many'"):
+            load_settings()
+
+
 def test_flag_values_are_checked_and_named_too() -> None:
     with pytest.raises(SettingsError, match=r"^DOCCHECK_DATABASE_URL='nope' \(flag\): "):
         load_settings(database_url="nope")
