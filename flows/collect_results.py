@@ -18,6 +18,7 @@ from doccheck.outputs.reports import run_label
 from doccheck.pipeline.collect import describe_poll_errors
 from doccheck.pipeline.collect_run import collected_summary, runs_to_collect
 from doccheck.pipeline.options import as_list
+from doccheck.pipeline.session import ledger_for
 from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
@@ -30,7 +31,7 @@ from prefect_doccheck.tasks.credentials import (
 )
 from prefect_doccheck.tasks.events import emit_run_events
 from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
-from prefect_doccheck.tasks.pipeline import ledger_for, poll_results, write_run_reports
+from prefect_doccheck.tasks.pipeline import poll_results, write_run_reports
 from prefect_doccheck.tasks.run_tags import tag_flow_run
 
 

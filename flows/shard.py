@@ -64,7 +64,7 @@ def _shard_run_name() -> str:
 def _check_run_recorded(database_url: str, run_id: str) -> None:
     """Fail at once, naming the fix, when this worker's ledger is not the parent's."""
     from doccheck.ledger.engine import redact_url
-    from prefect_doccheck.tasks.pipeline import ledger_for
+    from doccheck.pipeline.session import ledger_for
 
     if ledger_for(database_url).get_run(run_id) is None:
         raise ShardConfigError(

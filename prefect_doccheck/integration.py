@@ -83,6 +83,6 @@ def close_ledgers() -> None:
     import sys
 
     if "prefect_doccheck.tasks.pipeline" in sys.modules:
-        from prefect_doccheck.tasks.pipeline import close_ledgers as close
+        from doccheck.pipeline.session import close_ledgers as close
 
         close()

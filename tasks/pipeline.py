@@ -22,7 +22,6 @@ the ledger is shared per database URL within the process.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from doccheck.client import AsyncDocCheckClient
-from doccheck.ledger import Ledger
 from doccheck.outputs.reports import ReportPaths, write_reports
 from doccheck.pipeline import (
     BatchResult,
@@ -49,32 +47,12 @@ from doccheck.pipeline.options import DEFAULT_CONCURRENCY, RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
 from doccheck.pipeline.overlap import record_and_submit
 from doccheck.pipeline.retry_budget import TASK_RETRIES
-from doccheck.pipeline.session import service_client
+from doccheck.pipeline.session import ledger_for, service_client
 from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
 from prefect_doccheck.tasks.retry import RETRY_DELAYS, retry_on_transient
-
-_ledgers: dict[str, Ledger] = {}
-_ledgers_lock = threading.Lock()
-
-
-def ledger_for(database_url: str) -> Ledger:
-    """One :class:`Ledger` (one connection pool) per database URL in this process."""
-    with _ledgers_lock:
-        ledger = _ledgers.get(database_url)
-        if ledger is None:
-            ledger = _ledgers[database_url] = Ledger(database_url)
-        return ledger
-
-
-def close_ledgers() -> None:
-    """Dispose of every cached ledger's pool (end of a CLI command or a test)."""
-    with _ledgers_lock:
-        for ledger in _ledgers.values():
-            ledger.close()
-        _ledgers.clear()
 
 
 def open_client(

@@ -20,8 +20,9 @@ from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import BatchResult, Budget, submit_batch
 from doccheck.pipeline.options import DEFAULT_CONCURRENCY
 from doccheck.pipeline.pacing import PacedTransport
+from doccheck.pipeline.session import ledger_for
 from prefect_doccheck.tasks.credentials import KeySource
-from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, ledger_for, open_client
+from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
 
 __all__ = ["open_paced_client", "submit_shard_batch"]

@@ -24,6 +24,7 @@ from doccheck.outputs.calibration import RULE_OPTIONS
 from doccheck.pipeline import BatchResult, Budget, WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver
+from doccheck.pipeline.session import ledger_for
 from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
@@ -32,7 +33,6 @@ from prefect_doccheck.tasks.instructor import instructor_report
 from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import (
     apply_webhook_events,
-    ledger_for,
     record_and_submit_task,
     record_plan_task,
     submit_batch_ref,

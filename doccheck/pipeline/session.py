@@ -4,7 +4,8 @@ Why one: the command (``doccheck run``, ``collect`` in this process), the notebo
 flow's tasks each built their own ledger and client, so a new client option or a new
 source of the key had to be wired into four places. :func:`service_client` is the one
 constructor of a run's client (a connection for each request in flight); :func:`open_service`
-opens the ledger named by the settings and that client, checks the address and the key
+opens the ledger named by the settings and that client (:func:`ledger_for`: the ledger the
+flow's tasks share, one per database URL), checks the address and the key
 with one free request when asked, and closes both on the way out. The key comes in as a
 :class:`~pydantic.SecretStr` from :func:`doccheck.config.load_settings` or from the caller
 (a notebook argument, a Prefect block read by the integration); it is never logged.
@@ -12,6 +13,7 @@ with one free request when asked, and closes both on the way out. The key comes 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,7 +24,28 @@ from doccheck.client import AsyncDocCheckClient, ConfigurationError, lanes_for
 from doccheck.config import Settings
 from doccheck.ledger import Ledger
 
-__all__ = ["open_service", "service_client"]
+__all__ = ["close_ledgers", "ledger_for", "open_service", "service_client"]
+
+_ledgers: dict[str, Ledger] = {}
+_ledgers_lock = threading.Lock()
+
+
+def ledger_for(database_url: str) -> Ledger:
+    """One :class:`Ledger` (one connection pool) per database URL in this process: what the
+    flow's tasks share (each task opens its own client; a pool cannot travel between tasks)."""
+    with _ledgers_lock:
+        ledger = _ledgers.get(database_url)
+        if ledger is None:
+            ledger = _ledgers[database_url] = Ledger(database_url)
+        return ledger
+
+
+def close_ledgers() -> None:
+    """Dispose of every shared ledger's pool (end of a CLI command or a test)."""
+    with _ledgers_lock:
+        for ledger in _ledgers.values():
+            ledger.close()
+        _ledgers.clear()
 
 
 def service_client(

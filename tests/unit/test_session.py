@@ -63,9 +63,13 @@ def test_command_notebook_and_flow_open_the_same_ledger_and_client(
         check_dataframe(pd.DataFrame({"document_id": ["d1"], "text": ["some words " * 40]}), progress=False)
     notebook_opened = list(opened)
     opened.clear()
-    with pytest.raises(_Opened):
-        open_client("http://127.0.0.1:1/api/v1", None)
-    flow_opened = [("ledger", resolve_database_url(None), None), *opened]
+    try:
+        session.ledger_for(resolve_database_url(None))  # the ledger the flow's tasks share
+        with pytest.raises(_Opened):
+            open_client("http://127.0.0.1:1/api/v1", None)
+    finally:
+        session.close_ledgers()
+    flow_opened = list(opened)
 
     ledger = ("ledger", f"sqlite:///{tmp_path / 'ledger.db'}", None)
     client = ("client", "http://127.0.0.1:1/api/v1", "sk_same_key")
