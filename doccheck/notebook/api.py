@@ -161,7 +161,8 @@ def _prepare(
     columns = _resolve_columns(df, id_column=id_column, text_column=text_column, path_column=path_column,
                                products_column=products_column, name_column=name_column,
                                metadata_columns=metadata_columns)  # fmt: skip
-    settings = load_settings(base_url=base_url, database_url=database_url)
+    # the keyword arguments override the same settings the environment sets (a bad one: SettingsError)
+    settings = load_settings(base_url=base_url, database_url=database_url, api_key=api_key or None)
     write_files = out_dir is not None or bool(download)
     folder = (
         str(out_dir)
@@ -175,7 +176,7 @@ def _prepare(
         templates=list(templates), download=download, out_dir=folder, database_url=settings.ledger.database_url,
         base_url=settings.service.base_url, **run_options,
     )  # fmt: skip  # a wrong option raises (a ValueError) before anything is written
-    key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key) if api_key else settings.service.api_key
+    key = settings.service.api_key
     if needs_service:
         if not settings.service.base_url:
             raise ConfigurationError(
@@ -184,11 +185,6 @@ def _prepare(
             )
         if key is None or not key.get_secret_value():
             raise ConfigurationError("no API key: set DOCCHECK_API_KEY in the environment (or pass api_key=...)")
-        from doccheck.client import DocCheckClient
-
-        DocCheckClient(
-            settings.service.base_url, key.get_secret_value()
-        ).close()  # checks the address's shape, sends nothing
     rows = _manifest_rows(df, columns, base_dir=base)
     manifest = _write_manifest(rows, base_dir=base, needs_base=columns.path is not None)
     options = options.model_copy(update={"source": options.source.model_copy(update={"manifest": manifest})})
