@@ -70,17 +70,8 @@ def purge(
 
     console = Console()
     err = Console(stderr=True)
-    try:
-        age = parse_age(older_than) if older_than else None
-    except ValueError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
     settings = load_settings(database_url=database_url, retention_days=retention_days)
-    if retention and age is None:
-        if settings.retention.days is None:
-            err.print("[red]error:[/] --retention needs DOCCHECK_RETENTION_DAYS (or --retention-days / --older-than)")
-            raise typer.Exit(2)
-        age = timedelta(days=settings.retention.days)
+    age = _age(err, older_than, settings.retention.days if retention else None, retention)
     window = timedelta(days=settings.webhook.event_window_days)  # event ids outlive a purge this long
     engine = create_ledger_engine(settings.ledger.database_url)
     verb = "removed" if yes else "would remove"
@@ -131,3 +122,18 @@ def purge(
             console.print(f"legacy plain-text secrets in the ledger {verb}: {secrets}")
     finally:
         engine.dispose()
+
+
+def _age(err: Console, older_than: str | None, retention_days: float | None, retention: bool) -> timedelta | None:
+    """``--older-than``, else (``--retention``) the retention setting's days; one line and exit 2 when neither."""
+    try:
+        age = parse_age(older_than) if older_than else None
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if retention and age is None:
+        if retention_days is None:
+            err.print("[red]error:[/] --retention needs DOCCHECK_RETENTION_DAYS (or --retention-days / --older-than)")
+            raise typer.Exit(2)
+        age = timedelta(days=retention_days)
+    return age
