@@ -28,13 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 CAP = 500
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    return str(request.getfixturevalue("postgres_database"))
-
-
 def test_two_concurrent_runs_share_one_campaign_budget(
     prefect_server: object, isolated_emulator: EmulatorHandle, ledger_url: str, tmp_path: Path
 ) -> None:

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from doccheck.ledger import Ledger
+from tests.fixtures.postgres import postgres_ledger
 from tests.unit.test_claims import *  # noqa: F403 - re-run the whole claims contract
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
-
-
-@pytest.fixture
-def ledger(postgres_database: str) -> Iterator[Ledger]:  # overrides the SQLite fixture
-    led = Ledger(postgres_database)
-    yield led
-    led.close()
+ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
 from doccheck.ledger import Ledger
 from tests.unit.test_ledger_bulk import *  # noqa: F403 - re-run the grouped-writes contract
@@ -15,29 +13,20 @@ from tests.unit.test_ledger_bulk import *  # noqa: F403 - re-run the grouped-wri
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
-def _database(server_url: str) -> str:
-    name = f"bulk_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
-
-
 @pytest.fixture
-def ledgers(postgres_url: str) -> Iterator[tuple[Ledger, Ledger]]:  # overrides the SQLite pair
-    one, grouped = Ledger(_database(postgres_url)), Ledger(_database(postgres_url))
+def ledgers(postgres_databases: Callable[[], str]) -> Iterator[tuple[Ledger, Ledger]]:  # overrides the SQLite pair
+    one, grouped = Ledger(postgres_databases()), Ledger(postgres_databases())
     yield one, grouped
     one.close()
     grouped.close()
 
 
 @pytest.fixture
-def fresh_url(postgres_url: str) -> str:  # overrides the SQLite file
-    return _database(postgres_url)
+def fresh_url(postgres_database: str) -> str:  # overrides the SQLite file
+    return postgres_database
 
 
-def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgres_url: str) -> None:
+def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgres_database: str) -> None:
     """``pg_insert``'s two forms (``json_to_recordset`` and ``unnest``) store the same text in a
     JSON column and the same instant in a timestamp, whatever the session's time zone; a value
     with no exact JSON text (a NaN, a naive datetime) takes the array form."""
@@ -60,7 +49,7 @@ def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgre
         lambda cols, source, pick: f'INSERT INTO "submissions" ({cols}) SELECT {", ".join(pick(n) for n in names)} '
         f"FROM {source}",
     )  # fmt: skip
-    ledger = Ledger(_database(postgres_url))
+    ledger = Ledger(postgres_database)
     try:
         with ledger.engine.begin() as conn:
             conn.execute(text("SET TIME ZONE 'Europe/Berlin'"))
@@ -83,7 +72,7 @@ def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgre
         ledger.close()
 
 
-def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postgres_url: str) -> None:
+def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postgres_database: str) -> None:
     """``pg_update`` tells the planner how many rows it sends (``LIMIT :n_rows``): without it a
     set-returning function counts as 100 rows, and the join hashed every row of the table
     (a sequential scan a round, a run's whole table each time)."""
@@ -94,7 +83,7 @@ def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postg
 
     table = bulk_sql.table_of(SubmissionRow)
     now = datetime.now(UTC)
-    ledger = Ledger(_database(postgres_url))
+    ledger = Ledger(postgres_database)
     try:
         with ledger.engine.begin() as conn:
             rows = [
@@ -119,7 +108,7 @@ def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postg
         ledger.close()
 
 
-def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyzed(postgres_url: str) -> None:
+def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyzed(postgres_database: str) -> None:
     """``answer_lookups`` reads a round's submissions and the outcomes of its check ids in ONE
     statement, the outcomes through ``uq_outcomes_check_product``: ``check_id = ANY(…)`` on a
     table never analysed took each id for 0.5 % of the table and read all of it every round."""
@@ -129,7 +118,7 @@ def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyze
     from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
     now = datetime.now(UTC)
-    ledger = Ledger(_database(postgres_url))
+    ledger = Ledger(postgres_database)
     try:
         with ledger.engine.begin() as conn:
             for chunk in bulk_sql.chunks(list(range(20_000))):
@@ -159,7 +148,7 @@ def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyze
         ledger.close()
 
 
-def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_url: str) -> None:
+def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_database: str) -> None:
     """``PG_CLAIM_OR_ADD`` takes and adds claims in one statement: four writers (their own
     connections) claiming the same keys at once, some with a free claim row, some with an
     expired one, most with none, win each key exactly once, and the row names the winner."""
@@ -167,7 +156,7 @@ def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_url: str) -> 
 
     from doccheck.ledger.bulk import ClaimRequest, record_claims
 
-    url = _database(postgres_url)
+    url = postgres_database
     keys = [f"k-{i:03d}" for i in range(120)]
     owners = [f"host:{n}:racer" for n in range(2, 6)]  # live owners elsewhere: no dead-owner take-over
     setup = Ledger(url)

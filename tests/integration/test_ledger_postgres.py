@@ -7,21 +7,14 @@ fresh PostgreSQL database instead of SQLite, so both engines pass the same contr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from doccheck.ledger import Ledger
+from tests.fixtures.postgres import postgres_ledger
 from tests.unit.test_ledger import *  # noqa: F403 - re-run the whole ledger contract
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
-
-
-@pytest.fixture
-def ledger(postgres_database: str) -> Iterator[Ledger]:  # overrides the SQLite fixture
-    led = Ledger(postgres_database)
-    yield led
-    led.close()
+ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL
 
 
 def test_plain_postgresql_url_uses_psycopg3(postgres_database: str) -> None:

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from doccheck.ledger import Ledger
+from tests.fixtures.postgres import postgres_ledger
 from tests.unit.test_matching import (  # noqa: F401 - re-run these tests on PostgreSQL
     test_pairs_are_stored_per_run_and_reported,
     test_second_run_compares_new_documents_with_stored_signatures_only,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
-
-
-@pytest.fixture
-def ledger(postgres_database: str) -> Iterator[Ledger]:  # overrides the SQLite fixture
-    led = Ledger(postgres_database)
-    yield led
-    led.close()
+ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL
 
 
 def test_two_processes_storing_the_same_signatures_keep_one_row_each(postgres_database: str) -> None:

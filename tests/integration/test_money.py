@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +39,6 @@ def write_manifest(folder: Path, count: int, duplicates: int) -> Path:
         for i in range(duplicates):
             writer.writerow({"document_id": f"dup{i}", "text": essay(i)})
     return path
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-    else:
-        yield request.getfixturevalue("postgres_database")
 
 
 async def _run_once(emu: EmulatorHandle, key: str, ledger: Ledger, manifest: Path, campaign: str) -> str:

@@ -24,21 +24,16 @@ from doccheck.ledger import Ledger
 from doccheck.webhooks.verify import parse_event
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.events import event_body
+from tests.fixtures.postgres import ledger_url
 
 pytestmark = pytest.mark.integration
+database_url = ledger_url  # each backend in turn
 
 TEXT = ("Rivers carve valleys over thousands of years, and the sediment they carry builds deltas "
         "where they meet the sea. Farmers have relied on those deltas for as long as there were farms.")  # fmt: skip
 SIGNATURES_DDL = (
     "CREATE TABLE matching_signatures (id INTEGER PRIMARY KEY, campaign VARCHAR, check_id VARCHAR, sig VARCHAR)"
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.db'}"
-    return str(request.getfixturevalue("postgres_database"))
 
 
 def _run(emulator: EmulatorHandle, key: str, database_url: str, campaign: str, tag: str) -> Any:
