@@ -287,3 +287,17 @@ def essay_manifest(folder: Path, name: str, start: int, count: int) -> Path:
         for i in range(start, start + count):
             writer.writerow({"document_id": f"d{i}", "text": essay(i)})
     return path
+
+
+def random_text_manifest(path: Path, rows: int, *, words: int) -> Path:
+    """A CSV manifest of ``rows`` texts of ``words`` random words each (seeded: the same file
+    every time), for memory tests that compare manifests of different sizes."""
+    import random
+
+    vocabulary = [f"word{i}" for i in range(2000)]
+    rnd = random.Random(7)
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("document_id,text\n")
+        for i in range(rows):
+            handle.write(f"student-{i:06d},{' '.join(rnd.choices(vocabulary, k=words))}\n")
+    return path

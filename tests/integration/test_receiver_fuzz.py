@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from doccheck.webhooks.verify import sign
 from tests.fixtures.events import event_body
-from tests.fixtures.receiver import ReceiverHandle, start_receiver, stop_receiver
+from tests.fixtures.receiver import ReceiverHandle, hostile_receiver
 from tests.integration.test_emulator_fuzz import ANY_JSON_TEXT, FUZZ_SETTINGS
 
 pytestmark = pytest.mark.integration
@@ -32,14 +32,8 @@ ALLOWED = {200, 400, 401, 413}
 
 @pytest.fixture(scope="module")
 def fuzz_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReceiverHandle]:
-    db = tmp_path_factory.mktemp("fuzz-receiver") / "ledger.db"
-    handle = start_receiver(f"sqlite:///{db}", "--max-body-bytes", "262144", env={"DOCCHECK_WEBHOOK_SECRET": SECRET})
-    try:
-        yield handle
-    finally:
-        log = handle.log()
-        stop_receiver(handle)
-        assert "Traceback" not in log, log[-3000:]
+    with hostile_receiver(tmp_path_factory.mktemp("fuzz-receiver"), "--max-body-bytes", "262144", secret=SECRET) as r:
+        yield r
 
 
 def _event_with(field: str, value_text: str) -> bytes:

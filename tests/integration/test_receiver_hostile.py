@@ -19,7 +19,7 @@ import pytest
 
 from doccheck.webhooks.verify import sign
 from tests.fixtures.events import event_body
-from tests.fixtures.receiver import ReceiverHandle, start_receiver, stop_receiver
+from tests.fixtures.receiver import ReceiverHandle, hostile_receiver
 
 pytestmark = pytest.mark.integration
 
@@ -30,15 +30,9 @@ BODY_TIMEOUT_S = 2.0
 
 @pytest.fixture(scope="module")
 def strict_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReceiverHandle]:
-    db = tmp_path_factory.mktemp("hostile-receiver") / "ledger.db"
-    handle = start_receiver(f"sqlite:///{db}", "--header-timeout", str(HEADER_TIMEOUT_S),
-                            "--body-timeout", str(BODY_TIMEOUT_S), env={"DOCCHECK_WEBHOOK_SECRET": SECRET})  # fmt: skip
-    try:
+    with hostile_receiver(tmp_path_factory.mktemp("hostile-receiver"), "--header-timeout", str(HEADER_TIMEOUT_S),
+                          "--body-timeout", str(BODY_TIMEOUT_S), secret=SECRET) as handle:  # fmt: skip
         yield handle
-    finally:
-        log = handle.log()
-        stop_receiver(handle)
-        assert "Traceback" not in log, log[-3000:]
 
 
 def _post_signed(receiver: ReceiverHandle, body: bytes) -> httpx.Response:

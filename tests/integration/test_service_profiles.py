@@ -25,7 +25,7 @@ from doccheck.pipeline.submit import submit_batch
 from tests.factories import planned
 from tests.fixtures.emulator import EmulatorHandle
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_faults_after")]
 
 #: Profiles whose list can rule a check out or find it (the resume adopts the lost checks);
 #: ``list-history-oldest-first`` is read past its history to its end (issue 39).
@@ -41,12 +41,6 @@ DAY = 86400
 @pytest.fixture(scope="module")
 def emulator(isolated_emulator: EmulatorHandle) -> EmulatorHandle:
     return isolated_emulator
-
-
-@pytest.fixture(autouse=True)
-def no_faults_after(emulator: EmulatorHandle) -> Iterator[None]:
-    yield
-    emulator.reset_faults()
 
 
 @pytest.fixture

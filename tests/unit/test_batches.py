@@ -28,6 +28,7 @@ from doccheck.pipeline.planning import Plan, load_plan
 from doccheck.sources.manifest import ManifestError, RejectCode
 from doccheck.sources.manifest import stream as manifest_stream
 from doccheck.sources.manifest.compact_ids import CompactIds
+from tests.factories import random_text_manifest
 
 SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
 
@@ -323,18 +324,8 @@ def test_products_change_names_the_field(tmp_path: Path) -> None:
         assert "row 1, field 'products'" in loaded.failures[0].message
 
 
-def _text_manifest(path: Path, rows: int) -> Path:
-    vocabulary = [f"word{i}" for i in range(2000)]
-    rnd = random.Random(7)
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write("document_id,text\n")
-        for i in range(rows):
-            handle.write(f"student-{i:06d},{' '.join(rnd.choices(vocabulary, k=60))}\n")
-    return path
-
-
 def _recording_peak(tmp_path: Path, rows: int) -> int:
-    manifest = _text_manifest(tmp_path / f"m{rows}.csv", rows)
+    manifest = random_text_manifest(tmp_path / f"m{rows}.csv", rows, words=60)
     with closing(_ledger(tmp_path, f"m{rows}.db")) as ledger:
         tracemalloc.start()
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 import tracemalloc
@@ -14,6 +13,7 @@ from doccheck.pipeline.plan_stream import PlanTally, iter_planned
 from doccheck.pipeline.planning import load_plan
 from doccheck.sources.manifest import RejectCode
 from doccheck.sources.manifest.compact_ids import CompactIds
+from tests.factories import random_text_manifest
 
 SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
 
@@ -76,16 +76,6 @@ def test_dry_run_imports_no_prefect_and_matches_the_plan() -> None:
     assert summary.cohort_matches["pairs"] >= 1  # the sample's two near-duplicate essays
 
 
-def _text_manifest(path: Path, rows: int) -> Path:
-    vocabulary = [f"word{i}" for i in range(2000)]
-    rnd = random.Random(7)
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write("document_id,text\n")
-        for i in range(rows):
-            handle.write(f"student-{i:06d},{' '.join(rnd.choices(vocabulary, k=150))}\n")
-    return path
-
-
 def _planning_peak(manifest: Path) -> int:
     tally = PlanTally(campaign="term", manifest=manifest)
     tracemalloc.start()
@@ -98,8 +88,8 @@ def _planning_peak(manifest: Path) -> int:
 
 
 def test_planning_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
-    small = _planning_peak(_text_manifest(tmp_path / "small.csv", 2_500))
-    large = _planning_peak(_text_manifest(tmp_path / "large.csv", 10_000))
+    small = _planning_peak(random_text_manifest(tmp_path / "small.csv", 2_500, words=150))
+    large = _planning_peak(random_text_manifest(tmp_path / "large.csv", 10_000, words=150))
     # Holding the rows would cost > 10,000 × 1 KB of text alone; streaming keeps ~12 bytes per row.
     assert large < 1.5 * small, (small, large)
     assert large < 4 * 1024 * 1024, large
