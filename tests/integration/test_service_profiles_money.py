@@ -1,7 +1,7 @@
-"""Issue 22, "Done when", for every profile where money or an outcome can differ: a `doccheck
-run` SIGKILLed with requests in flight, then two overlapping `doccheck run`s on the same
-ledger resuming it after more than the key retention, then `collect`, on SQLite and
-PostgreSQL. 0 duplicate charges, and service = ledger = report; where the rule leaves
+"""Issue 22, "Done when": a `doccheck run` SIGKILLed with requests in flight, then two
+overlapping `doccheck run`s on the same ledger resuming it after more than the key retention,
+then `collect`, once for each kind of ledger write a service profile leads to, on SQLite and
+on PostgreSQL. 0 duplicate charges, and service = ledger = report; where the rule leaves
 documents ``in_doubt``, the run exits 3 naming ``doccheck resolve``, they are never resent,
 and once the user settled the ones without a check (``--confirm-not-created``) a rerun sends
 exactly those. Every command's output is free of tracebacks.
@@ -10,10 +10,15 @@ The truth is the service's own list, read as the default profile (a user looking
 account): each document's ``doccheck_ref`` at most once, and every cent charged is in the
 ledger or on a document the report names ``in_doubt``.
 
-Cost (CI runs every case): one emulator and one Prefect server for the module, one account per
-case, 12 documents; per case a crashing library run, two `doccheck run`s in parallel (most of
-the time: about 8 s of a case's 10-16 s) and `collect`/`resolve` in this process. 20 cases,
-4:47-5:26 of the suite on the shared 2 cores.
+The other profiles differ only in what the client or the reconciler reads (error shapes, 202,
+no replay header, queued, status synonyms, list order, cursor, page size, metadata) and then
+write what one of these writes: the reconciler's reading of each is unit-tested
+(tests/unit/test_reconcile_profiles.py), and every profile's resume past the retention runs
+against the emulator in tests/integration/test_service_profiles.py.
+
+Cost: one emulator for the module, one account per case, 12 documents; per case a crashing
+library run, two `doccheck run`s in parallel (most of a case's 10-16 s) and `collect`/
+`resolve` in this process. 10 cases.
 
 Not settled here: a document in doubt whose check does exist stays in doubt (``resolve`` has
 no way to adopt a check id); its cents are the only ones outside the ledger, counted apart.
@@ -22,39 +27,37 @@ no way to adopt a check id); its cents are the only ones outside the ledger, cou
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from doccheck.ledger import Ledger
-from doccheck.ledger.tables import ClaimRow
 from doccheck.pipeline.reconcile import reference_for
 from tests.fixtures.emulator import EmulatorHandle
-from tests.integration.test_keys_in_flight import CRASHING_RUN, REPO, cli_env, finish, start_run, write_manifest
+from tests.fixtures.postgres import backend_url
+from tests.integration.test_keys_in_flight import (
+    CRASHING_RUN,
+    cli_env,
+    crash_flow,
+    expire_claims,
+    finish,
+    start_run,
+    write_manifest,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
-#: Profiles where money or an outcome can differ (the crash module covers reuse-refused,
-#: price-at-completion, status-synonyms and list-no-metadata on SQLite).
-MONEY_PROFILES = [
-    "lost-answers", "reuse-refused-lost", "list-oldest-first", "list-ignores-cursor", "list-small-page",
-    "no-list", "no-get-by-id", "created-202", "no-replay-header", "queued", "string-error", "problem-errors",
-]  # fmt: skip
-#: On PostgreSQL, every profile whose ledger writes differ: a replayed or refused create
-#: adopted, keys kept in doubt then settled by resolve, a price or a status read at completion,
-#: outcomes left pending. The others differ only in what the client or the reconciler reads
-#: (error shapes, 202, no replay header, queued, list order, cursor, page size) and then write
-#: exactly what an adopted check writes, which test_keys_in_flight proves on PostgreSQL.
-ON_POSTGRES_TOO = ["lost-answers", "reuse-refused-lost", "reuse-refused", "no-list", "list-no-metadata",
-                   "price-at-completion", "status-synonyms", "no-get-by-id"]  # fmt: skip
+#: One profile for each kind of ledger write a crash and its resumes can end in.
+KINDS_OF_WRITE = {
+    "lost-answers": "a create answered after the answer was lost: the replay adopted",
+    "reuse-refused-lost": "a replay refused for reuse: the check looked up in the list and adopted",
+    "no-list": "keys kept in doubt, settled by resolve, the ones without a check sent again",
+    "price-at-completion": "the price known only at completion written over the estimate",
+    "no-get-by-id": "outcomes left pending: nothing can be polled, the missing path named",
+}
 #: Lists that can prove nothing: every key lost in the crash stays in doubt.
 BLIND = {"no-list", "list-no-metadata"}
 #: What the run says about why (the mismatch), besides the next step.
@@ -93,38 +96,14 @@ def emulator(isolated_emulator: EmulatorHandle) -> EmulatorHandle:
 
 
 def _cases() -> list[Any]:
-    return [pytest.param(p, "sqlite", id=f"{p}-sqlite") for p in MONEY_PROFILES] + [
-        pytest.param(p, "postgres", id=f"{p}-postgres") for p in ON_POSTGRES_TOO
-    ]
-
-
-def _database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_database"))
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
+    return [pytest.param(p, b, id=f"{p}-{b}") for p in KINDS_OF_WRITE for b in ("sqlite", "postgres")]
 
 
 def _crash(emulator: EmulatorHandle, key: str, manifest: Path, database_url: str, tmp_path: Path) -> None:
     """Kill the run once it stalled and at least 6 checks exist (several answers never recorded)."""
     emulator.set_faults(latency_ms=200)  # several requests in flight at the kill
-    script = tmp_path / "crashing_run.py"
-    script.write_text(CRASHING_LIBRARY_RUN)
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(manifest), database_url, emulator.base_url],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(emulator, key), cwd=REPO,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "STALLED" in line, (line, proc.wait(timeout=30), proc.stderr.read() if proc.stderr else "")
-        until = time.monotonic() + 20
-        while emulator.account_state(key)["checks"] < 6 and time.monotonic() < until:
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    crash_flow(CRASHING_LIBRARY_RUN, tmp_path, cli_env(emulator, key), str(manifest), database_url,
+               emulator.base_url, emulator=emulator, key=key, checks=6)  # fmt: skip
     emulator.reset_faults()
 
 
@@ -221,7 +200,7 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
     request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
-    database_url = _database_url(request, backend, tmp_path)
+    database_url = backend_url(backend, request, tmp_path)
     key = emulator.new_account()
     emulator.set_profile(profile, api_key=key)
     manifest = write_manifest(tmp_path, N_DOCS)
@@ -232,8 +211,7 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
     }
     emulator.advance(2 * DAY)  # past the 24 h key retention: a resend would bill again
     ledger = Ledger(database_url)
-    with ledger.engine.begin() as conn:  # the dead run's leases are long over
-        conn.execute(ClaimRow.__table__.update().values(expires_at=datetime.now(UTC) - timedelta(days=2)))
+    expire_claims(ledger)  # the dead run's leases are long over
     results = _overlapping_resumes(manifest, database_url, env)
 
     truth = service_truth(emulator, key, profile)
@@ -266,6 +244,8 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
     assert code in (0, 3), (profile, code, out, err)
     if profile == "no-get-by-id":  # nothing can be polled: the 404s named with the next step, not just "pending"
         assert "warning: polling" in out and "no GET /checks/{id}" in out and "doccheck probe" in out, (out, err)
+    else:  # every product's answer read, nothing left unread
+        assert ledger.outcome_counts(campaign="course")["pending"] == 0, (profile, out, err)
     truth = service_truth(emulator, key, profile)
     unreachable = sum(truth[reference_for(r.idempotency_key)]["net_cents"] for r in still)
     with ledger.engine.connect() as conn:

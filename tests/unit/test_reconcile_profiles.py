@@ -135,6 +135,18 @@ def test_a_list_in_no_order_proves_nothing() -> None:
     assert found.in_doubt and "no order" in found.reason
 
 
+@pytest.mark.parametrize(
+    ("profile", "why"),
+    [(ServiceProfile(list_checks=False), "the service has no list of checks"),
+     (ServiceProfile(list_metadata=False), "the service's list of checks does not carry metadata")],
+)  # fmt: skip
+def test_the_reason_a_profile_cannot_prove_absence_is_what_the_run_says(profile: ServiceProfile, why: str) -> None:
+    """The mismatch a resume names beside ``doccheck resolve`` (the blind profiles of
+    tests/integration/test_service_profiles_money.py)."""
+    found = find(ListingService([None] * 3), "k", None, profile=profile)
+    assert found.in_doubt and why in found.reason
+
+
 def test_a_small_page_limit_is_adapted_to_and_walks_are_capped() -> None:
     service = ListingService([None] * 50, max_limit=20)
     assert find(service, "k", None, page_size=100).ruled_out  # 100 → 50 → 25 → 12, then walks to the end
