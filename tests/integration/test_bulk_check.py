@@ -29,7 +29,7 @@ from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.prefect_server import server_events
+from tests.fixtures.prefect_server import eventually, server_events
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -317,12 +317,15 @@ def test_flow_runs_are_visible_in_prefect(
     ).json()
     assert len(runs) == 1 and runs[0]["state_type"] == "COMPLETED"
     assert key not in str(runs[0]["parameters"])  # the key never reaches the Prefect API
-    task_runs = httpx.post(f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}).json()
-    names = {t["name"] for t in task_runs}
     manifest = str(tmp_path / "manifest.csv")
     # Tasks get batch references or options, never documents: no text reaches the Prefect API.
     sending = {"record and submit " + manifest} if overlap else {"record " + manifest, "submit batch 1/2",
                                                                   "submit batch 2/2"}  # fmt: skip
+    task_runs = eventually(  # recorded by the server from the task runs' events: waited for
+        lambda: httpx.post(f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}).json(),
+        lambda found: sending | {"write reports"} <= {t["name"] for t in found},
+    )
+    names = {t["name"] for t in task_runs}
     assert sending | {"write reports"} <= names, names
     assert (
         not any(n.startswith("submit batch") for n in names)
@@ -333,14 +336,23 @@ def test_flow_runs_are_visible_in_prefect(
     # round trip for them (which a SQLite-backed server may refuse, for a 2 s retry: tasks/run_tags.py).
     assert f"campaign:{campaign}" in runs[0]["tags"]
     assert not any(t["tags"] for t in task_runs), [t["tags"] for t in task_runs]
-    logs = httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json()
-    events = server_events(api, ["prefect.flow-run.", "prefect.task-run."])
+    logs = eventually(
+        lambda: httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json(),
+        bool,
+    )
+    events = eventually(
+        lambda: server_events(api, ["prefect.flow-run.", "prefect.task-run."]),
+        lambda found: any(e["resource"]["prefect.resource.id"] == f"prefect.flow-run.{runs[0]['id']}" for e in found),
+    )
     assert any(e["resource"]["prefect.resource.id"] == f"prefect.flow-run.{runs[0]['id']}" for e in events)
     for record in (runs, task_runs, logs, events):
         seen = json.dumps(record)
         assert ESSAY[:60] not in seen and "trees and shade" not in seen
     # No score yet (wait=False): the outcomes and the summary, no histogram of nothing.
-    artifacts = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [runs[0]["id"]]}}})
+    artifacts = eventually(
+        lambda: httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [runs[0]["id"]]}}}),
+        lambda answer: any((a["key"] or "").endswith("-outcomes") for a in answer.json()),
+    )
     keys = {a["key"] or "" for a in artifacts.json()}
     assert any(k.endswith("-outcomes") for k in keys) and not any(k.endswith("-scores") for k in keys), keys
     assert not list((tmp_path / "reports").rglob("scores.png"))

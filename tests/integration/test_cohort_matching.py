@@ -25,6 +25,7 @@ from prefect_doccheck.flows.collect_results import collect_results
 from prefect_doccheck.tasks.artifacts import artifact_key
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import eventually
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -106,10 +107,13 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     from prefect_doccheck.flows.runtime import drain_prefect
 
     drain_prefect()
-    found = httpx.post(
-        f"{prefect_server.api_url}/artifacts/filter",
-        json={"artifacts": {"key": {"any_": [artifact_key(campaign, "cohort")]}}},
-    ).json()
+    found = eventually(
+        lambda: httpx.post(
+            f"{prefect_server.api_url}/artifacts/filter",
+            json={"artifacts": {"key": {"any_": [artifact_key(campaign, "cohort")]}}},
+        ).json(),
+        bool,
+    )
     assert found and found[0]["type"] == "table"
     rows = json.loads(found[0]["data"]) if isinstance(found[0]["data"], str) else found[0]["data"]
     assert {frozenset({r["document_id"], r["matched_document_id"]}) for r in rows} == set(corpus.pairs)

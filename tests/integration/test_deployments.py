@@ -22,6 +22,7 @@ import pytest
 
 from doccheck.outputs.markdown import escape_markdown
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import eventually
 from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
@@ -104,7 +105,14 @@ def test_served_deployments_have_schedule_and_trigger(served: Served) -> None:
 
 def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: Served, tmp_path: Path) -> None:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
     from prefect.deployments import run_deployment
 
     out = tmp_path / "reports"
@@ -134,12 +142,21 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     (run_dir,) = [p for p in out.iterdir() if p.name not in ("latest", "tables", "catalog.duckdb")]
     assert (run_dir / "scores.png").read_bytes().startswith(b"\x89PNG")
 
-    with get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+    with get_client(sync_client=True) as client:  # shipped by the served process's workers: waited for
+        artifacts = eventually(
+            lambda: client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+            ),
+            lambda found: {"progress", "table", "markdown", "image"} <= {a.type for a in found},
         )
-        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
-        task_runs = client.read_task_runs()
+        logs = eventually(
+            lambda: client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id]))),
+            lambda found: any(log.message.startswith("plan for") for log in found),
+        )
+        task_runs = eventually(
+            lambda: client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id]))),
+            lambda found: any(t.name.startswith("record and submit ") for t in found),
+        )
     by_type = {a.type: a for a in artifacts}
     assert {"progress", "table", "markdown", "image"} <= set(by_type), [a.type for a in artifacts]
     slug = campaign.lower()

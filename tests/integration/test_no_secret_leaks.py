@@ -28,10 +28,62 @@ import pytest
 from doccheck.client import DocCheckClient
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.prefect_server import server_events
+from tests.fixtures.prefect_server import eventually, server_events
 from tests.fixtures.receiver import start_receiver, stop_receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+
+
+def _what_the_run_left(
+    api_url: str, campaign: str, *, artifacts: int, events_naming: str = ""
+) -> tuple[Any, list[Any], list[Any], list[Any], list[dict[str, Any]]]:
+    """The flow run of ``campaign``, its task runs, logs and artifacts (``artifacts`` at least),
+    and every event on the server, once Prefect has shipped them: the flow run's own events
+    and ``events_naming`` among them. Read too early, a search would find nothing and prove nothing."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+
+    with get_client(sync_client=True) as client:
+        named = FlowRunFilter(name=FlowRunFilterName(any_=[f"bulk-check {campaign}"]))
+        (flow_run,) = client.read_flow_runs(flow_run_filter=named)
+        this_run = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id]))
+        task_runs = eventually(lambda: client.read_task_runs(flow_run_filter=this_run), bool)
+        logs = eventually(
+            lambda: client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id]))), bool
+        )
+        found = eventually(
+            lambda: client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
+            ),
+            lambda found: len(found) >= artifacts,
+        )
+    events = eventually(
+        lambda: server_events(api_url),
+        lambda found: all(mark in json.dumps(found) for mark in (f"prefect.flow-run.{flow_run.id}", events_naming)),
+    )
+    return flow_run, task_runs, logs, found, events
+
+
+def _as_bytes(flow_run: Any, task_runs: list[Any], logs: list[Any], artifacts: list[Any], events: list[Any],
+              summary: Any) -> dict[str, bytes]:  # fmt: skip
+    """What the run left on the Prefect server and returned, as the bytes to search, by name."""
+    return {
+        "flow run": flow_run.model_dump_json().encode(),
+        "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
+        "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
+        "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
+        "events": json.dumps(events).encode(),
+        "summary": summary.model_dump_json().encode(),
+    }
+
 
 TEXT = "The old mill wheel turned all summer, grinding the village's grain beside the slow river. " * 4
 
@@ -43,15 +95,6 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from prefect.blocks.system import Secret
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterFlowRunId,
-        FlowRunFilter,
-        FlowRunFilterId,
-        LogFilter,
-        LogFilterFlowRunId,
-    )
 
     from prefect_doccheck.flows.bulk_check import bulk_check
     from prefect_doccheck.flows.runtime import drain_prefect
@@ -112,28 +155,15 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
     finally:
         stop_receiver(receiver)
 
-    with get_client(sync_client=True) as client:
-        (flow_run,) = [
-            r for r in client.read_flow_runs() if r.name == f"bulk-check {campaign}"
-        ]  # (served collect-results deployments of other tests may be triggered by this run's events)
-        flow_run = client.read_flow_run(flow_run.id)
-        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
-        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
-        )
+    # (served collect-results deployments of other tests may be triggered by this run's events)
+    flow_run, task_runs, logs, artifacts, events = _what_the_run_left(
+        prefect_server.api_url, campaign, artifacts=4, events_naming=f"doccheck.campaign.{campaign}"
+    )
     assert flow_run.parameters["api_key_block"] == key_block  # the block's NAME is the only trace
     assert logs and len(artifacts) >= 4 and task_runs
 
-    searched: dict[str, bytes] = {
-        "flow run": flow_run.model_dump_json().encode(),
-        "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
-        "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
-        "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
-        "events": json.dumps(server_events(prefect_server.api_url)).encode(),
-        "summary": summary.model_dump_json().encode(),
-        "receiver log": receiver.log_path.read_bytes(),
-    }
+    searched = _as_bytes(flow_run, task_runs, logs, artifacts, events, summary)
+    searched["receiver log"] = receiver.log_path.read_bytes()
     files = [p for p in out.rglob("*") if p.is_file()]
     assert {p.name for p in files} >= {"submissions.parquet", "ai_results.parquet", "scores.png"}
     files += [p for p in tmp_path.iterdir() if p.name.startswith("ledger.db")]  # the db and any -wal/-journal
@@ -158,16 +188,6 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
     """The flow gets only the NAME of a ``DocCheckCredentials`` block (address and key from
     the block, nothing from the environment); the key is then searched for everywhere the
     run wrote, as above."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterFlowRunId,
-        FlowRunFilter,
-        FlowRunFilterId,
-        LogFilter,
-        LogFilterFlowRunId,
-    )
-
     from prefect_doccheck import DocCheckCredentials
     from prefect_doccheck.flows.bulk_check import bulk_check
     from prefect_doccheck.flows.runtime import drain_prefect
@@ -205,26 +225,12 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
     assert summary.status == "finished" and summary.submitted == 3, summary
     drain_prefect()
 
-    with get_client(sync_client=True) as client:
-        (flow_run,) = [r for r in client.read_flow_runs() if r.name == f"bulk-check {campaign}"]
-        flow_run = client.read_flow_run(flow_run.id)
-        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
-        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id]))
-        )
+    flow_run, task_runs, logs, artifacts, events = _what_the_run_left(prefect_server.api_url, campaign, artifacts=1)
     # the block's name is the only trace of the credentials in the run's parameters
     assert flow_run.parameters["credentials"] == block_name
     assert flow_run.parameters.get("base_url") is None and logs and task_runs and artifacts
 
-    searched: dict[str, bytes] = {
-        "flow run": flow_run.model_dump_json().encode(),
-        "task runs": "\n".join(t.model_dump_json() for t in task_runs).encode(),
-        "logs": "\n".join(log.model_dump_json() for log in logs).encode(),
-        "artifacts": "\n".join(a.model_dump_json() for a in artifacts).encode(),
-        "events": json.dumps(server_events(prefect_server.api_url)).encode(),
-        "summary": summary.model_dump_json().encode(),
-    }
+    searched = _as_bytes(flow_run, task_runs, logs, artifacts, events, summary)
     for path in [p for p in out.rglob("*") if p.is_file()] + list(tmp_path.glob("ledger.db*")):
         searched[str(path)] = path.read_bytes()
     for name, blob in searched.items():

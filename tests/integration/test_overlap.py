@@ -38,6 +38,7 @@ from doccheck.pipeline.orchestrate import LocalSteps, RunObserver, run_checks
 from doccheck.pipeline.overlap import OverlappingLocalSteps
 from doccheck.pipeline.summary import RunSummary
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import eventually
 
 pytestmark = [pytest.mark.integration]
 
@@ -177,14 +178,27 @@ def test_the_flow_overlaps_its_phases_and_shows_its_progress(
     runs = httpx.post(f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [
         f"bulk-check {options.source.campaign_name}"]}}}).json()  # fmt: skip
     assert len(runs) == 1 and runs[0]["state_type"] == "COMPLETED"
-    tasks = httpx.post(f"{api}/task_runs/filter", json={"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}).json()
+    this_run = {"flow_runs": {"id": {"any_": [runs[0]["id"]]}}}
+    tasks = eventually(  # task runs, logs and events reach the server from background workers: waited for
+        lambda: httpx.post(f"{api}/task_runs/filter", json=this_run).json(),
+        lambda found: any(t["name"].startswith("record and submit ") for t in found),
+    )
     assert sum(t["name"].startswith("record and submit ") for t in tasks) == 1, [t["name"] for t in tasks]
-    logs = [r["message"] for r in httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [
-        runs[0]["id"]]}}}).json()]  # fmt: skip
-    for line in ("plan for ov-", "cohort matching: 1 pairs", "submitted: 50 new"):
+    lines = ("plan for ov-", "cohort matching: 1 pairs", "submitted: 50 new")
+    logs = eventually(
+        lambda: [
+            r["message"]
+            for r in httpx.post(f"{api}/logs/filter", json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}).json()
+        ],  # fmt: skip
+        lambda found: all(any(m.startswith(line) for m in found) for line in lines),
+    )
+    for line in lines:
         assert any(m.startswith(line) for m in logs), (line, logs)
     keys = [artifact_key(summary.campaign, kind) for kind in ("progress", "cohort")]
-    found = httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": keys}}}).json()
+    found = eventually(
+        lambda: httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": keys}}}).json(),
+        lambda found: len(found) == len(keys),
+    )
     by_key = {a["key"]: a for a in found}
     assert set(by_key) == set(keys) and float(by_key[keys[0]]["data"]) == 100.0, found
 

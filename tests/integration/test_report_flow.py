@@ -18,6 +18,7 @@ from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.prefect_server import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -73,9 +74,12 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
 
     drain_prefect()
     api = prefect_server.api_url
-    artifacts = httpx.post(
-        f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": [f"bulk-check-{campaign}-report"]}}}
-    ).json()
+    artifacts = eventually(
+        lambda: httpx.post(
+            f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": [f"bulk-check-{campaign}-report"]}}}
+        ).json(),
+        bool,
+    )
     links = [a for a in artifacts if "report.html" in str(a.get("data"))]  # Prefect stores a link as markdown
     assert links and (run_dir / "report.html").resolve().as_uri() in links[0]["data"]
 

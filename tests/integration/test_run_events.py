@@ -6,7 +6,6 @@ client with an ``EventTrigger`` on ``doccheck.document.flagged`` is triggered by
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from prefect_doccheck.tasks.assets import MATERIALIZED, asset_key
 from prefect_doccheck.tasks.events import FLAGGED, RUN_INCOMPLETE
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.prefect_server import server_events
+from tests.fixtures.prefect_server import eventually, server_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
@@ -51,13 +50,9 @@ async def _automation(campaign: str) -> Any:
     return await Automation(name=f"flagged-{campaign}", trigger=trigger, actions=[DoNothing()]).acreate()
 
 
-def _wait_for(api_url: str, prefix: str, name: str, timeout: float = 15.0) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [e for e in server_events(api_url, [prefix]) if e["event"] == name]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)  # the server's trigger service works asynchronously: nothing to advance
+def _wait_for(api_url: str, prefix: str, name: str) -> list[dict[str, Any]]:
+    # the server's trigger service works asynchronously: nothing to advance
+    return eventually(lambda: [e for e in server_events(api_url, [prefix]) if e["event"] == name], bool)
 
 
 def test_flagged_and_run_events_trigger_an_automation(

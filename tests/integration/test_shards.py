@@ -29,7 +29,7 @@ import pytest
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.fleet import Worker, create_pool, deploy_shard, kill_worker, start_worker, stop_worker
-from tests.fixtures.prefect_server import server_events
+from tests.fixtures.prefect_server import eventually, server_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server, pytest.mark.slow]
 
@@ -204,7 +204,10 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     assert all(key not in repr(r.parameters) for r in runs)
     # A shard's batch tasks take its documents in process; no text reaches the Prefect API.
     essay = pd.read_csv(manifest)["text"][17][:40]
-    records = _api_records(prefect_server.api_url, [r.id for r in runs])
+    records = eventually(  # task runs and events reach the server from background workers
+        lambda: _api_records(prefect_server.api_url, [r.id for r in runs]),
+        lambda found: any(t["name"].startswith("shard ") for t in found["task runs"]) and found["events"],
+    )
     assert any(t["name"].startswith("shard ") for t in records["task runs"]) and records["events"], records["task runs"]
     for name, found in records.items():
         assert essay not in json.dumps(found), f"document text reached the Prefect API ({name})"
