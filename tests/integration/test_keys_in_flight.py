@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,10 @@ import pytest
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import ClaimRow
 from tests.fixtures.emulator import EmulatorHandle
+from tests.fixtures.postgres import ledger_url
 
-pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_faults_after"), pytest.mark.prefect_server]
+database_url = ledger_url  # each backend in turn
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,19 +37,6 @@ REPO = Path(__file__).resolve().parents[2]
 def emulator(isolated_emulator: EmulatorHandle) -> EmulatorHandle:
     """A private emulator: these tests inject faults and move its clock by days."""
     return isolated_emulator
-
-
-@pytest.fixture(autouse=True)
-def no_faults_after(emulator: EmulatorHandle) -> Iterator[None]:
-    yield
-    emulator.reset_faults()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_database"))
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
 
 
 def write_manifest(folder: Path, n_text: int, *, n_large: int = 0, name: str = "course") -> Path:
