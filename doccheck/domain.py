@@ -5,7 +5,7 @@ assumptions, the planner, the manifest reader, the ledger, the emulator's billin
 a test existed only to keep two of the copies equal. Every one of those modules now
 imports from here, so a change to the service's price or limits is one edit.
 
-The interface of the service does not show most of these; ``docs/architecture.md``
+The interface of the service does not show most of these; ``docs/contracts.md``
 ("Assumptions shared by the emulator and the client") fixes them. This module imports
 nothing from the project, so every part of it (the emulator included) may use it.
 """

@@ -1,7 +1,7 @@
 """The protocol constants the client assumes where the service interface does NOT show them.
 
 The interface (``shared/interface/document-check-service.md``) leaves error codes, status
-values, result shapes, paths and prices unspecified. DESIGN.md and docs/architecture.md fix
+values, result shapes, paths and prices unspecified. DESIGN.md and docs/contracts.md fix
 them for the emulator. The choices a real service may have made otherwise (error bodies,
 status words, score scales, the list, the key retention, when the price is known) are the
 typed service profile, :mod:`doccheck.client.profile`; this module keeps the constants

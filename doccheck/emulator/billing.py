@@ -1,7 +1,7 @@
 """The emulator's ``cost`` object, from the price rule of :mod:`doccheck.domain`.
 
 ``billed_words = max(words, 100)``; per started 100 billed words, ``ai`` costs 1 cent and
-``similarity`` 2 cents (the interface does not show a price; docs/architecture.md fixes it).
+``similarity`` 2 cents (the interface does not show a price; docs/contracts.md fixes it).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ validating and planning the manifest (CSV parsing, word counts, hashes) and matc
 cohort (shingling, signing, banding) — and one Python process runs them one after the other
 on one core. Here the parent plans and sends each document's id, content hash and text (or
 path) in batches through a pipe; a child process matches them as they arrive and sends back
-the summary. On the 2-core machine the two halves overlap (docs/benchmarks.md, "Term scale").
+the summary. On the 2-core machine the two halves overlap (docs/benchmarks.md, "term_scale.py").
 
 The pipe bounds what is in flight (one batch being written, one being read), so memory
 stays flat; the child's own peak is reported by the benchmark with the parent's. An error in

@@ -68,7 +68,7 @@ def dry_run(
     manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
     ``DOCCHECK_MATCH_BACKGROUND`` is on (``submission.match_background``). Off by default: on the shared 2-core machine it
     did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
-    (docs/benchmarks.md, "Term scale after issue 10").
+    (docs/benchmarks.md, "term_scale.py").
     """
     started = time.monotonic()
     tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))

@@ -49,7 +49,7 @@ MAX_IDEMPOTENCY_KEY = 255
 
 
 def _fingerprint(account: Account, raw: CheckInput) -> str:
-    """SHA-256 of the document bytes + sorted products (docs/architecture.md), computed
+    """SHA-256 of the document bytes + sorted products (docs/contracts.md), computed
     before validation so that a replay naming an already consumed upload still matches."""
     if raw.file is not None:
         doc = "doc:" + sha256(raw.file.data)
