@@ -148,3 +148,27 @@ def document_owner(document_id: str) -> str:
     """
     m = _LMS_ID.match(document_id)
     return f"lms:{m[1]}" if m else document_id
+
+
+# --- How a document is sent ---------------------------------------------------------------
+#: A file sent as its extracted text has its own Idempotency-Key: the file's + this suffix
+#: (another body is another check at the service, and the file's key may have been refused).
+TEXT_KEY_SUFFIX = ":text"
+
+
+def text_key(key: str) -> str:
+    """The Idempotency-Key of a file sent as its extracted text (deterministic, its own)."""
+    return key if key.endswith(TEXT_KEY_SUFFIX) else key + TEXT_KEY_SUFFIX
+
+
+def base_key(key: str) -> str:
+    """The key of the document itself, whichever way it is sent (a text key without its suffix)."""
+    return key.removesuffix(TEXT_KEY_SUFFIX)
+
+
+def sent_as(key: str | None) -> str | None:
+    """``text`` for a file sent as its extracted text, ``original`` for the rest (the file, or a
+    text row's own text); None without a key (a rejected row: nothing was sent)."""
+    if not key:
+        return None
+    return "text" if key.endswith(TEXT_KEY_SUFFIX) else "original"

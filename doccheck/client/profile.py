@@ -33,7 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from doccheck.extract.types import ALIASES, SUPPORTED_TYPES, extension_of
 
 log = logging.getLogger("doccheck.client")
 
@@ -84,10 +86,31 @@ class ServiceProfile(BaseModel):
     #: Answers to a create that do not prove "no check was made" when the key may have
     #: reached the service before (a service refusing key reuse): looked up, never final.
     reuse_refusal_statuses: frozenset[int] = frozenset({400, 409, 422})
+    #: File types (extensions) the service takes as a file (interface: not shown; default: the
+    #: emulator's list). A file of another type that doccheck reads is sent as its text.
+    accepted_types: frozenset[str] = frozenset(SUPPORTED_TYPES)
     #: Facts learnt by ``doccheck probe`` (``{"assumption": "holds|differs|untested"}``).
     probed: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("accepted_types", mode="before")
+    @classmethod
+    def _extensions(cls, value: object) -> object:
+        """``"ODT"``, ``"odt"`` and ``".odt"`` name one type (a profile a user writes by hand)."""
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return frozenset("." + str(v).strip().lower().lstrip(".") for v in value)
+        return value
+
     # --- readers --------------------------------------------------------------------
+    def accepts_file(self, filename: str) -> bool:
+        """Whether the service takes ``filename`` as a file: its type is in ``accepted_types``
+        (an alias such as ``.ott`` for ``.odt`` counts) and no create in this process was
+        refused as an unsupported type (:func:`learn_refused_type`)."""
+        ext = extension_of(filename)
+        family = {ext, ALIASES.get(ext, ext)}
+        return bool(family & self.accepted_types) and not family & _REFUSED_TYPES
+
     def status_word(self, value: object) -> str:
         """The canonical status for a service word: ``completed``/``failed`` for their
         synonyms, ``processing`` for a known pending word, else the word itself (kept
@@ -126,6 +149,31 @@ class ServiceProfile(BaseModel):
 
 
 _WARNED: set[str] = set()
+#: Types a create was refused for as unsupported in this process (the profile learnt them).
+_REFUSED_TYPES: set[str] = set()
+
+
+def learn_refused_type(filename: str) -> bool:
+    """Remember that the service refused ``filename``'s type (a 415, or a 422 naming the type):
+    later files of that type in this process are planned and sent as text. True when new."""
+    ext = extension_of(filename)
+    if not ext or ext in _REFUSED_TYPES:
+        return False
+    _REFUSED_TYPES.add(ext)
+    _REFUSED_TYPES.add(ALIASES.get(ext, ext))
+    log.warning("the service refused %s files as an unsupported type: they are sent as their text", ext[:20])
+    return True
+
+
+def unsupported_type_refusal(status: int | None, code: str | None, message: str | None) -> bool:
+    """Whether a refused create says "this file type is not taken" (415, or a 422 whose code or
+    message names an unsupported type/format): nothing was made, the text can be sent instead."""
+    if status == 415:
+        return True
+    if status != 422:
+        return False
+    words = f"{code or ''} {message or ''}".lower()
+    return "unsupported" in words and any(w in words for w in ("type", "format", "extension"))
 
 
 def _warn_unknown_status(word: str) -> None:

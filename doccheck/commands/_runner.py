@@ -253,6 +253,10 @@ def _plan_rows(table: Table, s: dict[str, Any]) -> None:
     table.add_row("rows rejected", str(s.get("rejected", 0)))
     if modes:
         table.add_row("modes", ", ".join(f"{k} {v}" for k, v in modes.items() if k != "rejected"))
+    if s.get("as_text"):
+        table.add_row("files sent as their text", f"{s['as_text']} (the service does not take their type)")
+    for reason, count in (s.get("not_checked") or {}).items():
+        table.add_row("not checked", f"{count}: {reason}")
     if s.get("total_words") or s.get("dry_run"):  # unknown (0) for a collect of an old run: not shown
         table.add_row("words", f"{s.get('total_words', 0):,}")
     if s.get("estimated_cost_cents") or s.get("dry_run"):

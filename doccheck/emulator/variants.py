@@ -53,8 +53,13 @@ VARIANTS: dict[str, str] = {
     "no-get-by-id": "no GET /checks/{id} (404)",
     "list-history-oldest-first": "GET /checks oldest first, opening on the account's older history "
     f"({HISTORY} checks other tools made in one second, two days before)",
+    "no-odt": "takes no .odt/.ott files: a create or an upload naming one is refused 415 unsupported_file_type",
     **SENDERS,  # webhook senders (doccheck.emulator.senders): the API answers as the default
 }
+#: File types a profile does not take (as a service with a shorter list than the emulator's).
+REFUSED_TYPES: dict[str, tuple[str, ...]] = {"no-odt": (".odt", ".ott")}
+#: The most of a request body read to find its file name (a multipart create is at most ~4 MB).
+_SNIFF_LIMIT = 5 * 1024 * 1024
 SMALL_PAGE = 20
 _CHECK_PATH = re.compile(rf"^{API}/checks/[^/]+$")
 Message = dict[str, Any]
@@ -104,14 +109,17 @@ class VariantEdge:
         if name == "default" or name in SENDERS:
             await self.app(scope, receive, send)
             return
+        if name in REFUSED_TYPES and scope.get("method") == "POST" and path in (f"{API}/checks", f"{API}/uploads"):
+            body, receive = await _buffered(receive)
+            refused = _refused_type(body, REFUSED_TYPES[name])
+            if refused is not None:
+                await _send_answer(send, *_error(415, "unsupported_file_type", f"unsupported file type {refused!r}"))
+                return
         status, headers, body = await self._answer(name, scope, receive)
         if self._loses(name, scope, status, headers):
             status, headers, body = _error(502, "bad_gateway", "the answer was lost on the way back")
         status, headers, body = _rewrite(name, scope, status, headers, body)
-        headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _send_answer(send, status, headers, body)
 
     def _loses(self, name: str, scope: Message, status: int, headers: list[Any]) -> bool:
         """Whether this answer to a new check is lost (the check exists and was charged)."""
@@ -205,6 +213,44 @@ def older_history(items: list[Any], count: int) -> list[Any]:
          "ai": {"status": "completed"}, "similarity": None}
         for i in range(count)
     ]  # fmt: skip
+
+
+async def _send_answer(send: Any, status: int, headers: list[Any], body: bytes) -> None:
+    headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _buffered(receive: Any) -> tuple[bytes, Any]:
+    """The request body read (up to :data:`_SNIFF_LIMIT`), and a ``receive`` serving it again."""
+    messages: list[Message] = []
+    seen = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        seen += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body") or seen > _SNIFF_LIMIT:
+            break
+    body = b"".join(m.get("body", b"") for m in messages)
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
+
+
+_FILENAME = re.compile(rb'filename="([^"\r\n]{0,300})"|"filename"\s*:\s*"([^"]{0,300})"')
+
+
+def _refused_type(body: bytes, refused: tuple[str, ...]) -> str | None:
+    """The refused extension a create's file part or an upload's ``filename`` names, if any."""
+    for match in _FILENAME.finditer(body):
+        name = (match.group(1) or match.group(2) or b"").decode("latin-1").strip().lower()
+        ext = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+        if ext in refused:
+            return ext
+    return None
 
 
 async def _empty() -> Message:

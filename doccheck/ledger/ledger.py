@@ -129,6 +129,13 @@ class Ledger(Database):
         """
         return self.runs.record_documents(run_id, documents)
 
+    def send_as_text(self, run_id: str, key: str, text_key: str) -> int:
+        """Move the run's documents under ``key`` to ``text_key``, sent as their text.
+
+        Delegates to :meth:`~doccheck.ledger.runs.Runs.send_as_text`.
+        """
+        return self.runs.send_as_text(run_id, key, text_key)
+
     def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
         """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
 

@@ -13,11 +13,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, literal, tuple_
+from sqlalchemy import case, func, literal, tuple_
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
-from doccheck.domain import ProductState, SubmissionState
+from doccheck.domain import TEXT_KEY_SUFFIX, ProductState, SubmissionState, sent_as
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of
@@ -229,6 +229,7 @@ def _submission_row(
         "document_id": d.document_id,
         "row_number": d.row_number,
         "mode": (sub.mode if sub and sub.mode else d.mode),
+        "sent_as": sent_as(d.idempotency_key),
         "idempotency_key": d.idempotency_key,
         "check_id": check_id,
         "products": list(d.products or []),
@@ -334,6 +335,7 @@ def _rejected_row(r: RejectionRow) -> dict[str, Any]:
         "document_id": r.document_id,
         "row_number": r.row_number,
         "mode": "rejected",
+        "sent_as": None,
         "idempotency_key": None,
         "check_id": None,
         "products": [],
@@ -389,14 +391,16 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     joined = docs_t.outerjoin(subs_t, subs_t.c.idempotency_key == docs_t.c.idempotency_key)
     states: Counter[str] = Counter()
     modes: Counter[str] = Counter()
-    n_docs = words = estimated = 0
+    n_docs = words = estimated = as_text = 0
+    text_files = func.sum(case((docs_t.c.idempotency_key.like(f"%{TEXT_KEY_SUFFIX}"), 1), else_=0))
     grouped = s.execute(
         core_select(docs_t.c.mode, subs_t.c.state, func.count(), func.sum(docs_t.c.words),
-                    func.sum(docs_t.c.estimated_cost_cents))
+                    func.sum(docs_t.c.estimated_cost_cents), text_files)
         .select_from(joined).where(docs_t.c.run_id == run_id).group_by(docs_t.c.mode, subs_t.c.state)
     ).all()  # fmt: skip
-    for mode, state, n, n_words, n_cents in grouped:
+    for mode, state, n, n_words, n_cents, n_text in grouped:
         n_docs += n
+        as_text += int(n_text or 0)
         words += int(n_words or 0)
         estimated += int(n_cents or 0)
         if mode:
@@ -437,6 +441,7 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
         "words": words,
         "estimated_cost_cents": estimated,
         "modes": dict(modes),
+        "as_text": as_text,  # files sent as the text doccheck read (the service does not take their type)
         "cost_cents": charged - refunded,  # net, as the service counts it (each check once)
         "charged_cents": charged,
         "refunded_cents": refunded,

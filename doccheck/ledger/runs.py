@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import text, update
 from sqlmodel import Session, col, select
 
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, utcnow
 
@@ -120,6 +121,18 @@ class Runs:
                 )
                 count += 1
         return count
+
+    def send_as_text(self, run_id: str, key: str, text_key: str) -> int:
+        """The run's documents under ``key`` now go as their text, under ``text_key`` (the service
+        refused the file's type; no check was made for ``key``). How many rows moved."""
+        t = table_of(DocumentRow)
+        with self.db.engine.begin() as conn:
+            moved = conn.execute(
+                update(t)
+                .where(t.c.run_id == run_id, t.c.idempotency_key == key)
+                .values(idempotency_key=text_key, mode="text")
+            )
+            return int(moved.rowcount or 0)
 
     def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
         """Record the rows refused before sending (planning's ``Rejection``); idempotent per run."""

@@ -76,6 +76,9 @@ SUBMISSIONS_SCHEMA = pa.schema(
         pa.field("net_cents", pa.int64()),
         *LMS_FIELDS,  # an LMS export's student columns (doccheck.outputs.lms_columns); null for a manifest's rows
         NEW_FIELD,  # new_this_run: this run made the check (true) or reused an earlier run's (false)
+        # original: the file (or a text row's text) was sent; text: the service does not take the
+        # file's type, so the text doccheck read from it was checked; null: nothing sent (rejected)
+        pa.field("sent_as", pa.string()),
     ]
 )
 AI_RESULTS_SCHEMA = pa.schema(

@@ -33,6 +33,10 @@ _MONEY = {
     "net_cents": "charged_cents - refunded_cents: what the check cost; the column sums to the service's charge.",
     "cost_cents": "The same as net_cents (kept for readers of the first schema).",
 }
+_SENT_AS = (
+    "original (the file, or a text row's text) or text (the service does not take the file's type: "
+    "its extracted text was checked); null when nothing was sent."
+)
 _RESULT = {
     "document_id": "The manifest's (or LMS export's) document id.",
     "check_id": "The service's check id.",
@@ -58,6 +62,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "error_code": "Why the row was rejected or failed (a code).",
         "error_message": "Why the row was rejected or failed, in words (row, field and reason).",
         "words": "Words in the text sent.",
+        "sent_as": _SENT_AS,
         **_MONEY,
         **_LMS,
     },
@@ -154,6 +159,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "review_current": "The decision was about this version of the document.",
         "campaign": "The run's campaign.",
         "run_id": "The run that wrote this row.",
+        "sent_as": _SENT_AS,
+        "status_text": "The status in words: checked, checked as extracted text, or not checked: the reason.",
         **_MONEY,
         **_LMS,
     },

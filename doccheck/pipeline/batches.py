@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
 from doccheck.ledger.tables import RunRow
 from doccheck.ledger.word_cache import LedgerWordStore
 from doccheck.pipeline.plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
-from doccheck.pipeline.planning import PlannedDocument
+from doccheck.pipeline.planning import PlannedDocument, base_key
 from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
 from doccheck.sources.manifest.limits import MULTIPART_MAX_BYTES
@@ -410,6 +410,15 @@ def manifest_stamp(manifest: str | os.PathLike[str]) -> str | None:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
+def _as_recorded(planned: PlannedDocument, recorded: Mapping[str, Any]) -> PlannedDocument:
+    """The re-read document sent the way the run recorded it: a file the run sends as its text
+    (the service refused its type, or the profile changed since) keeps that mode and key."""
+    key = str(recorded["idempotency_key"])
+    if key == planned.idempotency_key or base_key(key) != base_key(planned.idempotency_key):
+        return planned
+    return replace(planned, mode=recorded["mode"] or planned.mode, idempotency_key=key)
+
+
 def _changed_field(recorded: Mapping[str, Any], doc: PlannedDocument) -> str | None:
     """Which field makes the re-read row differ from what was recorded (None: same)."""
     if doc.document_id != recorded["document_id"]:
@@ -495,7 +504,7 @@ def _compare(
         if isinstance(outcome, Rejection):
             changed[row] = (outcome.field, f"it is now rejected: {outcome.reason}")
             continue
-        planned = plan_one(outcome, name)
+        planned = _as_recorded(plan_one(outcome, name), recorded[row])
         what = _changed_field(recorded[row], planned)
         if what is None:
             loaded.documents.append(planned)

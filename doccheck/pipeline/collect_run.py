@@ -65,6 +65,7 @@ def collected_summary(
         total_words=counts.get("words", 0),
         estimated_cost_cents=counts.get("estimated_cost_cents", 0),
         counts_by_mode=counts.get("modes", {}),
+        as_text=int(counts.get("as_text", 0)),
         **money_fields(counts),
         **notice_fields(counts),
         report_dir=str(paths.run_dir),

@@ -18,9 +18,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from doccheck.config import load_settings
+from doccheck.outputs.said import count_by_reason
 from doccheck.pipeline.plan_stream import PlanTally, iter_planned, resolve_campaign
 from doccheck.pipeline.summary import with_export_rejections
 
@@ -41,11 +42,19 @@ class DryRunSummary(BaseModel):
     documents: int = 0
     rejected: int = 0
     counts_by_mode: dict[str, int] = Field(default_factory=dict)
+    #: Files to be sent as the text doccheck read (the service profile does not take their type).
+    as_text: int = 0
     total_words: int = 0
     estimated_cost_cents: int = 0
     elapsed_seconds: float = 0.0
     rejections: list[dict[str, str | int | None]] = Field(default_factory=list)
     cohort_matches: dict[str, Any] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def not_checked(self) -> dict[str, int]:
+        """The rows that will not be checked, by reason in words, before anything is paid."""
+        return count_by_reason(self.rejections)
 
 
 def dry_run(
@@ -99,6 +108,7 @@ def dry_run(
         documents=tally.documents,
         rejected=len(tally.rejections),
         counts_by_mode=tally.counts_by_mode(),
+        as_text=tally.as_text,
         total_words=tally.total_words(),
         estimated_cost_cents=tally.estimated_cost_cents(),
         elapsed_seconds=round(time.monotonic() - started, 3),

@@ -13,18 +13,16 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from doccheck.domain import sent_as
 from doccheck.guards import bounded_json
 from doccheck.pipeline.planning import (
     MODES,
     PlannedDocument,
-    choose_mode,
-    estimate_cost_cents,
-    estimated_words,
-    idempotency_key,
+    plan_document,
 )
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
 from doccheck.sources.manifest.columns import canonical_column
@@ -32,8 +30,6 @@ from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES, MAX_ROW_
 from doccheck.sources.manifest.stream import iter_manifest
 
 __all__ = ["PlanTally", "file_paths", "iter_planned", "plan_one", "resolve_campaign"]
-
-_DOC_FIELDS = tuple(f.name for f in fields(ManifestDocument))
 
 
 def resolve_campaign(manifest: str | os.PathLike[str], campaign: str | None) -> str:
@@ -46,12 +42,7 @@ def resolve_campaign(manifest: str | os.PathLike[str], campaign: str | None) -> 
 
 def plan_one(doc: ManifestDocument, campaign: str) -> PlannedDocument:
     """One valid document planned exactly as :func:`doccheck.pipeline.planning.plan_documents` does."""
-    return PlannedDocument(
-        **{name: getattr(doc, name) for name in _DOC_FIELDS},
-        mode=choose_mode(doc),
-        idempotency_key=idempotency_key(campaign, doc.content_hash, doc.products),
-        estimated_cost_cents=estimate_cost_cents(estimated_words(doc), doc.products),
-    )
+    return plan_document(doc, campaign)
 
 
 @dataclass
@@ -63,6 +54,7 @@ class PlanTally:
     documents: int = 0
     products: int = 0  # product checks requested over the documents (progress totals)
     modes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+    as_text: int = 0  # files planned as their text (the service profile does not take their type)
     words: int = 0
     unknown_words: int = 0
     cost_cents: int = 0
@@ -73,6 +65,7 @@ class PlanTally:
         self.documents += 1
         self.products += len(doc.products)
         self.modes[doc.mode] += 1
+        self.as_text += sent_as(doc.idempotency_key) == "text"
         self.words += doc.words or 0
         self.unknown_words += doc.words is None
         self.cost_cents += doc.estimated_cost_cents

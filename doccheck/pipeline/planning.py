@@ -6,9 +6,9 @@ depends only on the campaign, the document's content hash and its sorted product
 the same document with the same products in the same campaign gets the same key on any
 machine and in any rerun — which is what makes a rerun or a resumed crash free of charge.
 
-The size thresholds and the price rule are the client's assumptions
-(``doccheck.client.assumptions``); they are repeated here so that planning does not depend
-on the client package, and a unit test fails if the two copies ever disagree.
+The size thresholds and the price rule are the domain's (``doccheck.domain``). Which file types
+the service takes is the service profile's (``accepted_types``): a file of another type that
+doccheck reads is planned as its text, under its own key (:func:`~doccheck.domain.text_key`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,20 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, get_args
 
-from doccheck.domain import CENTS_PER_100_WORDS, MIN_BILLED_WORDS, estimate_cost_cents
+from doccheck.client.profile import ServiceProfile, current_profile
+from doccheck.domain import (
+    CENTS_PER_100_WORDS,
+    MIN_BILLED_WORDS,
+    TEXT_KEY_SUFFIX,
+    base_key,
+    estimate_cost_cents,
+    sent_as,
+    text_key,
+)
 from doccheck.sources.manifest import (
     MAX_FILE_BYTES,
     MULTIPART_MAX_BYTES,
@@ -40,7 +49,10 @@ __all__ = [
     "KEY_PREFIX",
     "MIN_BILLED_WORDS",
     "MODES",
+    "as_text",
+    "base_key",
     "MULTIPART_MAX_BYTES",
+    "TEXT_KEY_SUFFIX",
     "UPLOAD_MAX_BYTES",
     "Mode",
     "Plan",
@@ -50,7 +62,10 @@ __all__ = [
     "estimated_words",
     "idempotency_key",
     "load_plan",
+    "plan_document",
     "plan_documents",
+    "sent_as",
+    "text_key",
 ]
 
 Mode = Literal["text", "multipart", "upload"]
@@ -125,9 +140,17 @@ def idempotency_key(campaign: str, content_hash: str, products: Iterable[str]) -
     return KEY_PREFIX + hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def choose_mode(doc: ManifestDocument) -> Mode:
-    """text rows → text; files ≤ 4 MiB → multipart; ≤ 50 MiB → upload."""
+def as_text(doc: PlannedDocument) -> PlannedDocument:
+    """``doc`` sent as its extracted text: mode ``text`` under its :func:`text_key`."""
+    return replace(doc, mode="text", idempotency_key=text_key(doc.idempotency_key))
+
+
+def choose_mode(doc: ManifestDocument, profile: ServiceProfile | None = None) -> Mode:
+    """text rows → text; a file the service does not take (``profile.accepted_types``, the
+    profile in force by default) → its text; files ≤ 4 MiB → multipart; ≤ 50 MiB → upload."""
     if doc.path is None:
+        return "text"
+    if not (profile or current_profile()).accepts_file(doc.path.name):
         return "text"
     if doc.size_bytes <= MULTIPART_MAX_BYTES:
         return "multipart"
@@ -149,18 +172,21 @@ def plan_documents(result: ManifestResult, campaign: str | None = None) -> Plan:
     campaign = (campaign if campaign is not None else result.source.stem).strip()
     if not campaign:
         raise ManifestError("campaign must not be empty")
-    planned: list[PlannedDocument] = []
-    for doc in result.documents:
-        base = {f.name: getattr(doc, f.name) for f in fields(ManifestDocument)}
-        planned.append(
-            PlannedDocument(
-                **base,
-                mode=choose_mode(doc),
-                idempotency_key=idempotency_key(campaign, doc.content_hash, doc.products),
-                estimated_cost_cents=estimate_cost_cents(estimated_words(doc), doc.products),
-            )
-        )
+    planned = [plan_document(doc, campaign) for doc in result.documents]
     return Plan(campaign=campaign, documents=planned, rejections=list(result.rejections), manifest=result.source)
+
+
+def plan_document(doc: ManifestDocument, campaign: str, profile: ServiceProfile | None = None) -> PlannedDocument:
+    """One valid document planned: its mode, its key (:func:`text_key` when a file goes as its
+    text) and its expected cost (the same words either way: doccheck's count of the text)."""
+    mode = choose_mode(doc, profile)
+    key = idempotency_key(campaign, doc.content_hash, doc.products)
+    return PlannedDocument(
+        **{f.name: getattr(doc, f.name) for f in fields(ManifestDocument)},
+        mode=mode,
+        idempotency_key=text_key(key) if mode == "text" and doc.path is not None else key,
+        estimated_cost_cents=estimate_cost_cents(estimated_words(doc), doc.products),
+    )
 
 
 def load_plan(

@@ -36,7 +36,8 @@ from doccheck.client import (
     plan_document,
 )
 from doccheck.client.models import Check, Upload
-from doccheck.client.profile import current_profile
+from doccheck.client.profile import current_profile, learn_refused_type, unsupported_type_refusal
+from doccheck.extract import ExtractionError, extract_text, is_supported
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import (
     Answer,
@@ -59,6 +60,7 @@ from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitE
 from doccheck.pipeline.failures import error_code as _error_code
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.planning import as_text
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
 
@@ -111,6 +113,7 @@ class _BatchSubmitter:
         ledger: Ledger,
         campaign: str,
         *,
+        run_id: str = "",
         concurrency: int,
         upload_concurrency: int,
         webhook_url: str | None,
@@ -124,6 +127,7 @@ class _BatchSubmitter:
         self.client = client
         self.ledger = ledger
         self.campaign = campaign
+        self.run_id = run_id
         self.webhook_url = webhook_url
         self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = on_progress
@@ -160,6 +164,8 @@ class _BatchSubmitter:
         )
         self.prepares = PrepareRecorder(ledger, self.writer)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
+        #: Files whose type the service refused (415), by their key: sent next as their text.
+        self.as_text: dict[str, Any] = {}
 
     @contextlib.asynccontextmanager
     async def _request_slot(self) -> AsyncIterator[None]:
@@ -210,6 +216,10 @@ class _BatchSubmitter:
                 attempt += 1
                 async with self.window:
                     delay = await self._attempt(doc, attempt)
+                text_doc = self.as_text.pop(doc.idempotency_key, None)
+                if text_doc is not None:  # refused as an unsupported type: its text, at once
+                    doc, attempt = text_doc, 0
+                    continue
                 if delay is None:
                     return
                 self.result.requeued += 1
@@ -422,6 +432,8 @@ class _BatchSubmitter:
             return delay
         if isinstance(exc, DocCheckError) and await self._refusal_in_doubt(doc, previous, attempt, exc):
             return None
+        if isinstance(exc, DocCheckError) and await self._refused_type(doc, exc):
+            return None
         if isinstance(exc, DocCheckError):
             await self._fail(doc, _error_code(exc), exc.message)
             await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
@@ -431,6 +443,32 @@ class _BatchSubmitter:
             log.warning("unexpected error submitting %s", doc.document_id, exc_info=exc)
             await self._fail(doc, "internal_error", f"{type(exc).__name__}: {exc}")
         return None
+
+    async def _refused_type(self, doc: Any, exc: DocCheckError) -> bool:
+        """A file refused as an unsupported type (415, or a 422 naming the type) that doccheck
+        reads is sent once more as its text, under its own key: nothing was made for the file's
+        key (a refusal), the run's documents move to the text key, and this process's profile
+        learns the type (the next files of it are planned as text). True when it will be."""
+        if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
+            return False
+        if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
+            return False
+        learn_refused_type(Path(doc.path).name)
+        text_doc = as_text(doc)
+        await self._db(
+            self.ledger.mark_submit_failed,
+            doc.idempotency_key,
+            code=_error_code(exc),
+            message=f"the service does not take this file type ({exc.message}): sent as its text",
+            campaign=self.campaign,
+            document_id=doc.document_id,
+            products=list(doc.products),
+            mode=doc.mode,
+        )
+        await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
+        await self._db(self.ledger.send_as_text, self.run_id, doc.idempotency_key, text_doc.idempotency_key)
+        self.as_text[doc.idempotency_key] = text_doc
+        return True
 
     async def _record_answer(self, doc: Any, check: Check, upload_id: str | None, reserved: int) -> None:
         """The service's answer recorded (the doubt cleared in the same transaction), its charge counted."""
@@ -479,12 +517,11 @@ class _BatchSubmitter:
     ) -> tuple[Check, str | None]:
         """``marked``: ``sending`` is already recorded (grouped with ``submitting``)."""
         if doc.mode == "text":
-            if doc.text is None:
-                raise DocCheckError("a text-mode document has no text", code="invalid_input")
+            text = doc.text if doc.text is not None else await _text_of_file(doc)
             if not marked:
                 await self._sending(doc)
             async with self._request_slot():
-                sub = await self.client.submit(TextDocument(doc.text), **self._common(doc))
+                sub = await self.client.submit(TextDocument(text), **self._common(doc))
             return sub.check, None
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
@@ -546,6 +583,18 @@ class _BatchSubmitter:
         return check
 
 
+async def _text_of_file(doc: Any) -> str:
+    """The text of a file sent as text: read as planning read it (same bounded extractor, so the
+    same words are billed), off the event loop, before anything is recorded as sending."""
+    if doc.path is None:
+        raise DocCheckError("a text-mode document has no text", code="invalid_input")
+    path = Path(doc.path)
+    try:
+        return await asyncio.to_thread(lambda: extract_text(path.read_bytes(), path.name))
+    except ExtractionError as exc:
+        raise DocCheckError(f"cannot read {doc.name!r} as text: {exc}", code="file_unreadable") from None
+
+
 async def submit_batch(
     client: AsyncDocCheckClient,
     ledger: Ledger,
@@ -578,7 +627,7 @@ async def submit_batch(
     submitted, previous = retry_transient(lambda: previous_submissions(ledger, (d.idempotency_key for d in documents)))
     attempt = begin_attempt(run_id, (d.idempotency_key for d in documents))
     submitter = _BatchSubmitter(
-        client, ledger, campaign, concurrency=concurrency, upload_concurrency=upload_concurrency,
+        client, ledger, campaign, run_id=run_id, concurrency=concurrency, upload_concurrency=upload_concurrency,
         webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=len(documents),
         deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
         lease_seconds=lease_seconds, attempt=attempt,

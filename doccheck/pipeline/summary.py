@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from doccheck.ledger.notices import describe_contradiction, describe_failure
 from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs.said import count_by_reason
 
 #: ``field`` of a summary's rejection that is an LMS export's refused entry, not a manifest row.
 EXPORT_ENTRY = "export entry"
@@ -90,6 +91,8 @@ class RunSummary(BaseModel):
     documents: int = 0
     rejected: int = 0
     counts_by_mode: dict[str, int] = Field(default_factory=dict)
+    #: Files sent as the text doccheck read from them: the service does not take their type.
+    as_text: int = 0
     total_words: int = 0
     estimated_cost_cents: int = 0
     submitted: int = 0
@@ -135,6 +138,12 @@ class RunSummary(BaseModel):
     #: Where the run ran: a Prefect flow run, or this process with the library's steps.
     orchestration: str = ""
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def not_checked(self) -> dict[str, int]:
+        """The rows not checked, by reason in words (:func:`doccheck.outputs.said.count_by_reason`)."""
+        return count_by_reason(self.rejections)
+
     def as_markdown(self) -> str:
         """A short markdown table for the Prefect UI (an artifact)."""
         rows = [
@@ -144,6 +153,8 @@ class RunSummary(BaseModel):
             ("documents accepted", self.documents),
             ("rows rejected", self.rejected),
             ("modes", ", ".join(f"{k} {v}" for k, v in self.counts_by_mode.items() if k != "rejected")),
+            *([("files sent as their text", self.as_text)] if self.as_text else []),
+            *(("not checked", f"{n}: {reason}") for reason, n in self.not_checked.items()),  # escaped
             ("words", self.total_words),
             ("estimated cost (cents)", self.estimated_cost_cents),
         ]

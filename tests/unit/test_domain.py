@@ -79,3 +79,11 @@ def test_secrets_accepted_during_and_after_a_rotation() -> None:
     assert secrets_accepted_at("new", "old", end, end) == ["new"]
     assert secrets_accepted_at("new", "old", None, end) == ["new"]  # no end: never accepted
     assert secrets_accepted_at(" new ", "  ", end, end - timedelta(days=1)) == ["new"]
+
+
+def test_a_file_sent_as_text_has_its_own_key_and_says_so() -> None:
+    from doccheck.domain import base_key, sent_as, text_key
+
+    assert text_key("dc1-ab") == "dc1-ab:text" == text_key("dc1-ab:text")
+    assert base_key("dc1-ab:text") == "dc1-ab" == base_key("dc1-ab")
+    assert (sent_as("dc1-ab:text"), sent_as("dc1-ab"), sent_as(None)) == ("text", "original", None)

@@ -41,12 +41,12 @@ def _latest_ids(out: Path) -> list[str]:
 
 @pytest.fixture
 def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 600 KiB tmpfs (root only: skipped where this process may not mount)."""
+    """A 700 KiB tmpfs (root only: skipped where this process may not mount); room for two runs of 400 rows."""
     mount = tmp_path / "tiny"
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=700k", "tmpfs", str(mount)],
                           capture_output=True, check=False)  # fmt: skip
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")

@@ -152,3 +152,27 @@ def test_profile_file_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_text(" " * 70_000)
     with pytest.raises(ValueError, match="not a profile"):
         load_profile(path)
+
+
+def test_accepted_types_are_extensions_and_a_refused_type_is_learnt() -> None:
+    from doccheck.client import profile as module
+
+    prof = ServiceProfile.model_validate({"accepted_types": ["ODT", ".pdf", "txt"]})
+    assert prof.accepted_types == frozenset({".odt", ".pdf", ".txt"})
+    assert prof.accepts_file("essay.odt") and prof.accepts_file("essay.OTT")  # an alias of .odt
+    assert not prof.accepts_file("essay.docx") and not prof.accepts_file("README")
+    assert ServiceProfile().accepts_file("slides.pptx")  # the emulator's list: all doccheck reads
+    try:
+        assert module.learn_refused_type("essay.odt") and not module.learn_refused_type("other.odt")
+        assert not prof.accepts_file("essay.odt") and not prof.accepts_file("essay.ott")
+    finally:
+        module._REFUSED_TYPES.clear()
+
+
+def test_an_unsupported_type_refusal_is_a_415_or_a_422_naming_the_type() -> None:
+    from doccheck.client.profile import unsupported_type_refusal
+
+    assert unsupported_type_refusal(415, None, None)
+    assert unsupported_type_refusal(422, "unsupported_format", "this file type is not supported")
+    assert not unsupported_type_refusal(422, "invalid_input", "the document contains no words")
+    assert not unsupported_type_refusal(409, "unsupported_file_type", "type")

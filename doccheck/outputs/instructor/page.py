@@ -148,6 +148,7 @@ def _cards(tally: PageTally, spent_cents: int | None) -> list[dict[str, Any]]:
         {"label": "flagged for a closer look", "value": tally.flagged, "flag": bool(tally.flagged)},
         {"label": "flagged, no decision yet", "value": tally.undecided, "flag": bool(tally.undecided)},
         {"label": "rows rejected", "value": len(tally.rejected)},
+        *([{"label": "checked as extracted text", "value": tally.as_text}] if tally.as_text else []),
         {"label": "results pending", "value": tally.pending},
         {"label": "charged", "value": f"${charged / 100:,.2f}"},
     ]
@@ -282,6 +283,7 @@ def generate_report(
         evidence=Markup(evidence_html),  # noqa: S704 - rendered escaped by evidence.render_evidence
         rejected=tally.rejected[:LISTED_ROWS],
         rejected_total=len(tally.rejected),
+        not_checked_reasons=tally.by_reason.most_common(),
         not_checked=tally.not_checked[:LISTED_ROWS],
         not_checked_total=len(tally.not_checked),
         download_failures=list(download_failures)[:LISTED_ROWS],

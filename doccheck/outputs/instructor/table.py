@@ -26,6 +26,7 @@ from doccheck.ledger.dispositions import Disposition
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
+from doccheck.outputs.said import status_text
 
 __all__ = [
     "DOCUMENTS_SCHEMA",
@@ -139,6 +140,9 @@ DOCUMENTS_SCHEMA = pa.schema(
         *JUDGING_FIELDS,
         *REVIEW_FIELDS,
         *RUN_FIELDS,
+        # issue 41: how it was sent (original | text: the file's extracted text) and the status in words
+        pa.field("sent_as", pa.string()),
+        pa.field("status_text", pa.string()),  # checked | checked as extracted text | not checked: <reason>
     ]
 )
 
@@ -286,6 +290,8 @@ class DocumentsBuilder:
                 "product_notes": product_notes({"ai": a, "similarity": s}),
             }
             row.update(judging_columns(a, sub, self.rules))
+            row["sent_as"] = sub.get("sent_as")
+            row["status_text"] = status_text(row)
             row["flagged"] = is_flagged(row, self.rules)
             row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}

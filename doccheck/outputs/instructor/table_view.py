@@ -104,8 +104,9 @@ def row_cells(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms
         if row.get(column)
     ]
     status = row.get("status")
-    status_cell = _text(status)
-    if row.get("error_message") and status not in ("submitted", None):
+    said = row.get("status_text")
+    status_cell = {**_text(said or status), "sort": "" if status is None else str(status)}
+    if row.get("error_message") and status not in ("submitted", None) and row["error_message"] not in (said or ""):
         status_cell["note"] = row["error_message"]
     elif row.get("product_notes"):
         status_cell["note"] = row["product_notes"]  # next to the document whose product failed

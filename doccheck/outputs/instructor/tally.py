@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.instructor.table_view import ConcernRows, concern
 from doccheck.outputs.lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED
 from doccheck.outputs.reports import META_PREFIX
+from doccheck.outputs.said import reason_key
 
 __all__ = ["NOT_CHECKED", "NO_GROUP", "GroupCounts", "PageTally", "checked", "group_column", "group_key", "group_slug"]
 
@@ -116,6 +118,9 @@ class PageTally:
         self.ai_scores = array("d")  # 8 bytes a score
         self.sim_scores = array("d")
         self.rejected: list[Mapping[str, Any]] = []
+        #: Documents not checked (rejected, or refused by the service), by reason in words (issue 41).
+        self.by_reason: Counter[str] = Counter()
+        self.as_text = 0  # checked as the text doccheck read (the service does not take the file's type)
         self.not_checked: list[Mapping[str, Any]] = []
         self.meta: list[str] = []
         self.lms = False  # an export's run: the student columns are shown
@@ -153,9 +158,12 @@ class PageTally:
         self.charged += int(r.get("cost_cents") or 0)
         if self.export is None and r.get("lms") and r.get("export_name"):
             self.export = (str(r["lms"]), str(r["export_name"]))
+        if r.get("status") in ("rejected", "failed"):
+            self.by_reason[reason_key(r.get("error_code"))] += 1
         if r.get("status") == "rejected":
             self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
             return
+        self.as_text += 1 if r.get("sent_as") == "text" and r.get("status") == "submitted" else 0
         if not checked(r):
             self.not_checked.append({k: r.get(k) for k in _NOT_CHECKED_KEYS})
             return
