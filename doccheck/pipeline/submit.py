@@ -215,6 +215,8 @@ class _BatchSubmitter:
             while True:
                 attempt += 1
                 async with self.window:
+                    if attempt == 1 and previous is None and _type_refused(doc):  # learnt since it was planned
+                        doc = await self._as_text(doc)
                     delay = await self._attempt(doc, attempt)
                 text_doc = self.as_text.pop(doc.idempotency_key, None)
                 if text_doc is not None:  # refused as an unsupported type: its text, at once
@@ -454,7 +456,6 @@ class _BatchSubmitter:
         if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
             return False
         learn_refused_type(Path(doc.path).name)
-        text_doc = as_text(doc)
         await self._db(
             self.ledger.mark_submit_failed,
             doc.idempotency_key,
@@ -466,9 +467,14 @@ class _BatchSubmitter:
             mode=doc.mode,
         )
         await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
-        await self._db(self.ledger.send_as_text, self.run_id, doc.idempotency_key, text_doc.idempotency_key)
-        self.as_text[doc.idempotency_key] = text_doc
+        self.as_text[doc.idempotency_key] = await self._as_text(doc)
         return True
+
+    async def _as_text(self, doc: Any) -> Any:
+        """``doc`` as its text under its own key, the run's documents moved to that key."""
+        text_doc = as_text(doc)
+        await self._db(self.ledger.send_as_text, self.run_id, doc.idempotency_key, text_doc.idempotency_key)
+        return text_doc
 
     async def _record_answer(self, doc: Any, check: Check, upload_id: str | None, reserved: int) -> None:
         """The service's answer recorded (the doubt cleared in the same transaction), its charge counted."""
@@ -581,6 +587,14 @@ class _BatchSubmitter:
             return None
         self.uploads.pop(doc.idempotency_key, None)
         return check
+
+
+def _type_refused(doc: Any) -> bool:
+    """A file of a type this process learnt the service refuses (and that doccheck reads), never
+    sent before: it goes as its text at once, without another refusal."""
+    if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
+        return False
+    return not current_profile().accepts_file(Path(doc.path).name)
 
 
 async def _text_of_file(doc: Any) -> str:

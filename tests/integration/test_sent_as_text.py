@@ -159,3 +159,70 @@ def test_the_run_writes_sent_as_and_the_status_in_words(isolated_emulator: Emula
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "checked as extracted text" in page and 'id="not-checked-reasons"' in page
     assert emu.account_state(key)["checks"] == 2
+
+
+def test_once_learnt_the_next_files_of_the_type_go_as_text_without_a_refusal(
+    isolated_emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    emu = isolated_emulator
+    key = emu.new_account()
+    emu.set_profile("no-odt", api_key=key)
+    rows = []
+    for i in range(3):
+        (tmp_path / f"e{i}.odt").write_bytes(gen.odt_paragraphs([essay(10 + i)]))
+        rows.append(f"o{i},e{i}.odt")
+    manifest = tmp_path / "course.csv"
+    manifest.write_text("document_id,path\n" + "\n".join(rows) + "\n")
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    plan = load_plan(manifest, campaign="course", products="ai")
+    run_id = ledger.start_run(campaign="course", manifest=str(manifest), products=["ai"])
+
+    async def main() -> object:
+        async with AsyncDocCheckClient(emu.base_url, key) as client:
+            return await submit_batch(client, ledger, run_id, plan.documents, concurrency=1)
+
+    result = asyncio.run(main())
+    assert (result.submitted, result.failed) == (3, 0), result  # type: ignore[attr-defined]
+    refused = [d.document_id for d in plan.documents if ledger.submission_for_key(d.idempotency_key) is not None]
+    assert refused == ["o0"]  # one refusal taught the type: the others were never sent as files
+    assert {r: s for r, (s, _) in _sent_as(ledger, run_id).items()} == dict.fromkeys(("o0", "o1", "o2"), "text")
+    assert emu.account_state(key)["checks"] == 3
+
+
+def test_two_overlapping_runs_refused_the_same_files_make_one_check_each(
+    isolated_emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    """Two runs of the campaign at once on one ledger (two ledgers' connections, two clients):
+    both may be refused the file's key; the text key is claimed by one, the other adopts it."""
+    emu = isolated_emulator
+    key = emu.new_account()
+    emu.set_profile("no-odt", api_key=key)
+    emu.set_faults(latency_ms=50)  # the two runs' requests overlap
+    rows = []
+    for i in range(4):
+        (tmp_path / f"e{i}.odt").write_bytes(gen.odt_paragraphs([essay(20 + i)]))
+        rows.append(f"o{i},e{i}.odt")
+    manifest = tmp_path / "course.csv"
+    manifest.write_text("document_id,path\n" + "\n".join(rows) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+
+    async def one_run() -> object:
+        service_profile._REFUSED_TYPES.clear()  # each run as a fresh process: the type not yet learnt
+        ledger = Ledger(db_url)
+        plan = load_plan(manifest, campaign="course", products="ai")
+        run_id = ledger.start_run(campaign="course", manifest=str(manifest), products=["ai"])
+        async with AsyncDocCheckClient(emu.base_url, key) as client:
+            return await submit_batch(client, ledger, run_id, plan.documents, concurrency=4)
+
+    async def both() -> list[object]:
+        return list(await asyncio.gather(one_run(), one_run()))
+
+    try:
+        first, second = asyncio.run(both())
+    finally:
+        emu.reset_faults()
+    assert first.submitted + second.submitted == 4, (first, second)  # type: ignore[attr-defined]
+    assert first.failed == second.failed == 0  # type: ignore[attr-defined]
+    words = [count_words(extract_text((tmp_path / f"e{i}.odt").read_bytes(), "e.odt")) for i in range(4)]
+    state = emu.account_state(key)
+    assert (state["checks"], state["charged_cents"]) == (4, sum(estimate_cost_cents(w, ["ai"]) for w in words))
