@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -63,6 +64,7 @@ from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLI
 from doccheck.pipeline.planning import as_text
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
+from doccheck.sources.manifest.limits import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -604,9 +606,17 @@ async def _text_of_file(doc: Any) -> str:
         raise DocCheckError("a text-mode document has no text", code="invalid_input")
     path = Path(doc.path)
     try:
-        return await asyncio.to_thread(lambda: extract_text(path.read_bytes(), path.name))
+        text = await asyncio.to_thread(lambda: extract_text(path.read_bytes(), path.name))
     except ExtractionError as exc:
         raise DocCheckError(f"cannot read {doc.name!r} as text: {exc}", code="file_unreadable") from None
+    body = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+    if body + JSON_BODY_RESERVE_BYTES > JSON_BODY_MAX_BYTES:  # refused here, as a text row is when planned
+        raise DocCheckError(
+            f"the service does not take this file's type, and its text ({body:,} bytes of JSON) is over the "
+            f"service's {JSON_BODY_MAX_BYTES:,} byte limit for a JSON body: not sent",
+            code="text_too_large",
+        )
+    return text
 
 
 async def submit_batch(
