@@ -1,4 +1,4 @@
-"""The text of a PDF: PDFium first, pypdf only where PDFium cannot open the file.
+"""The text of a PDF: PDFium first, pypdf only where PDFium cannot open the file or crashes.
 
 Why PDFium (pypdfium2: Chromium's PDF engine, Apache-2.0/BSD, no further dependencies): on
 8-page essays it reads the same words for about a third of pypdf's CPU (docs/benchmarks.md),
@@ -13,7 +13,9 @@ A user-password PDF is :class:`PasswordProtected`; pages that hold images and no
 :class:`ImageOnlyPdf` (a scan), said as such rather than counted as 0 words.
 
 pypdf is the fallback for files PDFium refuses as damaged (it repairs some cross-reference
-tables PDFium does not). Its text extraction re-interprets a page's content stream for each
+tables PDFium does not), and for files whose reading crashed PDFium's native code (the worker
+died of a signal no limit explains: :mod:`doccheck.extract.sandbox` reads them again in a new
+worker with :func:`pypdf_to_text`, once). Its text extraction re-interprets a page's content stream for each
 page that draws it, so a 31 KB file whose 40 pages share one 8 MB stream costs 40 x 8 MB of
 interpretation: before extracting anything it counts pages, cross-reference objects and the
 content bytes every page would interpret (a shared stream counts once per page) and refuses
@@ -58,6 +60,13 @@ def pdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
         return _pdfium_text(document, limits)
     finally:
         document.close()
+
+
+def pypdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
+    """The text by pypdf alone: for a PDF whose reading crashed PDFium (the sandbox asks for it)."""
+    if b"%PDF" not in data[:1024]:
+        raise ExtractionError("not a PDF file (missing %PDF header)")
+    return _pypdf_to_text(data, limits)
 
 
 def _check_cost(data: bytes, pages: int, limits: ExtractionLimits) -> None:

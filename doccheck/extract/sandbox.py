@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import logging
 import os
 import select
 import signal
@@ -35,12 +36,18 @@ from doccheck.extract.errors import (
 from doccheck.extract.limits import WORKERS, ExtractionLimits
 from doccheck.extract.worker import _LEN, READY
 
+log = logging.getLogger(__name__)
+
 #: Seconds a new worker may take to import its parsers before it is given up on.
 START_SECONDS = 60.0
 
 
 class _Vanished(Exception):
     """A reused worker had exited before this job reached it."""
+
+
+class _Crashed(ExtractionError):
+    """The worker died of a signal no limit explains (native code crashed: a segfault in PDFium)."""
 
 
 class _Worker:
@@ -112,10 +119,9 @@ class _Worker:
             raise ExtractionError(f"the extraction worker did not start ({self._death()})")
         self.ready = True
 
-    def run(self, data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, str]:
-        header = json.dumps(
-            {"filename": filename, "size": len(data), "limits": dataclasses.asdict(limits)}, ensure_ascii=True
-        ).encode()
+    def run(self, data: bytes, filename: str, limits: ExtractionLimits, engine: str = "") -> tuple[str, str]:
+        job = {"filename": filename, "size": len(data), "limits": dataclasses.asdict(limits), "engine": engine}
+        header = json.dumps(job, ensure_ascii=True).encode()
         deadline = time.monotonic() + limits.wall_seconds
         if self.jobs and not self.alive() and not self.stopped:
             raise _Vanished  # it died while idle: not this document's doing
@@ -166,6 +172,8 @@ class _Worker:
             return ExtractionLimitExceeded(f"extraction was stopped (over {limits.memory_bytes >> 20} MiB of memory?)")
         if code is not None and -code == signal.SIGKILL:  # the kernel's OOM killer, most likely
             return ExtractionLimitExceeded(f"extraction was killed (over {limits.memory_bytes >> 20} MiB of memory?)")
+        if code is not None and code < 0:
+            return _Crashed(f"extraction failed ({self._death()})")
         return ExtractionError(f"extraction failed ({self._death()})")
 
     def _death(self) -> str:
@@ -194,27 +202,38 @@ class _Pool:
             self._reset()
         self.slots.acquire()
         try:
-            for attempt in (1, 2):
-                worker = self._take()
-                try:
-                    worker.start()
-                    text = worker.run(data, filename, limits)
-                except _Vanished:
-                    self._discard(worker, kill=True)
-                    if attempt == 2:
-                        raise ExtractionError("extraction failed (worker exited)") from None
-                    continue
-                except ExtractionError:
-                    self._give_back(worker)  # kept only if alive: limits that tripped the OS killed it
+            try:
+                return self._run(data, filename, limits)
+            except _Crashed as exc:
+                if b"%PDF" not in data[:1024]:
                     raise
-                except BaseException:
-                    self._discard(worker, kill=True)
-                    raise
-                self._give_back(worker)
-                return text
-            raise AssertionError("unreachable")
+                # PDFium crashed on this file (not a limit): pypdf reads it, under its own bounds
+                log.warning("PDFium crashed reading %s (%s): read with pypdf instead", filename[:80], exc)
+                return self._run(data, filename, limits, engine="pypdf")
         finally:
             self.slots.release()
+
+    def _run(self, data: bytes, filename: str, limits: ExtractionLimits, engine: str = "") -> tuple[str, str]:
+        """One job in a worker (a reused worker found dead is replaced once)."""
+        for attempt in (1, 2):
+            worker = self._take()
+            try:
+                worker.start()
+                text = worker.run(data, filename, limits, engine)
+            except _Vanished:
+                self._discard(worker, kill=True)
+                if attempt == 2:
+                    raise ExtractionError("extraction failed (worker exited)") from None
+                continue
+            except ExtractionError:
+                self._give_back(worker)  # kept only if alive: limits that tripped the OS killed it
+                raise
+            except BaseException:
+                self._discard(worker, kill=True)
+                raise
+            self._give_back(worker)
+            return text
+        raise AssertionError("unreachable")
 
     def _take(self) -> _Worker:
         with self.lock:

@@ -83,6 +83,7 @@ def main() -> None:
     )
     from doccheck.extract.limits import ExtractionLimits, mib
     from doccheck.extract.parse import parse as _parse
+    from doccheck.extract.pdf import pypdf_to_text
 
     idle = _address_space()
     out.write(READY)
@@ -98,7 +99,10 @@ def main() -> None:
         if idle:
             _set_soft(resource.RLIMIT_AS, idle + len(data) + limits.memory_bytes)
         try:
-            text, read_as = _parse(data, header["filename"], limits)
+            if header.get("engine") == "pypdf":  # PDFium crashed on these bytes in another worker
+                text, read_as = pypdf_to_text(data, limits), ".pdf"
+            else:
+                text, read_as = _parse(data, header["filename"], limits)
         except MemoryError:
             data = b""
             _answer(out, {"ok": False, "kind": "limit", "retire": True,
