@@ -226,3 +226,31 @@ def test_two_overlapping_runs_refused_the_same_files_make_one_check_each(
     words = [count_words(extract_text((tmp_path / f"e{i}.odt").read_bytes(), "e.odt")) for i in range(4)]
     state = emu.account_state(key)
     assert (state["checks"], state["charged_cents"]) == (4, sum(estimate_cost_cents(w, ["ai"]) for w in words))
+
+
+def test_a_run_that_dies_between_the_refusal_and_the_text_makes_one_check(
+    isolated_emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies after the file's key was recorded refused and before its documents moved
+    to the text key (the ledger write raises, as a crash there would leave it); the resume, a new
+    process, is refused again for free and sends the text once."""
+    emu = isolated_emulator
+    key = emu.new_account()
+    emu.set_profile("no-odt", api_key=key)
+    manifest = _manifest(tmp_path)
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+
+    def dies(*args: object) -> int:
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr(Ledger, "send_as_text", dies)
+    with pytest.raises(RuntimeError, match="died here"):
+        asyncio.run(_run(emu, key, ledger, manifest))
+    monkeypatch.undo()
+    service_profile._REFUSED_TYPES.clear()  # a new process
+    assert emu.account_state(key)["checks"] <= 1  # the .txt may have been made; the .odt was refused
+
+    run_id, result = asyncio.run(_run(emu, key, Ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), manifest))
+    assert result.failed == 0, result  # type: ignore[attr-defined]
+    assert _sent_as(ledger, run_id) == {"odt": ("text", "submitted"), "txt": ("original", "submitted")}
+    assert emu.account_state(key)["checks"] == 2
