@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from doccheck.extract.types import ALIASES, SUPPORTED_TYPES, extension_of
 
@@ -101,6 +101,11 @@ class ServiceProfile(BaseModel):
         if isinstance(value, (list, tuple, set, frozenset)):
             return frozenset("." + str(v).strip().lower().lstrip(".") for v in value)
         return value
+
+    @field_serializer("accepted_types")
+    def _sorted(self, value: frozenset[str]) -> list[str]:
+        """Written sorted: a profile file ``doccheck probe`` writes twice reads the same."""
+        return sorted(value)
 
     # --- readers --------------------------------------------------------------------
     def accepts_file(self, filename: str) -> bool:
