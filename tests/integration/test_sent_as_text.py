@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -254,3 +255,29 @@ def test_a_run_that_dies_between_the_refusal_and_the_text_makes_one_check(
     assert result.failed == 0, result  # type: ignore[attr-defined]
     assert _sent_as(ledger, run_id) == {"odt": ("text", "submitted"), "txt": ("original", "submitted")}
     assert emu.account_state(key)["checks"] == 2
+
+
+def test_a_large_odt_refused_at_upload_goes_as_its_text(isolated_emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Over 4 MB a file goes by POST /uploads: the refusal comes there (before any slot is
+    taken), and the text goes instead, its words read at send time."""
+    import io
+    import zipfile
+
+    emu = isolated_emulator
+    key = emu.new_account()
+    emu.set_profile("no-odt", api_key=key)
+    buf = io.BytesIO(gen.odt_paragraphs([essay(4)]))
+    with zipfile.ZipFile(buf, "a") as z:  # a picture of 5 MB, stored: the file is that large
+        z.writestr(zipfile.ZipInfo("Pictures/photo.bin"), os.urandom(5 * 1024 * 1024), compress_type=zipfile.ZIP_STORED)
+    (tmp_path / "big.odt").write_bytes(buf.getvalue())
+    manifest = tmp_path / "course.csv"
+    manifest.write_text("document_id,path\nbig,big.odt\n")
+    plan = load_plan(manifest, campaign="course", products="ai")
+    assert plan.documents[0].mode == "upload"
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    run_id, result = asyncio.run(_run(emu, key, ledger, manifest))
+    assert (result.submitted, result.failed) == (1, 0), result  # type: ignore[attr-defined]
+    row = ledger.report_rows(run_id=run_id)["submissions"][0]
+    assert (row["sent_as"], row["mode"], row["words"]) == ("text", "text", count_words(essay(4)))
+    state = emu.account_state(key)
+    assert (state["checks"], state["waiting_uploads"]) == (1, 0)
