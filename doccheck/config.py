@@ -321,6 +321,28 @@ class RetentionSettings(_Group):
     )
 
 
+class ExtractionSettings(_Group):
+    """How much reading one student file may cost (`doccheck.extract.limits`; docs/extraction.md).
+
+    Every file is read in a worker process under these bounds, at planning and when a file is
+    sent as its text; a file past one is that row's rejection with the limit named, never the run's."""
+
+    wall_seconds: float = _env(
+        "DOCCHECK_EXTRACT_WALL_SECONDS", "Seconds one file may take to read before its worker is killed.", 20.0,
+        gt=0, allow_inf_nan=False,
+    )  # fmt: skip
+    cpu_seconds: int = _env("DOCCHECK_EXTRACT_CPU_SECONDS", "CPU seconds one file may use.", 20, ge=1)
+    memory_mb: int = _env(
+        "DOCCHECK_EXTRACT_MEMORY_MB", "MiB of memory the worker may grow by while it reads one file.", 768, ge=64
+    )
+    max_pdf_pages: int = _env("DOCCHECK_EXTRACT_MAX_PDF_PAGES", "Most pages of a PDF read.", 2000, ge=1)
+    max_slides: int = _env("DOCCHECK_EXTRACT_MAX_SLIDES", "Most slides of a .pptx read.", 1000, ge=1)
+    max_inflated_mb: int = _env(
+        "DOCCHECK_EXTRACT_MAX_INFLATED_MB", "MiB the parts of a .docx/.odt/.pptx read may inflate to together.", 100,
+        ge=1,
+    )  # fmt: skip
+
+
 class _Layered(PydanticBaseSettingsSource):
     """The file (``DOCCHECK_ENV_FILE``) and the environment, each variable by its field's name."""
 
@@ -345,6 +367,7 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = ScheduleSettings()
     outputs: OutputSettings = OutputSettings()
     retention: RetentionSettings = RetentionSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
 
     @classmethod
     def settings_customise_sources(

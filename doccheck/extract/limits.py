@@ -13,6 +13,7 @@ margin, and refuse the hostile files of issue 13 in well under a second.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -75,6 +76,23 @@ class ExtractionLimits:
 
 
 DEFAULT_LIMITS = ExtractionLimits()
+
+#: The limits an operator sets (``DOCCHECK_EXTRACT_*``: the ``extraction`` group of the settings model).
+_SET = ("wall_seconds", "cpu_seconds", "memory_mb", "max_pdf_pages", "max_slides", "max_inflated_mb")
+
+
+def limits_in_force() -> ExtractionLimits:
+    """The limits every read uses unless a caller passes its own: the settings' (one model,
+    ``doccheck config`` shows them), the defaults above where nothing is set."""
+    from doccheck.config import setting
+
+    return _limits(*(setting("extraction", name) for name in _SET))
+
+
+@functools.lru_cache(maxsize=8)
+def _limits(wall: float, cpu: int, memory_mb: int, pages: int, slides: int, inflated_mb: int) -> ExtractionLimits:
+    return ExtractionLimits(wall_seconds=wall, cpu_seconds=cpu, memory_bytes=memory_mb * MiB, max_pdf_pages=pages,
+                            max_slides=slides, max_inflated_bytes=inflated_mb * MiB)  # fmt: skip
 
 
 def mib(n: int) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ImageWithoutText, UnsupportedFileType
-from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits, mib
+from doccheck.extract.limits import ExtractionLimits, limits_in_force, mib
 from doccheck.extract.sniff import IMAGE_TYPES, LOCKED_OFFICE, OTHER_OLE, OTHER_ZIP, magic, sniff
 from doccheck.extract.types import IN_PROCESS, SUPPORTED_TYPES, extension_of, same_format
 
@@ -35,20 +35,22 @@ class Extracted:
     misnamed: bool
 
 
-def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits = DEFAULT_LIMITS) -> str:
+def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits | None = None) -> str:
     """Plain text of a document, read as what its bytes are, under ``limits`` (see :func:`extract`)."""
     return extract(data, filename, limits=limits).text
 
 
-def extract(data: bytes, filename: str, *, limits: ExtractionLimits = DEFAULT_LIMITS) -> Extracted:
+def extract(data: bytes, filename: str, *, limits: ExtractionLimits | None = None) -> Extracted:
     """Text of a document and the type it was read as.
 
     Raises :class:`~doccheck.extract.errors.UnsupportedFileType` for a format doccheck does not
     read, :class:`~doccheck.extract.errors.NotMachineReadable` (a photo, an image-only PDF, a
     password) with the reason in words, :class:`~doccheck.extract.errors.ExtractionLimitExceeded`
     when reading would pass a limit, and :class:`~doccheck.extract.errors.ExtractionError` (with
-    a reason) when the bytes are not readable — never a library-specific exception.
+    a reason) when the bytes are not readable — never a library-specific exception. ``limits``:
+    the settings' (:func:`~doccheck.extract.limits.limits_in_force`) unless given.
     """
+    limits = limits if limits is not None else limits_in_force()
     ext = extension_of(filename)
     head = magic(data)
     if head is None and ext not in SUPPORTED_TYPES and ext not in IMAGE_TYPES:
