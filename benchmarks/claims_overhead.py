@@ -32,6 +32,7 @@ from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.ledger.claims import Claims  # noqa: E402
 from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.pipeline.planning import PlannedDocument  # noqa: E402
+from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
 
 
 class InstantClient:
@@ -108,7 +109,7 @@ def measure(database_url: str, n: int, concurrency: int, claims: bool) -> float:
     run_id = ledger.start_run(campaign=f"bench-{tag}")
     docs = documents(n, tag)
     started = time.perf_counter()
-    result = asyncio.run(submit_batch(InstantClient(), ledger, run_id, docs, concurrency=concurrency))
+    result = asyncio.run(submit_batch(InstantClient(), ledger, run_id, docs, SubmitOptions(concurrency=concurrency)))
     elapsed = time.perf_counter() - started
     assert result.submitted == n, result
     ledger.close()

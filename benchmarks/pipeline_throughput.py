@@ -41,6 +41,7 @@ from doccheck.commands.services import Service, doccheck_command, free_port, sta
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.pipeline.planning import Plan, load_plan  # noqa: E402
+from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
 
 API_KEY = "sk_test_bench_throughput"
 WORDS = [
@@ -129,7 +130,7 @@ async def submit(base_url: str, ledger: Ledger, plan: Plan, concurrency: int) ->
     transport = CountingTransport()
     async with AsyncDocCheckClient(base_url, API_KEY, transport=transport, max_connections=64) as client:
         started = time.perf_counter()
-        result = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency)
+        result = await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=concurrency))
         elapsed = time.perf_counter() - started
     ledger.finish_run(run_id)
     return elapsed, result, transport.requests

@@ -54,6 +54,7 @@ t = time.monotonic()
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 ledger = Ledger("sqlite:///" + db)
 campaign = "bench-" + mode
 if mode == "whole":
@@ -90,7 +91,7 @@ async def send():
     total = BatchResult()
     async with AsyncDocCheckClient(base_url, api_key) as client:
         for docs in batches():
-            total = total.merge(await submit_batch(client, ledger, run_id, docs, concurrency=concurrency))
+            total = total.merge(await submit_batch(client, ledger, run_id, docs, SubmitOptions(concurrency=concurrency)))
     return total
 
 if mode.startswith("orchestrated"):

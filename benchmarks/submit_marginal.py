@@ -50,6 +50,7 @@ from doccheck.client import AsyncDocCheckClient  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.pipeline import submit_batch  # noqa: E402
 from doccheck.pipeline.planning import Plan, load_plan  # noqa: E402
+from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
 
 
 async def raw_loop(base_url: str, plan: Plan, concurrency: int) -> float:
@@ -89,7 +90,7 @@ async def submit(
     async with AsyncDocCheckClient(base_url, API_KEY, transport=CountingTransport(), max_connections=64) as client:
         c0, e0 = proc_cpu(os.getpid()), proc_cpu(emulator_pid)
         started = time.perf_counter()
-        result = await submit_batch(client, ledger, run_id, plan.documents, concurrency=concurrency)
+        result = await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=concurrency))
         elapsed = time.perf_counter() - started
         cpu = (proc_cpu(os.getpid()) - c0, proc_cpu(emulator_pid) - e0)
     ledger.finish_run(run_id)

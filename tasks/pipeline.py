@@ -48,6 +48,7 @@ from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
 from doccheck.pipeline.overlap import record_and_submit
 from doccheck.pipeline.retry_budget import TASK_RETRIES
 from doccheck.pipeline.session import ledger_for, service_client
+from doccheck.pipeline.submit_options import SubmitOptions
 from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -191,8 +192,10 @@ async def submit_batch_ref(
         return await submit_ref(
             client, ledger, recorded.run_id, recorded.manifest, ref, campaign=recorded.campaign,
             products=recorded.default_products, metadata_columns=recorded.metadata_columns,
-            concurrency=concurrency, webhook_url=webhook_url, budget=budget,
-            on_progress=progress.callback_for("submit", f"batch-{ref.number}"), deadline_at=deadline_at,
+            options=SubmitOptions(
+                concurrency=concurrency, webhook_url=webhook_url, budget=budget, deadline_at=deadline_at,
+                on_progress=progress.callback_for("submit", f"batch-{ref.number}"),
+            ),
         )  # fmt: skip
 
 

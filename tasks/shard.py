@@ -21,6 +21,7 @@ from doccheck.pipeline import BatchResult, Budget, submit_batch
 from doccheck.pipeline.options import DEFAULT_CONCURRENCY
 from doccheck.pipeline.pacing import PacedTransport
 from doccheck.pipeline.session import ledger_for
+from doccheck.pipeline.submit_options import SubmitOptions
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
@@ -68,14 +69,11 @@ async def submit_shard_batch(
     """Submit one batch of the shard's documents under the fleet's rate limit."""
     ledger = ledger_for(database_url)
     async with open_paced_client(base_url, api_key_block, rate_limit, concurrency=concurrency) as client:
-        return await submit_batch(
-            client,
-            ledger,
-            run_id,
-            documents,
+        send = SubmitOptions(
             concurrency=concurrency,
             webhook_url=webhook_url,
             budget=budget,
             deadline_at=deadline_at,
             lease_seconds=lease_seconds,
         )
+        return await submit_batch(client, ledger, run_id, documents, send)

@@ -22,6 +22,7 @@ from doccheck.client.models import Event
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch, wait_for_results
 from doccheck.pipeline.planning import Plan, PlannedDocument, load_plan
+from doccheck.pipeline.submit_options import SubmitOptions
 
 # --- fake service answers (client unit tests, httpx.MockTransport) ----------------------
 
@@ -207,7 +208,7 @@ def start_pipeline_run(ledger: Ledger, plan: Plan) -> str:
 
 async def submit_plan(base_url: str, api_key: str, ledger: Ledger, run_id: str, plan: Plan, **kw: Any) -> Any:
     async with AsyncDocCheckClient(base_url, api_key) as client:
-        return await submit_batch(client, ledger, run_id, plan.documents, **kw)
+        return await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(**kw))
 
 
 async def wait_for_run(base_url: str, api_key: str, ledger: Ledger, run_id: str, **kw: Any) -> Any:

@@ -33,6 +33,7 @@ from doccheck.ledger.word_cache import LedgerWordStore
 from doccheck.pipeline.plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
 from doccheck.pipeline.planning import PlannedDocument, base_key
 from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
+from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
 from doccheck.sources.manifest.limits import MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.stream import iter_manifest
@@ -566,15 +567,14 @@ async def submit_ref(
     campaign: str | None = None,
     products: str | Sequence[str] | None = None,
     metadata_columns: str | Sequence[str] = (),
-    **submit_options: Any,
+    options: SubmitOptions = DEFAULT_SUBMIT,
 ) -> BatchResult:
     """One batch of a recorded run, end to end: :func:`read_batch` (off the event loop), then
-    :func:`~doccheck.pipeline.submit_batch` over its documents (``submit_options``: its
-    keywords, e.g. ``concurrency``, ``budget``, ``deadline_at``). The result counts the rows
-    refused as changed (``failed``, ``failures``) with what was sent: what a task returns."""
+    :func:`~doccheck.pipeline.submit_batch` over its documents with ``options``. The result counts
+    the rows refused as changed (``failed``, ``failures``) with what was sent: what a task returns."""
     loaded = await asyncio.to_thread(
         read_batch, ledger, run_id, manifest, ref, campaign=campaign, products=products,
         metadata_columns=metadata_columns,
     )  # fmt: skip
-    sent = await submit_batch(client, ledger, run_id, loaded.documents, **submit_options)
+    sent = await submit_batch(client, ledger, run_id, loaded.documents, options)
     return loaded.result().merge(sent)

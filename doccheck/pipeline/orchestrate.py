@@ -458,6 +458,7 @@ class LocalSteps:
                      budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
         """Load one recorded batch from the ledger and submit it with this process's client."""
         from doccheck.pipeline.submit import submit_batch
+        from doccheck.pipeline.submit_options import SubmitOptions
 
         def progress(p: Any) -> None:
             self._submitted[number] = p.done
@@ -466,9 +467,9 @@ class LocalSteps:
 
         assert prepared.recorded is not None and isinstance(batch, BatchRef)
         loaded = await asyncio.to_thread(prepared.recorded.load, self._ledger, batch)  # off the event loop
-        sent = await submit_batch(self._client, self._ledger, prepared.run_id, loaded.documents,
-                                  concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
-                                  on_progress=progress, deadline_at=deadline_at)  # fmt: skip
+        send = SubmitOptions(concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
+                             on_progress=progress, deadline_at=deadline_at)  # fmt: skip
+        sent = await submit_batch(self._client, self._ledger, prepared.run_id, loaded.documents, send)
         return loaded.result().merge(sent)
 
     async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:

@@ -49,28 +49,23 @@ from doccheck.ledger.bulk import (
     previous_submissions,
     record_documents,
 )
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.ledger.transient import retry_transient
 from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline.attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.batch_result import BatchResult as BatchResult
 from doccheck.pipeline.batch_result import RowFailure as RowFailure
-from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
 from doccheck.pipeline.failures import error_code as _error_code
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
 from doccheck.pipeline.planning import as_text
-from doccheck.pipeline.progress import ProgressCallback, report
+from doccheck.pipeline.progress import report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
+from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
+from doccheck.pipeline.submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
 from doccheck.sources.manifest.limits import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
 
 log = logging.getLogger(__name__)
-
-#: Upload-mode documents in flight at once. Each holds one of the account's 50 waiting-upload slots
-#: between POST /uploads and POST /checks; far below 50: room for other runs and leaked uploads.
-DEFAULT_UPLOAD_CONCURRENCY = 4
 
 #: Ledger states of a key whose request never left (a refusal then is about the document).
 _NEVER_SENT_STATES = frozenset({"planned", "rejected", "skipped_budget"})
@@ -114,25 +109,20 @@ class _BatchSubmitter:
         client: AsyncDocCheckClient,
         ledger: Ledger,
         campaign: str,
+        options: SubmitOptions,
         *,
         run_id: str = "",
-        concurrency: int,
-        upload_concurrency: int,
-        webhook_url: str | None,
-        budget: Budget | None,
-        on_progress: ProgressCallback | None,
         total: int,
-        deadline_at: float,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
         attempt: Attempt,
     ) -> None:
         self.client = client
         self.ledger = ledger
         self.campaign = campaign
         self.run_id = run_id
-        self.webhook_url = webhook_url
-        self.budget = bind_budget(budget, ledger, campaign)  # the cap is the campaign's, in the ledger
-        self.on_progress = on_progress
+        concurrency, upload_concurrency = options.concurrency, options.upload_concurrency
+        self.webhook_url = options.webhook_url
+        self.budget = bind_budget(options.budget, ledger, campaign)  # the cap is the campaign's, in the ledger
+        self.on_progress = options.on_progress
         #: Requests in flight at the service (``concurrency``): held around the requests only.
         self.sem = asyncio.Semaphore(max(1, concurrency))
         #: Documents in progress (ledger writes + request): more than the requests, so the next
@@ -143,8 +133,8 @@ class _BatchSubmitter:
         self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
-        self.deadline_at = deadline_at
-        self.lease_seconds = lease_seconds
+        self.deadline_at = options.deadline()
+        self.lease_seconds = options.lease_seconds
         self.attempt = attempt  # a retry of this batch in this process: the same owner, claims and new checks
         self.owner = attempt.owner
         self.held: set[str] = set()
@@ -624,16 +614,9 @@ async def submit_batch(
     ledger: Ledger,
     run_id: str,
     documents: Sequence[Any],
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    upload_concurrency: int = DEFAULT_UPLOAD_CONCURRENCY,
-    webhook_url: str | None = None,
-    budget: Budget | None = None,
-    on_progress: ProgressCallback | None = None,
-    deadline_at: float | None = None,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    options: SubmitOptions = DEFAULT_SUBMIT,
 ) -> BatchResult:
-    """Submit a batch of ``PlannedDocument`` for the run ``run_id``.
+    """Submit a batch of ``PlannedDocument`` for the run ``run_id`` (how: ``options``).
 
     A document whose key already has a check in the ledger is not sent again (a rerun
     makes zero requests for it). Each key is sent only under its claim in the ledger, so
@@ -641,7 +624,7 @@ async def submit_batch(
     retried until it is settled there). A key whose earlier request may have reached the
     service is reconciled with ``GET /checks`` first. Refusals (402, 409, 413, 415, 422)
     are final row failures and never sink the batch; transient errors (429, 5xx, network,
-    after the client's own retries) are requeued with backoff until ``deadline_at``
+    after the client's own retries) are requeued with backoff until ``options.deadline_at``
     (epoch seconds; default now + ``DEFAULT_SUBMIT_DEADLINE_SECONDS``), after which the
     row is ``retry_later``. A 401 raises :class:`FatalSubmitError` because every
     document would fail. Documents sharing a key share one check.
@@ -650,12 +633,7 @@ async def submit_batch(
     retry_transient(lambda: record_documents(ledger, run_id, campaign, documents))  # one executemany
     submitted, previous = retry_transient(lambda: previous_submissions(ledger, (d.idempotency_key for d in documents)))
     attempt = begin_attempt(run_id, (d.idempotency_key for d in documents))
-    submitter = _BatchSubmitter(
-        client, ledger, campaign, run_id=run_id, concurrency=concurrency, upload_concurrency=upload_concurrency,
-        webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=len(documents),
-        deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
-        lease_seconds=lease_seconds, attempt=attempt,
-    )  # fmt: skip
+    submitter = _BatchSubmitter(client, ledger, campaign, options, run_id=run_id, total=len(documents), attempt=attempt)
     to_send: list[tuple[Any, SubmissionRow | None]] = []
     seen: set[str] = set()
     for doc in documents:

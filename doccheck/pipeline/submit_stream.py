@@ -18,7 +18,6 @@ asked for only when fewer than :data:`AHEAD_PER_SLOT` × concurrency documents a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -31,9 +30,10 @@ from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY
 from doccheck.pipeline.progress import ProgressCallback, report
 from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, PIPELINE_DEPTH, _BatchSubmitter
+from doccheck.pipeline.submit_options import SubmitOptions
 
 __all__ = ["AHEAD_PER_SLOT", "submit_stream"]
 
@@ -92,12 +92,18 @@ async def submit_stream(
     their submissions read on the ledger thread before they start.
     """
     campaign = ledger.campaign_of(run_id)
-    submitter = _BatchSubmitter(
-        client, ledger, campaign, concurrency=concurrency, upload_concurrency=upload_concurrency,
-        webhook_url=webhook_url, budget=budget, on_progress=on_progress, total=0,
-        deadline_at=deadline_at if deadline_at is not None else time.time() + DEFAULT_SUBMIT_DEADLINE_SECONDS,
-        lease_seconds=lease_seconds, attempt=begin_attempt(run_id, ()),  # the whole run's one attempt
+    options = SubmitOptions(
+        concurrency=concurrency, upload_concurrency=upload_concurrency, webhook_url=webhook_url, budget=budget,
+        on_progress=on_progress, deadline_at=deadline_at, lease_seconds=lease_seconds,
     )  # fmt: skip
+    submitter = _BatchSubmitter(
+        client,
+        ledger,
+        campaign,
+        options,
+        total=0,
+        attempt=begin_attempt(run_id, ()),  # the whole run's one attempt
+    )
     room = _Room(AHEAD_PER_SLOT * max(1, concurrency))
     seen: set[str] = set()
 

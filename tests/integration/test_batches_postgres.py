@@ -18,6 +18,7 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, WaitResult, wait_for_results
 from doccheck.pipeline.batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan, submit_ref
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.unit.test_batches import (
     _check_recorded_like_load_plan,
     _check_recording_is_idempotent,
@@ -50,7 +51,7 @@ async def _send(base_url: str, api_key: str, ledger: Ledger, recorded: RecordedP
         for ref in recorded.batches:
             total = total.merge(
                 await submit_ref(client, ledger, recorded.run_id, recorded.manifest, ref, metadata_columns="section",
-                                 concurrency=4)
+                                 options=SubmitOptions(concurrency=4))
             )  # fmt: skip
     return total
 

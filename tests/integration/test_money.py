@@ -21,6 +21,7 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch, wait_for_results
 from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -45,7 +46,7 @@ async def _run_once(emu: EmulatorHandle, key: str, ledger: Ledger, manifest: Pat
     plan = load_plan(manifest, campaign=campaign, products="ai,similarity")
     run_id = ledger.start_run(campaign=campaign, manifest=str(manifest), products=["ai", "similarity"])
     async with AsyncDocCheckClient(emu.base_url, key) as client:
-        await submit_batch(client, ledger, run_id, plan.documents, concurrency=8)
+        await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=8))
         await asyncio.to_thread(emu.advance, 5)  # every product finishes (or fails) now
         waited = await wait_for_results(client, ledger, run_id, timeout=60, grace_seconds=0, poll_interval=0.1)
     assert not waited.pending, waited.pending

@@ -136,6 +136,7 @@ CRASH_CHILD = textwrap.dedent(
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
     from doccheck.pipeline import submit_batch
+    from doccheck.pipeline.submit_options import SubmitOptions
     from doccheck.pipeline.planning import load_plan
 
     base_url, api_key, db_url, manifest, campaign, run_id, crash_at = sys.argv[1:8]
@@ -175,7 +176,7 @@ CRASH_CHILD = textwrap.dedent(
 
     async def main():
         async with AsyncDocCheckClient(base_url, api_key) as client:
-            await submit_batch(client, Ledger(db_url), run_id, plan.documents, concurrency=1)
+            await submit_batch(client, Ledger(db_url), run_id, plan.documents, SubmitOptions(concurrency=1))
 
     asyncio.run(main())
     sys.exit(0)

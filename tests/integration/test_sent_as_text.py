@@ -22,6 +22,7 @@ from doccheck.extract import count_words, extract_text
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch
 from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests import generated_documents as gen
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
@@ -57,7 +58,7 @@ async def _run(emu: EmulatorHandle, key: str, ledger: Ledger, manifest: Path) ->
     plan = load_plan(manifest, campaign="course", products="ai")
     run_id = ledger.start_run(campaign="course", manifest=str(manifest), products=["ai"])
     async with AsyncDocCheckClient(emu.base_url, key) as client:
-        result = await submit_batch(client, ledger, run_id, plan.documents, concurrency=4)
+        result = await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=4))
     return run_id, result
 
 
@@ -180,7 +181,7 @@ def test_once_learnt_the_next_files_of_the_type_go_as_text_without_a_refusal(
 
     async def main() -> object:
         async with AsyncDocCheckClient(emu.base_url, key) as client:
-            return await submit_batch(client, ledger, run_id, plan.documents, concurrency=1)
+            return await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=1))
 
     result = asyncio.run(main())
     assert (result.submitted, result.failed) == (3, 0), result  # type: ignore[attr-defined]
@@ -213,7 +214,7 @@ def test_two_overlapping_runs_refused_the_same_files_make_one_check_each(
         plan = load_plan(manifest, campaign="course", products="ai")
         run_id = ledger.start_run(campaign="course", manifest=str(manifest), products=["ai"])
         async with AsyncDocCheckClient(emu.base_url, key) as client:
-            return await submit_batch(client, ledger, run_id, plan.documents, concurrency=4)
+            return await submit_batch(client, ledger, run_id, plan.documents, SubmitOptions(concurrency=4))
 
     async def both() -> list[object]:
         return list(await asyncio.gather(one_run(), one_run()))

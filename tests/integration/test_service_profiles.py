@@ -22,6 +22,7 @@ from doccheck.ledger.money import total_money
 from doccheck.pipeline.collect import poll_pending
 from doccheck.pipeline.reconcile import with_reference
 from doccheck.pipeline.submit import submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.factories import planned
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -116,7 +117,9 @@ def test_resume_after_the_key_retention_never_bills_twice(
 
 async def _submit(emulator: EmulatorHandle, key: str, ledger: Ledger, docs: list[Any], **kw: Any) -> Any:
     async with _client(emulator, key) as client:
-        return await submit_batch(client, ledger, ledger.start_run(campaign="c"), docs, concurrency=3, **kw)
+        return await submit_batch(
+            client, ledger, ledger.start_run(campaign="c"), docs, SubmitOptions(concurrency=3, **kw)
+        )
 
 
 async def _finish(emulator: EmulatorHandle, key: str, ledger: Ledger) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from doccheck.pipeline.collect import poll_pending
 from doccheck.pipeline.submit import submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.factories import planned
 from tests.fixtures.senders import HOOK, Wired, wired
 
@@ -39,7 +40,7 @@ def _docs(n: int, tag: str) -> list[Any]:
 
 async def _run(w: Wired, docs: list[Any], *, days: float = 0.0) -> str:
     run_id = w.ledger.start_run(campaign="c")
-    result = await submit_batch(w.client, w.ledger, run_id, docs, concurrency=4, webhook_url=None)
+    result = await submit_batch(w.client, w.ledger, run_id, docs, SubmitOptions(concurrency=4, webhook_url=None))
     assert result.submitted == len(docs)
     await w.emu.advance(5)  # every product finishes; deliveries made
     await w.emu.advance(60)  # retried and late deliveries

@@ -10,6 +10,7 @@ from doccheck.ledger import Ledger
 from doccheck.ledger.transient import is_transient, on_wait, retry_transient
 from doccheck.pipeline.attempts import begin_attempt, count_done, end_attempt
 from doccheck.pipeline.batch_result import BatchResult
+from doccheck.pipeline.submit_options import SubmitOptions
 
 
 class _PgError(Exception):
@@ -144,10 +145,12 @@ def test_a_failed_batch_retried_in_this_process_counts_its_own_checks_as_new(led
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     client.fail["d3"] = AuthenticationError("key revoked", status_code=401, code="unauthorized")
     with pytest.raises(FatalSubmitError):  # the batch task fails after d1 and d2 made their checks
-        run(submit_batch(client, ledger, run_id, docs(6), concurrency=1))
+        run(submit_batch(client, ledger, run_id, docs(6), SubmitOptions(concurrency=1)))
     made = sum(1 for call in client.calls if call.startswith("submit"))
     client.fail.clear()
-    retry = run(submit_batch(client, ledger, run_id, docs(6), concurrency=1))  # Prefect's retry of the task
+    retry = run(
+        submit_batch(client, ledger, run_id, docs(6), SubmitOptions(concurrency=1))
+    )  # Prefect's retry of the task
     assert (retry.submitted, retry.cost_cents, retry.already_done) == (6, 6, 0)  # what this run created
     assert sum(1 for call in client.calls if call.startswith("submit")) == made + 4  # d3..d6: d1, d2 not again
     rerun = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(6)))  # another run

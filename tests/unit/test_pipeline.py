@@ -21,6 +21,7 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from doccheck.pipeline.reconcile import with_reference
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.factories import planned, record
 from tests.fakes import FakeClient, docs, run
 from tests.fixtures.events import event_body
@@ -29,7 +30,7 @@ from tests.fixtures.events import event_body
 def test_submit_then_rerun_sends_nothing(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     progress: list[Progress] = []
-    first = run(submit_batch(client, ledger, run_id, docs(5), on_progress=progress.append))
+    first = run(submit_batch(client, ledger, run_id, docs(5), SubmitOptions(on_progress=progress.append)))
     assert (first.submitted, first.cost_cents, first.total) == (5, 5, 5)
     assert progress[-1] == Progress(done=5, total=5, phase="submit")
     calls = len(client.calls)
@@ -109,13 +110,17 @@ def test_unauthorized_aborts_the_batch(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     client.fail["d1"] = AuthenticationError("unknown key", status_code=401, code="unauthorized")
     with pytest.raises(FatalSubmitError):
-        run(submit_batch(client, ledger, run_id, docs(3), concurrency=1))
+        run(submit_batch(client, ledger, run_id, docs(3), SubmitOptions(concurrency=1)))
 
 
 def test_budget_skips_and_reports(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     budget = Budget(max_spend_cents=7)  # each doc estimates 3 cents, the service charges 1
-    result = run(submit_batch(client, ledger, run_id, docs(10, estimated_cost_cents=3), budget=budget, concurrency=1))
+    result = run(
+        submit_batch(
+            client, ledger, run_id, docs(10, estimated_cost_cents=3), SubmitOptions(budget=budget, concurrency=1)
+        )
+    )
     # reservations are settled with the real charge, so more fit than 7 // 3
     assert result.submitted + result.skipped_budget == 10 and result.skipped_budget > 0
     assert budget.spent_cents == result.cost_cents <= 7 and budget.reserved_cents == 0

@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, select
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import ClaimRow, SubmissionRow
 from doccheck.pipeline import submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.fakes import FakeClient, docs, run
 
 
@@ -46,7 +47,7 @@ def test_requests_in_flight_stay_within_concurrency_and_leave_after_their_commit
     ledger = Ledger(url)
     client, run_id = WatchingClient(url), ledger.start_run(campaign="c1")
     batch = docs(24)
-    result = run(submit_batch(client, ledger, run_id, batch, concurrency=3))
+    result = run(submit_batch(client, ledger, run_id, batch, SubmitOptions(concurrency=3)))
     assert result.submitted == 24 and client.calls.count("submit") == 24
     assert client.most == 3  # the slots are used, never exceeded
     for doc in batch:
@@ -89,7 +90,7 @@ def test_rounds_gather_while_requests_travel(tmp_path: Any, monkeypatch: Any) ->
     sizes = rounds_of(monkeypatch)
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     run_id = ledger.start_run(campaign="c1")
-    result = run(submit_batch(SlowClient(), ledger, run_id, docs(96), concurrency=8))
+    result = run(submit_batch(SlowClient(), ledger, run_id, docs(96), SubmitOptions(concurrency=8)))
     assert result.submitted == 96
     assert sum(sizes) == 2 * 96  # one claim and one answer a document
     assert sum(sizes) / len(sizes) >= 12, sizes  # the target is 16; the tail and the start are smaller
@@ -102,7 +103,7 @@ def test_concurrency_one_commits_each_write_alone(tmp_path: Any, monkeypatch: An
     sizes = rounds_of(monkeypatch)
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     run_id = ledger.start_run(campaign="c1")
-    result = run(submit_batch(SlowClient(), ledger, run_id, docs(6), concurrency=1))
+    result = run(submit_batch(SlowClient(), ledger, run_id, docs(6), SubmitOptions(concurrency=1)))
     assert result.submitted == 6
     assert sizes == [1] * 12
     ledger.close()
@@ -130,12 +131,16 @@ def test_a_batch_freezes_older_objects_for_its_duration_only(tmp_path: Any) -> N
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     client = FreezeWatchingClient()
     assert gc.get_freeze_count() == 0
-    run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(5), concurrency=2))
+    run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), docs(5), SubmitOptions(concurrency=2)))
     assert min(client.frozen) > 0
     assert gc.get_freeze_count() == 0
     gc.freeze()
     try:
-        run(submit_batch(FreezeWatchingClient(), ledger, ledger.start_run(campaign="c2"), docs(3), concurrency=2))
+        run(
+            submit_batch(
+                FreezeWatchingClient(), ledger, ledger.start_run(campaign="c2"), docs(3), SubmitOptions(concurrency=2)
+            )
+        )
         assert gc.get_freeze_count() > 0  # not unfrozen by the batch
     finally:
         gc.unfreeze()

@@ -13,6 +13,7 @@ from doccheck.client import ConflictError, NetworkError, RateLimitError, RetryPo
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit as submit_module
 from doccheck.pipeline import submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 from tests.factories import planned
 from tests.fakes import FakeClient, docs, run
 
@@ -59,7 +60,7 @@ def test_refusal_is_final_and_not_requeued(ledger: Ledger) -> None:
 def test_unsent_at_the_deadline_is_retry_later_and_a_rerun_finishes(ledger: Ledger) -> None:
     client, run_id = FlakyClient(), ledger.start_run(campaign="c1")
     client.flaky["d2"] = [ServerError("boom", status_code=500, code="internal_error")] * 1000
-    result = run(submit_batch(client, ledger, run_id, docs(3), deadline_at=time.time() + 0.3))
+    result = run(submit_batch(client, ledger, run_id, docs(3), SubmitOptions(deadline_at=time.time() + 0.3)))
     assert (result.submitted, result.failed, result.retry_later, result.incomplete) == (2, 0, 1, 1)
     row = {r["document_id"]: r for r in ledger.report_rows(run_id=run_id)["submissions"]}["d2"]
     assert (row["status"], row["error_code"]) == ("retry_later", "internal_error")
@@ -75,7 +76,7 @@ def test_key_held_by_another_live_process_is_not_sent(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     d1, d2 = docs(2)
     assert ledger.claims.claim(d1.idempotency_key, "other-process")
-    result = run(submit_batch(client, ledger, run_id, [d1, d2], deadline_at=time.time() + 0.3))
+    result = run(submit_batch(client, ledger, run_id, [d1, d2], SubmitOptions(deadline_at=time.time() + 0.3)))
     assert (result.submitted, result.in_flight_elsewhere, result.incomplete) == (1, 1, 1)
     assert len(client.checks) == 1  # d1 was never sent by this run
     row = ledger.submission_for_key(d1.idempotency_key)
@@ -88,7 +89,7 @@ def test_key_finished_elsewhere_while_waiting_counts_as_done(ledger: Ledger) -> 
     assert ledger.claims.claim(d1.idempotency_key, "other-process")
     ledger.mark_submitting(d1.idempotency_key, campaign="c1", document_id="d1", products=d1.products, mode="text")
     ledger.mark_submitted(d1.idempotency_key, client._create(d1.idempotency_key, d1.products, {"document_id": "d1"}))
-    result = run(submit_batch(client, ledger, run_id, [d1], deadline_at=time.time() + 5))
+    result = run(submit_batch(client, ledger, run_id, [d1], SubmitOptions(deadline_at=time.time() + 5)))
     assert (result.already_done, result.submitted, result.in_flight_elsewhere) == (1, 0, 0)
 
 
