@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -39,10 +38,10 @@ from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
 from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.batches import BatchRef, PlanRecording, read_batch
-from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, record_and_match, start_run_recording
 from doccheck.pipeline.progress import ProgressCallback
+from doccheck.pipeline.submit_options import SubmitOptions
 from doccheck.pipeline.submit_stream import submit_stream
 
 __all__ = ["OverlappingLocalSteps", "RecordingStopped", "record_and_submit"]
@@ -84,13 +83,9 @@ async def record_and_submit(
     recorder.add_done_callback(handover.end)  # after every batch: the same loop's queue, in order
     refused: list[BatchResult] = []
     batches = _batches(ledger, recording, handover, refused, recorder, observer)
-    sub = options.submission
+    send = SubmitOptions.for_run(options.submission).but(on_progress=on_progress)
     try:
-        sent = await submit_stream(
-            client, ledger, recording.run_id, batches, concurrency=sub.concurrency, webhook_url=sub.webhook_url,
-            budget=Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None,
-            on_progress=on_progress, deadline_at=time.time() + sub.submit_deadline, recorded=True,
-        )  # fmt: skip
+        sent = await submit_stream(client, ledger, recording.run_id, batches, send, recorded=True)
     except BaseException:
         handover.stop.set()
         with contextlib.suppress(Exception):

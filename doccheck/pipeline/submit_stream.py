@@ -24,16 +24,13 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import previous_submissions, record_documents
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline.attempts import begin_attempt, count_done
 from doccheck.pipeline.batch_result import BatchResult
-from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY
-from doccheck.pipeline.progress import ProgressCallback, report
-from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, PIPELINE_DEPTH, _BatchSubmitter
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline.progress import report
+from doccheck.pipeline.submit import PIPELINE_DEPTH, _BatchSubmitter
+from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
 
 __all__ = ["AHEAD_PER_SLOT", "submit_stream"]
 
@@ -72,30 +69,20 @@ async def submit_stream(
     ledger: Ledger,
     run_id: str,
     batches: AsyncIterator[Sequence[Any]],
+    options: SubmitOptions = DEFAULT_SUBMIT,
     *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    upload_concurrency: int = DEFAULT_UPLOAD_CONCURRENCY,
-    webhook_url: str | None = None,
-    budget: Budget | None = None,
-    on_progress: ProgressCallback | None = None,
-    deadline_at: float | None = None,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
     recorded: bool = False,
 ) -> BatchResult:
     """Submit every batch ``batches`` yields (lists of ``PlannedDocument``) for the run ``run_id``.
 
     Same rules as :func:`~doccheck.pipeline.submit.submit_batch` over all the batches at once (a
     key already submitted, or seen earlier in the stream, is not sent again; refusals are row
-    failures; transient errors requeue until ``deadline_at``; a 401 raises
+    failures; transient errors requeue until ``options.deadline_at``; a 401 raises
     :class:`~doccheck.pipeline.failures.FatalSubmitError`). Each batch's documents are recorded
     (``record_documents``; skipped when ``recorded``: the run's recording wrote them already) and
     their submissions read on the ledger thread before they start.
     """
     campaign = ledger.campaign_of(run_id)
-    options = SubmitOptions(
-        concurrency=concurrency, upload_concurrency=upload_concurrency, webhook_url=webhook_url, budget=budget,
-        on_progress=on_progress, deadline_at=deadline_at, lease_seconds=lease_seconds,
-    )  # fmt: skip
     submitter = _BatchSubmitter(
         client,
         ledger,
@@ -104,7 +91,7 @@ async def submit_stream(
         total=0,
         attempt=begin_attempt(run_id, ()),  # the whole run's one attempt
     )
-    room = _Room(AHEAD_PER_SLOT * max(1, concurrency))
+    room = _Room(AHEAD_PER_SLOT * max(1, options.concurrency))
     seen: set[str] = set()
 
     async def one(doc: Any, prev: Any) -> None:
