@@ -34,7 +34,6 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.outputs.reports import ReportPaths, write_reports
 from doccheck.pipeline import (
     BatchResult,
-    Budget,
     PollResult,
     WaitResult,
     apply_events,
@@ -43,12 +42,12 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, RunOptions
+from doccheck.pipeline.options import RunOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
 from doccheck.pipeline.overlap import record_and_submit
 from doccheck.pipeline.retry_budget import TASK_RETRIES
 from doccheck.pipeline.session import ledger_for, service_client
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
@@ -178,24 +177,19 @@ async def submit_batch_ref(
     base_url: str,
     database_url: str,
     api_key_block: KeySource = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    webhook_url: str | None = None,
-    budget: Budget | None = None,
-    deadline_at: float | None = None,
+    send: SubmitOptions = DEFAULT_SUBMIT,
 ) -> BatchResult:
-    """Re-read one batch of the recorded manifest and submit it (``batches.submit_ref``).
+    """Re-read one batch of the recorded manifest and submit it (``batches.submit_ref``) with
+    ``send`` (its progress callback is this task's).
 
     The task's input is a reference (rows, byte offset), not documents: no text reaches a
     parameter, a result or a state. Rows changed since planning are refused, not sent."""
     ledger = ledger_for(database_url)
-    async with open_client(base_url, api_key_block, concurrency=concurrency) as client:
+    async with open_client(base_url, api_key_block, concurrency=send.concurrency) as client:
         return await submit_ref(
             client, ledger, recorded.run_id, recorded.manifest, ref, campaign=recorded.campaign,
             products=recorded.default_products, metadata_columns=recorded.metadata_columns,
-            options=SubmitOptions(
-                concurrency=concurrency, webhook_url=webhook_url, budget=budget, deadline_at=deadline_at,
-                on_progress=progress.callback_for("submit", f"batch-{ref.number}"),
-            ),
+            options=send.but(on_progress=progress.callback_for("submit", f"batch-{ref.number}")),
         )  # fmt: skip
 
 

@@ -21,10 +21,11 @@ from typing import Any
 
 from doccheck.ledger import Ledger
 from doccheck.outputs.calibration import RULE_OPTIONS
-from doccheck.pipeline import BatchResult, Budget, WaitResult
+from doccheck.pipeline import BatchResult, WaitResult
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.orchestrate import Prepared, RunObserver
 from doccheck.pipeline.session import ledger_for
+from doccheck.pipeline.submit_options import SubmitOptions
 from doccheck.pipeline.summary import RunSummary
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
@@ -122,12 +123,11 @@ class TaskSteps:
             await observer.prepared(result[0])
         return result
 
-    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
-                     budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
+    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int,
+                     send: SubmitOptions) -> BatchResult:  # fmt: skip
         result: BatchResult = await submit_batch_ref(
             batch, recorded=prepared.recorded, batch_count=count, base_url=self.base_url,
-            database_url=self.database_url, api_key_block=self.key_source, concurrency=concurrency,
-            webhook_url=options.submission.webhook_url, budget=budget, deadline_at=deadline_at,
+            database_url=self.database_url, api_key_block=self.key_source, send=send,
         )  # fmt: skip
         return result
 

@@ -31,11 +31,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from doccheck.ledger import Ledger
 from doccheck.pipeline.batches import BatchRef, PlanRecording, RecordedPlan, start_recording
-from doccheck.pipeline.budget import Budget
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
+from doccheck.pipeline.submit_options import SubmitOptions
 from doccheck.pipeline.summary import RunSummary, money_fields, notice_fields, with_export_rejections
 
 __all__ = [
@@ -107,12 +107,10 @@ class Steps(Protocol):
         prepared: Prepared,
         number: int,
         count: int,
-        concurrency: int,
-        budget: Budget | None,
-        deadline_at: float,
-        options: RunOptions,
+        send: SubmitOptions,
     ) -> BatchResult:
-        """Submit one batch (row-level refusals are data in the result, not exceptions)."""
+        """Submit one batch with ``send`` (the batch's share of the concurrency, the run's one
+        budget and deadline); row-level refusals are data in the result, not exceptions."""
         ...
 
     async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
@@ -214,8 +212,7 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     ledger unreachable) stops new batches and fails the run once those in flight have finished.
     """
     sub = options.submission
-    budget = Budget(sub.max_spend_cents) if sub.max_spend_cents is not None else None
-    deadline_at = time.time() + sub.submit_deadline
+    run_send = SubmitOptions.for_run(sub)  # one budget and one deadline for every batch
     groups = prepared.batches
     window = max(1, sub.parallel_batches)
     per_batch = max(1, sub.concurrency // max(1, min(window, len(groups) or 1)))
@@ -242,8 +239,7 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
         if failure is not None:
             break
         running[asyncio.ensure_future(steps.submit(
-            batch, prepared=prepared, number=number, count=len(groups), concurrency=per_batch, budget=budget,
-            deadline_at=deadline_at, options=options,
+            batch, prepared=prepared, number=number, count=len(groups), send=run_send.but(concurrency=per_batch)
         ))] = number  # fmt: skip
     if running:
         done, _ = await asyncio.wait(running)
@@ -454,11 +450,10 @@ class LocalSteps:
         """Record the run and its documents and match the cohort, off the event loop."""
         return await asyncio.to_thread(prepare_run, self._ledger, options, params=self._params)
 
-    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int, concurrency: int,
-                     budget: Budget | None, deadline_at: float, options: RunOptions) -> BatchResult:  # fmt: skip
+    async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int,
+                     send: SubmitOptions) -> BatchResult:  # fmt: skip
         """Load one recorded batch from the ledger and submit it with this process's client."""
         from doccheck.pipeline.submit import submit_batch
-        from doccheck.pipeline.submit_options import SubmitOptions
 
         def progress(p: Any) -> None:
             self._submitted[number] = p.done
@@ -467,9 +462,9 @@ class LocalSteps:
 
         assert prepared.recorded is not None and isinstance(batch, BatchRef)
         loaded = await asyncio.to_thread(prepared.recorded.load, self._ledger, batch)  # off the event loop
-        send = SubmitOptions(concurrency=concurrency, webhook_url=options.submission.webhook_url, budget=budget,
-                             on_progress=progress, deadline_at=deadline_at)  # fmt: skip
-        sent = await submit_batch(self._client, self._ledger, prepared.run_id, loaded.documents, send)
+        sent = await submit_batch(
+            self._client, self._ledger, prepared.run_id, loaded.documents, send.but(on_progress=progress)
+        )
         return loaded.result().merge(sent)
 
     async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
