@@ -47,6 +47,7 @@ from prefect.states import Cancelled, Crashed
 from doccheck.config import load_settings
 from doccheck.errors import DocCheckBaseError
 from doccheck.pipeline import BatchResult
+from doccheck.pipeline.options import SubmissionOptions
 from doccheck.pipeline.shards import ShardConfigError
 from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
 
@@ -266,7 +267,6 @@ def credentials_name(key_source: Any) -> tuple[str | None, str | None]:
 async def submit_sharded(
     *,
     run_id: str,
-    shards: int,
     manifest: str,
     campaign: str,
     products: list[str],
@@ -274,13 +274,10 @@ async def submit_sharded(
     key_source: Any,
     base_url: str,
     database_url: str | None,
-    batch_size: int,
-    concurrency: int,
-    webhook_url: str | None,
-    submit_deadline: float,
-    max_spend_cents: int | None,
+    submission: SubmissionOptions,
 ) -> BatchResult:
-    """What ``bulk_check(..., shards=N)`` calls in place of its submit loop.
+    """What ``bulk_check(..., shards=N)`` calls in place of its submit loop (``submission``:
+    the run's sending options, ``submission.shards`` shard runs).
 
     Creates the fleet's rate limit when ``DOCCHECK_RATE_LIMIT_PER_SECOND`` is set, then
     :func:`run_shards` with the shard flow's parameters. ``database_url`` is passed only
@@ -302,15 +299,15 @@ async def submit_sharded(
         "campaign": campaign,
         "products": products,
         "metadata_columns": metadata_columns,
-        "batch_size": batch_size,
-        "concurrency": concurrency,
+        "batch_size": submission.batch_size,
+        "concurrency": submission.concurrency,
         "base_url": base_url,
         "database_url": database_url,
         "credentials": credentials,
         "api_key_block": api_key_block,
-        "webhook_url": webhook_url,
-        "submit_deadline": submit_deadline,
-        "max_spend_cents": max_spend_cents,
+        "webhook_url": submission.webhook_url,
+        "submit_deadline": submission.submit_deadline,
+        "max_spend_cents": submission.max_spend_cents,
         "rate_limit_name": limit.name if limit.enabled else None,
         "rate_limit_per_second": limit.per_second if limit.enabled else None,
         "rate_limit_chunk": limit.chunk,
@@ -318,4 +315,6 @@ async def submit_sharded(
     settings = load_settings()
     if settings.ledger.claim_lease_seconds is not None:
         parameters["claim_lease_seconds"] = settings.ledger.claim_lease_seconds
-    return await run_shards(run_id=run_id, shards=shards, parameters=parameters, max_retries=settings.shards.retries)
+    return await run_shards(
+        run_id=run_id, shards=submission.shards, parameters=parameters, max_retries=settings.shards.retries
+    )

@@ -19,7 +19,6 @@ table artifact of this flow run, which is how the parent reads it from another m
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -28,11 +27,12 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from doccheck.pipeline import BatchResult, Budget
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS
+from doccheck.pipeline import BatchResult
+from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS, SubmissionOptions
 from doccheck.pipeline.plan_stream import PlanTally, iter_planned
 from doccheck.pipeline.planning import PlannedDocument
 from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
+from doccheck.pipeline.submit_options import SubmitOptions
 from prefect_doccheck.tasks.credentials import base_url_of, resolve_base_url, resolve_credentials, resolve_database_url
 from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
 from prefect_doccheck.tasks.shard import submit_shard_batch
@@ -115,14 +115,17 @@ async def bulk_check_shard(
     base = resolve_base_url(base_url or base_url_of(key_source))
     _check_run_recorded(db_url, run_id)
     limit = rate_limit_from_env(rate_limit_name, rate_limit_per_second, rate_limit_chunk)
-    budget = Budget(max_spend_cents) if max_spend_cents is not None else None
-    deadline_at = time.time() + submit_deadline
-
+    submission = SubmissionOptions(
+        concurrency=concurrency, webhook_url=webhook_url, submit_deadline=submit_deadline,
+        max_spend_cents=max_spend_cents,
+    )  # fmt: skip
     window = _BatchWindow(parallel_batches)
+    send = SubmitOptions.for_run(submission).but(
+        concurrency=max(1, concurrency // window.size), lease_seconds=claim_lease_seconds
+    )
     submit = partial(
         submit_shard_batch, run_id=run_id, shard=shard, base_url=base, database_url=db_url, api_key_block=key_source,
-        concurrency=max(1, concurrency // window.size), webhook_url=webhook_url, budget=budget,
-        deadline_at=deadline_at, rate_limit=limit, lease_seconds=claim_lease_seconds,
+        send=send, rate_limit=limit,
     )  # fmt: skip
     try:
         for batch in _shard_batches(manifest, campaign, products, metadata_columns, shard, shards, batch_size):

@@ -16,12 +16,10 @@ import httpx
 from prefect import task
 
 from doccheck.client import AsyncDocCheckClient, lanes_for, tls_context
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from doccheck.pipeline import BatchResult, Budget, submit_batch
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY
+from doccheck.pipeline import BatchResult, submit_batch
 from doccheck.pipeline.pacing import PacedTransport
 from doccheck.pipeline.session import ledger_for
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
 from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
@@ -59,21 +57,10 @@ async def submit_shard_batch(
     base_url: str,
     database_url: str,
     api_key_block: KeySource = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    webhook_url: str | None = None,
-    budget: Budget | None = None,
-    deadline_at: float | None = None,
+    send: SubmitOptions = DEFAULT_SUBMIT,
     rate_limit: FleetRateLimit | None = None,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
 ) -> BatchResult:
-    """Submit one batch of the shard's documents under the fleet's rate limit."""
+    """Submit one batch of the shard's documents with ``send`` under the fleet's rate limit."""
     ledger = ledger_for(database_url)
-    async with open_paced_client(base_url, api_key_block, rate_limit, concurrency=concurrency) as client:
-        send = SubmitOptions(
-            concurrency=concurrency,
-            webhook_url=webhook_url,
-            budget=budget,
-            deadline_at=deadline_at,
-            lease_seconds=lease_seconds,
-        )
+    async with open_paced_client(base_url, api_key_block, rate_limit, concurrency=send.concurrency) as client:
         return await submit_batch(client, ledger, run_id, documents, send)

@@ -135,13 +135,11 @@ class TaskSteps:
         """Fan the submission out to ``bulk-check-shard`` flow runs (``flows.fan_out``)."""
         from prefect_doccheck.flows.fan_out import submit_sharded
 
-        source, sub = options.source, options.submission
+        source = options.source
         result: BatchResult = await submit_sharded(
-            run_id=prepared.run_id, shards=sub.shards, manifest=prepared.manifest, campaign=prepared.campaign,
+            run_id=prepared.run_id, manifest=prepared.manifest, campaign=prepared.campaign,
             products=source.products, metadata_columns=source.metadata_columns, key_source=self.key_source,
-            base_url=self.base_url, database_url=options.connection.database_url, batch_size=sub.batch_size,
-            concurrency=sub.concurrency, webhook_url=sub.webhook_url, submit_deadline=sub.submit_deadline,
-            max_spend_cents=sub.max_spend_cents,
+            base_url=self.base_url, database_url=options.connection.database_url, submission=options.submission,
         )  # fmt: skip
         return result
 
