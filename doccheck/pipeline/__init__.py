@@ -30,6 +30,7 @@ from doccheck.pipeline.collect import (
 from doccheck.pipeline.failures import FatalSubmitError
 from doccheck.pipeline.progress import Progress, ProgressCallback
 from doccheck.pipeline.submit import DEFAULT_UPLOAD_CONCURRENCY, submit_batch
+from doccheck.pipeline.submit_options import SubmitOptions
 
 __all__ = [
     "DEFAULT_UPLOAD_CONCURRENCY",
@@ -41,6 +42,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "RowFailure",
+    "SubmitOptions",
     "WaitResult",
     "apply_events",
     "poll_pending",
