@@ -11,7 +11,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
-	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider --durations=25
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
