@@ -88,6 +88,7 @@ async def submit_stream(
         ledger,
         campaign,
         options,
+        run_id=run_id,  # a file refused as a type moves the run's documents to its text key
         total=0,
         attempt=begin_attempt(run_id, ()),  # the whole run's one attempt
     )
