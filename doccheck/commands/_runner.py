@@ -255,6 +255,8 @@ def _plan_rows(table: Table, s: dict[str, Any]) -> None:
         table.add_row("modes", ", ".join(f"{k} {v}" for k, v in modes.items() if k != "rejected"))
     if s.get("as_text"):
         table.add_row("files sent as their text", f"{s['as_text']} (the service does not take their type)")
+    if s.get("misnamed"):
+        table.add_row("files misnamed", f"{s['misnamed']} (read as what their bytes are: see read_as in the report)")
     for reason, count in (s.get("not_checked") or {}).items():
         table.add_row("not checked", f"{count}: {reason}")
     if s.get("total_words") or s.get("dry_run"):  # unknown (0) for a collect of an old run: not shown

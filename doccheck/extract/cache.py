@@ -24,6 +24,12 @@ counts are taken, and reading each file a second time for it doubled what readin
 (issue 41's benchmark). :func:`prefetch` keeps the texts it extracts, up to
 :data:`HANDOVER_CHARS` characters in all (the first files; past that, nothing more is kept, so
 memory stays bounded on a term of 100,000 files), and :func:`take_text` gives each back once.
+
+What the bytes were read as (``.odt`` for an OpenDocument file named ``.docx``) is kept too:
+in this process by digest (:func:`keep_read_as`), and by the store where it has
+``lookup_read_as`` (the ledger's keeps it per document: ``doccheck.ledger.document_reads``),
+so a file counted from the store is still said to be read as what it is
+(:func:`cached_read_as`).
 """
 
 from __future__ import annotations
@@ -39,14 +45,16 @@ from typing import Protocol
 
 from doccheck.extract.errors import ExtractionError
 from doccheck.extract.limits import WORKERS
-from doccheck.extract.parse import extract_text
+from doccheck.extract.parse import extract
 from doccheck.extract.words import count_words
 
 __all__ = [
     "WordStore",
     "active",
+    "cached_read_as",
     "cached_words",
     "extractor_id",
+    "keep_read_as",
     "keep_text",
     "key_for",
     "prefetch",
@@ -60,6 +68,9 @@ HANDOVER_CHARS = 64 * 1024 * 1024
 _handover: dict[str, str] = {}
 _handover_chars = 0
 _handover_lock = threading.Lock()
+#: What bytes were read as, by SHA-256, in this process (at most :data:`_READ_AS_KEPT`, then forgotten).
+_read_as: dict[str, str] = {}
+_READ_AS_KEPT = 200_000
 
 #: Bumped when a reader of this package changes what text it finds.
 READER_VERSION = 2
@@ -127,11 +138,43 @@ def cached_words(digest: str) -> int | None:
     return store.lookup([key]).get(key) if store is not None else None
 
 
-def remember(digest: str, words: int) -> None:
-    """Keep a count just extracted (nothing without an active store)."""
+def remember(digest: str, words: int, read_as: str | None = None) -> None:
+    """Keep a count just extracted (nothing without an active store), and what the bytes were read as."""
+    if read_as:
+        keep_read_as({digest: read_as})
     store = active()
     if store is not None:
         store.store({key_for(digest): words})
+
+
+def keep_read_as(found: Mapping[str, str]) -> None:
+    """Remember what bytes (by SHA-256) were read as, for :func:`cached_read_as` in this process."""
+    with _handover_lock:
+        if len(_read_as) + len(found) > _READ_AS_KEPT:
+            _read_as.clear()
+        _read_as.update(found)
+
+
+def cached_read_as(digest: str) -> str | None:
+    """What these bytes were read as: in this process, else by the active store (None: unknown,
+    e.g. counted by a release that did not keep it)."""
+    with _handover_lock:
+        known = _read_as.get(digest)
+    if known is not None:
+        return known or None  # "": asked of the store before, unknown there
+    found = _store_read_as(active(), [digest])
+    return found.get(digest)
+
+
+def _store_read_as(store: WordStore | None, digests: Sequence[str]) -> dict[str, str]:
+    """The store's ``lookup_read_as`` (optional: a store of counts alone knows none), kept in memory
+    with what it did not know (so a rerun asks once a chunk, not once a file)."""
+    lookup = getattr(store, "lookup_read_as", None)
+    if lookup is None or not digests:
+        return {}
+    found: dict[str, str] = lookup(digests)
+    keep_read_as({**dict.fromkeys(digests, ""), **found})
+    return found
 
 
 def keep_text(digest: str, text: str) -> None:
@@ -154,12 +197,14 @@ def take_text(digest: str) -> str | None:
 
 
 def _extract_words(path: Path) -> tuple[str, int]:
-    """(store key, words) of one file; its text kept for the signer (:func:`take_text`)."""
+    """(store key, words) of one file; its text kept for the signer (:func:`take_text`), what it
+    was read as for :func:`cached_read_as`."""
     data = path.read_bytes()
-    text = extract_text(data, path.name)
+    found = extract(data, path.name)
     digest = hashlib.sha256(data).hexdigest()
-    keep_text(digest, text)
-    return key_for(digest), (count_words(text) if text.strip() else 0)
+    keep_text(digest, found.text)
+    keep_read_as({digest: found.read_as})
+    return key_for(digest), (count_words(found.text) if found.text.strip() else 0)
 
 
 def prefetch(paths: Iterable[Path], store: WordStore, *, workers: int = WORKERS, chunk: int = 200) -> int:
@@ -191,8 +236,10 @@ def _digest(path: Path) -> str | None:
 
 
 def _prefetch_chunk(paths: list[Path], store: WordStore, pool: ThreadPoolExecutor, workers: int) -> int:
-    digests = {path: key_for(d) for path, d in zip(paths, pool.map(_digest, paths), strict=True) if d is not None}
+    plain = {path: d for path, d in zip(paths, pool.map(_digest, paths), strict=True) if d is not None}
+    digests = {path: key_for(d) for path, d in plain.items()}
     known = store.lookup(sorted(set(digests.values())))
+    _store_read_as(store, sorted({plain[p] for p, d in digests.items() if d in known}))  # said for the counted
     todo = list({d: p for p, d in reversed(digests.items()) if d not in known}.values())  # one file per digest
     found: dict[str, int] = {}
     running: set[Future[tuple[str, int]]] = set()

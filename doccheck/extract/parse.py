@@ -35,6 +35,13 @@ class Extracted:
     misnamed: bool
 
 
+def read_as_named(filename: str, kind: str) -> str:
+    """What a file named ``filename`` is read as, given that bytes like its own were read as ``kind``
+    (under any name): ``kind`` for bytes with a signature, the name's own type for bytes without
+    one (plain text, Markdown and HTML are told apart by the name alone)."""
+    return (extension_of(filename) or kind) if kind in _NAMED else kind
+
+
 def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits | None = None) -> str:
     """Plain text of a document, read as what its bytes are, under ``limits`` (see :func:`extract`)."""
     return extract(data, filename, limits=limits).text

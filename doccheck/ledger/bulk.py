@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from doccheck import domain
 from doccheck.ledger import bulk_sql as sql
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.document_reads import record_reads
 from doccheck.ledger.engine import READ_ONLY
 from doccheck.ledger.tables import (
     ClaimRow,
@@ -390,6 +391,7 @@ def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequ
             sql.pg_insert(conn, d, rows)
         elif rows:
             conn.execute(insert(d), rows)
+        record_reads(conn, campaign, run_id, documents)  # what each file was read as (issue 41)
     return len(rows)
 
 

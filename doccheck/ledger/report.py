@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from doccheck.domain import TEXT_KEY_SUFFIX, ProductState, SubmissionState, sent_as
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.document_reads import count_misnamed, read_columns, reads_for_documents
 from doccheck.ledger.in_list import one_of
 from doccheck.ledger.notices import contradiction_notes, contradictions, product_failures
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
@@ -75,7 +76,7 @@ REPORT_CHUNK = 1000
 REPORT_TABLES = ("submissions", "ai_results", "similarity_results", "similarity_sources", "cohort_matches")
 
 _DOC_COLUMNS = tuple(getattr(DocumentRow, f).label(f) for f in ("id", "document_id", "row_number", "mode",
-                      "idempotency_key", "products", "words", "doc_metadata"))  # fmt: skip
+                      "idempotency_key", "products", "words", "doc_metadata", "campaign", "content_hash"))  # fmt: skip
 _costs = table_of(CheckCostRow)
 
 
@@ -221,9 +222,10 @@ def _chunk_lookups(
 
 
 def _submission_row(
-    d: Any, sub: Any, state: str, check_id: str | None, words: Any, money: tuple[int, int]
+    d: Any, sub: Any, state: str, check_id: str | None, words: Any, money: tuple[int, int], read: Any = None
 ) -> dict[str, Any]:
-    """One row of the ``submissions`` table: the ledger state of a document, and its money."""
+    """One row of the ``submissions`` table: the ledger state of a document, its money, and what
+    its file was read as (``read``: :func:`~doccheck.ledger.document_reads.read_columns`'s input)."""
     charged, refunded = money
     return {
         "document_id": d.document_id,
@@ -241,6 +243,7 @@ def _submission_row(
         "charged_cents": charged,
         "refunded_cents": refunded,
         "net_cents": charged - refunded,
+        **read_columns(read),
     }
 
 
@@ -286,6 +289,7 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
     """The rows of one chunk of documents (see :func:`iter_report_chunks`)."""
     subs, outcomes, money = _chunk_lookups(s, docs)
     notes = contradiction_notes(s, {c for c, _ in outcomes})
+    reads = reads_for_documents(s.connection(), docs[0].campaign, [(d.document_id, d.content_hash) for d in docs])
     submissions: list[dict[str, Any]] = []
     ai: list[dict[str, Any]] = []
     sim: list[dict[str, Any]] = []
@@ -295,7 +299,10 @@ def _document_chunk(s: Session, docs: Sequence[Any], counted: set[str]) -> dict[
         state = sub.state if sub else SubmissionState.PLANNED
         check_id = sub.check_id if sub and state == SubmissionState.SUBMITTED else None
         words = (sub.words if sub and sub.words is not None else None) or d.words
-        submissions.append(_submission_row(d, sub, state, check_id, words, _row_money(check_id, sub, money, counted)))
+        reading = reads.get((d.document_id, d.content_hash))
+        submissions.append(
+            _submission_row(d, sub, state, check_id, words, _row_money(check_id, sub, money, counted), reading)
+        )
         if check_id is None:
             continue
         for product in list(d.products or []):
@@ -347,6 +354,7 @@ def _rejected_row(r: RejectionRow) -> dict[str, Any]:
         "charged_cents": 0,
         "refunded_cents": 0,
         "net_cents": 0,
+        **read_columns(None),
     }
 
 
@@ -442,6 +450,7 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
         "estimated_cost_cents": estimated,
         "modes": dict(modes),
         "as_text": as_text,  # files sent as the text doccheck read (the service does not take their type)
+        "misnamed": count_misnamed(s.connection(), run_id),  # files whose name says another type than their bytes
         "cost_cents": charged - refunded,  # net, as the service counts it (each check once)
         "charged_cents": charged,
         "refunded_cents": refunded,

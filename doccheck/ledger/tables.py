@@ -13,7 +13,8 @@ charges, so every table is keyed the way the flows look things up:
 - ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
 - ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
 - ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`);
-- ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger.dispositions`).
+- ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger.dispositions`);
+- ``document_reads``: what each file was read as.
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -265,6 +266,27 @@ class ExtractedWordsRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class DocumentReadRow(SQLModel, table=True):
+    """What a document's file was read as (its bytes' type) and the type its name says (issue 41).
+
+    Per campaign, document and bytes (purged with the campaign or the run that read it): a
+    rerun of the same file finds it without reading the file again, and the reports say
+    "read as OpenDocument text: the file is named .docx" (:mod:`~doccheck.ledger.document_reads`).
+    A table of its own, not columns of ``documents``: an existing ledger gains it on open.
+    """
+
+    __tablename__ = "document_reads"
+    __table_args__ = (Index("ix_document_reads_hash", "campaign", "content_hash"),)
+
+    campaign: str = Field(primary_key=True)
+    document_id: str = Field(primary_key=True)
+    content_hash: str = Field(primary_key=True, max_length=64)
+    read_as: str  # the type read, an extension: ".odt"
+    named_as: str  # the extension of the file's name: ".docx" ("" without one)
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class CohortMatchRow(SQLModel, table=True):
     """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
 
@@ -380,6 +402,7 @@ LEDGER_TABLES = [
     table_of(ClaimRow),
     *SIGNATURE_TABLES,
     table_of(ExtractedWordsRow),
+    table_of(DocumentReadRow),
     *MONEY_TABLES,
     *DISPOSITION_TABLES,
 ]

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.document_reads import reads_for_hashes
 from doccheck.ledger.tables import ExtractedWordsRow, utcnow
 
 __all__ = ["LedgerWordStore"]
@@ -46,6 +47,11 @@ class LedgerWordStore:
                 found.update({str(h): int(w) for h, w in conn.execute(stmt)})
         self._keep(found)
         return found
+
+    def lookup_read_as(self, digests: Sequence[str]) -> dict[str, str]:
+        """What bytes of these SHA-256 digests were read as by the campaign's documents (one query per 500)."""
+        with self._db.engine.connect() as conn:
+            return reads_for_hashes(conn, self.campaign, digests)
 
     def store(self, found: Mapping[str, int]) -> None:
         """Write the counts not stored yet (a concurrent writer's same row is fine: same bytes)."""

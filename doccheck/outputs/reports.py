@@ -79,6 +79,10 @@ SUBMISSIONS_SCHEMA = pa.schema(
         # original: the file (or a text row's text) was sent; text: the service does not take the
         # file's type, so the text doccheck read from it was checked; null: nothing sent (rejected)
         pa.field("sent_as", pa.string()),
+        # what the file was read as from its bytes (odt), the type its name says (docx), and whether they differ
+        pa.field("read_as", pa.string()),
+        pa.field("named_as", pa.string()),
+        pa.field("misnamed", pa.bool_()),
     ]
 )
 AI_RESULTS_SCHEMA = pa.schema(

@@ -20,9 +20,11 @@ from doccheck.extract.pdf import IMAGE_ONLY
 __all__ = [
     "CHECKED",
     "CHECKED_AS_TEXT",
+    "FORMAT_WORDS",
     "REASON_WORDS",
     "TOO_FEW_WORDS",
     "count_by_reason",
+    "misnamed_words",
     "reason_key",
     "reason_words",
     "status_text",
@@ -49,6 +51,22 @@ REASON_WORDS: dict[str, str] = {
     "in_doubt": "not sent again: an earlier request may have made a check (doccheck resolve)",
 }
 
+#: Each type a file is read as, in the words a person knows it by.
+FORMAT_WORDS: dict[str, str] = {
+    "pdf": "PDF", "docx": "Word (.docx)", "doc": "Word 97-2003 (.doc)", "odt": "OpenDocument text",
+    "ott": "OpenDocument text", "rtf": "Rich Text Format (RTF)", "pptx": "PowerPoint (.pptx)",
+    "pages": "Apple Pages", "txt": "plain text", "md": "Markdown", "html": "HTML", "htm": "HTML",
+}  # fmt: skip
+
+
+def misnamed_words(read_as: str | None, named_as: str | None) -> str:
+    """A misnamed file said plainly: "read as OpenDocument text: the file is named .docx"."""
+    kind = str(read_as or "").lstrip(".")
+    named = str(named_as or "").lstrip(".")
+    what = FORMAT_WORDS.get(kind, f".{kind}")
+    return f"read as {what}: the file is named .{named}" if named else f"read as {what}: the file's name has no type"
+
+
 #: Statuses of a document not checked (yet), as a person reads them.
 _NOT_YET = {"unsent": "not checked yet: not sent", "skipped_budget": "not checked: over the run's budget",
             "in_doubt": "not checked: in doubt (doccheck resolve)"}  # fmt: skip
@@ -65,7 +83,15 @@ def reason_words(code: str | None, message: str | None = None) -> str:
 
 def status_text(row: Mapping[str, Any]) -> str:
     """A documents-table row's status in words (``status``, ``sent_as``, ``error_code``,
-    ``error_message``, ``ai_band``, ``products`` as the documents table holds them)."""
+    ``error_message``, ``ai_band``, ``products``, ``misnamed`` as the documents table holds them);
+    a misnamed file's words end with what it was read as (:func:`misnamed_words`)."""
+    said = _status_words(row)
+    if row.get("misnamed"):
+        said += f"; {misnamed_words(row.get('read_as'), row.get('named_as'))}"
+    return said
+
+
+def _status_words(row: Mapping[str, Any]) -> str:
     status = row.get("status")
     if status == "submitted":
         said = CHECKED_AS_TEXT if row.get("sent_as") == "text" else CHECKED

@@ -37,6 +37,14 @@ _SENT_AS = (
     "original (the file, or a text row's text) or text (the service does not take the file's type: "
     "its extracted text was checked); null when nothing was sent."
 )
+_READ = {
+    "read_as": "The type doccheck read the file as, from its bytes (pdf, docx, odt, rtf, doc, pptx, pages, txt, "
+    "md, html); null when doccheck did not read the file (a text row; a file over 4 MB, other than plain text, "
+    "sent as it is).",
+    "named_as": "The type the file's name says (its extension without the dot); null for a text row.",
+    "misnamed": "The file's name says another type than its bytes (e.g. an OpenDocument file named .docx, "
+    "read as odt); null when the file was not read.",
+}
 _RESULT = {
     "document_id": "The manifest's (or LMS export's) document id.",
     "check_id": "The service's check id.",
@@ -63,6 +71,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "error_message": "Why the row was rejected or failed, in words (row, field and reason).",
         "words": "Words in the text sent.",
         "sent_as": _SENT_AS,
+        **_READ,
         **_MONEY,
         **_LMS,
     },
@@ -160,7 +169,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         "campaign": "The run's campaign.",
         "run_id": "The run that wrote this row.",
         "sent_as": _SENT_AS,
-        "status_text": "The status in words: checked, checked as extracted text, or not checked: the reason.",
+        "status_text": "The status in words: checked, checked as extracted text, or not checked: the reason; "
+        "a misnamed file's words add what it was read as (read as OpenDocument text: the file is named .docx).",
+        **_READ,
         **_MONEY,
         **_LMS,
     },

@@ -27,6 +27,7 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient
 from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger
+from doccheck.ledger.document_reads import record_reads
 from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
 from doccheck.ledger.tables import RunRow
 from doccheck.ledger.word_cache import LedgerWordStore
@@ -282,6 +283,7 @@ class PlanRecording:
         self._on_batch = on_batch
         self._documents: list[dict[str, Any]] = []
         self._rejections: list[Rejection] = []
+        self._read: list[PlannedDocument] = []  # the files read, to keep what each was read as
         self._used_products: set[str] = set()
         self._stream: Iterator[PlannedDocument] | None = None
         self._result: RecordedPlan | None = None
@@ -312,8 +314,12 @@ class PlanRecording:
     def _close(self, ref: BatchRef | None) -> None:
         """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
         write_plan_group(self.ledger, self.run_id, self._documents, self._rejections)
+        if self._read:
+            with self.ledger.engine.begin() as conn:
+                record_reads(conn, self.campaign, self.run_id, self._read)
         self._documents.clear()
         self._rejections.clear()
+        self._read.clear()
         if ref is not None:
             self.batches.append(ref)
             if self._on_batch is not None:
@@ -340,6 +346,8 @@ class PlanRecording:
                 if (closed := self._batcher.add(outcome.row_number, self._cursor, planned)) is not None:
                     self._close(closed)  # before this row: it opens the next batch
                 self._documents.append(_document_row(self.run_id, self.campaign, planned))
+                if planned.read_as:
+                    self._read.append(planned)
                 yield planned
             self._close(self._batcher.finish())
         except ManifestError as exc:  # found mid-file (a runaway row): the run stops here, said so

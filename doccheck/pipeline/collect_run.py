@@ -66,6 +66,7 @@ def collected_summary(
         estimated_cost_cents=counts.get("estimated_cost_cents", 0),
         counts_by_mode=counts.get("modes", {}),
         as_text=int(counts.get("as_text", 0)),
+        misnamed=int(counts.get("misnamed", 0)),
         **money_fields(counts),
         **notice_fields(counts),
         report_dir=str(paths.run_dir),

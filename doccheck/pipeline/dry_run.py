@@ -44,6 +44,8 @@ class DryRunSummary(BaseModel):
     counts_by_mode: dict[str, int] = Field(default_factory=dict)
     #: Files to be sent as the text doccheck read (the service profile does not take their type).
     as_text: int = 0
+    #: Files whose name says another type than their bytes (read as what they are).
+    misnamed: int = 0
     total_words: int = 0
     estimated_cost_cents: int = 0
     elapsed_seconds: float = 0.0
@@ -109,6 +111,7 @@ def dry_run(
         rejected=len(tally.rejections),
         counts_by_mode=tally.counts_by_mode(),
         as_text=tally.as_text,
+        misnamed=tally.misnamed,
         total_words=tally.total_words(),
         estimated_cost_cents=tally.estimated_cost_cents(),
         elapsed_seconds=round(time.monotonic() - started, 3),

@@ -323,6 +323,7 @@ def close_run(
         rejected=len(plan.rejections),
         counts_by_mode=plan.counts_by_mode(),
         as_text=int(counts.get("as_text", 0)),
+        misnamed=int(counts.get("misnamed", 0)),
         total_words=plan.total_words(),
         estimated_cost_cents=plan.estimated_cost_cents(),
         submitted=batch.submitted,

@@ -55,6 +55,7 @@ class PlanTally:
     products: int = 0  # product checks requested over the documents (progress totals)
     modes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
     as_text: int = 0  # files planned as their text (the service profile does not take their type)
+    misnamed: int = 0  # files whose name says another type than their bytes (read as what they are)
     words: int = 0
     unknown_words: int = 0
     cost_cents: int = 0
@@ -66,6 +67,7 @@ class PlanTally:
         self.products += len(doc.products)
         self.modes[doc.mode] += 1
         self.as_text += sent_as(doc.idempotency_key) == "text"
+        self.misnamed += doc.misnamed
         self.words += doc.words or 0
         self.unknown_words += doc.words is None
         self.cost_cents += doc.estimated_cost_cents

@@ -93,6 +93,8 @@ class RunSummary(BaseModel):
     counts_by_mode: dict[str, int] = Field(default_factory=dict)
     #: Files sent as the text doccheck read from them: the service does not take their type.
     as_text: int = 0
+    #: Files whose name says another type than their bytes (read as what they are, said in the report).
+    misnamed: int = 0
     total_words: int = 0
     estimated_cost_cents: int = 0
     submitted: int = 0
@@ -154,6 +156,7 @@ class RunSummary(BaseModel):
             ("rows rejected", self.rejected),
             ("modes", ", ".join(f"{k} {v}" for k, v in self.counts_by_mode.items() if k != "rejected")),
             *([("files sent as their text", self.as_text)] if self.as_text else []),
+            *([("files misnamed (read as what they are)", self.misnamed)] if self.misnamed else []),
             *(("not checked", f"{n}: {reason}") for reason, n in self.not_checked.items()),  # escaped
             ("words", self.total_words),
             ("estimated cost (cents)", self.estimated_cost_cents),

@@ -85,6 +85,9 @@ def test_schemas_have_the_issue_columns() -> None:
         "export_name",
         "new_this_run",
         "sent_as",
+        "read_as",  # issue 41: what the file was read as, the type its name says, whether they differ
+        "named_as",
+        "misnamed",
     ]
     product = ["error_message", "contradiction"]  # the service's words, a contradicted result (issue 39)
     added = {
@@ -128,6 +131,7 @@ def test_round_trip_types_and_values(tmp_path: Path) -> None:
         # a manifest's row: the LMS columns (issue 24) are null
         "lms": None, "student_id": None, "student": None, "late": None, "attempt": None, "submitted_file": None,
         "email": None, "section": None, "export_name": None, "new_this_run": None, "sent_as": None,
+        "read_as": None, "named_as": None, "misnamed": None,  # a rejected row: not read as anything
     }  # fmt: skip
     ai = pq.read_table(paths.ai_results).to_pylist()
     assert ai[0]["completed_at"] == datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)

@@ -88,3 +88,25 @@ def test_summaries_count_what_is_not_checked_by_reason_before_anything_is_paid()
         and "| not checked | 1\\: image without machine\\-readable text" in markdown
     )
     assert RunSummary.model_validate(run.model_dump()).not_checked == expected  # a stored summary reads back
+
+
+def test_a_misnamed_file_is_said_with_what_it_was_read_as() -> None:
+    from doccheck.outputs.said import misnamed_words
+
+    assert misnamed_words("odt", "docx") == "read as OpenDocument text: the file is named .docx"
+    assert misnamed_words(".rtf", None) == "read as Rich Text Format (RTF): the file's name has no type"
+    row = {"status": "submitted", "sent_as": "original", "read_as": "odt", "named_as": "docx", "misnamed": True}
+    assert status_text(row) == f"{CHECKED}; read as OpenDocument text: the file is named .docx"
+    assert status_text({**row, "misnamed": False}) == CHECKED
+    tables = _tables()
+    tables["submissions"][1].update(read_as="odt", named_as="docx", misnamed=True)
+    rows = {r["document_id"]: r for r in build_documents(tables)}
+    assert (rows["docx"]["read_as"], rows["docx"]["misnamed"]) == ("odt", True)
+    assert rows["docx"]["status_text"].endswith("; read as OpenDocument text: the file is named .docx")
+    html = render_report(list(rows.values()), campaign="course", run_id="r1", link_prefix="../")
+    assert "read as OpenDocument text: the file is named .docx" in html
+    assert "files misnamed (read as what they are)" in html
+    assert (
+        RunSummary(status="finished", campaign="c", manifest="m", misnamed=1).as_markdown().count("files misnamed") == 1
+    )
+    assert DryRunSummary(campaign="c", manifest="m", misnamed=2).misnamed == 2

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from doccheck.extract import Extracted, count_words, extract, extract_text
 from doccheck.extract import cache as word_cache
-from doccheck.extract import count_words, extract_text
 from doccheck.ledger import Ledger
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.purge import execute_purge, plan_purge
@@ -33,13 +33,16 @@ def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The names of the files extracted (by the prefetch or by the manifest reader)."""
     names: list[str] = []
 
-    def counting(data: bytes, filename: str, *args: Any, **kwargs: Any) -> str:
+    def counting(data: bytes, filename: str, *args: Any, **kwargs: Any) -> Extracted:
         names.append(filename)
-        return extract_text(data, filename, *args, **kwargs)
+        return extract(data, filename, *args, **kwargs)
 
-    monkeypatch.setattr(word_cache, "extract_text", counting)
-    monkeypatch.setattr("doccheck.sources.manifest.files.extract_text", counting)
-    monkeypatch.setattr("doccheck.matching.cohort.extract_text", counting)
+    def counting_text(data: bytes, filename: str, *args: Any, **kwargs: Any) -> str:
+        return counting(data, filename, *args, **kwargs).text
+
+    monkeypatch.setattr(word_cache, "extract", counting)
+    monkeypatch.setattr("doccheck.sources.manifest.files.extract", counting)
+    monkeypatch.setattr("doccheck.matching.cohort.extract_text", counting_text)
     yield names
 
 

@@ -149,6 +149,7 @@ def _cards(tally: PageTally, spent_cents: int | None) -> list[dict[str, Any]]:
         {"label": "flagged, no decision yet", "value": tally.undecided, "flag": bool(tally.undecided)},
         {"label": "rows rejected", "value": len(tally.rejected)},
         *([{"label": "checked as extracted text", "value": tally.as_text}] if tally.as_text else []),
+        *([{"label": "files misnamed (read as what they are)", "value": tally.misnamed}] if tally.misnamed else []),
         {"label": "results pending", "value": tally.pending},
         {"label": "charged", "value": f"${charged / 100:,.2f}"},
     ]

@@ -143,6 +143,10 @@ DOCUMENTS_SCHEMA = pa.schema(
         # issue 41: how it was sent (original | text: the file's extracted text) and the status in words
         pa.field("sent_as", pa.string()),
         pa.field("status_text", pa.string()),  # checked | checked as extracted text | not checked: <reason>
+        # what the file was read as (odt), the type its name says (docx), whether they differ (issue 41)
+        pa.field("read_as", pa.string()),
+        pa.field("named_as", pa.string()),
+        pa.field("misnamed", pa.bool_()),
     ]
 )
 
@@ -291,6 +295,7 @@ class DocumentsBuilder:
             }
             row.update(judging_columns(a, sub, self.rules))
             row["sent_as"] = sub.get("sent_as")
+            row.update({k: sub.get(k) for k in ("read_as", "named_as", "misnamed")})
             row["status_text"] = status_text(row)
             row["flagged"] = is_flagged(row, self.rules)
             row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)

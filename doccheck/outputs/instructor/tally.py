@@ -121,6 +121,7 @@ class PageTally:
         #: Documents not checked (rejected, or refused by the service), by reason in words (issue 41).
         self.by_reason: Counter[str] = Counter()
         self.as_text = 0  # checked as the text doccheck read (the service does not take the file's type)
+        self.misnamed = 0  # files whose name says another type than their bytes
         self.not_checked: list[Mapping[str, Any]] = []
         self.meta: list[str] = []
         self.lms = False  # an export's run: the student columns are shown
@@ -164,6 +165,7 @@ class PageTally:
             self.rejected.append({k: r.get(k) for k in _REJECTED_KEYS})
             return
         self.as_text += 1 if r.get("sent_as") == "text" and r.get("status") == "submitted" else 0
+        self.misnamed += 1 if r.get("misnamed") else 0
         if not checked(r):
             self.not_checked.append({k: r.get(k) for k in _NOT_CHECKED_KEYS})
             return

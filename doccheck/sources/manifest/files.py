@@ -18,10 +18,10 @@ from doccheck.extract import (
     UnsupportedFileType,
     count_words,
     extension_of,
-    extract_text,
+    extract,
 )
 from doccheck.extract import cache as word_cache
-from doccheck.extract.parse import IMAGE
+from doccheck.extract.parse import IMAGE, read_as_named
 from doccheck.extract.sniff import IMAGE_TYPES
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.types import RejectCode
@@ -33,8 +33,11 @@ _CHUNK = 1024 * 1024
 _ESCAPE_HINT = "paths are relative to the manifest's folder and must stay inside it"
 
 
-def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | None]:
-    """Resolve, confine, size, type-check, hash and count one file; raise CellProblem when unusable."""
+def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | None, str | None]:
+    """Resolve, confine, size, type-check, hash and count one file; raise CellProblem when unusable.
+
+    The last item is the type the file was read as (an extension, from its bytes: ``".odt"`` for
+    an OpenDocument file named ``.docx``), None when it was not read (a large file sent as it is)."""
     if "\x00" in raw_path:
         raise CellProblem("path", RejectCode.INVALID_PATH, "the path contains a NUL character")
     given = Path(raw_path)
@@ -87,20 +90,21 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
             RejectCode.FILE_TOO_LARGE,
             f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
-    digest, words = _read(resolved, raw_path, ext, size)
+    digest, words, read_as = _read(resolved, raw_path, ext, size)
     if words == 0:
         raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
-    return resolved, size, digest, words
+    return resolved, size, digest, words, read_as
 
 
-def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int | None]:
+def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int | None, str | None]:
     """Hash and count one file; every reading failure as the row's problem with its code."""
     if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
         raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
     try:
         if size <= MULTIPART_MAX_BYTES:
             return _hash_and_extract(resolved)
-        return _hash_streamed(resolved, count=ext in (".txt", ".md"))
+        counted = ext in (".txt", ".md")  # read as text by its name; the rest is sent as it is, unread
+        return (*_hash_streamed(resolved, count=counted), ext if counted else None)
     except OSError as exc:
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
@@ -113,20 +117,23 @@ def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int 
         raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
 
 
-def _hash_and_extract(path: Path) -> tuple[str, int]:
-    """Small file: one read serves both the hash and the word count (empty text → 0 words).
+def _hash_and_extract(path: Path) -> tuple[str, int, str | None]:
+    """Small file: one read serves the hash, the word count (empty text → 0 words) and the type
+    it is read as.
 
-    Bytes already extracted (the same SHA-256) take their count from the active word store
-    (``doccheck.extract.cache``): a rerun, or the batch re-read of this run, extracts nothing."""
+    Bytes already extracted (the same SHA-256) take their count, and what they were read as, from
+    the active word store (``doccheck.extract.cache``): a rerun, or the batch re-read of this
+    run, extracts nothing."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     known = word_cache.cached_words(digest)
     if known is not None:
-        return digest, known
-    text = extract_text(data, path.name)
-    words = count_words(text) if text.strip() else 0
-    word_cache.remember(digest, words)
-    return digest, words
+        kind = word_cache.cached_read_as(digest)
+        return digest, known, (read_as_named(path.name, kind) if kind else None)
+    found = extract(data, path.name)
+    words = count_words(found.text) if found.text.strip() else 0
+    word_cache.remember(digest, words, found.read_as)
+    return digest, words, found.read_as
 
 
 def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:

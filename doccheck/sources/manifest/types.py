@@ -6,10 +6,11 @@ and so that ``doccheck.outputs.reports`` and the ledger can import :class:`Rejec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from doccheck.errors import DocCheckBaseError
+from doccheck.extract.types import extension_of, same_format
 
 __all__ = [
     "ManifestDocument",
@@ -97,6 +98,18 @@ class ManifestDocument:
     content_hash: str
     words: int | None  # None when unknown (large .docx/.pdf)
     metadata: dict[str, str]
+    #: The type a file was read as, from its bytes (``".odt"``; None: a text row, or a file not read).
+    read_as: str | None = field(default=None, kw_only=True)
+
+    @property
+    def named_as(self) -> str:
+        """The type the file's name says (its extension, ``""`` for a text row or a file without one)."""
+        return extension_of(self.path.name) if self.path is not None else ""
+
+    @property
+    def misnamed(self) -> bool:
+        """True when the file's name says another type than its bytes (e.g. an ``.odt`` named ``.docx``)."""
+        return self.read_as is not None and not same_format(self.named_as, self.read_as)
 
 
 @dataclass(frozen=True)

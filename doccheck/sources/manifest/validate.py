@@ -116,7 +116,7 @@ def _document(
     if raw_path and text:
         raise CellProblem("path", RejectCode.BOTH_PATH_AND_TEXT, "both 'path' and 'text' are given; give exactly one")
     if raw_path:
-        resolved, size, digest, words = check_file(raw_path, base_dir)
+        resolved, size, digest, words, read_as = check_file(raw_path, base_dir)
         name = name or Path(raw_path).name
         _check_name(name)
         return ManifestDocument(
@@ -130,6 +130,7 @@ def _document(
             content_hash=digest,
             words=words,
             metadata=metadata,
+            read_as=read_as,
         )
     if text is None:
         raise CellProblem("path", RejectCode.NO_PATH_OR_TEXT, "neither 'path' nor 'text' is given; give exactly one")
