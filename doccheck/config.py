@@ -142,7 +142,9 @@ class ServiceSettings(_Group):
     )
     profile: FilePath | None = _env(
         "DOCCHECK_SERVICE_PROFILE",
-        "A service profile written by `doccheck probe` (docs/service-profile.md); unset: the emulator's choices.",
+        "A service profile written by `doccheck probe` (docs/service-profile.md); unset: the emulator's choices. "
+        "Its `accepted_types` are the file types sent as files; a type the service refuses (415) is learnt into "
+        "the ledger and sent as text by every later run (`doccheck probe` lists it).",
     )
 
     @field_validator("base_url")

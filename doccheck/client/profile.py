@@ -28,7 +28,7 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -160,14 +160,28 @@ _REFUSED_TYPES: set[str] = set()
 
 def learn_refused_type(filename: str) -> bool:
     """Remember that the service refused ``filename``'s type (a 415, or a 422 naming the type):
-    later files of that type in this process are planned and sent as text. True when new."""
+    later files of that type in this process are planned and sent as text. True when new (the
+    caller keeps it for the next processes: ``doccheck.ledger.refused_types``)."""
     ext = extension_of(filename)
     if not ext or ext in _REFUSED_TYPES:
         return False
-    _REFUSED_TYPES.add(ext)
-    _REFUSED_TYPES.add(ALIASES.get(ext, ext))
+    adopt_refused_types([ext])
     log.warning("the service refused %s files as an unsupported type: they are sent as their text", ext[:20])
     return True
+
+
+def adopt_refused_types(extensions: Iterable[str]) -> None:
+    """Take types an earlier process learnt the service refuses (kept in the ledger) as learnt in
+    this one: their files go as their text at once, without another refusal."""
+    for ext in extensions:
+        ext = ext.lower()
+        _REFUSED_TYPES.add(ext)
+        _REFUSED_TYPES.add(ALIASES.get(ext, ext))
+
+
+def refused_in_process() -> frozenset[str]:
+    """The types this process learnt (or adopted) the service refuses."""
+    return frozenset(_REFUSED_TYPES)
 
 
 def unsupported_type_refusal(status: int | None, code: str | None, message: str | None) -> bool:

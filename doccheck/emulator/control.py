@@ -102,6 +102,14 @@ async def set_profile(request: Request) -> Response:
     return JSONResponse({"default": state.default, "accounts": len(state.by_account)})
 
 
+@router.get("/profile")
+async def get_profile(request: Request) -> Response:
+    """The profile in force, and how many creates and uploads each account had refused as an
+    unsupported type (``no-odt``): a test counts the refusals a run paid."""
+    state = request.app.state.variants
+    return JSONResponse({"default": state.default, "refused": dict(state.refused)})
+
+
 @router.post("/accounts", status_code=201)
 async def create_account(request: Request) -> Response:
     emu = emulator_of(request)

@@ -73,17 +73,23 @@ class VariantState:
         self.by_account: dict[str, str] = {}
         #: New checks made under a lost-answers profile (every 3rd answer is lost).
         self.creates = 0
+        #: Creates and uploads refused as an unsupported type, by account (what a test counts).
+        self.refused: dict[str, int] = {}
 
     def for_key(self, api_key: str) -> str:
         """The profile of an account (the webhook senders ask by key, not by request)."""
         return self.by_account.get(api_key, self.default)
 
     def for_scope(self, scope: Message) -> str:
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                key = value.decode("latin-1").removeprefix("Bearer ").strip()
-                return self.by_account.get(key, self.default)
-        return self.default
+        key = _api_key(scope)
+        return self.by_account.get(key, self.default) if key is not None else self.default
+
+
+def _api_key(scope: Message) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            return str(value.decode("latin-1").removeprefix("Bearer ").strip())
+    return None
 
 
 def check_name(name: str) -> str:
@@ -113,6 +119,8 @@ class VariantEdge:
             body, receive = await _buffered(receive)
             refused = _refused_type(body, REFUSED_TYPES[name])
             if refused is not None:
+                key = _api_key(scope) or ""
+                self.state.refused[key] = self.state.refused.get(key, 0) + 1
                 await _send_answer(send, *_error(415, "unsupported_file_type", f"unsupported file type {refused!r}"))
                 return
         status, headers, body = await self._answer(name, scope, receive)

@@ -14,7 +14,7 @@ charges, so every table is keyed the way the flows look things up:
 - ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
 - ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`);
 - ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger.dispositions`);
-- ``document_reads``: what each file was read as.
+- ``document_reads``: what each file was read as; ``refused_types``: the types a service refused.
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -287,6 +287,19 @@ class DocumentReadRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class RefusedTypeRow(SQLModel, table=True):
+    """A file type a service refused as unsupported (a 415, or a 422 naming the type), by the
+    service's base URL: the next process sends such files as their text at once, without
+    another refusal (:mod:`~doccheck.ledger.refused_types`). Not student data: kept on purge."""
+
+    __tablename__ = "refused_types"
+
+    service: str = Field(primary_key=True)
+    extension: str = Field(primary_key=True, max_length=32)
+    profile: str | None = None
+    refused_at: datetime = Field(default_factory=utcnow)
+
+
 class CohortMatchRow(SQLModel, table=True):
     """A verified pair found by a run (one row per pair, ``document_id`` is the run's side)."""
 
@@ -403,6 +416,7 @@ LEDGER_TABLES = [
     *SIGNATURE_TABLES,
     table_of(ExtractedWordsRow),
     table_of(DocumentReadRow),
+    table_of(RefusedTypeRow),
     *MONEY_TABLES,
     *DISPOSITION_TABLES,
 ]

@@ -38,7 +38,8 @@ from doccheck.client import (
 )
 from doccheck.client.models import Check, Upload
 from doccheck.client.profile import current_profile, learn_refused_type, unsupported_type_refusal
-from doccheck.extract import ExtractionError, extract_text, is_supported
+from doccheck.domain import SubmissionState
+from doccheck.extract import ExtractionError, extension_of, extract_text, is_supported
 from doccheck.ledger import Ledger, SubmissionRow
 from doccheck.ledger.bulk import (
     Answer,
@@ -58,6 +59,7 @@ from doccheck.pipeline.campaign_budget import bind_budget
 from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
 from doccheck.pipeline.failures import error_code as _error_code
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline.learnt_types import adopt_learnt_refusals, remember_refusal, service_of
 from doccheck.pipeline.planning import as_text
 from doccheck.pipeline.progress import report
 from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
@@ -207,7 +209,7 @@ class _BatchSubmitter:
             while True:
                 attempt += 1
                 async with self.window:
-                    if attempt == 1 and previous is None and _type_refused(doc):  # learnt since it was planned
+                    if attempt == 1 and _never_made(previous) and _type_refused(doc):  # learnt since it was planned
                         doc = await self._as_text(doc)
                     delay = await self._attempt(doc, attempt)
                 text_doc = self.as_text.pop(doc.idempotency_key, None)
@@ -447,7 +449,9 @@ class _BatchSubmitter:
             return False
         if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
             return False
-        learn_refused_type(Path(doc.path).name)
+        if learn_refused_type(Path(doc.path).name):  # kept for the next processes too
+            ext = extension_of(Path(doc.path).name)
+            await self._db(remember_refusal, self.ledger, service_of(self.client), ext, current_profile().name)
         await self._db(
             self.ledger.mark_submit_failed,
             doc.idempotency_key,
@@ -581,9 +585,15 @@ class _BatchSubmitter:
         return check
 
 
+def _never_made(previous: SubmissionRow | None) -> bool:
+    """The document's key has made no check: never sent, or refused (a failure is a refusal: no
+    check was made). Only such a key may go as its text instead (another key, another check)."""
+    return previous is None or (previous.state == SubmissionState.FAILED and previous.check_id is None)
+
+
 def _type_refused(doc: Any) -> bool:
-    """A file of a type this process learnt the service refuses (and that doccheck reads), never
-    sent before: it goes as its text at once, without another refusal."""
+    """A file of a type this process learnt (or adopted from the ledger) the service refuses, and
+    that doccheck reads: it goes as its text at once, without another refusal."""
     if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
         return False
     return not current_profile().accepts_file(Path(doc.path).name)
@@ -630,6 +640,7 @@ async def submit_batch(
     document would fail. Documents sharing a key share one check.
     """
     campaign = retry_transient(lambda: ledger.campaign_of(run_id))  # a database blip costs seconds, not the batch
+    retry_transient(lambda: adopt_learnt_refusals(ledger, service_of(client)))  # no refusal paid twice
     retry_transient(lambda: record_documents(ledger, run_id, campaign, documents))  # one executemany
     submitted, previous = retry_transient(lambda: previous_submissions(ledger, (d.idempotency_key for d in documents)))
     attempt = begin_attempt(run_id, (d.idempotency_key for d in documents))

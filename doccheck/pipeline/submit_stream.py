@@ -28,6 +28,7 @@ from doccheck.pipeline.attempts import begin_attempt, count_done
 from doccheck.pipeline.batch_result import BatchResult
 from doccheck.pipeline.failures import first_error
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline.learnt_types import adopt_learnt_refusals, service_of
 from doccheck.pipeline.progress import report
 from doccheck.pipeline.submit import PIPELINE_DEPTH, _BatchSubmitter
 from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
@@ -83,6 +84,7 @@ async def submit_stream(
     their submissions read on the ledger thread before they start.
     """
     campaign = ledger.campaign_of(run_id)
+    adopt_learnt_refusals(ledger, service_of(client))  # a type an earlier process was refused: its text at once
     submitter = _BatchSubmitter(
         client,
         ledger,

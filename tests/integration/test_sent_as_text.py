@@ -1,6 +1,6 @@
 """Issue 41, "Done when": a service profile that refuses .odt gets the text instead, once, with one
 charge. Against the emulator over real sockets (its ``no-odt`` profile answers 415 naming the type)
-and a SQLite ledger; a rerun, with the type learnt or not (a new process), makes no second charge.
+and a SQLite ledger; a rerun, in this process or a new one (the type kept in the ledger), makes no second charge.
 And a profile whose ``accepted_types`` leaves .odt out plans the text at once: no 415 at all.
 About 2 s."""
 
@@ -93,10 +93,11 @@ def test_a_refused_odt_is_sent_once_as_its_text_with_one_charge(
     rerun_id, rerun = asyncio.run(_run(emu, key, ledger, manifest))
     assert rerun.submitted == 0, rerun  # type: ignore[attr-defined]
     assert _sent_as(ledger, rerun_id)["odt"] == ("text", "submitted")
-    # A new process has not: the file's key is refused again (free), its text key is already done.
+    # A new process learns it from the ledger (refused_types): no refusal, its text key is already done.
     service_profile._REFUSED_TYPES.clear()
     third_id, third = asyncio.run(_run(emu, key, ledger, manifest))
     assert third.submitted == 0 and third.failed == 0, third  # type: ignore[attr-defined]
+    assert emu._control("GET", "/profile")["refused"][key] == 1  # the first run's one refusal, never again
     assert _sent_as(ledger, third_id)["odt"] == ("text", "submitted")
     state = emu.account_state(key)
     assert (state["checks"], state["charged_cents"]) == (2, price)
@@ -235,7 +236,8 @@ def test_a_run_that_dies_between_the_refusal_and_the_text_makes_one_check(
 ) -> None:
     """The process dies after the file's key was recorded refused and before its documents moved
     to the text key (the ledger write raises, as a crash there would leave it); the resume, a new
-    process, is refused again for free and sends the text once."""
+    process, learns the type from the ledger (the file's key was refused: no check) and sends the
+    text once."""
     emu = isolated_emulator
     key = emu.new_account()
     emu.set_profile("no-odt", api_key=key)
