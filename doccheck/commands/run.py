@@ -310,6 +310,7 @@ def _dry_run(err: Console, options: RunOptions) -> Any:
             metadata_columns=source.metadata_columns,
             database_url=options.connection.database_url or load_settings().ledger.database_url,
             templates=source.templates,
+            base_url=options.connection.base_url,
         )
     except Exception as exc:  # noqa: BLE001 - every fatal error becomes one line
         raise fail(err, describe_error(exc)) from None

@@ -69,11 +69,14 @@ def dry_run(
     templates: Sequence[str] = (),
     match: bool = True,
     background: bool | None = None,
+    base_url: str | None = None,
 ) -> DryRunSummary:
     """Validate, plan and (``match``) cohort-match ``manifest``; nothing is sent or written.
 
     ``database_url``: a ledger to compare with the campaign's earlier runs, read only (a
-    SQLite file that does not exist is not created). Raises ``ManifestError`` for
+    SQLite file that does not exist is not created); the file types it learnt the service at
+    ``base_url`` (default: the settings') refuses are planned as text, as the run will send them.
+    Raises ``ManifestError`` for
     configuration errors, as ``load_plan`` does. ``background``: match in a second process
     fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
     manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
@@ -82,6 +85,7 @@ def dry_run(
     (docs/benchmarks.md, "term_scale.py").
     """
     started = time.monotonic()
+    _adopt_learnt(database_url, base_url)
     tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
     documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
     cohort: dict[str, Any] = {}
@@ -123,3 +127,18 @@ def dry_run(
     )
     # an LMS export's refused entries are rejected too (and rows of the reports), though no manifest row
     return with_export_rejections(summary)
+
+
+def _adopt_learnt(database_url: str | None, base_url: str | None) -> None:
+    """The types the ledger learnt the service refuses, so the dry run plans their files as text
+    (read only: a SQLite file that does not exist is not created)."""
+    from doccheck.matching.store import existing_ledger
+    from doccheck.pipeline.learnt_types import adopt_for_planning
+
+    ledger = existing_ledger(database_url)
+    if ledger is None:
+        return
+    try:
+        adopt_for_planning(ledger, base_url)
+    finally:
+        ledger.close()

@@ -15,7 +15,7 @@ from doccheck.client.profile import adopt_refused_types
 from doccheck.ledger import Ledger
 from doccheck.ledger.refused_types import refused_types, remember_refused_type
 
-__all__ = ["adopt_learnt_refusals", "remember_refusal", "service_of"]
+__all__ = ["adopt_for_planning", "adopt_learnt_refusals", "remember_refusal", "service_of"]
 
 
 def service_of(client: Any) -> str:
@@ -29,6 +29,18 @@ def remember_refusal(ledger: Ledger, base_url: str, extension: str, profile: str
         return
     with ledger.engine.begin() as conn:
         remember_refused_type(conn, base_url, extension, profile)
+
+
+def adopt_for_planning(ledger: Ledger | None, base_url: str | None) -> frozenset[str]:
+    """Before a run or a dry run plans: the types learnt for ``base_url`` (the settings' service
+    when None), so their files are planned as text (counted as such before anything is paid)."""
+    if ledger is None:
+        return frozenset()
+    if base_url is None:
+        from doccheck.config import setting
+
+        base_url = setting("service", "base_url")
+    return adopt_learnt_refusals(ledger, str(base_url or ""))
 
 
 def adopt_learnt_refusals(ledger: Ledger, base_url: str) -> frozenset[str]:

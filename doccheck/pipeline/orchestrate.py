@@ -33,6 +33,7 @@ from doccheck.ledger import Ledger
 from doccheck.pipeline.batches import BatchRef, PlanRecording, RecordedPlan, start_recording
 from doccheck.pipeline.collect import WaitResult
 from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline.learnt_types import adopt_for_planning
 from doccheck.pipeline.options import RunOptions, WaitingOptions
 from doccheck.pipeline.submit import BatchResult
 from doccheck.pipeline.submit_options import SubmitOptions
@@ -379,6 +380,7 @@ def start_run_recording(
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source
+    adopt_for_planning(ledger, options.connection.base_url)  # a type an earlier run was refused: planned as text
     manifest, _ = as_manifest(
         source.manifest, export_work_dir(options), lms=source.lms, attempts=source.attempts, roster=source.roster
     )

@@ -70,6 +70,7 @@ def test_a_second_process_pays_no_refusal_and_the_report_says_what_was_misnamed(
     second = _doccheck(run, cwd=_write(tmp_path, rows).parent, key=key, emu=emu)
     assert second.returncode == 0, second.stdout + second.stderr
     assert _refusals(emu, key) == paid  # not one 415: the ledger taught the second process
+    assert "files sent as their text" in second.stdout  # planned as text: the summary counts them
 
     words = [count_words(extract_text(data, name)) for _, name, data in rows]
     state = emu.account_state(key)

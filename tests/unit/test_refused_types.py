@@ -82,3 +82,20 @@ def test_an_empty_ledger_says_nothing_was_learnt(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     Ledger(url).close()
     assert file_type_lines(SERVICE, url)[1] == "learned: no refused type kept for this service in the ledger"
+
+
+def test_a_dry_run_plans_a_learnt_type_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from doccheck.pipeline.dry_run import dry_run
+    from tests import generated_documents as gen
+    from tests.factories import essay
+
+    (tmp_path / "e.odt").write_bytes(gen.odt_paragraphs([essay(1)]))
+    (tmp_path / "m.csv").write_text("document_id,path\no,e.odt\n")
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    with closing(Ledger(url)) as ledger:
+        remember_refusal(ledger, SERVICE, ".odt", "emulator")
+    assert (
+        dry_run(tmp_path / "m.csv", database_url=url, base_url="http://other.example/api/v1", match=False).as_text == 0
+    )
+    monkeypatch.setenv("DOCCHECK_BASE_URL", SERVICE)
+    assert dry_run(tmp_path / "m.csv", database_url=url, match=False).as_text == 1  # the settings' service
