@@ -30,9 +30,7 @@ from doccheck.client import Submission  # noqa: E402
 from doccheck.client.models import Check, CheckList  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.ledger.claims import Claims  # noqa: E402
-from doccheck.pipeline import submit_batch  # noqa: E402
-from doccheck.pipeline.planning import PlannedDocument  # noqa: E402
-from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
+from doccheck.pipeline import PlannedDocument, SubmitOptions, submit_batch  # noqa: E402
 
 
 class InstantClient:

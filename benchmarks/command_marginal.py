@@ -69,7 +69,7 @@ from pipeline_throughput import API_KEY, start_emulator, write_manifest  # noqa:
 from submit_marginal import raw_loop  # noqa: E402
 
 from doccheck.commands.services import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
-from doccheck.pipeline.planning import load_plan  # noqa: E402
+from doccheck.pipeline import load_plan  # noqa: E402
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ Run:  .venv/bin/python benchmarks/pipeline_throughput.py [--n 500] [--concurrenc
 Against a real ``doccheck emulator`` subprocess (``--processing-seconds 0.2 --offline``,
 optional ``--latency-ms`` per request to stand in for a remote service's round trip) and a
 SQLite ledger in a temporary folder. N short generated text documents (one CSV manifest,
-planned by ``doccheck.pipeline.planning.load_plan``) are submitted once per concurrency level, each
+planned by ``doccheck.pipeline.load_plan``) are submitted once per concurrency level, each
 level in its own campaign and its own fresh ledger, so every level sends N checks. The
 first level is the baseline (default 1); the figures are docs/s and the ratio to it.
 
@@ -39,9 +39,12 @@ if str(ROOT) not in sys.path:
 from doccheck.client import AsyncDocCheckClient, ConnectionLanes  # noqa: E402
 from doccheck.commands.services import Service, doccheck_command, free_port, start_service  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
-from doccheck.pipeline import submit_batch  # noqa: E402
-from doccheck.pipeline.planning import Plan, load_plan  # noqa: E402
-from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
+from doccheck.pipeline import (  # noqa: E402
+    Plan,
+    SubmitOptions,  # noqa: E402
+    load_plan,
+    submit_batch,  # noqa: E402
+)
 
 API_KEY = "sk_test_bench_throughput"
 WORDS = [

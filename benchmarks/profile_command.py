@@ -35,8 +35,8 @@ for extra in (ROOT, ROOT / "benchmarks"):
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from pipeline_throughput import API_KEY, start_emulator, write_manifest  # noqa: E402
 
-from doccheck.pipeline import orchestrate  # noqa: E402
-from doccheck.pipeline.options import RunOptions  # noqa: E402
+from doccheck.pipeline import RunOptions  # noqa: E402
+from doccheck.pipeline import _orchestrate as orchestrate  # noqa: E402
 
 
 class PhaseClock:
@@ -148,7 +148,7 @@ def main() -> None:
         if args.raw:
             from submit_marginal import raw_loop
 
-            from doccheck.pipeline.planning import load_plan
+            from doccheck.pipeline import load_plan
 
             raw = [asyncio.run(raw_loop(base_url, load_plan(str(write_manifest(folder / f"r{n}", n, seed=n + 5))),
                                         args.concurrency)) for n in (args.small, args.large)]  # fmt: skip
@@ -176,8 +176,7 @@ def compare(args: argparse.Namespace, folder: Path, base_url: str, pg: str | Non
     from submit_marginal import raw_loop
 
     from doccheck.commands import local_run
-    from doccheck.pipeline.overlap import OverlappingLocalSteps
-    from doccheck.pipeline.planning import load_plan
+    from doccheck.pipeline import OverlappingLocalSteps, load_plan
 
     rates: dict[str, list[float]] = {}
     seed = 100

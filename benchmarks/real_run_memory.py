@@ -12,7 +12,7 @@ peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds an
 * **whole** (the baseline, what ``tasks/pipeline.py`` does today): ``load_plan`` (every
   document with its text), ``start_run`` + ``record_documents`` + ``record_rejections``,
   then ``submit_batch`` over slices of ``plan.documents`` of ``--batch-size``;
-* **streamed**: ``doccheck.pipeline.batches.record_plan`` (one streamed pass, grouped writes,
+* **streamed**: ``doccheck.pipeline.record_plan`` (one streamed pass, grouped writes,
   a ``BatchRef`` per batch), then per ref ``load_batch`` (seek, re-read, re-plan that batch
   only) and ``submit_batch``;
 * **orchestrated**: the real run's whole path as the flow and the notebook run it
@@ -53,12 +53,11 @@ def rss_mb():
 t = time.monotonic()
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import BatchResult, submit_batch
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import BatchResult, SubmitOptions, submit_batch
 ledger = Ledger("sqlite:///" + db)
 campaign = "bench-" + mode
 if mode == "whole":
-    from doccheck.pipeline.planning import load_plan
+    from doccheck.pipeline import load_plan
     plan = load_plan(manifest, campaign=campaign, products="ai")
     run_id = ledger.start_run(campaign=campaign, manifest=manifest, products=["ai"], params={})
     ledger.record_documents(run_id, plan.documents)
@@ -71,15 +70,14 @@ if mode == "whole":
 elif mode.startswith("orchestrated"):
     # the real run's whole path without Prefect: run_checks with LocalSteps (record, cohort
     # matching on a second streamed read, submit batch refs, close, reports), no waiting
-    from doccheck.pipeline.options import RunOptions
-    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+    from doccheck.pipeline import LocalSteps, RunOptions, run_checks
     options = RunOptions.from_flat(manifest=manifest, campaign=campaign, products="ai", batch_size=batch_size,
                                    concurrency=concurrency, wait=False, out_dir=db + "-reports")
     documents, planned_s, planned_rss = None, 0.0, 0.0
     def batches():
         return iter(())
 else:
-    from doccheck.pipeline.batches import load_batch, record_plan
+    from doccheck.pipeline import load_batch, record_plan
     recorded = record_plan(ledger, manifest, campaign=campaign, products="ai", batch_size=batch_size)
     run_id, documents = recorded.run_id, recorded.documents
     def batches():

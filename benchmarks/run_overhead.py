@@ -10,7 +10,7 @@ What is measured (wall seconds of the whole command, as a user waits for it):
   ``prefect server start`` (the README's setting for real work);
 - the same with no server at all (Prefect then starts a temporary one per run);
 - the baseline: the same documents through the library pipeline alone
-  (``doccheck.pipeline.orchestrate.run_checks`` with ``LocalSteps``, what the notebook runs),
+  (``doccheck.pipeline.run_checks`` with ``LocalSteps``, what the notebook runs),
   in a fresh interpreter too, so interpreter and import time are in both.
 
 The difference between a command and the baseline is the fixed overhead of Prefect's
@@ -38,8 +38,7 @@ BASELINE = """
 import asyncio, sys
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline.options import RunOptions
-from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+from doccheck.pipeline import LocalSteps, RunOptions, run_checks
 
 manifest, base_url, key, db, out = sys.argv[1:6]
 options = RunOptions.from_flat(manifest=manifest, base_url=base_url, database_url=db, out_dir=out,

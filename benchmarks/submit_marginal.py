@@ -48,9 +48,12 @@ from pipeline_throughput import API_KEY, CountingTransport, emulator_checks, sta
 
 from doccheck.client import AsyncDocCheckClient  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
-from doccheck.pipeline import submit_batch  # noqa: E402
-from doccheck.pipeline.planning import Plan, load_plan  # noqa: E402
-from doccheck.pipeline.submit_options import SubmitOptions  # noqa: E402
+from doccheck.pipeline import (  # noqa: E402
+    Plan,
+    SubmitOptions,  # noqa: E402
+    load_plan,
+    submit_batch,  # noqa: E402
+)
 
 
 async def raw_loop(base_url: str, plan: Plan, concurrency: int) -> float:

@@ -28,7 +28,7 @@ its sample count a line, for flamegraph tools or a few lines of Python).
 #
 # For each size, a CSV manifest of generated text rows (``--words`` words each, ~6 bytes a
 # word: 400 words ≈ 2.5 KB a row, the issue's 250 MB per 100,000 rows) is dry-run in a fresh
-# process with ``doccheck.pipeline.dry_run.dry_run`` (validate → plan → cohort matching, what
+# process with ``doccheck.pipeline.dry_run`` (validate → plan → cohort matching, what
 # ``doccheck run --dry-run`` does); the child reports its peak RSS (``ru_maxrss``) and its
 # seconds (wall, and CPU: on a shared machine the CPU seconds say what the load hides). The
 # first size is the baseline: the figures are printed with their ratio to it.
@@ -68,7 +68,7 @@ for extra in (ROOT, ROOT / "benchmarks"):
 CHILD = """
 import json, resource, sys, time
 t = time.monotonic()
-from doccheck.pipeline.dry_run import dry_run
+from doccheck.pipeline import dry_run
 background = {"in": False, "bg": True, "auto": None}[sys.argv[3]]
 s = dry_run(sys.argv[1], database_url=None, match=sys.argv[2] == "match", background=background)
 u, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -79,7 +79,7 @@ print(json.dumps({"seconds": time.monotonic() - t, "documents": s.documents, "pa
 
 FLOW_DRY_RUN = """
 import asyncio, sys
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline import RunOptions
 from prefect_doccheck.flows.bulk_check import bulk_check
 asyncio.run(bulk_check(**RunOptions.from_flat(manifest=sys.argv[1], dry_run=True, database_url="sqlite:///" + sys.argv[2]).flow_parameters()))
 """

@@ -1,6 +1,6 @@
 """The ``bulk_check`` flow: manifest → plan → ledger → batched submission → results → Parquet.
 
-The run's sequence is ``doccheck.pipeline.orchestrate.run_checks``, the same one ``doccheck
+The run's sequence is ``doccheck.pipeline.run_checks``, the same one ``doccheck
 run`` without a server and the notebook run; here each step is a Prefect task
 (``prefect_doccheck.tasks.steps``), so the UI shows ``record and submit <manifest>`` (the
 manifest recorded and cohort-matched while its recorded batches are sent: the phases overlap,
@@ -8,7 +8,7 @@ issue 26), ``wait for results`` and ``write reports`` as task runs, and the flow
 and log lines. Closing the run in the ledger (the summary from the ledger's own counts) happens
 in the flow, outside a task.
 
-The parameters are the groups of ``doccheck.pipeline.options`` (source, submission, waiting,
+The parameters are the groups of ``doccheck.pipeline._options`` (source, submission, waiting,
 output, connection): one form section each in the UI, with the defaults and bounds
 declared once. Documents are recorded in batches (``submission.batch_size``, default 100).
 With ``submission.shards`` > 1 or ``submission.overlap=False`` the phases run one after the
@@ -17,7 +17,7 @@ other: ``record <manifest>``, then one ``submit batch 3/20`` task run per batch,
 
 The API key is never a parameter: ``credentials`` is a ``DocCheckCredentials`` block (or
 its name), ``api_key_block`` the name of a Secret block, and without either the key comes
-from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks.credentials``). The key itself never
+from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks.service_access``). The key itself never
 reaches the Prefect API, a log, an artifact or a report.
 """
 
@@ -30,32 +30,32 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NONE
 
-from doccheck.pipeline.dry_run import dry_run as plan_only
-from doccheck.pipeline.options import (
+from doccheck.pipeline import (
     ConnectionOptions,
     OutputOptions,
     RunOptions,
+    RunSummary,
     SourceOptions,
     SubmissionOptions,
     WaitingOptions,
+    check_shared_ledger,
+    run_checks,
 )
-from doccheck.pipeline.orchestrate import run_checks
-from doccheck.pipeline.shards import check_shared_ledger
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import dry_run as plan_only
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.tasks.credentials import (
+from prefect_doccheck.tasks.instructor import publish_report_link
+from prefect_doccheck.tasks.matching import publish_cohort
+from prefect_doccheck.tasks.pipeline import check_service
+from prefect_doccheck.tasks.run_events import emit_run_events
+from prefect_doccheck.tasks.run_tags import tag_flow_run
+from prefect_doccheck.tasks.service_access import (
     base_url_of,
     resolve_api_key,
     resolve_base_url,
     resolve_credentials,
     resolve_database_url,
 )
-from prefect_doccheck.tasks.events import emit_run_events
-from prefect_doccheck.tasks.instructor import publish_report_link
-from prefect_doccheck.tasks.matching import publish_cohort
-from prefect_doccheck.tasks.pipeline import check_service
-from prefect_doccheck.tasks.run_tags import tag_flow_run
 from prefect_doccheck.tasks.steps import FlowObserver, TaskSteps, log_plan
 
 
@@ -130,8 +130,8 @@ async def bulk_check(
 
 
 async def _dry_run(options: RunOptions, logger: Any) -> RunSummary:
-    """Validate, plan and cohort-match as a stream (``doccheck.pipeline.dry_run``); nothing recorded."""
-    from doccheck.pipeline.orchestrate import export_work_dir
+    """Validate, plan and cohort-match as a stream (``doccheck.pipeline.planning._dry_run``); nothing recorded."""
+    from doccheck.pipeline import export_work_dir
     from doccheck.sources.lms.derive import as_manifest
 
     source = options.source

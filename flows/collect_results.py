@@ -15,24 +15,20 @@ from doccheck.client import ConfigurationError
 from doccheck.outputs.calibration import rules_from_params
 from doccheck.outputs.downloads import parse_kinds
 from doccheck.outputs.reports import run_label
-from doccheck.pipeline.collect import describe_poll_errors
-from doccheck.pipeline.collect_run import collected_summary, runs_to_collect
-from doccheck.pipeline.options import as_list
-from doccheck.pipeline.session import ledger_for
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary, as_list, collected_summary, describe_poll_errors, ledger_for, runs_to_collect
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.tasks.credentials import (
+from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
+from prefect_doccheck.tasks.pipeline import poll_results, write_run_reports
+from prefect_doccheck.tasks.run_events import emit_run_events
+from prefect_doccheck.tasks.run_tags import tag_flow_run
+from prefect_doccheck.tasks.service_access import (
     base_url_of,
     resolve_api_key,
     resolve_base_url,
     resolve_credentials,
     resolve_database_url,
 )
-from prefect_doccheck.tasks.events import emit_run_events
-from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
-from prefect_doccheck.tasks.pipeline import poll_results, write_run_reports
-from prefect_doccheck.tasks.run_tags import tag_flow_run
 
 
 def _flow_run_name() -> str:

@@ -46,9 +46,7 @@ from prefect.states import Cancelled, Crashed
 
 from doccheck.config import load_settings
 from doccheck.errors import DocCheckBaseError
-from doccheck.pipeline import BatchResult
-from doccheck.pipeline.options import SubmissionOptions
-from doccheck.pipeline.shards import ShardConfigError
+from doccheck.pipeline import BatchResult, ShardConfigError, SubmissionOptions
 from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
 
 __all__ = ["ShardsFailed", "run_shards", "shard_deployment_name"]

@@ -3,9 +3,9 @@
 The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows.fan_out`)
 records the run and every document in the ledger, then starts N runs of this flow's
 deployment on a work pool. Each child streams the manifest itself
-(:func:`doccheck.pipeline.plan_stream.iter_planned`: texts never travel through the Prefect API,
+(:func:`doccheck.pipeline.iter_planned`: texts never travel through the Prefect API,
 and memory stays one batch), keeps the documents whose Idempotency-Key hashes to its
-shard (:mod:`doccheck.pipeline.shards`) and submits them in batches. Claims in the
+shard (:mod:`doccheck.pipeline.planning._shards`) and submits them in batches. Claims in the
 shared ledger make a retried or re-run shard safe: a key already submitted is skipped,
 a key whose request was in flight when a worker died is reconciled, never sent twice.
 
@@ -27,15 +27,28 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from doccheck.pipeline import BatchResult
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS, SubmissionOptions
-from doccheck.pipeline.plan_stream import PlanTally, iter_planned
-from doccheck.pipeline.planning import PlannedDocument
-from doccheck.pipeline.shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
-from doccheck.pipeline.submit_options import SubmitOptions
-from prefect_doccheck.tasks.credentials import base_url_of, resolve_base_url, resolve_credentials, resolve_database_url
+from doccheck.pipeline import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_SUBMIT_DEADLINE_SECONDS,
+    BatchResult,
+    PlannedDocument,
+    PlanTally,
+    ShardConfigError,
+    SubmissionOptions,
+    SubmitOptions,
+    check_shared_ledger,
+    in_shard,
+    iter_planned,
+    validate_shard,
+)
 from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
-from prefect_doccheck.tasks.shard import submit_shard_batch
+from prefect_doccheck.tasks.service_access import (
+    base_url_of,
+    resolve_base_url,
+    resolve_credentials,
+    resolve_database_url,
+)
+from prefect_doccheck.tasks.shard_submit import submit_shard_batch
 
 __all__ = ["SHARD_RESULT_DESCRIPTION", "bulk_check_shard", "result_row"]
 
@@ -64,7 +77,7 @@ def _shard_run_name() -> str:
 def _check_run_recorded(database_url: str, run_id: str) -> None:
     """Fail at once, naming the fix, when this worker's ledger is not the parent's."""
     from doccheck.ledger.engine import redact_url
-    from doccheck.pipeline.session import ledger_for
+    from doccheck.pipeline import ledger_for
 
     if ledger_for(database_url).get_run(run_id) is None:
         raise ShardConfigError(

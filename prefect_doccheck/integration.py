@@ -2,7 +2,7 @@
 
 Why an entry point: the library (``doccheck``, the CLI and the notebook included) never
 imports Prefect or this package (the import contracts say so, with no exception listed);
-it asks :func:`doccheck.pipeline.integration.prefect_integration` for this module, found
+it asks :func:`doccheck.pipeline.prefect_integration` for this module, found
 through the installed package's metadata, as Prefect itself finds its collections. Each
 name here imports its flow or task module only when called.
 """
@@ -58,7 +58,7 @@ def block_settings(credentials: str | None, api_key_block: str | None) -> dict[s
         block = cast(DocCheckCredentials, DocCheckCredentials.load(credentials, _sync=True))  # type: ignore[call-arg]
         return {"api_key": block.api_key, **({"base_url": block.base_url} if block.base_url else {})}
     if api_key_block:
-        from prefect_doccheck.tasks.credentials import load_secret_block
+        from prefect_doccheck.tasks.service_access import load_secret_block
 
         return {"api_key": load_secret_block(api_key_block, what="API key")}
     return {}
@@ -73,7 +73,7 @@ def progress_hub() -> ModuleType:
 
 def drain() -> None:
     """Let Prefect ship what it still holds (events, logs) before the process ends."""
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
 
     drain_prefect()
 
@@ -83,6 +83,6 @@ def close_ledgers() -> None:
     import sys
 
     if "prefect_doccheck.tasks.pipeline" in sys.modules:
-        from doccheck.pipeline.session import close_ledgers as close
+        from doccheck.pipeline import close_ledgers as close
 
         close()

@@ -30,7 +30,7 @@ from doccheck import domain
 from doccheck.domain import estimate_cost_cents
 from doccheck.outputs.markdown import escape_markdown
 from doccheck.outputs.reports import REPORT_FILES
-from doccheck.pipeline.progress import Progress
+from doccheck.pipeline import Progress
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from prefect.events import emit_event
 from prefect.types.names import MAX_ASSET_KEY_LENGTH, RESTRICTED_ASSET_CHARACTERS
 
 from doccheck.outputs.catalog import SCHEMA_VERSION, TABLE_FILES
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary
 
 log = logging.getLogger("doccheck.flows")
 

@@ -19,10 +19,10 @@ from prefect import task
 from doccheck.outputs.downloads import parse_kinds
 from doccheck.outputs.instructor.outputs import write_run_outputs
 from doccheck.outputs.markdown import escape_markdown
-from doccheck.pipeline.session import ledger_for
+from doccheck.pipeline import ledger_for
 from prefect_doccheck.tasks.artifacts import artifact_key
-from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
+from prefect_doccheck.tasks.service_access import KeySource
 
 log = logging.getLogger("doccheck.tasks")
 

@@ -3,7 +3,7 @@
 Why thin: the logic lives in ``doccheck.pipeline`` (usable from a notebook without
 Prefect). A task only adds what orchestration needs:
 
-- **retries for transient failures only** (``prefect_doccheck.tasks.retry``): repeating a batch is safe
+- **retries for transient failures only** (``prefect_doccheck.tasks.retry_condition``): repeating a batch is safe
   because every submission has a deterministic Idempotency-Key and the ledger skips what
   is already submitted; a 401 or a bad manifest is never retried; ``record and submit`` is
   never retried at all (see :func:`record_and_submit_task`);
@@ -14,7 +14,7 @@ Prefect). A task only adds what orchestration needs:
   re-reads its rows, the overlapped ``record and submit`` task the run's options, so no student
   text is ever a parameter, a result or a state;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
-  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.credentials``).
+  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.service_access``).
 
 Each task opens its own client (an HTTP connection pool cannot travel between tasks);
 the ledger is shared per database URL within the process.
@@ -33,26 +33,32 @@ from prefect.cache_policies import NONE
 from doccheck.client import AsyncDocCheckClient
 from doccheck.outputs.reports import ReportPaths, write_reports
 from doccheck.pipeline import (
+    DEFAULT_SUBMIT,
+    TASK_RETRIES,
+    BatchRef,
     BatchResult,
     PollResult,
+    Prepared,
+    RecordedPlan,
+    RunObserver,
+    RunOptions,
+    SubmitOptions,
     WaitResult,
     apply_events,
+    ledger_for,
     poll_pending,
+    prepare_run,
+    record_and_submit,
     report_tables,
+    service_client,
+    submit_ref,
+    verify_access,
     wait_for_results,
 )
-from doccheck.pipeline.batches import BatchRef, RecordedPlan, submit_ref
-from doccheck.pipeline.options import RunOptions
-from doccheck.pipeline.orchestrate import Prepared, RunObserver, prepare_run
-from doccheck.pipeline.overlap import record_and_submit
-from doccheck.pipeline.retry_budget import TASK_RETRIES
-from doccheck.pipeline.session import ledger_for, service_client
-from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
-from doccheck.pipeline.waiting import verify_access
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.credentials import KeySource, resolve_api_key
-from prefect_doccheck.tasks.retry import RETRY_DELAYS, retry_on_transient
+from prefect_doccheck.tasks.retry_condition import RETRY_DELAYS, retry_on_transient
+from prefect_doccheck.tasks.service_access import KeySource, resolve_api_key
 
 
 def open_client(
@@ -143,7 +149,7 @@ async def record_and_submit_task(
     announce: Callable[[Prepared], None] | None = None,
 ) -> tuple[Prepared, BatchResult]:
     """Record and cohort-match the manifest while its recorded batches are sent
-    (``doccheck.pipeline.overlap.record_and_submit``, issue 26): one task run for the two phases.
+    (``doccheck.pipeline.record_and_submit``, issue 26): one task run for the two phases.
 
     ``run_id`` is chosen by the caller; ``announce(prepared)`` is called once the recording is
     complete (requests may still be in flight), so that the flow logs the plan and publishes the

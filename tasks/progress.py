@@ -5,7 +5,7 @@ a terminal progress bar cannot be handed in as a callback parameter. Instead the
 registers a listener here before it calls the flow; the tasks feed the library's
 ``on_progress`` callbacks into :func:`update`, which sums the batches of a phase (each
 batch reports its own ``done``) and notifies every listener with a run-wide
-:class:`~doccheck.pipeline.progress.Progress`. Without a listener this costs nothing.
+:class:`~doccheck.pipeline.Progress`. Without a listener this costs nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from threading import Lock
 
-from doccheck.pipeline.progress import Progress, ProgressCallback
+from doccheck.pipeline import Progress, ProgressCallback
 
 _lock = Lock()
 _listeners: list[ProgressCallback] = []

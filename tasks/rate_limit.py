@@ -4,7 +4,7 @@ Why Prefect's: the workers of a pool may run on many machines and already share 
 Prefect server; a global concurrency limit with ``slot_decay_per_second`` is Prefect's
 own rate limit (``prefect.concurrency.asyncio.rate_limit``), visible and adjustable in
 the UI (Concurrency → Global), with no other shared service to run. Slots are taken a
-chunk at a time (:class:`doccheck.pipeline.pacing.ChunkPacer`), not per request: one
+chunk at a time (:class:`doccheck.pipeline.ChunkPacer`), not per request: one
 API round trip per request would double the cost of each request.
 
 Settings: the ``rate_limit`` group of :class:`doccheck.config.Settings`
@@ -23,7 +23,7 @@ from prefect import get_client
 from prefect.concurrency.asyncio import rate_limit
 
 from doccheck.config import RateLimitSettings, load_settings
-from doccheck.pipeline.pacing import ChunkPacer
+from doccheck.pipeline import ChunkPacer
 
 __all__ = ["DEFAULT_CHUNK", "DEFAULT_NAME", "FleetRateLimit", "ensure_rate_limit", "fleet_pacer", "rate_limit_from_env"]
 

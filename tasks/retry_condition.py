@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from doccheck.client import NetworkError, RateLimitError, ServerError
-from doccheck.pipeline.retry_budget import TASK_RETRY_DELAYS
+from doccheck.pipeline import TASK_RETRY_DELAYS
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     NetworkError,

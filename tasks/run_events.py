@@ -32,7 +32,7 @@ from prefect.events import emit_event
 
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary
 from prefect_doccheck.tasks.assets import emit_table_assets
 
 log = logging.getLogger("doccheck.flows")

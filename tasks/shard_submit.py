@@ -1,8 +1,8 @@
 """The shard's submit task: ``submit_batch`` through a client paced by the fleet's rate limit.
 
 Why a task of its own rather than ``submit_documents``: the fleet-wide rate limit has to
-sit under every request the client makes (see :mod:`doccheck.pipeline.pacing`), so the
-task builds its client with a :class:`~doccheck.pipeline.pacing.PacedTransport`. The
+sit under every request the client makes (see :mod:`doccheck.pipeline.sending._pacing`), so the
+task builds its client with a :class:`~doccheck.pipeline.PacedTransport`. The
 rest is ``submit_documents``'s contract: same retries on transient errors only, same
 ledger (claims make a retried batch or a rerun shard safe), no key in parameters.
 """
@@ -16,13 +16,10 @@ import httpx
 from prefect import task
 
 from doccheck.client import AsyncDocCheckClient, lanes_for, tls_context
-from doccheck.pipeline import BatchResult, submit_batch
-from doccheck.pipeline.pacing import PacedTransport
-from doccheck.pipeline.session import ledger_for
-from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
-from prefect_doccheck.tasks.credentials import KeySource
+from doccheck.pipeline import DEFAULT_SUBMIT, BatchResult, PacedTransport, SubmitOptions, ledger_for, submit_batch
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
+from prefect_doccheck.tasks.service_access import KeySource
 
 __all__ = ["open_paced_client", "submit_shard_batch"]
 

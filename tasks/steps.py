@@ -1,6 +1,6 @@
 """The run's steps as Prefect tasks, and what the flow's watchers see, for ``run_checks``.
 
-Why here: ``doccheck.pipeline.orchestrate.run_checks`` is the one sequence of a run (the
+Why here: ``doccheck.pipeline.run_checks`` is the one sequence of a run (the
 notebook runs it with direct library calls). The flow hands it :class:`TaskSteps`, whose
 every step is a task run (names, retries on transient errors), and a :class:`FlowObserver`
 that logs and keeps the progress artifact current. Recording and sending overlap in ONE task
@@ -21,15 +21,19 @@ from typing import Any
 
 from doccheck.ledger import Ledger
 from doccheck.outputs.calibration import RULE_OPTIONS
-from doccheck.pipeline import BatchResult, WaitResult
-from doccheck.pipeline.options import RunOptions, WaitingOptions
-from doccheck.pipeline.orchestrate import Prepared, RunObserver
-from doccheck.pipeline.session import ledger_for
-from doccheck.pipeline.submit_options import SubmitOptions
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import (
+    BatchResult,
+    Prepared,
+    RunObserver,
+    RunOptions,
+    RunSummary,
+    SubmitOptions,
+    WaitingOptions,
+    WaitResult,
+    ledger_for,
+)
 from prefect_doccheck.tasks import progress
 from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
-from prefect_doccheck.tasks.credentials import KeySource
 from prefect_doccheck.tasks.instructor import instructor_report
 from prefect_doccheck.tasks.matching import publish_cohort
 from prefect_doccheck.tasks.pipeline import (
@@ -40,6 +44,7 @@ from prefect_doccheck.tasks.pipeline import (
     wait_results,
     write_run_reports,
 )
+from prefect_doccheck.tasks.service_access import KeySource
 
 __all__ = ["FlowObserver", "TaskSteps", "log_plan"]
 
@@ -55,7 +60,7 @@ def log_plan(logger: Any, campaign: str, documents: int, counts_by_mode: dict[st
 
 
 class TaskSteps:
-    """:class:`~doccheck.pipeline.orchestrate.Steps` as Prefect task runs."""
+    """:class:`~doccheck.pipeline._orchestrate.Steps` as Prefect task runs."""
 
     def __init__(self, *, base_url: str, database_url: str, key_source: KeySource, logger: Any = None) -> None:
         self.logger = logger or logging.getLogger("doccheck.flows")

@@ -20,9 +20,7 @@ import pytest
 from doccheck.client import AsyncDocCheckClient, RetryPolicy
 from doccheck.client.models import Event
 from doccheck.ledger import Ledger
-from doccheck.pipeline import submit_batch, wait_for_results
-from doccheck.pipeline.planning import Plan, PlannedDocument, load_plan
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import Plan, PlannedDocument, SubmitOptions, load_plan, submit_batch, wait_for_results
 
 # --- fake service answers (client unit tests, httpx.MockTransport) ----------------------
 
@@ -233,8 +231,8 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
 
 def flow_kwargs(**flat: Any) -> dict[str, Any]:
     """``bulk_check``'s keyword arguments from the CLI's flat option names (the option groups
-    of ``doccheck.pipeline.options``), with ``credentials`` / ``api_key_block`` passed through."""
-    from doccheck.pipeline.options import RunOptions
+    of ``doccheck.pipeline._options``), with ``credentials`` / ``api_key_block`` passed through."""
+    from doccheck.pipeline import RunOptions
 
     passthrough = {k: flat.pop(k) for k in ("credentials", "api_key_block") if k in flat}
     return {**RunOptions.from_flat(**flat).flow_parameters(), **passthrough}

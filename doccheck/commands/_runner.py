@@ -119,7 +119,7 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from doccheck.pipeline.integration import prefect_integration
+    from doccheck.pipeline import prefect_integration
 
     hub = prefect_integration().progress_hub()
 
@@ -218,7 +218,7 @@ def one_line_errors(
 
 def _drain() -> None:
     try:
-        from doccheck.pipeline.integration import prefect_integration
+        from doccheck.pipeline import prefect_integration
 
         prefect_integration().drain()
     except Exception:  # noqa: BLE001 - shutdown best effort

@@ -2,7 +2,7 @@
 
 Runs the ``collect_results`` flow in this process when a Prefect server is there to watch it
 (lazy Prefect import, as ``run``), else the same steps with the library's calls
-(``doccheck.pipeline.collect_run``); ``--prefect`` / ``--no-prefect`` force either.
+(``doccheck.pipeline.collecting._collect_run``); ``--prefect`` / ``--no-prefect`` force either.
 Useful after ``--no-wait``, a wait timeout, or a receiver outage; safe to repeat.
 """
 
@@ -79,7 +79,7 @@ def collect(
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from doccheck.pipeline.integration import prefect_integration
+        from doccheck.pipeline import prefect_integration
 
         return prefect_integration().collect_results(
             campaign=campaign,

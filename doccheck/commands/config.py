@@ -4,7 +4,7 @@ Why a command: what an operator set is what runs, and this is where they see it.
 field of :class:`doccheck.config.Settings` is listed with its variable, its value (a secret
 masked) and its source (default, file, environment, Prefect block, flag); ``--json`` for
 scripts. The retry worst case says how long one document can be retried before it is given
-up, from the settings in effect (:mod:`doccheck.pipeline.retry_budget`).
+up, from the settings in effect (:mod:`doccheck.pipeline.sending._retry_budget`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def config(
     from rich.table import Table
 
     from doccheck.config import SECRET_MASK, load_settings, sources_of, unknown_variables, values_of
-    from doccheck.pipeline.retry_budget import retry_budget
+    from doccheck.pipeline import retry_budget
 
     block = _block_values() if read_blocks else {}
     settings = load_settings(block=block, database_url=database_url, base_url=base_url)
@@ -74,7 +74,7 @@ def config(
 def _block_values() -> dict[str, Any]:
     """What the blocks named in the settings hold (the integration reads them)."""
     from doccheck.config import load_settings
-    from doccheck.pipeline.integration import prefect_integration
+    from doccheck.pipeline import prefect_integration
 
     service = load_settings().service
     return prefect_integration().block_settings(service.credentials_block, service.api_key_block)

@@ -129,8 +129,7 @@ def demo(
         def start():  # type: ignore[no-untyped-def]
             from pydantic import SecretStr
 
-            from doccheck.pipeline.integration import prefect_integration
-            from doccheck.pipeline.options import RunOptions
+            from doccheck.pipeline import RunOptions, prefect_integration
 
             options = RunOptions.from_flat(
                 manifest=str(manifest), products=products, out_dir=str(out), campaign=DEMO_CAMPAIGN,
@@ -187,7 +186,7 @@ def _start_receiver(emulator_url: str, database_url: str) -> Service:
 
 def _close_ledgers() -> None:
     try:
-        from doccheck.pipeline.integration import prefect_integration
+        from doccheck.pipeline import prefect_integration
 
         prefect_integration().close_ledgers()
     except Exception:  # noqa: BLE001 - shutdown best effort

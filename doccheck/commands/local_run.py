@@ -22,10 +22,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from doccheck.commands._runner import database_waits
 from doccheck.commands.services import running_prefect_server
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, RunOptions
-from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
-from doccheck.pipeline.overlap import OverlappingLocalSteps
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import (
+    DEFAULT_CONCURRENCY,
+    OverlappingLocalSteps,
+    Prepared,
+    RunObserver,
+    RunOptions,
+    RunSummary,
+    run_checks,
+)
 
 #: What the summary's ``orchestration`` says for a run of this module.
 LIBRARY = "this process (no Prefect server)"
@@ -82,9 +87,9 @@ def _progress(console: Console, enabled: bool) -> Iterator[Progress | None]:
 @asynccontextmanager
 async def _service(base_url: str | None, database_url: str | None, concurrency: int) -> AsyncIterator[tuple[Any, Any]]:
     """The ledger and a checked client (one free request: a wrong address or key fails before
-    anything is recorded), closed on the way out: :func:`doccheck.pipeline.session.open_service`."""
+    anything is recorded), closed on the way out: :func:`doccheck.pipeline.open_service`."""
     from doccheck.config import load_settings
-    from doccheck.pipeline.session import open_service
+    from doccheck.pipeline import open_service
 
     settings = load_settings(base_url=base_url, database_url=database_url)
     async with open_service(settings, concurrency=concurrency) as (ledger, client):
@@ -118,8 +123,8 @@ def collect_without_prefect(
     *, campaign: str | None, run_id: str | None, out_dir: str, base_url: str | None, database_url: str | None,
     download: tuple[str, ...],
 ) -> RunSummary:  # fmt: skip
-    """``doccheck collect`` in this process (``doccheck.pipeline.collect_run``)."""
-    from doccheck.pipeline.collect_run import collect_runs
+    """``doccheck collect`` in this process (``doccheck.pipeline.collecting._collect_run``)."""
+    from doccheck.pipeline import collect_runs
 
     async def collect() -> RunSummary:
         async with _service(base_url, database_url, concurrency=DEFAULT_CONCURRENCY) as (ledger, client):

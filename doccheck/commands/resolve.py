@@ -51,7 +51,7 @@ def resolve(
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
     from doccheck.ledger.tables import SubmissionRow
-    from doccheck.pipeline.reconcile import reference_for
+    from doccheck.pipeline import reference_for
 
     console = Console()
     if confirm_not_created and resend:

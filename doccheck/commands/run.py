@@ -37,13 +37,13 @@ from doccheck.commands._runner import (
     use_local_prefect_server_if_running,
 )
 from doccheck.commands.local_run import run_without_prefect, use_prefect
-from doccheck.pipeline.options import DEFAULTS, RunOptions, option_error
+from doccheck.pipeline import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).
 EXIT_INCOMPLETE = 3
 
 
-_D = DEFAULTS  # every flag's default comes from the one options model (doccheck.pipeline.options)
+_D = DEFAULTS  # every flag's default comes from the one options model (doccheck.pipeline._options)
 
 
 _PRODUCTS = ",".join(_D.source.products)
@@ -256,7 +256,7 @@ def _run_flow(console: Console, err: Console, options: RunOptions, progress: boo
     use_local_prefect_server_if_running()
 
     def start():  # type: ignore[no-untyped-def]
-        from doccheck.pipeline.integration import prefect_integration
+        from doccheck.pipeline import prefect_integration
 
         return prefect_integration().bulk_check(**options.flow_parameters())
 
@@ -296,10 +296,10 @@ def _print_summary(console: Console, summary: Any) -> None:
 
 
 def _dry_run(err: Console, options: RunOptions) -> Any:
-    """``doccheck.pipeline.dry_run`` with the run's options; configuration errors exit with one line."""
+    """``doccheck.pipeline.planning._dry_run`` with the run's options; configuration errors exit with one line."""
     from doccheck.commands._runner import describe_error
     from doccheck.config import load_settings
-    from doccheck.pipeline.dry_run import dry_run
+    from doccheck.pipeline import dry_run
 
     source = options.source
     try:

@@ -16,7 +16,7 @@ ran on this same host and whose process is gone is recognised at once (owner ids
 
 The same row remembers whether an earlier request may have reached the service without
 its answer being recorded (``in_doubt``): the submitter reconciles such a key with the
-service's list of checks before it sends it again (see ``doccheck.pipeline.reconcile``).
+service's list of checks before it sends it again (see ``doccheck.pipeline.sending._reconcile``).
 
 Times are this machine's UTC clock: runs on different machines need clocks within a
 small fraction of the lease (NTP is plenty).
@@ -216,7 +216,7 @@ class Claims:
     def first_sends_of_checks(self, check_ids: Iterable[str]) -> dict[str, datetime]:
         """``check id → when its key's request first left this side`` for the checks the ledger
         knows (a lower bound of when the service made them, on this side's clock): what lets
-        a walk of the service's list prove its order (:mod:`doccheck.pipeline.reconcile`)."""
+        a walk of the service's list prove its order (:mod:`doccheck.pipeline.sending._reconcile`)."""
         ids = sorted(set(check_ids))
         if not ids:
             return {}

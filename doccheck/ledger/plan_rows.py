@@ -1,5 +1,5 @@
 """A recorded plan's rows in the ledger: written one batch per transaction, read back one batch
-at a time (:mod:`doccheck.pipeline.batches` streams the manifest; this is its SQL).
+at a time (:mod:`doccheck.pipeline.planning._batches` streams the manifest; this is its SQL).
 
 Why grouped and ranged: a term's manifest is 100,000 rows; each batch looks up only its own ids
 and rows (the documents' (run, row number) index), so a batch costs the same at row 100 and

@@ -4,7 +4,7 @@ Why: which types the service takes is not shown in the interface. A create refus
 422 naming the type) costs nothing, but a process that learnt it only in memory paid that
 refusal again in every new process, once per document of the type. Kept here, by the
 service's base URL, the next process sends such files as their text at once
-(``doccheck.pipeline.submit``), and ``doccheck probe`` shows what was learnt and since when.
+(``doccheck.pipeline.sending._submitter``), and ``doccheck probe`` shows what was learnt and since when.
 Not student data: a campaign's purge leaves it (no ``campaign`` or ``run_id`` column).
 
 Plain functions taking the connection first; an extension is lower case with its dot.

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from doccheck.ledger.ledger import Ledger
-    from doccheck.pipeline.planning import Plan
+    from doccheck.pipeline import Plan
 
 __all__ = ["TOP_PAIRS", "match_documents", "match_plan", "match_stream", "pairs_table", "summary_of"]
 

@@ -6,8 +6,8 @@ rerun of the same cell charges nothing), wait for results; and returns the four 
 tables as DataFrames with the SAME schemas as the Parquet reports
 (``doccheck.outputs.reports.to_dataframes``). ``plan_dataframe(df)`` is the dry run (what would be
 sent and what it would cost). No Prefect needed: the run is the same orchestration as the
-flow's (``doccheck.pipeline.orchestrate.run_checks``) with its steps called directly, and the
-arguments become the same options model (``doccheck.pipeline.options.RunOptions``).
+flow's (``doccheck.pipeline.run_checks``) with its steps called directly, and the
+arguments become the same options model (``doccheck.pipeline.RunOptions``).
 ``use_prefect=True`` runs the ``bulk_check`` flow instead, for a run that shows in the
 Prefect UI.
 
@@ -47,15 +47,12 @@ from doccheck.notebook.frames import manifest_rows as _manifest_rows
 from doccheck.notebook.frames import resolve_columns as _resolve_columns
 from doccheck.notebook.frames import write_manifest as _write_manifest
 from doccheck.notebook.progress import RunProgress, progress_display
-from doccheck.pipeline.options import DEFAULTS, RunOptions
-from doccheck.pipeline.orchestrate import Prepared, RunObserver, run_checks
-from doccheck.pipeline.overlap import OverlappingLocalSteps
+from doccheck.pipeline import DEFAULTS, OverlappingLocalSteps, Prepared, RunObserver, RunOptions, run_checks
 
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
     import pandas as pd
 
-    from doccheck.pipeline import BatchResult
-    from doccheck.pipeline.summary import RunSummary
+    from doccheck.pipeline import BatchResult, RunSummary
 
 __all__ = ["CheckResult", "PlanResult", "acheck_dataframe", "check_dataframe", "plan_dataframe"]
 
@@ -211,7 +208,7 @@ class _DisplayObserver(RunObserver):
 async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
     """Run ``run_checks`` with the library's own steps, then read the tables back as DataFrames."""
     from doccheck.config import load_settings
-    from doccheck.pipeline.session import open_service
+    from doccheck.pipeline import open_service
 
     options = prepared.options
     settings = load_settings(base_url=prepared.base_url, database_url=options.connection.database_url)
@@ -441,7 +438,7 @@ def plan_dataframe(
     """
     import pandas as pd
 
-    from doccheck.pipeline.planning import load_plan
+    from doccheck.pipeline import load_plan
 
     prepared = _prepare(df, text_column=text_column, path_column=path_column, id_column=id_column, products=products,
                         products_column=products_column, name_column=name_column, metadata_columns=metadata_columns,
@@ -492,7 +489,7 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
     import pyarrow.parquet as pq
 
     from doccheck.outputs.reports import REPORT_FILES, SCHEMAS
-    from doccheck.pipeline.integration import prefect_integration
+    from doccheck.pipeline import prefect_integration
 
     options = prepared.options
     if options.output.out_dir == DEFAULTS.output.out_dir and not prepared.write_files:

@@ -1,6 +1,6 @@
 """What one ``submit_batch`` call did: the counts a flow adds up, and each refused row.
 
-Why apart from :mod:`doccheck.pipeline.submit`: the result is read by the flows, the summary
+Why apart from :mod:`doccheck.pipeline.sending._submitter`: the result is read by the flows, the summary
 and the notebook; the submitter that fills it is a long story of its own.
 """
 

@@ -1,6 +1,6 @@
 """How a batch fails: the errors that stop it, and which of a task group's errors to raise.
 
-Why apart from :mod:`doccheck.pipeline.submit`: collecting results raises them the same way, and
+Why apart from :mod:`doccheck.pipeline.sending._submitter`: collecting results raises them the same way, and
 callers (Prefect retry conditions, the CLI) branch on these classes without importing the submitter.
 """
 

@@ -15,7 +15,7 @@ in a ``DocCheckCredentials`` block, a Secret block or ``DOCCHECK_API_KEY``).
 The flow takes the groups as its parameters (the Prefect UI shows one form section per
 group), the CLI's flags and the notebook's keyword arguments take their defaults from
 :data:`DEFAULTS`, and all three hand a :class:`RunOptions` to the one orchestration
-(``doccheck.pipeline.orchestrate``). Lists accept ``"ai,similarity"`` as well as
+(``doccheck.pipeline._orchestrate``). Lists accept ``"ai,similarity"`` as well as
 ``["ai", "similarity"]`` (the UI's text fields, the CLI's comma lists).
 """
 

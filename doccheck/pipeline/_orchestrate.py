@@ -9,7 +9,7 @@ what differs is *how* each step runs, behind :class:`Steps`:
   directly (``overlap.OverlappingLocalSteps``, :class:`LocalSteps`), so they need no Prefect.
 
 Steps that are :class:`OverlappingSteps` (the flow's, the notebook's and ``doccheck run``'s
-without a server) record, match and send in one overlapped step (``doccheck.pipeline.overlap``):
+without a server) record, match and send in one overlapped step (``doccheck.pipeline._overlap``):
 the first batches are sent while later ones are still read. Sharded runs,
 ``submission.overlap=False`` and the plain :class:`LocalSteps` keep ``prepare`` then one
 ``submit`` per batch.
@@ -30,14 +30,20 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from doccheck.ledger import Ledger
-from doccheck.pipeline.batches import BatchRef, PlanRecording, RecordedPlan, start_recording
-from doccheck.pipeline.collect import WaitResult
-from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._batch_result import BatchResult
+from doccheck.pipeline._gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._options import RunOptions, WaitingOptions
+from doccheck.pipeline._summary import (
+    RunSummary,
+    money_fields,
+    notice_fields,
+    products_from_summary,
+    with_export_rejections,
+)
+from doccheck.pipeline.collecting._results import WaitResult
 from doccheck.pipeline.learnt_types import adopt_for_planning
-from doccheck.pipeline.options import RunOptions, WaitingOptions
-from doccheck.pipeline.submit import BatchResult
-from doccheck.pipeline.submit_options import SubmitOptions
-from doccheck.pipeline.summary import RunSummary, money_fields, notice_fields, with_export_rejections
+from doccheck.pipeline.planning._batches import BatchRef, PlanRecording, RecordedPlan, start_recording
+from doccheck.pipeline.sending._submit_options import SubmitOptions
 
 __all__ = [
     "LocalSteps",
@@ -49,14 +55,13 @@ __all__ = [
     "close_run",
     "prepare_run",
     "prepared_from",
-    "products_from_summary",
     "summary_rejections",
     "run_checks",
 ]
 
 
 class PlanFigures(Protocol):
-    """What a summary needs of a plan (``doccheck.pipeline.planning.Plan`` or a streamed tally)."""
+    """What a summary needs of a plan (``doccheck.pipeline.planning._plan.Plan`` or a streamed tally)."""
 
     @property
     def campaign(self) -> str: ...
@@ -134,7 +139,7 @@ class Steps(Protocol):
 @runtime_checkable
 class OverlappingSteps(Protocol):
     """Steps that send the recorded batches while later ones are still read, recorded and
-    matched (``doccheck.pipeline.overlap``); ``run_checks`` then calls this instead of
+    matched (``doccheck.pipeline._overlap``); ``run_checks`` then calls this instead of
     ``prepare`` followed by one ``submit`` per batch (unless sharded or ``submission.overlap``
     is false). ``OverlappingLocalSteps`` and the flow's ``TaskSteps`` (one task run) are such steps."""
 
@@ -253,20 +258,6 @@ async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, obse
     return ordered
 
 
-def products_from_summary(raw: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """The ledger's counts ``{"ai": {"completed": 3}}`` as they are; a summary stored by an
-    older doccheck (``{"ai_completed": 3}``) is read by its LAST ``_`` (a status has none,
-    a product may: ``ai_detection``)."""
-    out: dict[str, dict[str, int]] = {}
-    for key, value in raw.items():
-        if isinstance(value, dict):
-            out.setdefault(key, {}).update({str(k): int(v) for k, v in value.items()})
-            continue
-        product, _, status = key.rpartition("_")
-        out.setdefault(product or key, {})[status or "unknown"] = int(value)
-    return out
-
-
 def summary_rejections(plan: PlanFigures) -> list[dict[str, str | int | None]]:
     """The rejected rows as plain dicts (row, document_id, field, code, reason)."""
     return [
@@ -356,7 +347,7 @@ def prepare_run(
 ) -> Prepared:
     """Start the run, record its manifest and match its cohort, in ONE streamed read of the file.
 
-    Documents stream from ``doccheck.pipeline.batches.start_recording`` straight into the
+    Documents stream from ``doccheck.pipeline.planning._batches.start_recording`` straight into the
     cohort matcher while each batch (documents without their text, rejected rows) is written
     to the ledger underneath: a run interrupted before its last batch still reports the
     documents no batch reached (as ``unsent``), memory stays flat in the manifest's size,
@@ -420,11 +411,11 @@ class LocalSteps:
     """The steps as direct library calls in this process (no Prefect), one phase after the other.
 
     The manifest is recorded in one streamed pass and each batch re-read when it is sent
-    (``doccheck.pipeline.batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and
+    (``doccheck.pipeline.planning._batches``). ``client`` is an open ``AsyncDocCheckClient``; ``on_submit(done)`` and
     ``on_results(done, total)`` feed a progress display; ``params`` are recorded with the
     run (never a secret). ``write_files=False`` leaves the run folder unwritten (a notebook
     without ``out_dir`` reads its tables from the ledger instead).
-    ``doccheck.pipeline.overlap.OverlappingLocalSteps`` overlaps the phases instead.
+    ``doccheck.pipeline._overlap.OverlappingLocalSteps`` overlaps the phases instead.
     """
 
     def __init__(
@@ -456,7 +447,7 @@ class LocalSteps:
     async def submit(self, batch: Any, *, prepared: Prepared, number: int, count: int,
                      send: SubmitOptions) -> BatchResult:  # fmt: skip
         """Load one recorded batch from the ledger and submit it with this process's client."""
-        from doccheck.pipeline.submit import submit_batch
+        from doccheck.pipeline.sending._submitter import submit_batch
 
         def progress(p: Any) -> None:
             self._submitted[number] = p.done
@@ -478,7 +469,7 @@ class LocalSteps:
 
     async def wait(self, run_id: str, waiting: WaitingOptions) -> WaitResult:
         """Wait for the run's results: webhook events first, polling as the fallback."""
-        from doccheck.pipeline.collect import wait_for_results
+        from doccheck.pipeline.collecting._results import wait_for_results
 
         def progress(p: Any) -> None:
             if self._on_results is not None:
@@ -490,14 +481,14 @@ class LocalSteps:
 
     async def apply_events(self) -> int:
         """Apply the verified webhook events the receiver stored; the count applied."""
-        from doccheck.pipeline.collect import apply_events
+        from doccheck.pipeline.collecting._results import apply_events
 
         return apply_events(self._ledger)
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
         from doccheck.guards.environment_errors import naming
-        from doccheck.pipeline.collect import report_tables
+        from doccheck.pipeline.collecting._results import report_tables
 
         if not self._write_files or summary.run_id is None:
             return summary

@@ -5,7 +5,7 @@ first request, then sent the batches ``parallel_batches`` at a time, each at a s
 concurrency. Here the manifest is recorded and matched on a worker thread exactly as
 ``orchestrate.prepare_run`` does, and each batch, once committed, is handed with its planned
 documents (the very objects recorded: the manifest is not read a second time) to ONE streaming
-submitter (:func:`~doccheck.pipeline.submit_stream.submit_stream`) that sends it at the run's
+submitter (:func:`~doccheck.pipeline.sending._submit_stream.submit_stream`) that sends it at the run's
 full concurrency. At most :data:`BATCHES_AHEAD` batches wait for the submitter; past that the
 recording waits, so memory stays flat in the manifest's size.
 
@@ -36,13 +36,13 @@ from typing import Any
 
 from doccheck.errors import DocCheckBaseError
 from doccheck.ledger import Ledger
-from doccheck.pipeline.batch_result import BatchResult
-from doccheck.pipeline.batches import BatchRef, PlanRecording, read_batch
-from doccheck.pipeline.options import RunOptions
-from doccheck.pipeline.orchestrate import LocalSteps, Prepared, RunObserver, record_and_match, start_run_recording
-from doccheck.pipeline.progress import ProgressCallback
-from doccheck.pipeline.submit_options import SubmitOptions
-from doccheck.pipeline.submit_stream import submit_stream
+from doccheck.pipeline._batch_result import BatchResult
+from doccheck.pipeline._options import RunOptions
+from doccheck.pipeline._orchestrate import LocalSteps, Prepared, RunObserver, record_and_match, start_run_recording
+from doccheck.pipeline._progress import ProgressCallback
+from doccheck.pipeline.planning._batches import BatchRef, PlanRecording, read_batch
+from doccheck.pipeline.sending._submit_options import SubmitOptions
+from doccheck.pipeline.sending._submit_stream import submit_stream
 
 __all__ = ["OverlappingLocalSteps", "RecordingStopped", "record_and_submit"]
 
@@ -98,7 +98,7 @@ async def record_and_submit(
 
 
 class OverlappingLocalSteps(LocalSteps):
-    """:class:`~doccheck.pipeline.orchestrate.LocalSteps` whose run overlaps its phases
+    """:class:`~doccheck.pipeline._orchestrate.LocalSteps` whose run overlaps its phases
     (``orchestrate.OverlappingSteps``): what ``doccheck run`` without a Prefect server and the notebook use.
     The plain ``LocalSteps`` runs them one after the other (record and match everything, then send)."""
 

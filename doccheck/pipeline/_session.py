@@ -73,7 +73,7 @@ async def open_service(
     """The ledger of ``settings.ledger`` and a client of ``settings.service`` (``api_key`` wins
     over the settings' key), both closed on the way out. ``check_access``: one free request
     first, so a wrong address or key fails before anything is recorded."""
-    from doccheck.pipeline.waiting import verify_access
+    from doccheck.pipeline.collecting._waiting import verify_access
 
     key = api_key or settings.service.api_key
     if not settings.service.base_url or key is None or not key.get_secret_value().strip():

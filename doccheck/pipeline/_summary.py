@@ -114,7 +114,7 @@ class RunSummary(BaseModel):
     contradictions: list[dict[str, Any]] = Field(default_factory=list)
     pending: int = 0
     #: ``collect_results``: what polling could not read, one line per kind of error
-    #: (``doccheck.pipeline.collect.describe_poll_errors``): a 404 on every poll is named, not "pending".
+    #: (``doccheck.pipeline.collecting._results.describe_poll_errors``): a 404 on every poll is named, not "pending".
     poll_errors: list[str] = Field(default_factory=list)
     #: True when waiting ended at ``waiting.timeout`` with products still pending.
     timed_out: bool = False
@@ -197,3 +197,17 @@ class RunSummary(BaseModel):
             *(f"| {k} | {escape_markdown(v)} |" for k, v in rows),
         ]  # values may come from the manifest
         return "\n".join(lines)
+
+
+def products_from_summary(raw: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The ledger's counts ``{"ai": {"completed": 3}}`` as they are; a summary stored by an
+    older doccheck (``{"ai_completed": 3}``) is read by its LAST ``_`` (a status has none,
+    a product may: ``ai_detection``)."""
+    out: dict[str, dict[str, int]] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            out.setdefault(key, {}).update({str(k): int(v) for k, v in value.items()})
+            continue
+        product, _, status = key.rpartition("_")
+        out.setdefault(product or key, {})[status or "unknown"] = int(value)
+    return out

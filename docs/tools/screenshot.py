@@ -184,7 +184,7 @@ def main() -> None:
         script = textwrap.dedent(
             f"""
             import asyncio
-            from doccheck.pipeline.options import RunOptions
+            from doccheck.pipeline import RunOptions
             from prefect_doccheck.flows.bulk_check import bulk_check
             asyncio.run(bulk_check(**RunOptions.from_flat(manifest={str(data / "manifest.csv")!r}, products=["ai", "similarity"],
                 out_dir={str(work / "reports")!r}, campaign={CAMPAIGN!r}, base_url={emulator.url!r},

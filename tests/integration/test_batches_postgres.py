@@ -16,9 +16,8 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import BatchResult, WaitResult, wait_for_results
-from doccheck.pipeline.batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan, submit_ref
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import BatchResult, SubmitOptions, WaitResult, submit_ref, wait_for_results
+from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan
 from tests.unit.test_batches import (
     _check_recorded_like_load_plan,
     _check_recording_is_idempotent,

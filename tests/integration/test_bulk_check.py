@@ -23,8 +23,7 @@ import pytest
 
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline.planning import load_plan
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary, load_plan
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from tests.factories import flow_kwargs
@@ -308,7 +307,7 @@ def test_flow_runs_are_visible_in_prefect(
         batch_size=2,
         overlap=overlap,
     )
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
 
     drain_prefect()
     api = prefect_server.api_url

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline import RunOptions
 from prefect_doccheck.flows.bulk_check import bulk_check
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -62,7 +62,7 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = crashing_round
-    from doccheck.pipeline.options import RunOptions
+    from doccheck.pipeline._options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, out_dir, base_url, db_url = sys.argv[1:5]

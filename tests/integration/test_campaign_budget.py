@@ -19,7 +19,7 @@ import pytest
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.campaign_budget import budget_state
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan
 from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle
 

@@ -20,7 +20,7 @@ import doccheck
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.outputs.catalog import CATALOG_FILE
-from doccheck.pipeline.collect_run import collect_runs
+from doccheck.pipeline import collect_runs
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 

@@ -104,7 +104,7 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     # Identical files share one check at the service: now they are named.
     assert emulator.account_state(key)["checks"] == len(texts) - 2
     # The Prefect run has a table artifact of the top pairs.
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
 
     drain_prefect()
     found = eventually(

@@ -18,8 +18,7 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import submit_batch
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan, submit_batch
 from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle
 

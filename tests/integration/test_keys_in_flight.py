@@ -166,7 +166,7 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = stalling_round
-    from doccheck.pipeline.options import RunOptions
+    from doccheck.pipeline._options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, db_url, base_url = sys.argv[1:4]
@@ -268,7 +268,7 @@ def test_resume_past_retention_on_an_oldest_first_list_opening_on_history_bills_
 HELD_RECORDING_RUN = textwrap.dedent(
     """
     import asyncio, sys, threading
-    from doccheck.pipeline import overlap
+    from doccheck.pipeline import _overlap as overlap
 
     real = overlap.record_and_match
 
@@ -283,7 +283,7 @@ HELD_RECORDING_RUN = textwrap.dedent(
         return real(ledger, options, recording, gated())
 
     overlap.record_and_match = held
-    from doccheck.pipeline.options import RunOptions
+    from doccheck.pipeline._options import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, db_url, base_url, out_dir = sys.argv[1:5]

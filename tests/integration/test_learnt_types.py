@@ -104,7 +104,7 @@ def test_reads_and_refusals_on_postgresql(postgres_ledger: Ledger, tmp_path: Pat
     counted and reported; a refusal kept once per service and type."""
     from doccheck.ledger.document_reads import count_misnamed
     from doccheck.ledger.refused_types import refused_types, remember_refused_type
-    from doccheck.pipeline.batches import record_plan
+    from doccheck.pipeline import record_plan
 
     ledger = postgres_ledger
     manifest = _write(tmp_path, [("m", "essay.docx", gen.odt_paragraphs([essay(41)])), ("t", "n.txt", b"a few words")])

@@ -14,9 +14,16 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
-from doccheck.pipeline.orchestrate import LocalSteps, run_checks
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import (
+    LocalSteps,
+    OutputOptions,
+    RunOptions,
+    RunSummary,
+    SourceOptions,
+    SubmissionOptions,
+    WaitingOptions,
+    run_checks,
+)
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]

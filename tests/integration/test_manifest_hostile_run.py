@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.ledger import Ledger
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan
 from tests.fixtures.emulator import EmulatorHandle
 from tests.unit.hostile_manifests import hostile_jsonl, hostile_lines
 

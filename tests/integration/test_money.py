@@ -19,9 +19,7 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import submit_batch, wait_for_results
-from doccheck.pipeline.planning import load_plan
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, load_plan, submit_batch, wait_for_results
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 

@@ -97,7 +97,7 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
     from prefect.blocks.system import Secret
 
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
 
     # a distinctive key, created through the emulator's control surface
     api_key = f"sk_test_LEAKCANARY_{secrets.token_hex(8)}"
@@ -190,7 +190,7 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
     run wrote, as above."""
     from prefect_doccheck import DocCheckCredentials
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
 
     api_key = f"sk_test_BLOCKCANARY_{secrets.token_hex(8)}"
     emulator._control("POST", "/accounts", {"api_key": api_key, "balance_cents": 100_000})

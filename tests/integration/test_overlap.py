@@ -24,19 +24,21 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import overlap
-from doccheck.pipeline.failures import FatalSubmitError
-from doccheck.pipeline.options import (
+from doccheck.pipeline import (
     ConnectionOptions,
+    FatalSubmitError,
+    LocalSteps,
     OutputOptions,
+    OverlappingLocalSteps,
+    RunObserver,
     RunOptions,
+    RunSummary,
     SourceOptions,
     SubmissionOptions,
     WaitingOptions,
+    run_checks,
 )
-from doccheck.pipeline.orchestrate import LocalSteps, RunObserver, run_checks
-from doccheck.pipeline.overlap import OverlappingLocalSteps
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import _overlap as overlap
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually
 
@@ -145,7 +147,7 @@ def test_the_flow_overlaps_its_phases_and_shows_its_progress(
     the recording ends and ends at every document; the plan line, the cohort pair and the
     progress artifact are the flow run's, as in the sequential flow."""
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.runtime import drain_prefect
+    from prefect_doccheck.flows.drain import drain_prefect
     from prefect_doccheck.tasks import progress
     from prefect_doccheck.tasks.artifacts import artifact_key
 

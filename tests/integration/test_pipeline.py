@@ -136,8 +136,8 @@ CRASH_CHILD = textwrap.dedent(
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
     from doccheck.pipeline import submit_batch
-    from doccheck.pipeline.submit_options import SubmitOptions
-    from doccheck.pipeline.planning import load_plan
+    from doccheck.pipeline.sending._submit_options import SubmitOptions
+    from doccheck.pipeline.planning._plan import load_plan
 
     base_url, api_key, db_url, manifest, campaign, run_id, crash_at = sys.argv[1:8]
     calls = {"n": 0}

@@ -19,11 +19,18 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline.batches import BatchRef
-from doccheck.pipeline.dry_run import dry_run
-from doccheck.pipeline.options import OutputOptions, RunOptions, SourceOptions, SubmissionOptions, WaitingOptions
-from doccheck.pipeline.orchestrate import LocalSteps, run_checks
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import (
+    BatchRef,
+    LocalSteps,
+    OutputOptions,
+    RunOptions,
+    RunSummary,
+    SourceOptions,
+    SubmissionOptions,
+    WaitingOptions,
+    dry_run,
+    run_checks,
+)
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]
@@ -97,7 +104,7 @@ def test_a_streamed_run_on_postgres(emulator: EmulatorHandle, postgres_database:
 
 
 def test_prepared_batches_are_refs_without_texts(tmp_path: Path) -> None:
-    from doccheck.pipeline.orchestrate import prepare_run
+    from doccheck.pipeline import prepare_run
 
     with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
         prepared = prepare_run(ledger, _options(_manifest(tmp_path), "refs", tmp_path))

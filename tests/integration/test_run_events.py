@@ -14,9 +14,9 @@ import pytest
 
 from doccheck.outputs.catalog import connect
 from prefect_doccheck.flows.bulk_check import bulk_check
-from prefect_doccheck.flows.runtime import drain_prefect
+from prefect_doccheck.flows.drain import drain_prefect
 from prefect_doccheck.tasks.assets import MATERIALIZED, asset_key
-from prefect_doccheck.tasks.events import FLAGGED, RUN_INCOMPLETE
+from prefect_doccheck.tasks.run_events import FLAGGED, RUN_INCOMPLETE
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually, server_events

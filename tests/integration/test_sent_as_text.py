@@ -20,9 +20,7 @@ from doccheck.client import profile as service_profile
 from doccheck.domain import estimate_cost_cents, text_key
 from doccheck.extract import count_words, extract_text
 from doccheck.ledger import Ledger
-from doccheck.pipeline import submit_batch
-from doccheck.pipeline.planning import load_plan
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, load_plan, submit_batch
 from tests import generated_documents as gen
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
@@ -133,8 +131,7 @@ def test_the_run_writes_sent_as_and_the_status_in_words(isolated_emulator: Emula
 
     from doccheck.client import lanes_for
     from doccheck.outputs.said import CHECKED_AS_TEXT, REASON_WORDS
-    from doccheck.pipeline.options import RunOptions
-    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+    from doccheck.pipeline import LocalSteps, RunOptions, run_checks
 
     emu = isolated_emulator
     key = emu.new_account()

@@ -19,10 +19,8 @@ import pytest
 from doccheck.client import AsyncDocCheckClient, RetryPolicy
 from doccheck.ledger import Ledger
 from doccheck.ledger.money import total_money
-from doccheck.pipeline.collect import poll_pending
-from doccheck.pipeline.reconcile import with_reference
-from doccheck.pipeline.submit import submit_batch
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, poll_pending, submit_batch
+from doccheck.pipeline.sending._reconcile import with_reference
 from tests.factories import planned
 from tests.fixtures.emulator import EmulatorHandle
 
@@ -235,7 +233,7 @@ def test_a_price_known_at_completion_counts_the_estimate_in_the_budget(
 ) -> None:
     """Before: cost 0 on create let a second run with ``--max-spend-cents 20`` spend again."""
     from doccheck.ledger.campaign_budget import budget_state
-    from doccheck.pipeline.budget import Budget
+    from doccheck.pipeline import Budget
 
     key = emulator.new_account()
     emulator.set_profile("price-at-completion", api_key=key)

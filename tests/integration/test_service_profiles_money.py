@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from doccheck.ledger import Ledger
-from doccheck.pipeline.reconcile import reference_for
+from doccheck.pipeline import reference_for
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.postgres import backend_url
 from tests.integration.test_keys_in_flight import (
@@ -69,12 +69,12 @@ DAY = 86400
 #: The crash of test_keys_in_flight (stalled at the 4th recorded answer with requests in flight,
 #: then SIGKILLed), running the same pipeline (``run_checks``) with the library's own steps
 #: instead of the Prefect flow: seconds less per case, and the resumes are real `doccheck run`s.
-CRASHING_LIBRARY_RUN = CRASHING_RUN.split("from doccheck.pipeline.options import RunOptions")[0] + textwrap.dedent(
+CRASHING_LIBRARY_RUN = CRASHING_RUN.split("from doccheck.pipeline._options import RunOptions")[0] + textwrap.dedent(
     """
     import os
     from doccheck.client import AsyncDocCheckClient, lanes_for
-    from doccheck.pipeline.options import RunOptions
-    from doccheck.pipeline.orchestrate import LocalSteps, run_checks
+    from doccheck.pipeline._options import RunOptions
+    from doccheck.pipeline._orchestrate import LocalSteps, run_checks
 
     manifest, db_url, base_url = sys.argv[1:4]
 

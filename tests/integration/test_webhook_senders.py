@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from doccheck.pipeline.collect import poll_pending
-from doccheck.pipeline.submit import submit_batch
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, poll_pending, submit_batch
 from tests.factories import planned
 from tests.fixtures.senders import HOOK, Wired, wired
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from doccheck.ledger import Ledger
-from doccheck.pipeline import BatchResult, RowFailure
-from doccheck.pipeline.orchestrate import Prepared, close_run
-from doccheck.pipeline.planning import Plan
+from doccheck.pipeline import BatchResult, Plan, RowFailure
+from doccheck.pipeline._orchestrate import Prepared, close_run
 from tests.factories import BOTH, apply_event, check_json, planned
 
 

@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 
 from doccheck.outputs.markdown import escape_markdown
 from doccheck.outputs.reports import ReportTables, write_reports
-from doccheck.pipeline.progress import Progress
+from doccheck.pipeline import Progress
 from prefect_doccheck.tasks.artifacts import (
     RunProgress,
     artifact_key,

@@ -22,9 +22,8 @@ from sqlmodel import select
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import DocumentRow, RejectionRow
-from doccheck.pipeline.batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
-from doccheck.pipeline.plan_stream import PlanTally, iter_planned
-from doccheck.pipeline.planning import Plan, load_plan
+from doccheck.pipeline import Plan, PlanTally, iter_planned, load_plan
+from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
 from doccheck.sources.manifest import ManifestError, RejectCode
 from doccheck.sources.manifest import stream as manifest_stream
 from doccheck.sources.manifest.compact_ids import CompactIds
@@ -425,7 +424,7 @@ def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
     from doccheck.matching import match_plan
     from doccheck.matching.cohort import match_cohort
     from doccheck.matching.store import LedgerStore
-    from doccheck.pipeline.batches import start_recording
+    from doccheck.pipeline.planning._batches import start_recording
 
     plan = load_plan(SAMPLE, products="ai,similarity")
     with closing(_ledger(tmp_path, "whole.db")) as whole_ledger, closing(_ledger(tmp_path, "streamed.db")) as ledger:
@@ -443,7 +442,7 @@ def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
 
 
 def test_a_recording_left_unread_is_finished_whole(tmp_path: Path) -> None:
-    from doccheck.pipeline.batches import start_recording
+    from doccheck.pipeline.planning._batches import start_recording
 
     manifest = _write_csv(tmp_path / "term.csv", bom=True, newline="\r\n")
     with closing(_ledger(tmp_path)) as ledger:
@@ -473,7 +472,7 @@ def test_a_batch_whose_keys_all_have_checks_is_not_read_again(tmp_path: Path, mo
     import os
 
     from doccheck.ledger.tables import SubmissionRow
-    from doccheck.pipeline import batches
+    from doccheck.pipeline.planning import _batches as batches
 
     manifest = _write_csv(tmp_path / "term.csv", bom=False, newline="\n")
     with closing(_ledger(tmp_path)) as ledger:

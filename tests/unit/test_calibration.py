@@ -72,7 +72,7 @@ def test_threshold_by_rate_picks_the_right_cut() -> None:
 
 
 def test_the_options_carry_the_rules_with_their_defaults() -> None:
-    from doccheck.pipeline.options import OutputOptions
+    from doccheck.pipeline import OutputOptions
 
     out = OutputOptions()
     assert (out.min_ai_words, out.ai_band_elevated, out.ai_band_high) == (300, 0.5, 0.8)
@@ -92,7 +92,7 @@ def test_calibration_json_holds_the_fields_the_page_states(tmp_path: Path) -> No
 
 def test_a_runs_recorded_rules_are_read_back_for_collect() -> None:
     from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS, AiRules, rules_from_params
-    from doccheck.pipeline.options import RunOptions
+    from doccheck.pipeline import RunOptions
 
     options = RunOptions.from_flat(manifest="m.csv", min_ai_words=120, ai_band_elevated=0.7,
                                    reference_campaign="old", max_false_flag_rate=0.05)  # fmt: skip

@@ -8,9 +8,8 @@ from sqlalchemy.exc import DisconnectionError, IntegrityError, OperationalError
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.transient import is_transient, on_wait, retry_transient
-from doccheck.pipeline.attempts import begin_attempt, count_done, end_attempt
-from doccheck.pipeline.batch_result import BatchResult
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import BatchResult, SubmitOptions
+from doccheck.pipeline.sending._attempts import begin_attempt, count_done, end_attempt
 
 
 class _PgError(Exception):

@@ -17,8 +17,7 @@ from doccheck.extract import cache as word_cache
 from doccheck.extract.parse import read_as_named
 from doccheck.ledger import Ledger
 from doccheck.ledger.document_reads import count_misnamed, read_columns, reads_for_documents, reads_for_hashes
-from doccheck.pipeline.batches import record_plan
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan, record_plan
 from tests import generated_documents as gen
 from tests.factories import essay
 

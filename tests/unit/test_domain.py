@@ -56,7 +56,7 @@ def test_former_copies_read_the_domain_module() -> None:
     from doccheck.client import assumptions
     from doccheck.emulator import billing, limits, store
     from doccheck.ledger import ledger
-    from doccheck.pipeline import planning
+    from doccheck.pipeline.planning import _plan as planning
     from doccheck.sources import manifest
 
     assert assumptions.estimate_cost_cents is planning.estimate_cost_cents is domain.estimate_cost_cents

@@ -43,7 +43,7 @@ def test_former_bases_are_kept() -> None:
     from doccheck.commands.services import ServiceError
     from doccheck.extract import ExtractionError, UnsupportedFileType
     from doccheck.outputs.reports import ReportError
-    from doccheck.pipeline.failures import FatalSubmitError
+    from doccheck.pipeline import FatalSubmitError
     from doccheck.sources.manifest import ManifestError
     from doccheck.webhooks.verify import EventParseError, SignatureError
 

@@ -11,9 +11,8 @@ import pytest
 
 from doccheck.outputs.markdown import escape_markdown
 from doccheck.outputs.reports import run_label
-from doccheck.pipeline.options import SourceOptions, as_list
-from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary, SourceOptions, as_list
+from doccheck.pipeline._summary import products_from_summary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 
@@ -52,7 +51,7 @@ def test_flows_never_take_the_api_key_as_a_parameter() -> None:
 
 
 def test_bulk_check_takes_the_option_groups() -> None:
-    # One options model (doccheck.pipeline.options): the flow's parameters are its groups, so the
+    # One options model (doccheck.pipeline._options): the flow's parameters are its groups, so the
     # UI shows one form section per group and the defaults live in one place.
     params = inspect.signature(bulk_check.fn).parameters
     assert list(params) == [

@@ -13,7 +13,7 @@ import pytest
 from doccheck.client.models import Check, Event
 from doccheck.ledger import Ledger
 from doccheck.outputs.reports import LedgerReportTables
-from doccheck.pipeline.planning import PlannedDocument
+from doccheck.pipeline import PlannedDocument
 from doccheck.sources.manifest import Rejection
 from tests.factories import check_json, planned, record
 from tests.fixtures.events import event_body

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from doccheck.pipeline.dry_run import dry_run
-from doccheck.pipeline.summary import EXPORT_ENTRY, RunSummary, export_rejections, with_export_rejections
+from doccheck.pipeline import dry_run
+from doccheck.pipeline._summary import EXPORT_ENTRY, RunSummary, export_rejections, with_export_rejections
 from doccheck.sources.lms.derive import derive_manifest
 
 MEMBERS = {

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from doccheck.pipeline.planning import plan_documents
+from doccheck.pipeline.planning._plan import plan_documents
 from doccheck.sources.manifest import ManifestError, read_manifest
 
 CELL = st.one_of(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from doccheck.extract import words_of
-from doccheck.pipeline.planning import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES, load_plan
+from doccheck.pipeline.planning._plan import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES, load_plan
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 MANIFESTS = ["manifest.csv", "manifest.jsonl", "manifest.parquet"]

@@ -216,7 +216,7 @@ def test_pairs_are_shown_in_the_summary_and_as_a_table() -> None:
     from rich.console import Console
 
     from doccheck.matching import pairs_table, summary_of
-    from doccheck.pipeline.summary import RunSummary
+    from doccheck.pipeline import RunSummary
 
     corpus = planted_corpus(seed=3, unrelated=10, per_kind=1)
     summary = summary_of(match_cohort(docs_of(corpus), campaign="c", run_id="r"), top=3)

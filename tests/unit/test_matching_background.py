@@ -20,7 +20,7 @@ from doccheck.matching.background import BATCH, match_in_background
 from doccheck.matching.cohort import match_cohort
 from doccheck.matching.runs import match_stream
 from doccheck.matching.store import LedgerStore
-from doccheck.pipeline.dry_run import dry_run
+from doccheck.pipeline import dry_run
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from matching_corpus import planted_corpus  # noqa: E402
@@ -72,7 +72,7 @@ def test_a_script_without_a_main_guard_can_match_in_the_background(tmp_path: Pat
     manifest, planted = _manifest(tmp_path / "term.csv", unrelated=10)
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "from doccheck.pipeline.dry_run import dry_run\n"
+        "from doccheck.pipeline.planning._dry_run import dry_run\n"
         f"print(dry_run({str(manifest)!r}, background=True).cohort_matches['pairs'])\n",
         encoding="utf-8",
     )

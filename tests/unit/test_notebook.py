@@ -17,7 +17,7 @@ from doccheck.notebook import CheckResult, check_dataframe, plan_dataframe
 from doccheck.notebook.api import _manifest_rows, _prepare, _resolve_columns, _run_sync, _write_manifest
 from doccheck.notebook.progress import ProgressState, progress_display
 from doccheck.outputs.reports import ReportTables, to_dataframes
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan
 
 LONG = "The harbour lights came on one by one as the fishing boats returned in the evening. " * 4
 

@@ -1,4 +1,4 @@
-"""One options model (doccheck.pipeline.options): the flow, the CLI and the notebook say what a run is
+"""One options model (doccheck.pipeline._options): the flow, the CLI and the notebook say what a run is
 the same way, with defaults declared once."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from doccheck.commands.run import run as run_command
 from doccheck.notebook import acheck_dataframe, check_dataframe
-from doccheck.pipeline.options import DEFAULTS, RunOptions, SourceOptions, SubmissionOptions, option_error
+from doccheck.pipeline import DEFAULTS, RunOptions, SourceOptions, SubmissionOptions, option_error
 
 
 def test_flat_names_land_in_their_groups() -> None:

@@ -1,4 +1,4 @@
-"""The overlapped run's hand-over of recorded batches (``doccheck.pipeline.overlap._Handover``).
+"""The overlapped run's hand-over of recorded batches (``doccheck.pipeline._overlap._Handover``).
 
 Each batch is handed over only once committed, with the very documents the recording planned;
 a batch whose documents the consumer did not all see (it stopped early) is handed over as its
@@ -19,8 +19,8 @@ from sqlmodel import select
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import DocumentRow
-from doccheck.pipeline.batches import BatchRef, start_recording
-from doccheck.pipeline.overlap import RecordingStopped, _Handover
+from doccheck.pipeline._overlap import RecordingStopped, _Handover
+from doccheck.pipeline.planning._batches import BatchRef, start_recording
 
 
 def _manifest(folder: Path, rows: int) -> Path:

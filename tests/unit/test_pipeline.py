@@ -16,12 +16,12 @@ from doccheck.pipeline import (
     Budget,
     FatalSubmitError,
     Progress,
+    SubmitOptions,
     poll_pending,
     submit_batch,
     wait_for_results,
 )
-from doccheck.pipeline.reconcile import with_reference
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline.sending._reconcile import with_reference
 from tests.factories import planned, record
 from tests.fakes import FakeClient, docs, run
 from tests.fixtures.events import event_body

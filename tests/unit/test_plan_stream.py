@@ -8,9 +8,7 @@ import tracemalloc
 import unicodedata
 from pathlib import Path
 
-from doccheck.pipeline.dry_run import dry_run
-from doccheck.pipeline.plan_stream import PlanTally, iter_planned
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import PlanTally, dry_run, iter_planned, load_plan
 from doccheck.sources.manifest import RejectCode
 from doccheck.sources.manifest.compact_ids import CompactIds
 from tests.factories import random_text_manifest
@@ -62,7 +60,7 @@ def test_compact_ids_find_every_id_after_many_merges() -> None:
 
 def test_dry_run_imports_no_prefect_and_matches_the_plan() -> None:
     code = (
-        "import sys; from doccheck.pipeline.dry_run import dry_run; "
+        "import sys; from doccheck.pipeline.planning._dry_run import dry_run; "
         f"s = dry_run({str(SAMPLE)!r}); assert 'prefect' not in sys.modules, 'prefect imported'; "
         "print(s.documents, s.rejected)"
     )

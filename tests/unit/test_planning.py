@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.pipeline.planning import (
+from doccheck.pipeline.planning._plan import (
     MULTIPART_MAX_BYTES,
     UPLOAD_MAX_BYTES,
     PlannedDocument,

@@ -14,8 +14,8 @@ from doccheck.client import NotFoundError, ValidationError
 from doccheck.client.models import Check, CheckList
 from doccheck.client.profile import ServiceProfile
 from doccheck.ledger import Ledger
-from doccheck.pipeline.reconcile import Reconciler, reference_for
-from doccheck.pipeline.submit import submit_batch
+from doccheck.pipeline import submit_batch
+from doccheck.pipeline.sending._reconcile import Reconciler, reference_for
 from tests.fakes import FakeClient, docs, run
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -247,10 +247,10 @@ def test_polls_that_fail_are_named_once_per_kind(caplog: pytest.LogCaptureFixtur
     """Before: 246 polls of 6 checks answered 404 and the run said "pending", naming nothing."""
     import logging
 
-    from doccheck.pipeline.collect import _warn_poll_errors
+    from doccheck.pipeline.collecting._results import _warn_poll_errors
 
     warned: set[str] = set()
-    with caplog.at_level(logging.WARNING, logger="doccheck.pipeline.collect"):
+    with caplog.at_level(logging.WARNING, logger="doccheck.pipeline.collecting._results"):
         for _ in range(3):
             _warn_poll_errors({f"chk-{i}": "not_found: no such endpoint" for i in range(6)}, warned)
     [record] = caplog.records
@@ -260,7 +260,7 @@ def test_polls_that_fail_are_named_once_per_kind(caplog: pytest.LogCaptureFixtur
 def test_no_retrieve_path_in_the_profile_means_no_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from doccheck.pipeline.collect import poll_pending
+    from doccheck.pipeline import poll_pending
 
     profile = tmp_path / "service-profile.json"
     profile.write_text(json.dumps({"get_by_id": False}))

@@ -85,7 +85,7 @@ def test_an_empty_ledger_says_nothing_was_learnt(tmp_path: Path) -> None:
 
 
 def test_a_dry_run_plans_a_learnt_type_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from doccheck.pipeline.dry_run import dry_run
+    from doccheck.pipeline import dry_run
     from tests import generated_documents as gen
     from tests.factories import essay
 

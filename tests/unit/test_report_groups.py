@@ -16,7 +16,7 @@ from doccheck.outputs.instructor import write_instructor_files
 from doccheck.outputs.instructor.table_view import STATIC_ROWS
 from doccheck.outputs.instructor.tally import NO_GROUP, group_column, group_slug
 from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline import RunOptions
 from doccheck.sources.manifest import Rejection
 
 EVIL = "<script>window.__pwned = 1</script>"

@@ -11,9 +11,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.pipeline.summary import RunSummary
-from prefect_doccheck.tasks import assets, events
-from prefect_doccheck.tasks.events import FLAGGED, MAX_FLAG_EVENTS, RUN_COMPLETED, emit_run_events, flagged_documents
+from doccheck.pipeline import RunSummary
+from prefect_doccheck.tasks import assets
+from prefect_doccheck.tasks import run_events as events
+from prefect_doccheck.tasks.run_events import (
+    FLAGGED,
+    MAX_FLAG_EVENTS,
+    RUN_COMPLETED,
+    emit_run_events,
+    flagged_documents,
+)
 
 
 @pytest.fixture(autouse=True)

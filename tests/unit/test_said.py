@@ -8,8 +8,8 @@ from typing import Any
 from doccheck.outputs.instructor import build_documents, render_report
 from doccheck.outputs.reports import ReportTables, rejection_rows, to_tables
 from doccheck.outputs.said import CHECKED, CHECKED_AS_TEXT, REASON_WORDS, count_by_reason, status_text
-from doccheck.pipeline.dry_run import DryRunSummary
-from doccheck.pipeline.summary import RunSummary
+from doccheck.pipeline import RunSummary
+from doccheck.pipeline.planning._dry_run import DryRunSummary
 from doccheck.sources.manifest import Rejection
 
 PHOTO = REASON_WORDS["image_without_text"]

@@ -1,5 +1,5 @@
 """One way to open a run: the command, the notebook and the flow's tasks, given the same
-settings, open the same ledger and build the same client through ``doccheck.pipeline.session``."""
+settings, open the same ledger and build the same client through ``doccheck.pipeline._session``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from doccheck.pipeline import session
-from doccheck.pipeline.options import RunOptions
+from doccheck.pipeline import RunOptions
+from doccheck.pipeline import _session as session
 
 
 class _Opened(Exception):
@@ -48,8 +48,8 @@ def test_command_notebook_and_flow_open_the_same_ledger_and_client(
 ) -> None:
     from doccheck.commands.local_run import _service
     from doccheck.notebook import check_dataframe
-    from prefect_doccheck.tasks.credentials import resolve_database_url
     from prefect_doccheck.tasks.pipeline import open_client
+    from prefect_doccheck.tasks.service_access import resolve_database_url
 
     async def command() -> None:
         async with _service(None, None, RunOptions(source={"manifest": "m.csv"}).submission.concurrency):  # type: ignore[arg-type]

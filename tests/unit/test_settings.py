@@ -155,14 +155,14 @@ def test_config_names_a_variable_no_setting_reads(monkeypatch: pytest.MonkeyPatc
 def test_config_reads_the_named_block_through_the_integration(monkeypatch: pytest.MonkeyPatch) -> None:
     from pydantic import SecretStr
 
-    from doccheck.pipeline import integration
+    import doccheck.pipeline
 
     class Fake:
         def block_settings(self, credentials: str | None, api_key_block: str | None) -> dict[str, object]:
             assert (credentials, api_key_block) == ("course-creds", None)
             return {"api_key": SecretStr("sk_from_block"), "base_url": "http://block.example/api/v1"}
 
-    monkeypatch.setattr(integration, "prefect_integration", lambda: Fake())
+    monkeypatch.setattr(doccheck.pipeline, "prefect_integration", lambda: Fake())  # where the commands look it up
     monkeypatch.setenv("DOCCHECK_CREDENTIALS_BLOCK", "course-creds")
     monkeypatch.setenv("DOCCHECK_BASE_URL", "http://env.example/api/v1")
     result = CliRunner().invoke(app, ["config", "--json", "--read-blocks"])

@@ -12,9 +12,9 @@ from collections import Counter
 import httpx
 import pytest
 
-from doccheck.pipeline.pacing import ChunkPacer, PacedTransport
-from doccheck.pipeline.planning import idempotency_key
-from doccheck.pipeline.shards import (
+from doccheck.pipeline import ChunkPacer, PacedTransport
+from doccheck.pipeline.planning._plan import idempotency_key
+from doccheck.pipeline.planning._shards import (
     ShardConfigError,
     check_shared_ledger,
     in_shard,
@@ -45,7 +45,7 @@ def test_split_is_balanced() -> None:
 def test_split_is_stable_across_processes() -> None:
     """Python salts ``hash()`` per process; the split must not depend on it."""
     code = (
-        "from doccheck.pipeline.shards import shard_of; import sys; "
+        "from doccheck.pipeline.planning._shards import shard_of; import sys; "
         "print(','.join(str(shard_of(k, 6)) for k in sys.argv[1:]))"
     )
     sample = KEYS[:50]

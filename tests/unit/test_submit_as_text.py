@@ -13,8 +13,9 @@ import pytest
 
 from doccheck.client import DocCheckError
 from doccheck.domain import text_key
-from doccheck.pipeline import batches, submit
-from doccheck.pipeline.planning import as_text, load_plan
+from doccheck.pipeline.planning import _batches as batches
+from doccheck.pipeline.planning._plan import as_text, load_plan
+from doccheck.pipeline.sending import _submitter as submit
 from tests import generated_documents as gen
 
 ESSAY = ["Rivers carry sediment from the mountains to the sea.", "Deltas form where the current slows down."]

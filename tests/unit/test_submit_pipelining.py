@@ -11,8 +11,7 @@ from sqlalchemy import create_engine, select
 
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import ClaimRow, SubmissionRow
-from doccheck.pipeline import submit_batch
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, submit_batch
 from tests.fakes import FakeClient, docs, run
 
 

@@ -11,9 +11,8 @@ import pytest
 
 from doccheck.client import ConflictError, NetworkError, RateLimitError, RetryPolicy, ServerError, ValidationError
 from doccheck.ledger import Ledger
-from doccheck.pipeline import submit as submit_module
-from doccheck.pipeline import submit_batch
-from doccheck.pipeline.submit_options import SubmitOptions
+from doccheck.pipeline import SubmitOptions, submit_batch
+from doccheck.pipeline.sending import _submitter as submit_module
 from tests.factories import planned
 from tests.fakes import FakeClient, docs, run
 

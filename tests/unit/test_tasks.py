@@ -19,8 +19,8 @@ from doccheck.client import (
 from doccheck.pipeline import Progress
 from doccheck.sources.manifest import ManifestError
 from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.credentials import resolve_api_key, resolve_base_url, resolve_database_url
-from prefect_doccheck.tasks.retry import is_transient, retry_on_transient
+from prefect_doccheck.tasks.retry_condition import is_transient, retry_on_transient
+from prefect_doccheck.tasks.service_access import resolve_api_key, resolve_base_url, resolve_database_url
 
 
 class _State:
@@ -168,7 +168,7 @@ def test_resolve_credentials_prefers_the_block_then_the_secret_name() -> None:
     import asyncio
 
     from prefect_doccheck import DocCheckCredentials
-    from prefect_doccheck.tasks.credentials import base_url_of, resolve_credentials
+    from prefect_doccheck.tasks.service_access import base_url_of, resolve_credentials
 
     block = DocCheckCredentials(base_url="http://127.0.0.1:9/api/v1", api_key="sk_test_unit_block")
     assert asyncio.run(resolve_credentials(block, "a-secret-block")) is block

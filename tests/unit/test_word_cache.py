@@ -22,9 +22,8 @@ from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.purge import execute_purge, plan_purge
 from doccheck.ledger.tables import ExtractedWordsRow
 from doccheck.ledger.word_cache import LedgerWordStore
-from doccheck.pipeline.batches import read_batch, record_plan
-from doccheck.pipeline.plan_stream import file_paths
-from doccheck.pipeline.planning import load_plan
+from doccheck.pipeline import load_plan, read_batch, record_plan
+from doccheck.pipeline.planning._plan_stream import file_paths
 from tests.hostile_documents import docx_package, para
 
 

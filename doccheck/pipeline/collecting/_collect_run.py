@@ -15,10 +15,15 @@ from doccheck.client import ConfigurationError
 from doccheck.ledger import Ledger
 from doccheck.outputs.calibration import rules_from_params
 from doccheck.outputs.reports import ReportPaths, run_label, write_reports
-from doccheck.pipeline.campaign_collect import runs_with_pending
-from doccheck.pipeline.collect import apply_events, describe_poll_errors, poll_pending, report_tables
-from doccheck.pipeline.orchestrate import products_from_summary
-from doccheck.pipeline.summary import RunSummary, money_fields, notice_fields, with_export_rejections
+from doccheck.pipeline._summary import (
+    RunSummary,
+    money_fields,
+    notice_fields,
+    products_from_summary,
+    with_export_rejections,
+)
+from doccheck.pipeline.collecting._campaign_runs import runs_with_pending
+from doccheck.pipeline.collecting._results import apply_events, describe_poll_errors, poll_pending, report_tables
 
 __all__ = ["collect_runs", "collected_summary", "runs_to_collect"]
 

@@ -21,10 +21,10 @@ from doccheck.client.profile import current_profile
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.ledger.transient import retry_transient_async
 from doccheck.outputs.reports import LedgerReportTables
-from doccheck.pipeline.failures import first_error
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY
-from doccheck.pipeline.progress import ProgressCallback, report
-from doccheck.pipeline.waiting import PollSchedule, expects_webhooks
+from doccheck.pipeline._failures import first_error
+from doccheck.pipeline._options import DEFAULT_CONCURRENCY
+from doccheck.pipeline._progress import ProgressCallback, report
+from doccheck.pipeline.collecting._waiting import PollSchedule, expects_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ async def wait_for_results(
     ``collect_results`` to pick up later.
 
     ``webhooks`` says whether completions will be delivered (None: ask the service
-    whether the account has a webhook endpoint, see ``doccheck.pipeline.waiting``).
+    whether the account has a webhook endpoint, see ``doccheck.pipeline.collecting._waiting``).
     With webhooks, a product is polled only after ``grace_seconds`` without an event,
     every ``poll_interval``; without, every product is polled from the start, first
     after a quarter second and then less often, up to ``poll_interval``.

@@ -1,11 +1,11 @@
 """A real run's manifest in batches: recorded once as it streams by, re-read one batch at a time.
 
-Why: a :class:`~doccheck.pipeline.planning.Plan` holds every document with its text, and the real run
+Why: a :class:`~doccheck.pipeline.planning._plan.Plan` holds every document with its text, and the real run
 kept one for the whole run and passed lists of documents as task parameters, so a 20,000-row
 term grew with its texts (issue 10). Here the manifest is read ONCE by :func:`record_plan`:
 each row is validated and planned, and what the reports need (documents without their text,
 rejections) goes to the ledger in one transaction per batch. What stays in memory is a
-:class:`~doccheck.pipeline.plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
+:class:`~doccheck.pipeline.planning._plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
 batch (rows, count, byte offset), small and JSON-serialisable, safe as a Prefect task
 parameter. :func:`load_batch` later seeks to one batch, re-reads and re-plans only its rows and
 returns the documents the ledger recorded for them (with their texts, for ``submit_batch``).
@@ -17,25 +17,22 @@ becomes a row failure (``manifest_changed``) naming the row, the field and the r
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from doccheck.client import AsyncDocCheckClient
 from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger
 from doccheck.ledger.document_reads import record_reads
 from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
 from doccheck.ledger.tables import RunRow
 from doccheck.ledger.word_cache import LedgerWordStore
-from doccheck.pipeline.plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
-from doccheck.pipeline.planning import PlannedDocument, base_key
-from doccheck.pipeline.submit import BatchResult, RowFailure, submit_batch
-from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
-from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.pipeline._batch_result import BatchResult, RowFailure
+from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
+from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
+from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection
 from doccheck.sources.manifest.limits import MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.stream import iter_manifest
 from doccheck.sources.manifest.types import RowCursor, RowStart
@@ -50,7 +47,6 @@ __all__ = [
     "read_batch",
     "record_plan",
     "start_recording",
-    "submit_ref",
 ]
 
 #: ``RowFailure.code`` (and the ledger's ``error_code``) of a row changed since it was planned.
@@ -145,19 +141,6 @@ class LoadedBatch:
         to ``merge`` with ``submit_batch``'s."""
         return BatchResult(total=len(self.failures) + self.settled, failed=len(self.failures),
                            already_done=self.settled, failures=list(self.failures))  # fmt: skip
-
-
-def _settings(
-    products: str | Sequence[str] | None, metadata_columns: str | Sequence[str]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The run's default products and allowlist, parsed as ``load_plan`` parses them."""
-    try:
-        defaults = parse_products(products, default=("ai",))
-    except ValueError as exc:
-        raise ManifestError(f"invalid --products: {exc}") from None
-    if isinstance(metadata_columns, str):
-        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
-    return tuple(defaults), tuple(metadata_columns)
 
 
 class _Batcher:
@@ -267,7 +250,7 @@ class PlanRecording:
         self.ledger = ledger
         self.manifest = str(manifest)
         self.campaign = resolve_campaign(manifest, campaign)
-        self.default_products, self.metadata_columns = _settings(products, metadata_columns)
+        self.default_products, self.metadata_columns = run_defaults(products, metadata_columns)
         self._cursor = RowCursor()
         self._outcomes = iter_manifest(
             manifest, default_products=self.default_products, metadata_columns=self.metadata_columns,
@@ -460,7 +443,7 @@ def read_batch(
     failure so the reports show it.
     """
     name = campaign if campaign is not None else ledger.campaign_of(run_id)
-    defaults, allowlist = _settings(products, metadata_columns)
+    defaults, allowlist = run_defaults(products, metadata_columns)
     recorded = recorded_rows(ledger, run_id, ref.first_row, ref.last_row)
     loaded = LoadedBatch(ref=ref, documents=[])
     if (
@@ -563,26 +546,3 @@ def load_batch(
     return read_batch(
         ledger, run_id, manifest, ref, campaign=campaign, products=products, metadata_columns=metadata_columns
     ).documents
-
-
-async def submit_ref(
-    client: AsyncDocCheckClient,
-    ledger: Ledger,
-    run_id: str,
-    manifest: str | os.PathLike[str],
-    ref: BatchRef,
-    *,
-    campaign: str | None = None,
-    products: str | Sequence[str] | None = None,
-    metadata_columns: str | Sequence[str] = (),
-    options: SubmitOptions = DEFAULT_SUBMIT,
-) -> BatchResult:
-    """One batch of a recorded run, end to end: :func:`read_batch` (off the event loop), then
-    :func:`~doccheck.pipeline.submit_batch` over its documents with ``options``. The result counts
-    the rows refused as changed (``failed``, ``failures``) with what was sent: what a task returns."""
-    loaded = await asyncio.to_thread(
-        read_batch, ledger, run_id, manifest, ref, campaign=campaign, products=products,
-        metadata_columns=metadata_columns,
-    )  # fmt: skip
-    sent = await submit_batch(client, ledger, run_id, loaded.documents, options)
-    return loaded.result().merge(sent)

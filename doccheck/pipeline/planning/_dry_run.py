@@ -4,7 +4,7 @@ Why not the flow: a dry run only reads a file, yet running it as a flow started 
 Prefect server when none was running (tens of seconds, issue 10). This module does what the
 flow's dry run does — validate, plan, match the cohort locally (reading an existing ledger,
 never creating or writing one) — and returns the same summary fields, so the CLI prints the
-same tables. The manifest streams through (:mod:`doccheck.pipeline.plan_stream`): documents go
+same tables. The manifest streams through (:mod:`doccheck.pipeline.planning._plan_stream`): documents go
 straight to cohort matching and are dropped; only counts, rejections and the matcher's
 compact signatures stay in memory.
 """
@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field, computed_field
 
 from doccheck.config import load_settings
 from doccheck.outputs.said import count_by_reason
-from doccheck.pipeline.plan_stream import PlanTally, iter_planned, resolve_campaign
-from doccheck.pipeline.summary import with_export_rejections
+from doccheck.pipeline._summary import with_export_rejections
+from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned, resolve_campaign
 
 __all__ = ["BACKGROUND_BYTES", "DryRunSummary", "dry_run"]
 

@@ -25,6 +25,7 @@ from typing import Literal, get_args
 from doccheck.client.profile import ServiceProfile, current_profile
 from doccheck.domain import (
     CENTS_PER_100_WORDS,
+    DEFAULT_PRODUCTS,
     MIN_BILLED_WORDS,
     TEXT_KEY_SUFFIX,
     base_key,
@@ -64,6 +65,7 @@ __all__ = [
     "load_plan",
     "plan_document",
     "plan_documents",
+    "run_defaults",
     "sent_as",
     "text_key",
 ]
@@ -189,6 +191,25 @@ def plan_document(doc: ManifestDocument, campaign: str, profile: ServiceProfile 
     )
 
 
+def run_defaults(
+    products: str | Sequence[str] | None, metadata_columns: str | Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A run's default products (for rows without their own) and its metadata allowlist, parsed.
+
+    Why one function: every reader of a manifest (:func:`load_plan`, the streamed plan, the
+    recorded batches) takes them as a list or a comma string and used to parse them with its
+    own copy of these lines. ``None`` products → ``["ai"]``; an unknown product raises
+    :class:`~doccheck.sources.manifest.ManifestError` naming it.
+    """
+    try:
+        defaults = parse_products(products, default=DEFAULT_PRODUCTS)
+    except ValueError as exc:
+        raise ManifestError(f"invalid --products: {exc}") from None
+    if isinstance(metadata_columns, str):
+        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
+    return tuple(defaults), tuple(metadata_columns)
+
+
 def load_plan(
     manifest: str | os.PathLike[str],
     *,
@@ -202,11 +223,6 @@ def load_plan(
     it may be a list or a string such as ``"ai,similarity"``. Raises
     :class:`~doccheck.sources.manifest.ManifestError` for configuration errors.
     """
-    try:
-        defaults = parse_products(products, default=("ai",))
-    except ValueError as exc:
-        raise ManifestError(f"invalid --products: {exc}") from None
-    if isinstance(metadata_columns, str):
-        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
-    result = read_manifest(manifest, default_products=defaults, metadata_columns=metadata_columns)
+    defaults, allowlist = run_defaults(products, metadata_columns)
+    result = read_manifest(manifest, default_products=defaults, metadata_columns=allowlist)
     return plan_documents(result, campaign)

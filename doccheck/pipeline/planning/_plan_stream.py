@@ -1,6 +1,6 @@
 """Plan a manifest as a stream: per-row planned documents out, only totals and rejections kept.
 
-Why: a :class:`~doccheck.pipeline.planning.Plan` holds every document with its text, so planning a
+Why: a :class:`~doccheck.pipeline.planning._plan.Plan` holds every document with its text, so planning a
 term (100,000 rows) grew with the manifest (issue 10). :func:`iter_planned` yields each
 :class:`PlannedDocument` (same mode, Idempotency-Key and cost as ``plan_documents``) for the
 caller to use and drop, while a :class:`PlanTally` keeps what a summary needs: counts per
@@ -19,12 +19,13 @@ from typing import IO
 
 from doccheck.domain import sent_as
 from doccheck.guards import bounded_json
-from doccheck.pipeline.planning import (
+from doccheck.pipeline.planning._plan import (
     MODES,
     PlannedDocument,
     plan_document,
+    run_defaults,
 )
-from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection, parse_products
+from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection
 from doccheck.sources.manifest.columns import canonical_column
 from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES, MAX_ROW_CHARS
 from doccheck.sources.manifest.stream import iter_manifest
@@ -41,7 +42,7 @@ def resolve_campaign(manifest: str | os.PathLike[str], campaign: str | None) -> 
 
 
 def plan_one(doc: ManifestDocument, campaign: str) -> PlannedDocument:
-    """One valid document planned exactly as :func:`doccheck.pipeline.planning.plan_documents` does."""
+    """One valid document planned exactly as :func:`doccheck.pipeline.planning._plan.plan_documents` does."""
     return plan_document(doc, campaign)
 
 
@@ -94,16 +95,11 @@ def iter_planned(
 ) -> Iterator[PlannedDocument]:
     """Every valid row of ``manifest`` planned, in row order; rejections and counts go to ``tally``.
 
-    Arguments as :func:`doccheck.pipeline.planning.load_plan`. Configuration errors raise
+    Arguments as :func:`doccheck.pipeline.planning._plan.load_plan`. Configuration errors raise
     :class:`ManifestError` on the first ``next()``.
     """
-    try:
-        defaults = parse_products(products, default=("ai",))
-    except ValueError as exc:
-        raise ManifestError(f"invalid --products: {exc}") from None
-    if isinstance(metadata_columns, str):
-        metadata_columns = [c for c in metadata_columns.split(",") if c.strip()]
-    for outcome in iter_manifest(manifest, default_products=defaults, metadata_columns=metadata_columns):
+    defaults, allowlist = run_defaults(products, metadata_columns)
+    for outcome in iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist):
         if isinstance(outcome, Rejection):
             tally.rejections.append(outcome)
             continue

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from doccheck.ledger.claims import new_owner_id
-from doccheck.pipeline.batch_result import BatchResult
+from doccheck.pipeline._batch_result import BatchResult
 
 __all__ = ["Attempt", "begin_attempt", "count_done", "end_attempt"]
 

@@ -1,6 +1,6 @@
 """``--max-spend-cents`` as the campaign's cap, shared by every process on one ledger.
 
-:class:`~doccheck.pipeline.budget.Budget` is the value the caller passes (a cap, and the
+:class:`~doccheck.pipeline.sending._budget.Budget` is the value the caller passes (a cap, and the
 run's own counters); :func:`bind_budget` ties it to the campaign's row in the ledger
 (:mod:`doccheck.ledger.campaign_budget`) for one batch. A document is sent only when both
 the run's counters and the campaign's row accept its estimate; the campaign's row counts
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from doccheck.ledger import Ledger
 from doccheck.ledger import campaign_budget as ledger_budget
-from doccheck.pipeline.budget import Budget
+from doccheck.pipeline.sending._budget import Budget
 
 
 class CampaignBudget:

@@ -4,7 +4,7 @@ Why one object: ``submit_batch``, ``submit_stream``, ``submit_ref``, the flow's 
 and the shard's each used to take the run's sending options one keyword at a time, so a new
 option was re-listed in every signature and every call. Here it is declared once, with its
 default; :meth:`SubmitOptions.for_run` derives it from the run's
-:class:`~doccheck.pipeline.options.SubmissionOptions` (the budget, the deadline) in one place.
+:class:`~doccheck.pipeline._options.SubmissionOptions` (the budget, the deadline) in one place.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 
 from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
-from doccheck.pipeline.budget import Budget
-from doccheck.pipeline.options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS, SubmissionOptions
-from doccheck.pipeline.progress import ProgressCallback
+from doccheck.pipeline._options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS, SubmissionOptions
+from doccheck.pipeline._progress import ProgressCallback
+from doccheck.pipeline.sending._budget import Budget
 
 __all__ = ["DEFAULT_SUBMIT", "DEFAULT_UPLOAD_CONCURRENCY", "SubmitOptions"]
 

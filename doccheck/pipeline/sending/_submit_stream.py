@@ -4,7 +4,7 @@ Why: ``submit_batch`` sends one batch with its own ledger thread, and a run sent
 ``parallel_batches`` at a time, each at a share of the concurrency, after the whole manifest was
 read, recorded and cohort-matched. Every batch ended with its slowest requests while the next
 one had not started, and the network sat idle while the manifest was read. Here ONE
-:class:`~doccheck.pipeline.submit._BatchSubmitter` (one ledger thread, one request window at the
+:class:`~doccheck.pipeline.sending._submitter._BatchSubmitter` (one ledger thread, one request window at the
 full concurrency, one set of claims) takes the batches as they come: the next batch is asked for
 while the previous one's documents are still in flight, so the requests never wait for a batch
 boundary, and the recording of later batches runs beside the requests of earlier ones.
@@ -24,14 +24,14 @@ from typing import Any
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import previous_submissions, record_documents
-from doccheck.pipeline.attempts import begin_attempt, count_done
-from doccheck.pipeline.batch_result import BatchResult
-from doccheck.pipeline.failures import first_error
-from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._batch_result import BatchResult
+from doccheck.pipeline._failures import first_error
+from doccheck.pipeline._gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._progress import report
 from doccheck.pipeline.learnt_types import adopt_learnt_refusals, service_of
-from doccheck.pipeline.progress import report
-from doccheck.pipeline.submit import PIPELINE_DEPTH, _BatchSubmitter
-from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
+from doccheck.pipeline.sending._attempts import begin_attempt, count_done
+from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
+from doccheck.pipeline.sending._submitter import PIPELINE_DEPTH, _BatchSubmitter
 
 __all__ = ["AHEAD_PER_SLOT", "submit_stream"]
 
@@ -76,10 +76,10 @@ async def submit_stream(
 ) -> BatchResult:
     """Submit every batch ``batches`` yields (lists of ``PlannedDocument``) for the run ``run_id``.
 
-    Same rules as :func:`~doccheck.pipeline.submit.submit_batch` over all the batches at once (a
+    Same rules as :func:`~doccheck.pipeline.sending._submitter.submit_batch` over all the batches at once (a
     key already submitted, or seen earlier in the stream, is not sent again; refusals are row
     failures; transient errors requeue until ``options.deadline_at``; a 401 raises
-    :class:`~doccheck.pipeline.failures.FatalSubmitError`). Each batch's documents are recorded
+    :class:`~doccheck.pipeline._failures.FatalSubmitError`). Each batch's documents are recorded
     (``record_documents``; skipped when ``recorded``: the run's recording wrote them already) and
     their submissions read on the ledger thread before they start.
     """

@@ -8,7 +8,7 @@ same key again, which the service answers with the original check and no charge.
 Three more rules make that hold under concurrency, long gaps and a flaky service (see
 docs/ledger.md): a key is sent only under its claim in the ledger (one process at a time);
 a key whose earlier request may have reached the service is looked up in ``GET /checks``
-(``doccheck.pipeline.reconcile``) before it is sent again; and 429/5xx/network errors are
+(``doccheck.pipeline.sending._reconcile``) before it is sent again; and 429/5xx/network errors are
 requeued until the run's submit deadline instead of becoming final failures.
 """
 
@@ -52,19 +52,19 @@ from doccheck.ledger.bulk import (
 )
 from doccheck.ledger.transient import retry_transient
 from doccheck.ledger.writer import LedgerWriter
-from doccheck.pipeline.attempts import Attempt, begin_attempt, count_done, end_attempt
-from doccheck.pipeline.batch_result import BatchResult as BatchResult
-from doccheck.pipeline.batch_result import RowFailure as RowFailure
-from doccheck.pipeline.campaign_budget import bind_budget
-from doccheck.pipeline.failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
-from doccheck.pipeline.failures import error_code as _error_code
-from doccheck.pipeline.gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._batch_result import BatchResult as BatchResult
+from doccheck.pipeline._batch_result import RowFailure as RowFailure
+from doccheck.pipeline._failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
+from doccheck.pipeline._failures import error_code as _error_code
+from doccheck.pipeline._gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._progress import report
 from doccheck.pipeline.learnt_types import adopt_learnt_refusals, remember_refusal, service_of
-from doccheck.pipeline.planning import as_text
-from doccheck.pipeline.progress import report
-from doccheck.pipeline.reconcile import Reconciler, needs_reconciliation, with_reference
-from doccheck.pipeline.submit_options import DEFAULT_SUBMIT, SubmitOptions
-from doccheck.pipeline.submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
+from doccheck.pipeline.planning._plan import as_text
+from doccheck.pipeline.sending._attempts import Attempt, begin_attempt, count_done, end_attempt
+from doccheck.pipeline.sending._campaign_cap import bind_budget
+from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation, with_reference
+from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
+from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
 from doccheck.sources.manifest.limits import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
 
 log = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ class _BatchSubmitter:
 
     async def _reconcile(self, doc: Any, current: SubmissionRow | None, *, fresh: bool = False) -> str:
         """Settle a key whose earlier request is in doubt before it is sent (see
-        :mod:`doccheck.pipeline.reconcile`): ``"adopted"`` (its check found and recorded),
+        :mod:`doccheck.pipeline.sending._reconcile`): ``"adopted"`` (its check found and recorded),
         ``"in_doubt"`` (no lookup could rule a check out: recorded, not sent) or ``"send"``.
         ``fresh``: look up now in a new walk (after a refusal that may be about this key)."""
         if current is None:  # never marked submitting, so never sent: nothing to look up

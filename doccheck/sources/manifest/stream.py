@@ -9,7 +9,7 @@ caller that keeps only what it needs (counts, keys, hashes) plans in memory that
 grow with the documents' texts. CSV and JSONL are read row by row, Parquet by record batch
 (JSONL's columns come from a first pass over its keys that stops once the needed ones are seen).
 A :class:`RowCursor` tells the caller where each row begins and a :class:`RowStart` reads from a
-given row on: how a real run re-reads one batch at a time (:mod:`doccheck.pipeline.batches`).
+given row on: how a real run re-reads one batch at a time (:mod:`doccheck.pipeline.planning._batches`).
 """
 
 from __future__ import annotations
