@@ -169,7 +169,7 @@ def use_asyncio_network(transport: Any) -> bool:
 
     httpx's transport takes no ``network_backend`` argument, so the pool's is replaced after
     construction: ``httpcore.AsyncConnectionPool`` and its proxy subclasses keep it in
-    ``_network_backend`` (checked by tests/unit/test_client_network.py against the lock's
+    ``_network_backend`` (checked by tests/unit/client/test_client_network.py against the lock's
     versions)."""
     pool = getattr(transport, "_pool", None)
     if pool is None or not isinstance(getattr(pool, "_network_backend", None), AsyncNetworkBackend):

@@ -14,7 +14,7 @@ unchanged (``doccheck.extract.words.WORD_RE``: ``[^\\W_]+(?:['’\\-][^\\W_]+)*`
 
 ASCII text (most essays) is handled on its bytes with 256-entry tables; other text on its
 UTF-32 code points with a table of every code point (1.1 MB, built on first use). Text that
-cannot be encoded (a lone surrogate) falls back to the regex. ``tests/unit/test_words.py``
+cannot be encoded (a lone surrogate) falls back to the regex. ``tests/unit/extract/test_words.py``
 holds both functions equal to the regex with hypothesis.
 """
 

@@ -108,7 +108,7 @@ def fixed_cache_key(stmt: Any, key: tuple[str, ...]) -> Any:
     round's CPU (issue 10). These statements are module constants with no literal values
     (rows are executemany parameters), so a constant key per statement is exact; the
     engine's cache still keys it by dialect and parameter names. Checked by
-    ``tests/unit/test_ledger_bulk.py`` (every statement of a round is a cache hit).
+    ``tests/unit/ledger/test_ledger_bulk.py`` (every statement of a round is a cache hit).
     """
     cache_key = CacheKey(key, [])
     stmt._generate_cache_key = lambda: cache_key  # shadows the memoized method on this instance

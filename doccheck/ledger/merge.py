@@ -4,7 +4,7 @@ or a webhook event) changes a product's outcome row.
 Why pure functions: these rules decide what the reports say (a final status never goes
 back to processing, a bare event after the full result adds nothing, the first final
 status says whether it was learnt by webhook or poll). Kept free of sessions so they
-are tested without a database (``tests/unit/test_outcome_merge.py``).
+are tested without a database (``tests/unit/ledger/test_outcome_merge.py``).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def signature(u32: np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
     (its permutations, its MurmurHash3 pre-mix, the affine map mod 2^32, the minimum), computed
     on the array directly: ``update_batch`` first calls the hash function once per value in
     Python, which was most of the matcher's signing time (issue 10).
-    ``tests/unit/test_matching_fast.py`` holds the two equal.
+    ``tests/unit/matching/test_matching_fast.py`` holds the two equal.
     """
     values = np.asarray(u32, dtype=np.uint32)
     out: np.ndarray = range_signatures(values, np.array([0, len(values)], dtype=np.int64), num_perm)[0]
@@ -125,7 +125,7 @@ def _affine(num_perm: int) -> tuple[np.ndarray, np.ndarray]:
 
     Drawn as ``MinHash._init_permutations`` draws them (``RandomState(seed)``: odd ``a`` below
     2^32, then ``b``), so that matching need not import datasketch, whose import pulls in
-    scipy (~55 MB of a dry run's memory, issue 10); ``tests/unit/test_matching_fast.py``
+    scipy (~55 MB of a dry run's memory, issue 10); ``tests/unit/matching/test_matching_fast.py``
     holds them equal to datasketch's own.
     """
     gen = np.random.RandomState(SEED)

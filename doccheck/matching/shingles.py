@@ -131,7 +131,7 @@ def document_shingles(text: str, hasher: WordHasher) -> tuple[int, np.ndarray]:
 
     The matcher's hot path (issue 10): words come from :func:`doccheck.extract.words.word_tokens`
     (bytes, lower-cased, the same words), and the top 32 bits are kept before the one sort.
-    ``tests/unit/test_matching_fast.py`` holds it equal to the reference functions.
+    ``tests/unit/matching/test_matching_fast.py`` holds it equal to the reference functions.
     """
     tokens = word_tokens(text)
     words = len(tokens)

@@ -9,7 +9,7 @@ that cross two documents are dropped), distinct values are found with one sort o
 
 The results are exactly those of the per-document functions
 (:func:`~doccheck.matching.shingles.document_shingles`, :func:`~doccheck.matching.minhash.signature`,
-:func:`~doccheck.matching.shingles.sampled`); ``tests/unit/test_matching_fast.py`` holds them equal.
+:func:`~doccheck.matching.shingles.sampled`); ``tests/unit/matching/test_matching_fast.py`` holds them equal.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, SubmitOptions, WaitResult, submit_ref, wait_for_results
 from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, RecordedPlan, read_batch, record_plan
-from tests.unit.test_batches import (
+from tests.unit.pipeline.test_batches import (
     _check_recorded_like_load_plan,
     _check_recording_is_idempotent,
     _write_csv,

@@ -1,4 +1,4 @@
-"""The grouped ledger writes (tests/unit/test_ledger_bulk.py) again on a real PostgreSQL server."""
+"""The grouped ledger writes (tests/unit/ledger/test_ledger_bulk.py) again on a real PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from doccheck.ledger import Ledger
-from tests.unit.test_ledger_bulk import *  # noqa: F403 - re-run the grouped-writes contract
+from tests.unit.ledger.test_ledger_bulk import *  # noqa: F403 - re-run the grouped-writes contract
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

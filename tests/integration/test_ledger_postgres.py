@@ -1,6 +1,6 @@
 """The ledger's unit tests, run again on a real PostgreSQL server (psycopg 3).
 
-Every test of tests/unit/test_ledger.py is imported here and gets a ``ledger`` on a
+Every test of tests/unit/ledger/test_ledger.py is imported here and gets a ``ledger`` on a
 fresh PostgreSQL database instead of SQLite, so both engines pass the same contract
 (JSON columns, unique keys, dedup of events, time zones, report rows).
 """
@@ -11,7 +11,7 @@ import pytest
 
 from doccheck.ledger import Ledger
 from tests.fixtures.postgres import postgres_ledger
-from tests.unit.test_ledger import *  # noqa: F403 - re-run the whole ledger contract
+from tests.unit.ledger.test_ledger import *  # noqa: F403 - re-run the whole ledger contract
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL

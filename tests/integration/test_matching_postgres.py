@@ -6,7 +6,7 @@ import pytest
 
 from doccheck.ledger import Ledger
 from tests.fixtures.postgres import postgres_ledger
-from tests.unit.test_matching import (  # noqa: F401 - re-run these tests on PostgreSQL
+from tests.unit.matching.test_matching import (  # noqa: F401 - re-run these tests on PostgreSQL
     test_pairs_are_stored_per_run_and_reported,
     test_second_run_compares_new_documents_with_stored_signatures_only,
 )

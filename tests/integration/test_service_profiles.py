@@ -105,7 +105,7 @@ def test_resume_after_the_key_retention_never_bills_twice(
         if profile in ("list-no-metadata", "no-list"):  # nothing to find them by: every one in doubt
             assert result.in_doubt == len(lost)
         # (a single complete page, oldest first or cursor ignored, still proves what it holds;
-        # longer lists of those profiles: tests/unit/test_reconcile_profiles.py)
+        # longer lists of those profiles: tests/unit/pipeline/test_reconcile_profiles.py)
     else:
         assert (result.reconciled, result.submitted, result.in_doubt) == (len(lost), 0, 0)
         asyncio.run(_finish(emulator, key, ledger))

@@ -13,7 +13,7 @@ ledger or on a document the report names ``in_doubt``.
 The other profiles differ only in what the client or the reconciler reads (error shapes, 202,
 no replay header, queued, status synonyms, list order, cursor, page size, metadata) and then
 write what one of these writes: the reconciler's reading of each is unit-tested
-(tests/unit/test_reconcile_profiles.py), and every profile's resume past the retention runs
+(tests/unit/pipeline/test_reconcile_profiles.py), and every profile's resume past the retention runs
 against the emulator in tests/integration/test_service_profiles.py.
 
 Cost: one emulator for the module, one account per case, 12 documents; per case a crashing

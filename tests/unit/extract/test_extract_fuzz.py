@@ -17,7 +17,7 @@ from doccheck.extract import DEFAULT_LIMITS, ExtractionError, extract_text
 from doccheck.extract.parse import parse as _parse
 from tests import generated_documents as gen
 
-DOCUMENTS = Path(__file__).parents[1] / "data" / "documents"
+DOCUMENTS = Path(__file__).parents[2] / "data" / "documents"
 SAMPLES = {
     name: (DOCUMENTS / name).read_bytes() for name in ("zen_of_python.docx", "crazyones.pdf", "readability-001.html")
 }

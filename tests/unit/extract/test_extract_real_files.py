@@ -14,7 +14,7 @@ import pytest
 
 from doccheck.extract import ImageOnlyPdf, count_words, extract_text
 
-DOCUMENTS = Path(__file__).parents[1] / "data" / "documents"
+DOCUMENTS = Path(__file__).parents[2] / "data" / "documents"
 EXPECTED = json.loads((DOCUMENTS / "expected.json").read_text(encoding="utf-8"))["documents"]
 
 

@@ -16,7 +16,7 @@ from doccheck.ledger.money import total_money
 from doccheck.ledger.tables import ContradictionRow
 from tests.factories import check_json, planned, record
 from tests.fixtures.events import event_body
-from tests.unit.test_ledger import submit
+from tests.unit.ledger.test_ledger import submit
 
 FULL_AI = {"status": "completed", "score": 0.91, "label": "ai"}
 

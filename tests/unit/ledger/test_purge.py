@@ -92,7 +92,7 @@ def test_event_ids_outlive_a_purge_for_the_retry_window(tmp_path: Path) -> None:
     from doccheck.ledger.purge import drop_event_bodies
     from tests.factories import planned, record
     from tests.fixtures.events import event_body
-    from tests.unit.test_ledger import submit
+    from tests.unit.ledger.test_ledger import submit
 
     assert Settings().webhook.event_window_days >= 3
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")

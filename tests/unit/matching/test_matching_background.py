@@ -22,7 +22,7 @@ from doccheck.matching.runs import match_stream
 from doccheck.matching.store import LedgerStore
 from doccheck.pipeline import dry_run
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parents[2]))
 from matching_corpus import planted_corpus  # noqa: E402
 
 

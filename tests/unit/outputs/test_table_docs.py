@@ -6,7 +6,7 @@ from pathlib import Path
 
 from doccheck.outputs.table_docs import render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_docs_tables_md_matches_the_schemas() -> None:

@@ -29,7 +29,7 @@ from doccheck.sources.manifest import stream as manifest_stream
 from doccheck.sources.manifest.compact_ids import CompactIds
 from tests.factories import random_text_manifest
 
-SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
+SAMPLE = Path(__file__).parents[3] / "sample_data" / "manifest.csv"
 
 
 def _csv_rows() -> list[str]:

@@ -13,7 +13,7 @@ from doccheck.sources.manifest import RejectCode
 from doccheck.sources.manifest.compact_ids import CompactIds
 from tests.factories import random_text_manifest
 
-SAMPLE = Path(__file__).parents[2] / "sample_data" / "manifest.csv"
+SAMPLE = Path(__file__).parents[3] / "sample_data" / "manifest.csv"
 
 
 def _streamed(manifest: Path, **kwargs: object) -> tuple[list, PlanTally]:

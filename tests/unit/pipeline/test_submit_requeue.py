@@ -1,5 +1,5 @@
 """``submit_batch`` decisions for transient errors, the submit deadline and claims held
-elsewhere, against the scripted client of tests/unit/test_pipeline.py (real ledger)."""
+elsewhere, against the scripted client of tests/unit/pipeline/test_pipeline.py (real ledger)."""
 
 from __future__ import annotations
 

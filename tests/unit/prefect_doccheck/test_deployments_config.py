@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
 
 

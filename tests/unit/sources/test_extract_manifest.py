@@ -9,7 +9,7 @@ from pathlib import Path
 from doccheck.sources.manifest import RejectCode, read_manifest
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream
 
-REAL = Path(__file__).parents[1] / "data" / "documents"
+REAL = Path(__file__).parents[2] / "data" / "documents"
 
 
 def test_hostile_rows_are_rejected_and_the_rest_accepted(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from doccheck.extract import words_of
 from doccheck.pipeline.planning._plan import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES, load_plan
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
 MANIFESTS = ["manifest.csv", "manifest.jsonl", "manifest.parquet"]
 EXPECTED_REJECTS = {
     "envs101-w6-014": "file_not_found",
