@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 from doccheck.ledger import Ledger
 from doccheck.pipeline._batch_result import BatchResult
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._learnt_types import adopt_for_planning
 from doccheck.pipeline._options import RunOptions, WaitingOptions
 from doccheck.pipeline._summary import (
     RunSummary,
@@ -41,7 +42,6 @@ from doccheck.pipeline._summary import (
     with_export_rejections,
 )
 from doccheck.pipeline.collecting._results import WaitResult
-from doccheck.pipeline.learnt_types import adopt_for_planning
 from doccheck.pipeline.planning._batches import BatchRef, PlanRecording, RecordedPlan, start_recording
 from doccheck.pipeline.sending._submit_options import SubmitOptions
 

@@ -133,7 +133,7 @@ def _adopt_learnt(database_url: str | None, base_url: str | None) -> None:
     """The types the ledger learnt the service refuses, so the dry run plans their files as text
     (read only: a SQLite file that does not exist is not created)."""
     from doccheck.matching.store import existing_ledger
-    from doccheck.pipeline.learnt_types import adopt_for_planning
+    from doccheck.pipeline._learnt_types import adopt_for_planning
 
     ledger = existing_ledger(database_url)
     if ledger is None:

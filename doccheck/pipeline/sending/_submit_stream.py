@@ -27,8 +27,8 @@ from doccheck.ledger.bulk import previous_submissions, record_documents
 from doccheck.pipeline._batch_result import BatchResult
 from doccheck.pipeline._failures import first_error
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects
+from doccheck.pipeline._learnt_types import adopt_learnt_refusals, service_of
 from doccheck.pipeline._progress import report
-from doccheck.pipeline.learnt_types import adopt_learnt_refusals, service_of
 from doccheck.pipeline.sending._attempts import begin_attempt, count_done
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submitter import PIPELINE_DEPTH, _BatchSubmitter
