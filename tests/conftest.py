@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 # Prefect must never write into the developer's ~/.prefect during tests, and its
 # telemetry causes "database is locked" noise at exit.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="doccheck-prefect-home-"))
+# Each pytest-xdist worker gets its own (they inherit the controller's environment).
+if "PYTEST_XDIST_WORKER" in os.environ or "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="doccheck-prefect-home-")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 pytest_plugins = [
@@ -21,3 +25,14 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.prefect_server",
 ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (a minute or more; ``make test`` lists the slowest) run first.
+
+    ``make test`` spreads the integration suite over several workers (pytest-xdist hands the
+    first tests out round-robin): started first, the long tests run side by side instead of
+    one of them being the last left running while the other workers idle. The order is the
+    same in every worker, as xdist requires; it is otherwise the collection order.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

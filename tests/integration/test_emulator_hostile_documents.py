@@ -114,7 +114,9 @@ def test_sigterm_is_not_held_up_by_a_running_extraction() -> None:
     finally:
         stop_emulator(handle)
     assert code == 0, handle.log()
-    assert elapsed < 5, elapsed
+    # The 20 s wall limit would end the read 18 s after the signal; well before that is "at
+    # once" (a loaded machine took 8 s to stop the process, so no tighter figure).
+    assert elapsed < 14, elapsed
     assert answer == [503], answer  # the in-flight request is told to retry, not that the file is bad
 
 

@@ -89,6 +89,7 @@ def assert_one_check_per_document(ledger: Ledger, emulator: EmulatorHandle, key:
     assert sum(r.cost_cents for r in rows) == state["charged_cents"]
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
     prefect_server: Any, emulator: EmulatorHandle, database_url: str, tmp_path: Path
 ) -> None:

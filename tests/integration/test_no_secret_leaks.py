@@ -88,6 +88,7 @@ def _as_bytes(flow_run: Any, task_runs: list[Any], logs: list[Any], artifacts: l
 TEXT = "The old mill wheel turned all summer, grinding the village's grain beside the slow river. " * 4
 
 
+@pytest.mark.slow
 def test_api_key_and_webhook_secret_never_leave_their_blocks(
     prefect_server: Any,
     webhook_emulator: EmulatorHandle,

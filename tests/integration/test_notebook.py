@@ -92,24 +92,21 @@ def test_a_dataframe_with_the_manifest_columns_needs_no_column_options(
 
 def test_without_a_receiver_results_are_polled_from_the_start(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """30 short documents, no account webhook: the run ends when the service has finished,
-    not after the 30 s grace period (the wait's timeout, 20 s, is shorter than that grace:
+    not after the 120 s grace period (the wait's timeout, 90 s, is shorter than that grace:
     waiting it out would leave every product pending)."""
-    import time
-
     key = emulator.new_account()
     with emulator.client(key) as http:
         assert http.get("/webhook").status_code == 404  # nothing will be delivered
     df = pd.DataFrame({"document_id": [f"s{i:02d}" for i in range(30)],
                        "text": [f"{TEXT} Answer number {i} about the meadow." for i in range(30)]})  # fmt: skip
-    started = time.monotonic()
     result = doccheck.check_dataframe(
         df, base_url=emulator.base_url, api_key=key, database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
-        campaign=f"nb-{uuid.uuid4().hex[:8]}", grace_seconds=30, timeout=20, progress=False,
+        campaign=f"nb-{uuid.uuid4().hex[:8]}", grace_seconds=120, timeout=90, progress=False,
     )  # fmt: skip
-    elapsed = time.monotonic() - started
+    # Not timed out within 90 s while the grace is 120 s: the results were polled, not waited for
+    # (no wall-clock bound here: a loaded machine may take longer to poll 30 documents).
     assert result.summary["pending"] == 0 and not result.summary["timed_out"], result.summary
     assert set(result.ai_results["status"]) == {"completed"} and len(result.ai_results) == 30
-    assert elapsed < 15, elapsed
 
 
 @pytest.mark.prefect_server
@@ -149,6 +146,7 @@ def _notebook_tool() -> Any:
     return module
 
 
+@pytest.mark.slow
 def test_example_notebook_runs_top_to_bottom(emulator: EmulatorHandle, tmp_path: Path) -> None:
     import nbformat
 

@@ -19,7 +19,7 @@ from doccheck.outputs.catalog import connect
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import PrefectServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server, pytest.mark.slow]
 
 
 def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

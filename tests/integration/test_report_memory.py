@@ -27,7 +27,7 @@ from doccheck.outputs.reports import LedgerReportTables, write_reports
 from doccheck.sources.manifest import Rejection
 from tests.factories import planned
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RAW = {"padding": "x" * 8_000}  # a check's raw JSON: the reports must not read it
 

@@ -50,6 +50,7 @@ def _submissions(out: Path) -> pd.DataFrame:
 
 
 @pytest.mark.prefect_server
+@pytest.mark.slow
 def test_a_run_without_a_server_equals_the_flow(
     prefect_server: object, emulator: EmulatorHandle, tmp_path: Path
 ) -> None:

@@ -17,8 +17,10 @@ write what one of these writes: the reconciler's reading of each is unit-tested
 against the emulator in tests/integration/test_service_profiles.py.
 
 Cost: one emulator for the module, one account per case, 12 documents; per case a crashing
-library run, two `doccheck run`s in parallel (most of a case's 10-16 s) and `collect`/
-`resolve` in this process. 10 cases.
+library run, two `doccheck run --no-prefect`s in parallel and `collect`/`resolve` in this
+process. 10 cases. The runs leave Prefect out: the ledger's writes are the library's either
+way (tests/integration/test_run_without_prefect.py shows the two paths equal), and the flow's
+own crash and overlap are tests/integration/test_keys_in_flight.py's.
 
 Not settled here: a document in doubt whose check does exist stays in doubt (``resolve`` has
 no way to adopt a check id); its cents are the only ones outside the ledger, counted apart.
@@ -48,7 +50,7 @@ from tests.integration.test_keys_in_flight import (
     write_manifest,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server, pytest.mark.slow]
 
 #: One profile for each kind of ledger write a crash and its resumes can end in.
 KINDS_OF_WRITE = {
@@ -159,7 +161,7 @@ def _rows(ledger: Ledger) -> list[Any]:
 
 def _overlapping_resumes(manifest: Path, database_url: str, env: dict[str, str]) -> list[tuple[int, str, str]]:
     """Two `doccheck run`s of the campaign at once on one ledger (a cron run and a hand-started one)."""
-    runs = [start_run(manifest, database_url, env, "--concurrency", "4") for _ in range(2)]
+    runs = [start_run(manifest, database_url, env, "--concurrency", "4", "--no-prefect") for _ in range(2)]
     try:
         results = [finish(p, timeout=180) for p in runs]
     finally:
@@ -229,7 +231,7 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
         assert not doubtful, (profile, results)
     still = _settle_the_ones_without_a_check(ledger, truth, env, database_url) if doubtful else []
     if any(r.state not in ("submitted", "in_doubt") for r in _rows(ledger)):
-        code, out, err = finish(start_run(manifest, database_url, env))  # the rerun sends what is settled
+        code, out, err = finish(start_run(manifest, database_url, env, "--no-prefect"))  # sends what is settled
         _no_traceback(out, err)
         assert code == (3 if still else 0), (profile, code, out, err)
     truth = service_truth(emulator, key, profile)

@@ -89,6 +89,7 @@ print(run_id)
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_schema_creation_is_safe_when_workers_start_at_once(postgres_database: str) -> None:
     """Eight processes open the ledger of a fresh database at the same instant."""
     import time

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
+pytestmark = [pytest.mark.integration, pytest.mark.prefect_server, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
