@@ -33,7 +33,8 @@ class _SettingsFirst(TyperGroup):
     command meets one (a flag), into its one line and exit 2: nothing sent or written."""
 
     def invoke(self, ctx: Any) -> Any:
-        from doccheck.config import SettingsError, load_settings
+        from doccheck.config import load_settings
+        from doccheck.errors import SettingsError
 
         args = [*getattr(ctx, "protected_args", []), *ctx.args]
         try:

@@ -40,14 +40,13 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import SettingsError
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "ENV_FILE_VAR",
     "SECRET_MASK",
     "Settings",
-    "SettingsError",
     "SettingsField",
     "WEBHOOK_EVENT_WINDOW_DAYS",
     "check_base_url",
@@ -478,15 +477,6 @@ def _arguments(layer: Mapping[str, Any], source: Source) -> dict[str, Any]:
             raise TypeError(f"unknown setting {key!r} ({source}); known: {', '.join(sorted(keys))}")
         out[keys[key].env] = value
     return out
-
-
-class SettingsError(DocCheckBaseError, ValueError):
-    """Settings the program cannot use: one line per variable, naming it, its value (never a
-    secret's), where it came from and what is expected."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 def _error(exc: ValidationError, sources: Mapping[str, Source]) -> SettingsError:

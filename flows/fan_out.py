@@ -45,20 +45,16 @@ from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Crashed
 
 from doccheck.config import load_settings
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import ShardsFailed
 from doccheck.pipeline import BatchResult, ShardConfigError, SubmissionOptions
 from prefect_doccheck.flows.shard import RESULT_FIELDS, SHARD_RESULT_DESCRIPTION
 
-__all__ = ["ShardsFailed", "run_shards", "shard_deployment_name"]
+__all__ = ["run_shards", "shard_deployment_name"]
 
 log = logging.getLogger(__name__)
 
 _FAILED = {StateType.FAILED, StateType.CRASHED, StateType.CANCELLED}
 _ACTIVE_ON_WORKER = {StateType.RUNNING, StateType.PENDING, StateType.CANCELLING}
-
-
-class ShardsFailed(DocCheckBaseError, RuntimeError):
-    """Some shards failed after all their retries; their documents are unsent in the ledger."""
 
 
 def shard_deployment_name(name: str | None = None) -> str:

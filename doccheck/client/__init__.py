@@ -15,25 +15,6 @@ from __future__ import annotations
 from doccheck.client._config import tls_context
 from doccheck.client.assumptions import estimate_cost_cents
 from doccheck.client.async_ import AsyncDocCheckClient
-from doccheck.client.errors import (
-    AuthenticationError,
-    ConfigurationError,
-    ConflictError,
-    DocCheckError,
-    DocumentNotFound,
-    DocumentTooLarge,
-    EmptyDocument,
-    LocalValidationError,
-    NetworkError,
-    NotFoundError,
-    PaymentRequiredError,
-    PermissionDeniedError,
-    RateLimitError,
-    ServerError,
-    UnsupportedDocument,
-    UploadExpiredError,
-    ValidationError,
-)
 from doccheck.client.lanes import ConnectionLanes, lanes_for
 from doccheck.client.models import (
     AiResult,
@@ -53,6 +34,25 @@ from doccheck.client.models import (
 from doccheck.client.retry import RetryMode, RetryPolicy
 from doccheck.client.submit import Document, FileDocument, Plan, Submission, TextDocument, plan_document
 from doccheck.client.sync import DocCheckClient
+from doccheck.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    DocCheckError,
+    DocumentNotFound,
+    DocumentTooLarge,
+    EmptyDocument,
+    LocalValidationError,
+    NetworkError,
+    NotFoundError,
+    PaymentRequiredError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UnsupportedDocument,
+    UploadExpiredError,
+    ValidationError,
+)
 
 __all__ = [
     "AiResult",

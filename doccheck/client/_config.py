@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from doccheck.client._auth import BearerAuth
 from doccheck.client._requests import USER_AGENT
-from doccheck.client.errors import ConfigurationError
+from doccheck.errors import ConfigurationError
 
 
 def resolve_config(base_url: str | None, api_key: str | SecretStr | None) -> tuple[str, SecretStr]:

@@ -12,11 +12,50 @@ from pydantic import SecretStr
 
 from doccheck.client import assumptions as A
 from doccheck.client._auth import scrub as _scrub
-from doccheck.client.errors import DocCheckError, NetworkError, RateLimitError, error_class_for
 from doccheck.client.models import Check, CheckList
 from doccheck.client.profile import INVALID_RESPONSE, error_from_body, normalise_check, retry_after_seconds
+from doccheck.errors import (
+    AuthenticationError,
+    ConflictError,
+    DocCheckError,
+    NetworkError,
+    NotFoundError,
+    PaymentRequiredError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UploadExpiredError,
+    ValidationError,
+)
 
 M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+_BY_STATUS: dict[int, type[DocCheckError]] = {
+    400: ValidationError,
+    401: AuthenticationError,
+    402: PaymentRequiredError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: ValidationError,
+    415: ValidationError,
+    422: ValidationError,
+    429: RateLimitError,
+}
+
+_BY_CODE: dict[str, type[DocCheckError]] = {
+    "upload_url_expired": UploadExpiredError,
+}
+
+
+def error_class_for(status_code: int, code: str | None = None) -> type[DocCheckError]:
+    """The exception class for an HTTP error answer (code-specific subclass first)."""
+    if code and code in _BY_CODE:
+        return _BY_CODE[code]
+    if status_code >= 500:
+        return ServerError
+    return _BY_STATUS.get(status_code, DocCheckError)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -17,11 +17,11 @@ from tenacity import AsyncRetrying
 
 from doccheck.client import _core
 from doccheck.client._http import AsyncLeanClient
-from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.lanes import ConnectionLanes
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
+from doccheck.errors import DocCheckError, LocalValidationError
 
 T = TypeVar("T")
 
@@ -280,4 +280,4 @@ class AsyncDocCheckClient:
         )
 
 
-__all__ = ["AsyncDocCheckClient", "DocCheckError"]
+__all__ = ["AsyncDocCheckClient"]

@@ -32,7 +32,7 @@ from tenacity import (
 )
 
 from doccheck.client.assumptions import NOT_REACHED_STATUSES
-from doccheck.client.errors import NetworkError, RateLimitError, ServerError
+from doccheck.errors import NetworkError, RateLimitError, ServerError
 
 logger = logging.getLogger("doccheck.client")
 

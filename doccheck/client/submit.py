@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from doccheck.client import _core
 from doccheck.client import assumptions as A
-from doccheck.client.errors import DocumentNotFound, DocumentTooLarge, EmptyDocument, UnsupportedDocument
 from doccheck.client.models import Check, Upload
+from doccheck.errors import DocumentNotFound, DocumentTooLarge, EmptyDocument, UnsupportedDocument
 
 Mode = Literal["text", "multipart", "upload"]
 

@@ -17,10 +17,10 @@ from tenacity import Retrying
 
 from doccheck.client import _core
 from doccheck.client._http import LeanClient
-from doccheck.client.errors import DocCheckError, LocalValidationError
 from doccheck.client.models import Check, CheckList, Upload, Webhook
 from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client.submit import Document, Submission, op_submit
+from doccheck.errors import DocCheckError, LocalValidationError
 
 T = TypeVar("T")
 
@@ -266,4 +266,4 @@ class DocCheckClient:
         )
 
 
-__all__ = ["DocCheckClient", "DocCheckError"]
+__all__ = ["DocCheckClient"]

@@ -39,13 +39,13 @@ from doccheck.commands._runner import (
 )
 from doccheck.commands.services import (
     Service,
-    ServiceError,
     doccheck_command,
     ensure_prefect_server,
     free_port,
     start_service,
     stop_prefect_server,
 )
+from doccheck.errors import ServiceError
 
 DEMO_API_KEY = "demo-key"
 DEMO_DIR = Path(".doccheck-demo")

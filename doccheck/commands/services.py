@@ -23,11 +23,7 @@ from typing import IO
 
 import httpx
 
-from doccheck.errors import DocCheckBaseError
-
-
-class ServiceError(DocCheckBaseError, RuntimeError):
-    """A helper process did not start or answer in time (message names it and its log)."""
+from doccheck.errors import ServiceError
 
 
 def free_port(host: str = "127.0.0.1") -> int:

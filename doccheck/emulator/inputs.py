@@ -29,6 +29,7 @@ from doccheck.emulator.limits import (
     drain,
 )
 from doccheck.emulator.store import PRODUCTS
+from doccheck.errors import JsonRejected
 from doccheck.guards import bounded_json
 
 MAX_NAME_LENGTH = 256
@@ -95,7 +96,7 @@ async def read_json_object(request: Request, limit: int = JSON_BODY_LIMIT) -> di
         raise invalid_input("request body is empty; expected a JSON object")
     try:  # strict and bounded: no NaN/Infinity, huge numbers, deep nesting or lone surrogates
         value = bounded_json.loads(bytes(body), max_bytes=limit, max_depth=MAX_JSON_DEPTH)
-    except bounded_json.JsonRejected as exc:
+    except JsonRejected as exc:
         raise invalid_input(f"request body is not acceptable JSON: {exc}") from None
     if not isinstance(value, dict):
         raise invalid_input("request body must be a JSON object")
@@ -158,7 +159,7 @@ async def _read_multipart(request: Request) -> CheckInput:
             elif key == "metadata":
                 try:
                     result.metadata = bounded_json.loads(value, max_bytes=MAX_METADATA_BYTES, max_depth=MAX_JSON_DEPTH)
-                except bounded_json.JsonRejected as exc:
+                except JsonRejected as exc:
                     raise invalid_input(f"field 'metadata' is not acceptable JSON: {exc}") from None
             elif key in ("text", "upload_id", "name", "webhook_url"):
                 if key in result.fields:

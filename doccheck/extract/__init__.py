@@ -13,14 +13,14 @@ hostile file costs at most the wall time, CPU and memory those allow, and fails 
 
 The package's modules: :mod:`.types` (what is accepted), :mod:`.parse` (text out of bytes),
 :mod:`.words` (the word rule), :mod:`.sandbox` and :mod:`.worker` (the bounded worker),
-:mod:`.limits` and :mod:`.errors`.
+:mod:`.limits` (its errors live in :mod:`doccheck.errors`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from doccheck.extract.errors import (
+from doccheck.errors import (
     ExtractionError,
     ExtractionLimitExceeded,
     ExtractionStopped,

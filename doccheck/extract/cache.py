@@ -43,7 +43,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from doccheck.extract.errors import ExtractionError
+from doccheck.errors import ExtractionError
 from doccheck.extract.limits import WORKERS
 from doccheck.extract.parse import extract
 from doccheck.extract.words import count_words

@@ -22,7 +22,7 @@ import posixpath
 import zipfile
 from collections.abc import Iterator
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded
 from doccheck.extract.limits import ExtractionLimits
 from doccheck.extract.package import (
     Budget,

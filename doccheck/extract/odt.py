@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from doccheck.extract.errors import ExtractionError
+from doccheck.errors import ExtractionError
 from doccheck.extract.limits import ExtractionLimits
 from doccheck.extract.package import (
     Budget,

@@ -26,7 +26,7 @@ import struct
 from io import BytesIO
 from typing import Any
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, PasswordProtected, UnsupportedFileType
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded, PasswordProtected, UnsupportedFileType
 from doccheck.extract.limits import ExtractionLimits
 
 _LABEL = ".doc"

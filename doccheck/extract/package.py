@@ -20,7 +20,7 @@ from typing import Protocol
 
 from lxml import etree
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded
 from doccheck.extract.limits import RATIO_FLOOR_BYTES, ExtractionLimits, mib
 from doccheck.extract.sniff import declared_zip_members
 

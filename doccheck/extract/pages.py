@@ -8,7 +8,7 @@ limits. Without it the file is said to be unsupported, with what to do (export a
 
 from __future__ import annotations
 
-from doccheck.extract.errors import ExtractionError, UnsupportedFileType
+from doccheck.errors import ExtractionError, UnsupportedFileType
 from doccheck.extract.limits import ExtractionLimits
 from doccheck.extract.package import check_declared, open_package
 

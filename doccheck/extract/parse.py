@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded, ImageWithoutText, UnsupportedFileType
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded, ImageWithoutText, UnsupportedFileType
 from doccheck.extract.limits import ExtractionLimits, limits_in_force, mib
 from doccheck.extract.sniff import IMAGE_TYPES, LOCKED_OFFICE, OTHER_OLE, OTHER_ZIP, magic, sniff
 from doccheck.extract.types import IN_PROCESS, SUPPORTED_TYPES, extension_of, same_format
@@ -50,10 +50,10 @@ def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits | None 
 def extract(data: bytes, filename: str, *, limits: ExtractionLimits | None = None) -> Extracted:
     """Text of a document and the type it was read as.
 
-    Raises :class:`~doccheck.extract.errors.UnsupportedFileType` for a format doccheck does not
-    read, :class:`~doccheck.extract.errors.NotMachineReadable` (a photo, an image-only PDF, a
-    password) with the reason in words, :class:`~doccheck.extract.errors.ExtractionLimitExceeded`
-    when reading would pass a limit, and :class:`~doccheck.extract.errors.ExtractionError` (with
+    Raises :class:`~doccheck.errors.UnsupportedFileType` for a format doccheck does not
+    read, :class:`~doccheck.errors.NotMachineReadable` (a photo, an image-only PDF, a
+    password) with the reason in words, :class:`~doccheck.errors.ExtractionLimitExceeded`
+    when reading would pass a limit, and :class:`~doccheck.errors.ExtractionError` (with
     a reason) when the bytes are not readable — never a library-specific exception. ``limits``:
     the settings' (:func:`~doccheck.extract.limits.limits_in_force`) unless given.
     """
@@ -129,7 +129,7 @@ def _read(kind: str, data: bytes, limits: ExtractionLimits) -> str:  # noqa: PLR
 
 def _unreadable(kind: str) -> ExtractionError:
     """The error for a recognised type doccheck does not read."""
-    from doccheck.extract.errors import PasswordProtected
+    from doccheck.errors import PasswordProtected
 
     if kind == LOCKED_OFFICE:
         return PasswordProtected("password-protected Office document: ask the student for a copy without a password")

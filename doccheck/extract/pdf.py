@@ -28,12 +28,7 @@ import io
 import logging
 from typing import Any
 
-from doccheck.extract.errors import (
-    ExtractionError,
-    ExtractionLimitExceeded,
-    ImageOnlyPdf,
-    PasswordProtected,
-)
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded, ImageOnlyPdf, PasswordProtected
 from doccheck.extract.limits import ExtractionLimits, mib
 
 IMAGE_ONLY = (

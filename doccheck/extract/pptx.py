@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import zipfile
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded
 from doccheck.extract.limits import ExtractionLimits
 from doccheck.extract.package import (
     Budget,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded
 from doccheck.extract.limits import ExtractionLimits
 
 _TOKEN = re.compile(

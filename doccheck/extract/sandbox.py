@@ -26,11 +26,15 @@ import sys
 import threading
 import time
 
-from doccheck.extract.errors import (
-    NOT_READABLE_REASONS,
+from doccheck.errors import (
+    ExtractionCrashed,
     ExtractionError,
     ExtractionLimitExceeded,
     ExtractionStopped,
+    ImageOnlyPdf,
+    ImageWithoutText,
+    NotMachineReadable,
+    PasswordProtected,
     UnsupportedFileType,
 )
 from doccheck.extract.limits import WORKERS, ExtractionLimits
@@ -38,16 +42,17 @@ from doccheck.extract.worker import _LEN, READY
 
 log = logging.getLogger(__name__)
 
+#: Reason code → class, for the worker's answers (only JSON crosses the process boundary).
+NOT_READABLE_REASONS: dict[str, type[NotMachineReadable]] = {
+    cls.reason: cls for cls in (NotMachineReadable, ImageWithoutText, ImageOnlyPdf, PasswordProtected)
+}
+
 #: Seconds a new worker may take to import its parsers before it is given up on.
 START_SECONDS = 60.0
 
 
 class _Vanished(Exception):
     """A reused worker had exited before this job reached it."""
-
-
-class _Crashed(ExtractionError):
-    """The worker died of a signal no limit explains (native code crashed: a segfault in PDFium)."""
 
 
 class _Worker:
@@ -173,7 +178,7 @@ class _Worker:
         if code is not None and -code == signal.SIGKILL:  # the kernel's OOM killer, most likely
             return ExtractionLimitExceeded(f"extraction was killed (over {limits.memory_bytes >> 20} MiB of memory?)")
         if code is not None and code < 0:
-            return _Crashed(f"extraction failed ({self._death()})")
+            return ExtractionCrashed(f"extraction failed ({self._death()})")
         return ExtractionError(f"extraction failed ({self._death()})")
 
     def _death(self) -> str:
@@ -204,7 +209,7 @@ class _Pool:
         try:
             try:
                 return self._run(data, filename, limits)
-            except _Crashed as exc:
+            except ExtractionCrashed as exc:
                 if b"%PDF" not in data[:1024]:
                     raise
                 # PDFium crashed on this file (not a limit): pypdf reads it, under its own bounds

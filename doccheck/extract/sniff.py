@@ -21,7 +21,7 @@ from __future__ import annotations
 import zipfile
 from io import BytesIO
 
-from doccheck.extract.errors import ExtractionError, ExtractionLimitExceeded
+from doccheck.errors import ExtractionError, ExtractionLimitExceeded
 from doccheck.extract.limits import ExtractionLimits
 
 __all__ = ["IMAGE_TYPES", "LOCKED_OFFICE", "magic", "sniff"]

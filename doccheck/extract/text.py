@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from doccheck.extract.errors import ExtractionError
+from doccheck.errors import ExtractionError
 
 
 def decode_text(data: bytes) -> str:

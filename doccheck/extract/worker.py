@@ -75,7 +75,7 @@ def main() -> None:
     import lxml.etree  # noqa: F401  (imported before measuring the idle size)
     import pypdfium2  # noqa: F401
 
-    from doccheck.extract.errors import (
+    from doccheck.errors import (
         ExtractionError,
         ExtractionLimitExceeded,
         NotMachineReadable,

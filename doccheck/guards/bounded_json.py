@@ -16,15 +16,11 @@ import json
 import math
 from typing import Any
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import JsonRejected
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 DEFAULT_MAX_DEPTH = 32
 DEFAULT_MAX_NUMBER_CHARS = 64
-
-
-class JsonRejected(DocCheckBaseError, ValueError):
-    """The text is not acceptable JSON; the message says why, without echoing it."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -105,4 +101,4 @@ def _check_str(text: object) -> None:
             raise JsonRejected("a string holds a lone surrogate escape (invalid Unicode)") from None
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "JsonRejected", "check_value", "loads"]
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "check_value", "loads"]

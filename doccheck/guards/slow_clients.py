@@ -26,8 +26,6 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from doccheck.errors import DocCheckBaseError
-
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 60.0
 DEFAULT_IDLE_TIMEOUT_S = 10.0
@@ -75,10 +73,6 @@ def deadline_protocol(header_timeout: float = DEFAULT_HEADER_TIMEOUT_S) -> type[
             self.transport.close()
 
     return HeaderDeadlineProtocol
-
-
-class BodyReadTimeout(DocCheckBaseError):
-    """The client took longer than the deadline to send the request body."""
 
 
 _TIMEOUT_BODY = json.dumps(

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import CatalogError
 from doccheck.outputs.instructor.table import DOCUMENTS_SCHEMA
 from doccheck.outputs.reports import LATEST, SCHEMAS
 from doccheck.outputs.run_tables import TABLES_DIR, rebuild_run_tables
@@ -47,7 +47,6 @@ __all__ = [
     "RUNS_TABLE",
     "SCHEMA_VERSION",
     "TABLE_FILES",
-    "CatalogError",
     "RunEntry",
     "connect",
     "describe_views",
@@ -73,10 +72,6 @@ TABLE_FILES: dict[str, str] = {
     "documents_history": "documents.parquet",
 }
 _TABLE_SCHEMAS: dict[str, pa.Schema] = {**SCHEMAS, "documents_history": DOCUMENTS_SCHEMA}
-
-
-class CatalogError(DocCheckBaseError, OSError):
-    """The catalog cannot be opened (none written yet) or built."""
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ async def download_files(
     Never raises for one file: errors are in ``result.failures``. ``cache_dir`` defaults to
     ``<run_dir>/../.files-cache``.
     """
-    from doccheck.client.errors import DocCheckError, NotFoundError
+    from doccheck.errors import DocCheckError, NotFoundError
 
     kinds = parse_kinds(kinds)
     result = DownloadResult()

@@ -27,12 +27,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import FolderError
 
 __all__ = [
     "PARTIAL_SUFFIX",
     "STALE_PARTIAL",
-    "FolderError",
     "begin_latest",
     "discarding",
     "final_dir",
@@ -53,10 +52,6 @@ STALE_PARTIAL = 24 * 3600.0
 #: Younger than this, a ``.partial`` folder is taken for another writer's, busy: not named.
 QUIET_PARTIAL = 600.0
 FILES_SUBDIR = "files"
-
-
-class FolderError(DocCheckBaseError, OSError):
-    """A report folder could not be put in place (e.g. too many concurrent writers)."""
 
 
 def staging_dir(run_dir: Path) -> Path:

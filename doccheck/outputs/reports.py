@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import ReportError
 from doccheck.guards.environment_errors import naming
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
 from doccheck.outputs.report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
@@ -43,7 +43,6 @@ __all__ = [
     "SIMILARITY_SOURCES_SCHEMA",
     "SUBMISSIONS_SCHEMA",
     "LedgerReportTables",
-    "ReportError",
     "ReportPaths",
     "ReportTables",
     "rejection_rows",
@@ -153,10 +152,6 @@ SCHEMAS: dict[str, pa.Schema] = {
 REPORT_FILES: dict[str, str] = {name: f"{name}.parquet" for name in SCHEMAS}
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,199}$")
-
-
-class ReportError(DocCheckBaseError, ValueError):
-    """A report cannot be built: the message names the table, the row and the column."""
 
 
 @dataclass

@@ -21,21 +21,19 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from doccheck.client.models import Event
-from doccheck.errors import DocCheckBaseError
-from doccheck.ledger import Ledger
-from doccheck.receiver.group_commit import GroupWriter
-from doccheck.webhooks.secret_file import SecretFileError
-from doccheck.webhooks.verify import (
-    SIGNATURE_HEADER,
+from doccheck.errors import (
+    DeliveryTooLarge,
     EventParseError,
     InvalidSignature,
     MalformedSignature,
     MissingSignature,
+    SecretFileError,
     SignatureError,
     StaleSignature,
-    parse_event,
-    verify,
 )
+from doccheck.ledger import Ledger
+from doccheck.receiver.group_commit import GroupWriter
+from doccheck.webhooks.verify import SIGNATURE_HEADER, parse_event, verify
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +45,6 @@ SecretsProvider = Callable[[], Sequence[str | SecretStr]]
 OnStored = Callable[[Event], Awaitable[object]]
 
 
-class BodyTooLarge(DocCheckBaseError):
-    """The body is over the limit (raised while streaming, before it is all read)."""
-
-
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
@@ -59,13 +53,13 @@ async def _read_body(request: Request, limit: int) -> bytes:
     """The raw body, refusing early: by Content-Length if declared, else while streaming."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
+        raise DeliveryTooLarge
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BodyTooLarge
+            raise DeliveryTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -95,7 +89,7 @@ def create_app(
     async def webhook(request: Request) -> JSONResponse:
         try:
             body = await _read_body(request, max_body_bytes)
-        except BodyTooLarge:
+        except DeliveryTooLarge:
             return _error(413, "body_too_large", f"request body is over {max_body_bytes} bytes")
         except ClientDisconnect:
             return _error(400, "client_disconnected", "the request body was not received")

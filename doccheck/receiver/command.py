@@ -157,7 +157,7 @@ def _secrets_provider(
 ) -> tuple[Callable[[], Any], str]:
     """The signing secrets in the one order of :mod:`doccheck.webhooks.secret_sources`, checked
     now: a source that cannot be used fails with one line and exit 2."""
-    from doccheck.webhooks.secret_file import SecretFileError
+    from doccheck.errors import SecretFileError
     from doccheck.webhooks.secret_sources import signing_secrets
 
     try:

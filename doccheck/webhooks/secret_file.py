@@ -31,20 +31,12 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import InsecureSecretFile, JsonRejected, SecretFileError
 from doccheck.guards import bounded_json
 
 #: How long the previous secret still verifies after a rotation, unless told otherwise.
 DEFAULT_PREVIOUS_WINDOW_S = 3600.0
 MAX_FILE_BYTES = 1024 * 1024
-
-
-class SecretFileError(DocCheckBaseError):
-    """The secret file cannot be used; the message names the file and the reason, never a secret."""
-
-
-class InsecureSecretFile(SecretFileError):
-    """The file is readable or writable by others, or owned by someone else."""
 
 
 def _value(secret: str | SecretStr) -> str:
@@ -88,7 +80,7 @@ class SecretFile:
             raw = handle.read(MAX_FILE_BYTES + 1)
         try:
             data = bounded_json.loads(raw, max_bytes=MAX_FILE_BYTES, max_depth=4)
-        except bounded_json.JsonRejected as exc:
+        except JsonRejected as exc:
             raise SecretFileError(f"secret file {self.path} is not valid: {exc}") from None
         scopes = data.get("scopes") if isinstance(data, dict) else None
         if not isinstance(scopes, dict) or not all(
@@ -186,11 +178,4 @@ def file_secrets_provider(path: str | Path) -> Callable[[], list[SecretStr]]:
     return secret_file.secrets
 
 
-__all__ = [
-    "DEFAULT_PREVIOUS_WINDOW_S",
-    "InsecureSecretFile",
-    "SecretFile",
-    "SecretFileError",
-    "check_private",
-    "file_secrets_provider",
-]
+__all__ = ["DEFAULT_PREVIOUS_WINDOW_S", "SecretFile", "check_private", "file_secrets_provider"]

@@ -17,15 +17,12 @@ from collections.abc import Callable
 from pydantic import SecretStr
 
 from doccheck.config import Settings
-from doccheck.webhooks.secret_file import SecretFileError, file_secrets_provider
+from doccheck.errors import NoSigningSecret
+from doccheck.webhooks.secret_file import file_secrets_provider
 
-__all__ = ["NoSigningSecret", "SecretsProvider", "signing_secrets"]
+__all__ = ["SecretsProvider", "signing_secrets"]
 
 SecretsProvider = Callable[[], list[SecretStr]]
-
-
-class NoSigningSecret(SecretFileError):
-    """No source of signing secrets is configured, or the one configured cannot be used."""
 
 
 def signing_secrets(

@@ -28,7 +28,14 @@ from pydantic import SecretStr
 from pydantic import ValidationError as PydanticValidationError
 
 from doccheck.client.models import Event
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import (
+    EventParseError,
+    InvalidSignature,
+    JsonRejected,
+    MalformedSignature,
+    MissingSignature,
+    StaleSignature,
+)
 from doccheck.guards import bounded_json
 from doccheck.webhooks import signing
 
@@ -40,40 +47,6 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_EVENT_DEPTH = 32
 _T_RE = re.compile(r"[0-9]{1,15}")
 _V1_RE = re.compile(r"[0-9a-fA-F]{64}")
-
-
-class SignatureError(DocCheckBaseError):
-    """A delivery that must not be acted on. ``http_status`` is what a receiver answers."""
-
-    http_status = 401
-
-
-class MissingSignature(SignatureError):
-    """No ``Service-Signature`` header (or an empty one)."""
-
-    http_status = 400
-
-
-class MalformedSignature(SignatureError):
-    """The header is not ``t=<digits>,v1=<64 hex>``."""
-
-    http_status = 400
-
-
-class InvalidSignature(SignatureError):
-    """Well-formed, but no ``v1`` matches the body under any configured secret."""
-
-    http_status = 401
-
-
-class StaleSignature(SignatureError):
-    """Authentic, but ``t`` is further than the tolerance from now (past or future)."""
-
-    http_status = 401
-
-
-class EventParseError(DocCheckBaseError, ValueError):
-    """A verified body that is not a valid event payload."""
 
 
 def _secret_value(secret: str | SecretStr) -> str:
@@ -152,7 +125,7 @@ def parse_event(raw_body: bytes) -> Event:
     """The typed event of a (verified) body; :class:`EventParseError` without echoing it."""
     try:  # bounded: a correctly signed body is still untrusted input (depth, NaN, huge numbers)
         data = bounded_json.loads(raw_body, max_bytes=MAX_EVENT_BYTES, max_depth=MAX_EVENT_DEPTH)
-    except bounded_json.JsonRejected as exc:
+    except JsonRejected as exc:
         raise EventParseError(f"event body is not acceptable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise EventParseError("event body is not a JSON object")
@@ -163,16 +136,4 @@ def parse_event(raw_body: bytes) -> Event:
         raise EventParseError(f"event payload is invalid: bad or missing field(s) {', '.join(fields)}") from None
 
 
-__all__ = [
-    "SIGNATURE_HEADER",
-    "EventParseError",
-    "InvalidSignature",
-    "MalformedSignature",
-    "MissingSignature",
-    "SignatureError",
-    "StaleSignature",
-    "parse_event",
-    "parse_header",
-    "sign",
-    "verify",
-]
+__all__ = ["SIGNATURE_HEADER", "parse_event", "parse_header", "sign", "verify"]

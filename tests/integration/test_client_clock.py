@@ -24,7 +24,8 @@ from doccheck.client import (
     UploadExpiredError,
     estimate_cost_cents,
 )
-from doccheck.webhooks.verify import InvalidSignature, StaleSignature, parse_event, verify
+from doccheck.errors import InvalidSignature, StaleSignature
+from doccheck.webhooks.verify import parse_event, verify
 from tests.factories import NO_RETRY, TEXT
 from tests.factories import assert_client_error as assert_error
 

@@ -40,12 +40,10 @@ def test_every_library_error_derives_from_the_root() -> None:
 
 def test_former_bases_are_kept() -> None:
     from doccheck.client import ConfigurationError, DocCheckError, LocalValidationError
-    from doccheck.commands.services import ServiceError
+    from doccheck.errors import EventParseError, ReportError, ServiceError, SignatureError
     from doccheck.extract import ExtractionError, UnsupportedFileType
-    from doccheck.outputs.reports import ReportError
     from doccheck.pipeline import FatalSubmitError
     from doccheck.sources.manifest import ManifestError
-    from doccheck.webhooks.verify import EventParseError, SignatureError
 
     for error in (ConfigurationError, LocalValidationError, ExtractionError, UnsupportedFileType, ManifestError,
                   ReportError, EventParseError):  # fmt: skip
@@ -53,3 +51,41 @@ def test_former_bases_are_kept() -> None:
     for error in (ServiceError, FatalSubmitError):
         assert issubclass(error, RuntimeError), error
     assert issubclass(DocCheckError, DocCheckBaseError) and issubclass(SignatureError, DocCheckBaseError)
+
+
+#: Packages whose errors still live beside their code: the ledger and the pipeline move theirs
+#: into doccheck.errors in their own restructuring (issue 42), then leave this tuple.
+NOT_YET_MOVED = ("doccheck.ledger", "doccheck.pipeline")
+
+
+def test_every_library_error_lives_in_the_errors_module() -> None:
+    import doccheck.errors
+
+    elsewhere = [
+        f"{error.__module__}.{error.__qualname__}"
+        for error in _library_exceptions()
+        if error.__module__ != "doccheck.errors" and not error.__module__.startswith(NOT_YET_MOVED)
+    ]
+    assert elsewhere == []
+    defined = [n for n, v in vars(doccheck.errors).items() if inspect.isclass(v) and issubclass(v, BaseException)]
+    assert sorted(doccheck.errors.__all__) == sorted(defined)
+
+
+def test_the_errors_module_draws_its_whole_tree() -> None:
+    """The module docstring's tree names every error it defines, under its real parent."""
+    import doccheck.errors
+
+    doc = doccheck.errors.__doc__ or ""
+    tree = doc[doc.index("DocCheckBaseError\n") :]
+    parents: list[tuple[int, str]] = []
+    for line in tree.splitlines()[1:]:
+        if not line.strip():
+            break
+        depth = (len(line) - len(line.lstrip(" │├└─"))) // 4
+        name = line.lstrip(" │├└─").split(" ")[0]
+        parents = [p for p in parents if p[0] < depth] + [(depth, name)]
+        parent = parents[-2][1] if len(parents) > 1 else "DocCheckBaseError"
+        cls = getattr(doccheck.errors, name)
+        assert cls.__bases__[0].__name__ == parent, name
+    drawn = {line.lstrip(" │├└─").split(" ")[0] for line in tree.splitlines() if line.strip()}
+    assert set(doccheck.errors.__all__) <= drawn

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from doccheck.cli import app
 from doccheck.commands.config import configuration_markdown, default_text
-from doccheck.config import SECRET_MASK, SettingsError, SettingsField, fields, load_settings, sources_of
+from doccheck.config import SECRET_MASK, SettingsField, fields, load_settings, sources_of
+from doccheck.errors import SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 

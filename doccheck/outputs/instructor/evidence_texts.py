@@ -19,12 +19,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
-from doccheck.extract.errors import ExtractionError
 from doccheck.outputs.instructor.evidence import PairTexts, template_grams
 from doccheck.sources.manifest import _read_rows  # the raw rows: no file is hashed or extracted
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES
-from doccheck.sources.manifest.types import ManifestError
 
 __all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from doccheck.domain import sent_as
+from doccheck.errors import JsonRejected
 from doccheck.guards import bounded_json
 from doccheck.pipeline.planning._plan import (
     MODES,
@@ -162,7 +163,7 @@ def _path_cells(source: Path) -> Iterator[str]:
                             if line.strip()
                             else {}
                         )
-                    except bounded_json.JsonRejected:
+                    except JsonRejected:
                         continue  # the reader rejects this row itself, naming it
                     value = row.get("path") if isinstance(row, dict) else None
                     if isinstance(value, str):

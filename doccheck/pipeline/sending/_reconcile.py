@@ -40,9 +40,9 @@ from typing import Any
 
 from doccheck.client import NotFoundError, RateLimitError, ServerError, ValidationError
 from doccheck.client import assumptions as A
-from doccheck.client.errors import NetworkError
 from doccheck.client.models import Check
 from doccheck.client.profile import ServiceProfile, current_profile
+from doccheck.errors import NetworkError
 from doccheck.ledger.claims import Doubt
 from doccheck.ledger.tables import utcnow
 

@@ -13,6 +13,7 @@ import os
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
+from doccheck.errors import UnsafeExport
 from doccheck.extract import extension_of, is_supported
 from doccheck.extract.parse import IMAGE
 from doccheck.extract.sniff import IMAGE_TYPES
@@ -25,7 +26,7 @@ from doccheck.sources.lms.model import (
     SubmittedFile,
     make_document_id,
 )
-from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, Refused, UnsafeExport, walk_export
+from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, Refused, walk_export
 
 __all__ = ["LMS_NAMES", "ExportLimits", "ExportResult", "SubmittedFile", "UnsafeExport", "read_export"]
 

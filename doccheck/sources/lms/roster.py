@@ -15,18 +15,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import RosterError
 from doccheck.sources.lms.model import EntryKind, ExportResult
 
-__all__ = ["RosterEntry", "RosterError", "missing_from", "no_submission_lines", "read_roster"]
+__all__ = ["RosterEntry", "missing_from", "no_submission_lines", "read_roster"]
 
 #: A roster is a class list: far below this; larger is refused before it is parsed.
 MAX_ROSTER_BYTES = 20 * 1024 * 1024
 _PARTICIPANT = re.compile(r"^\s*Participant\s+(\d+)\s*$", re.IGNORECASE)
-
-
-class RosterError(DocCheckBaseError, ValueError):
-    """The roster cannot be used (too large, not UTF-8 CSV, no id column this LMS writes)."""
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import UnsafeExport
 from doccheck.extract.limits import MAX_COMPRESSION_RATIO, RATIO_FLOOR_BYTES
 from doccheck.sources.lms.model import Entry
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES
 
-__all__ = ["ExportLimits", "Refused", "UnsafeExport", "copy_member", "walk_export"]
+__all__ = ["ExportLimits", "Refused", "copy_member", "walk_export"]
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,6 @@ class ExportLimits:
 
 
 DEFAULT_LIMITS = ExportLimits()
-
-
-class UnsafeExport(DocCheckBaseError, ValueError):
-    """The export as a whole cannot be read within its bounds (too many entries, too slow)."""
 
 
 @dataclass(frozen=True)

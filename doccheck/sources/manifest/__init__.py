@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from doccheck.errors import ManifestError
 from doccheck.sources.manifest.columns import RESERVED_COLUMNS, canonical_column
 from doccheck.sources.manifest.csv_reader import read_csv
 from doccheck.sources.manifest.jsonl_reader import iter_jsonl
@@ -28,7 +29,6 @@ from doccheck.sources.manifest.parquet_reader import read_parquet
 from doccheck.sources.manifest.products import KNOWN_PRODUCTS, parse_products
 from doccheck.sources.manifest.types import (
     ManifestDocument,
-    ManifestError,
     ManifestResult,
     RejectCode,
     Rejection,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doccheck.sources.manifest.types import ManifestError
+from doccheck.errors import ManifestError
 
 __all__ = ["RESERVED_COLUMNS", "canonical_column", "canonical_columns", "header_hint"]
 

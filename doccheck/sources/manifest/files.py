@@ -11,6 +11,7 @@ import codecs
 import hashlib
 from pathlib import Path
 
+from doccheck.errors import CellProblem
 from doccheck.extract import (
     SUPPORTED_TYPES,
     ExtractionError,
@@ -25,7 +26,7 @@ from doccheck.extract.parse import IMAGE, read_as_named
 from doccheck.extract.sniff import IMAGE_TYPES
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest.types import RejectCode
-from doccheck.sources.manifest.values import CellProblem, show
+from doccheck.sources.manifest.values import show
 
 __all__ = ["check_file"]
 

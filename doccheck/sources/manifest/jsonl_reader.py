@@ -17,10 +17,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from doccheck.errors import CellProblem, ManifestError
 from doccheck.sources.manifest.columns import canonical_column
 from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES
-from doccheck.sources.manifest.types import ManifestError, RejectCode, Row, RowCursor, RowProblem, RowStart
-from doccheck.sources.manifest.values import CellProblem, JsonNumber, NonFinite, cell_text
+from doccheck.sources.manifest.types import RejectCode, Row, RowCursor, RowProblem, RowStart
+from doccheck.sources.manifest.values import JsonNumber, NonFinite, cell_text
 
 __all__ = ["iter_jsonl", "parse_line"]
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from doccheck.errors import CellProblem, ManifestError
 from doccheck.sources.manifest.columns import canonical_columns
-from doccheck.sources.manifest.types import ManifestError, Row, RowCursor, RowProblem, RowStart
-from doccheck.sources.manifest.values import CellProblem, cell_text
+from doccheck.sources.manifest.types import Row, RowCursor, RowProblem, RowStart
+from doccheck.sources.manifest.values import cell_text
 
 __all__ = ["read_parquet"]
 

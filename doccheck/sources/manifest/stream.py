@@ -18,11 +18,12 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from doccheck.errors import ManifestError
 from doccheck.sources.manifest import _clean_allowlist, _read_rows
 from doccheck.sources.manifest.columns import header_hint
 from doccheck.sources.manifest.compact_ids import CompactIds
 from doccheck.sources.manifest.products import parse_products
-from doccheck.sources.manifest.types import ManifestDocument, ManifestError, Rejection, RowCursor, RowStart
+from doccheck.sources.manifest.types import ManifestDocument, Rejection, RowCursor, RowStart
 from doccheck.sources.manifest.validate import validate_row
 
 __all__ = ["iter_manifest"]

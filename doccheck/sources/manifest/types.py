@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from doccheck.errors import DocCheckBaseError
 from doccheck.extract.types import extension_of, same_format
 
 __all__ = [
     "ManifestDocument",
-    "ManifestError",
     "ManifestResult",
     "RejectCode",
     "Rejection",
@@ -55,13 +53,6 @@ class RejectCode:
     EMPTY_DOCUMENT = "empty_document"
     INVALID_TEXT = "invalid_text"
     INVALID_PATH = "invalid_path"
-
-
-class ManifestError(DocCheckBaseError, ValueError):
-    """The manifest as a whole cannot be used (unreadable, no ``document_id`` column, bad config).
-
-    The message names the file and the reason; it never carries document contents.
-    """
 
 
 @dataclass(frozen=True)

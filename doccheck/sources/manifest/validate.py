@@ -14,6 +14,7 @@ import json
 import unicodedata
 from pathlib import Path
 
+from doccheck.errors import CellProblem
 from doccheck.extract import count_words
 from doccheck.sources.manifest.files import check_file
 from doccheck.sources.manifest.limits import (
@@ -25,7 +26,7 @@ from doccheck.sources.manifest.limits import (
 )
 from doccheck.sources.manifest.products import parse_products
 from doccheck.sources.manifest.types import ManifestDocument, RejectCode, Rejection, Row, RowProblem
-from doccheck.sources.manifest.values import CellProblem, show, unsafe_text
+from doccheck.sources.manifest.values import show, unsafe_text
 
 __all__ = ["validate_row"]
 

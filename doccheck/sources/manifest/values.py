@@ -19,21 +19,13 @@ import math
 import re
 from typing import Any
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import CellProblem
 from doccheck.sources.manifest.limits import MAX_NUMBER_CHARS
 from doccheck.sources.manifest.types import RejectCode
 
-__all__ = ["CellProblem", "JsonNumber", "NonFinite", "cell_text", "show", "unsafe_text"]
+__all__ = ["JsonNumber", "NonFinite", "cell_text", "show", "unsafe_text"]
 
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
-
-
-class CellProblem(DocCheckBaseError):
-    """One cell cannot be used; the row is rejected naming ``field``."""
-
-    def __init__(self, field: str, code: str, why: str) -> None:
-        super().__init__(why)
-        self.field, self.code, self.why = field, code, why
 
 
 class JsonNumber(str):

@@ -13,7 +13,6 @@ import pytest
 
 from doccheck.client import DocCheckError
 from doccheck.client._responses import error_from_response, parse_check, parse_check_list
-from doccheck.client.errors import PaymentRequiredError, RateLimitError
 from doccheck.client.models import Check, ErrorInfo
 from doccheck.client.profile import (
     INVALID_RESPONSE,
@@ -24,6 +23,7 @@ from doccheck.client.profile import (
     read_error,
     retry_after_seconds,
 )
+from doccheck.errors import PaymentRequiredError, RateLimitError
 
 REQ = httpx.Request("POST", "https://svc.example/api/v1/checks")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.config import SettingsError, load_settings
+from doccheck.config import load_settings
+from doccheck.errors import SettingsError
 from doccheck.extract import DEFAULT_LIMITS, ExtractionLimitExceeded, extract_text
 from doccheck.extract.limits import MiB, limits_in_force
 from doccheck.sources.manifest import read_manifest

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from doccheck.errors import JsonRejected
 from doccheck.guards import bounded_json
-from doccheck.guards.bounded_json import JsonRejected
 
 
 @pytest.mark.parametrize(

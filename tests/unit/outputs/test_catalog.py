@@ -15,14 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.outputs.catalog import (
-    CATALOG_FILE,
-    CatalogError,
-    connect,
-    rebuild_catalog,
-    rebuild_catalogs,
-    write_run_file,
-)
+from doccheck.errors import CatalogError
+from doccheck.outputs.catalog import CATALOG_FILE, connect, rebuild_catalog, rebuild_catalogs, write_run_file
 from doccheck.outputs.instructor.table import documents_schema
 from doccheck.outputs.reports import SUBMISSIONS_SCHEMA
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client.errors import NotFoundError, ServerError
+from doccheck.errors import NotFoundError, ServerError
 from doccheck.outputs.downloads import (
     DownloadTarget,
     download_files,

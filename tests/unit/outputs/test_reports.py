@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from doccheck.errors import ReportError
 from doccheck.outputs.reports import (
     AI_RESULTS_SCHEMA,
     SCHEMAS,
     SIMILARITY_RESULTS_SCHEMA,
     SIMILARITY_SOURCES_SCHEMA,
     SUBMISSIONS_SCHEMA,
-    ReportError,
     ReportTables,
     rejection_rows,
     to_dataframes,

@@ -15,6 +15,7 @@ from uuid import UUID, uuid4
 import pytest
 from prefect.client.schemas.objects import StateType
 
+from doccheck.errors import ShardsFailed
 from prefect_doccheck.flows import fan_out
 from prefect_doccheck.flows.shard import SHARD_RESULT_DESCRIPTION
 
@@ -136,7 +137,7 @@ def test_a_shard_pending_briefly_under_no_worker_name_is_left_alone(monkeypatch:
 def test_shards_failed_after_their_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     script = {(0, k): [StateType.CRASHED] for k in range(3)}
     api = FakeAPI(script, {"w0": 0, "w1": 0})
-    with pytest.raises(fan_out.ShardsFailed, match=r"shard 0: Crashed after 3 runs.*run the same command again"):
+    with pytest.raises(ShardsFailed, match=r"shard 0: Crashed after 3 runs.*run the same command again"):
         _run(api, monkeypatch, 2, max_retries=2)
     assert api.keys.count("parent:run1:shard-1") == 1  # the good shard ran once, and finished
 
@@ -153,7 +154,7 @@ def test_a_shard_no_worker_takes_is_cancelled_and_started_again(monkeypatch: pyt
 def test_a_shard_no_worker_ever_takes_fails_naming_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCCHECK_SHARD_PICKUP_SECONDS", "0")
     api = FakeAPI({(0, k): [StateType.SCHEDULED] * 100 for k in range(2)}, {"w0": 0, "w1": 0})
-    with pytest.raises(fan_out.ShardsFailed, match=r"shard 0: not taken by any worker of pool 'pool' within 0 s.*"
+    with pytest.raises(ShardsFailed, match=r"shard 0: not taken by any worker of pool 'pool' within 0 s.*"
                                                    r"are its workers running\?\) after 2 runs"):  # fmt: skip
         _run(api, monkeypatch, 2, max_retries=1)
 

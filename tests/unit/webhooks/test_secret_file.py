@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from doccheck.webhooks.secret_file import InsecureSecretFile, SecretFile, SecretFileError
+from doccheck.errors import InsecureSecretFile, SecretFileError
+from doccheck.webhooks.secret_file import SecretFile
 
 
 def values(secrets: list[SecretStr]) -> list[str]:

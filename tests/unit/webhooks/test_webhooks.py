@@ -9,18 +9,16 @@ import json
 import pytest
 from pydantic import SecretStr
 
-from doccheck.webhooks import verify as webhooks
-from doccheck.webhooks.verify import (
+from doccheck.errors import (
     EventParseError,
     InvalidSignature,
     MalformedSignature,
     MissingSignature,
     SignatureError,
     StaleSignature,
-    parse_event,
-    sign,
-    verify,
 )
+from doccheck.webhooks import verify as webhooks
+from doccheck.webhooks.verify import parse_event, sign, verify
 
 SECRET = "whsec_test_secret"
 OTHER = "whsec_rotated_secret"
