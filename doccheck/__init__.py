@@ -7,19 +7,17 @@ the manifest reader, the ledger and the reports directly. Prefect flows in
 
 from __future__ import annotations
 
-from typing import Any
-
 __version__ = "0.1.0"
 
 #: The notebook API (``doccheck.notebook``), imported on first use so that ``import doccheck``
 #: stays light (no pandas, no HTTP client until asked for).
-_NOTEBOOK_API = ("check_dataframe", "acheck_dataframe", "plan_dataframe", "CheckResult", "PlanResult", "catalog")
+_LAZY = ("check_dataframe", "acheck_dataframe", "plan_dataframe", "CheckResult", "PlanResult", "catalog")
 
-__all__ = ["__version__", *_NOTEBOOK_API]
+__all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _NOTEBOOK_API:
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
         from doccheck import notebook
 
         return getattr(notebook, name)

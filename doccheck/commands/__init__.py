@@ -5,7 +5,9 @@ Prefect server is there to watch, to the flow (imported inside the function that
 ``doccheck --help`` imports no Prefect). ``_runner`` holds what they share: progress, exit codes.
 """
 
-import os
+import os as _os
+
+__all__ = ["ARROW_MEMORY_POOL"]
 
 #: Arrow's allocator for a command's process (and the page workers it spawns), unless the user
 #: chose one: glibc's, where Arrow's default (mimalloc) keeps what it freed. A term's first run
@@ -14,4 +16,4 @@ import os
 #: package is imported before pyarrow, which reads the variable once, at its first allocation.
 ARROW_MEMORY_POOL = "system"
 
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)
+_os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)

@@ -18,7 +18,7 @@ The package's modules: :mod:`.types` (what is accepted), :mod:`.parse` (text out
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from doccheck.errors import (
     ExtractionError,
@@ -61,10 +61,14 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+#: Names served by ``__getattr__`` on first use.
+_LAZY = ("WORD_RE", "count_words", "words_of")
+
+
+def __getattr__(name: str) -> object:
     """The word rule is imported on first use: it needs numpy, which the extraction worker
     (``python -m doccheck.extract.worker``, started per core) never does (~0.15 s of CPU each)."""
-    if name in ("WORD_RE", "count_words", "words_of"):
+    if name in _LAZY:
         from doccheck.extract import words
 
         return getattr(words, name)

@@ -1,6 +1,42 @@
 """Bounds for bytes and peers from outside, shared by our programs (the emulator, the receiver).
 
 :mod:`.bounded_json` parses JSON with a budget (size, depth, strictness); :mod:`.slow_clients`
-gives our uvicorn servers read deadlines so a slow client cannot hold a connection. Pure helpers:
+gives our uvicorn servers read deadlines so a slow client cannot hold a connection;
+:mod:`.environment_errors` names a full disk or a missing folder in words. Pure helpers:
 nothing here imports the client, the ledger or the pipeline, so the emulator may use them.
+
+This ``__init__`` imports nothing on its own: each name below is imported on first use, so
+that parsing JSON does not load uvicorn.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from doccheck.guards import bounded_json
+    from doccheck.guards.environment_errors import describe_environment_error, naming
+    from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
+
+__all__ = ["BodyDeadline", "bounded_json", "deadline_protocol", "describe_environment_error", "naming"]
+
+#: A public submodule: ``bounded_json.loads(...)`` reads as what it does.
+_PUBLIC_MODULES = ("bounded_json",)
+
+#: Name → the module that defines it, imported by ``__getattr__`` on first use.
+_LAZY = {
+    "BodyDeadline": "doccheck.guards.slow_clients",
+    "deadline_protocol": "doccheck.guards.slow_clients",
+    "describe_environment_error": "doccheck.guards.environment_errors",
+    "naming": "doccheck.guards.environment_errors",
+}
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _PUBLIC_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,3 +4,5 @@
 ``documents.parquet``/``.csv``), :mod:`.downloads` (the service's PDFs), :mod:`.markdown`
 (untrusted values as literal Markdown for Prefect artifacts).
 """
+
+__all__: list[str] = []

@@ -6,3 +6,5 @@ the manifest the run reads (:mod:`.lms.derive`). Each source yields validated ro
 rejections; what happens to a row afterwards (planning, submitting) is
 :mod:`doccheck.pipeline`'s job.
 """
+
+__all__: list[str] = []

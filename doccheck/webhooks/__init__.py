@@ -2,23 +2,22 @@
 
 :mod:`.signing` is the HMAC header (pure: the emulator shares it to sign what it sends);
 :mod:`.verify` applies the interface's four receiver rules and parses the event;
-:mod:`.secret_file` keeps signing secrets in an owner-only file. This ``__init__`` imports
-nothing, so that importing :mod:`.signing` pulls in nothing else.
+:mod:`.secret_file` keeps signing secrets in an owner-only file; :mod:`.secret_sources` says
+which source of secrets a receiver uses. This ``__init__`` imports nothing, so that
+importing :mod:`.signing` pulls in nothing else. Their errors are in :mod:`doccheck.errors`.
 """
 
-from typing import Any
+from __future__ import annotations
+
+#: The package's modules, each a public surface of its own.
+_PUBLIC_MODULES = ("secret_file", "secret_sources", "signing", "verify")
+
+__all__ = ["secret_file", "secret_sources", "signing", "verify"]
 
 
-def __getattr__(name: str) -> Any:
-    """``doccheck.webhooks.verify(...)`` and friends, as release 0.1 had them (the module is now
-    :mod:`.verify`); imported on first use so this package's import stays empty."""
-    import importlib
-    import warnings
+def __getattr__(name: str) -> object:
+    if name in _PUBLIC_MODULES:
+        import importlib
 
-    verify_module = importlib.import_module("doccheck.webhooks.verify")
-    if name == "verify":  # the submodule: `from doccheck.webhooks import verify` means the module now
-        return verify_module
-    if name in verify_module.__all__:
-        warnings.warn(f"doccheck.webhooks.{name} moved to doccheck.webhooks.verify.{name}", DeprecationWarning, 2)
-        return getattr(verify_module, name)
-    raise AttributeError(f"module 'doccheck.webhooks' has no attribute {name!r}")
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

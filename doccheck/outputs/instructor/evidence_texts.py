@@ -22,7 +22,7 @@ from typing import Any
 from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
 from doccheck.outputs.instructor.evidence import PairTexts, template_grams
-from doccheck.sources.manifest import _read_rows  # the raw rows: no file is hashed or extracted
+from doccheck.sources.manifest import read_rows  # the raw rows: no file is hashed or extracted
 from doccheck.sources.manifest.limits import MAX_FILE_BYTES
 
 __all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
@@ -59,7 +59,7 @@ class ManifestTexts:
             return
         source = Path(run.manifest)
         try:
-            _, rows = _read_rows(source, wanted=("path", "text"))
+            _, rows = read_rows(source, wanted=("path", "text"))
             base = source.resolve().parent
             for _, row in rows:
                 if not isinstance(row, dict):

@@ -21,7 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from doccheck.sources.lms import read_export
+from doccheck.sources.lms._read import read_export
 from doccheck.sources.lms.model import ExportResult, SubmittedFile
 from doccheck.sources.lms.roster import read_roster
 from doccheck.sources.lms.sidecar import write_sidecar

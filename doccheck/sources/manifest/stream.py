@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from doccheck.errors import ManifestError
-from doccheck.sources.manifest import _clean_allowlist, _read_rows
+from doccheck.sources.manifest._read import _clean_allowlist, read_rows
 from doccheck.sources.manifest.columns import header_hint
 from doccheck.sources.manifest.compact_ids import CompactIds
 from doccheck.sources.manifest.products import parse_products
@@ -49,7 +49,7 @@ def iter_manifest(
     except ValueError as exc:
         raise ManifestError(f"invalid default products: {exc}") from None
     allowlist = _clean_allowlist(metadata_columns)
-    columns, rows = _read_rows(source, cursor=cursor, start=start, wanted=allowlist)
+    columns, rows = read_rows(source, cursor=cursor, start=start, wanted=allowlist)
     if "document_id" not in columns:
         raise ManifestError(
             f"manifest {source}: required column 'document_id' is missing "
