@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from doccheck.client import Submission  # noqa: E402
-from doccheck.client.models import Check, CheckList  # noqa: E402
+from doccheck.client import (  # noqa: E402
+    Check,
+    CheckList,
+    Submission,  # noqa: E402
+)
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.ledger.claims import Claims  # noqa: E402
 from doccheck.pipeline import PlannedDocument, SubmitOptions, submit_batch  # noqa: E402

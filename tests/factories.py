@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from doccheck.client import AsyncDocCheckClient, RetryPolicy
-from doccheck.client.models import Event
+from doccheck.client import AsyncDocCheckClient, Event, RetryPolicy
 from doccheck.ledger import Ledger
 from doccheck.pipeline import Plan, PlannedDocument, SubmitOptions, load_plan, submit_batch, wait_for_results
 

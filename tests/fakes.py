@@ -11,8 +11,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from doccheck.client import NotFoundError, Submission
-from doccheck.client.models import Check, CheckList, Upload, Webhook
+from doccheck.client import Check, CheckList, NotFoundError, Submission, Upload, Webhook
 from tests.factories import check_json, planned
 
 __all__ = ["FakeClient", "docs", "run"]

@@ -12,11 +12,11 @@ See docs/client.md for errors, retries and assumptions.
 
 from __future__ import annotations
 
+from doccheck.client import assumptions
+from doccheck.client._async import AsyncDocCheckClient
 from doccheck.client._config import tls_context
-from doccheck.client.assumptions import estimate_cost_cents
-from doccheck.client.async_ import AsyncDocCheckClient
-from doccheck.client.lanes import ConnectionLanes, lanes_for
-from doccheck.client.models import (
+from doccheck.client._lanes import ConnectionLanes, lanes_for
+from doccheck.client._models import (
     AiResult,
     Check,
     CheckFiles,
@@ -31,9 +31,22 @@ from doccheck.client.models import (
     Upload,
     Webhook,
 )
-from doccheck.client.retry import RetryMode, RetryPolicy
-from doccheck.client.submit import Document, FileDocument, Plan, Submission, TextDocument, plan_document
-from doccheck.client.sync import DocCheckClient
+from doccheck.client._probe import DIFFERS, HOLDS, UNTESTED, Finding, ProbeResult, probe
+from doccheck.client._profile import (
+    INVALID_RESPONSE,
+    ServiceProfile,
+    adopt_refused_types,
+    current_profile,
+    learn_refused_type,
+    load_profile,
+    normalise_check,
+    read_error,
+    unsupported_type_refusal,
+)
+from doccheck.client._retry import RetryMode, RetryPolicy
+from doccheck.client._submit import Document, FileDocument, Plan, Submission, TextDocument, plan_document
+from doccheck.client._sync import DocCheckClient
+from doccheck.domain import estimate_cost_cents
 from doccheck.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -54,7 +67,14 @@ from doccheck.errors import (
     ValidationError,
 )
 
+#: The interface's facts and assumptions (sizes, headers, prices), as one namespace: ``A.UPLOAD_MAX_BYTES``.
+_PUBLIC_MODULES = ("assumptions",)
+
 __all__ = [
+    "DIFFERS",
+    "HOLDS",
+    "INVALID_RESPONSE",
+    "UNTESTED",
     "AiResult",
     "AsyncDocCheckClient",
     "AuthenticationError",
@@ -75,6 +95,7 @@ __all__ = [
     "Event",
     "EventCheck",
     "FileDocument",
+    "Finding",
     "LastDelivery",
     "LocalValidationError",
     "NetworkError",
@@ -82,10 +103,12 @@ __all__ = [
     "PaymentRequiredError",
     "PermissionDeniedError",
     "Plan",
+    "ProbeResult",
     "RateLimitError",
     "RetryMode",
     "RetryPolicy",
     "ServerError",
+    "ServiceProfile",
     "SimilarityResult",
     "SimilaritySource",
     "Submission",
@@ -95,8 +118,17 @@ __all__ = [
     "UploadExpiredError",
     "ValidationError",
     "Webhook",
+    "assumptions",
+    "adopt_refused_types",
+    "current_profile",
     "estimate_cost_cents",
     "lanes_for",
+    "learn_refused_type",
+    "load_profile",
+    "normalise_check",
     "plan_document",
+    "probe",
+    "read_error",
     "tls_context",
+    "unsupported_type_refusal",
 ]

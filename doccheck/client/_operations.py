@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 import httpx
 
 from doccheck.client import assumptions as A
+from doccheck.client._models import Check, CheckList, Upload, Webhook
 from doccheck.client._requests import RequestSpec
 from doccheck.client._responses import _json_body, parse_check, parse_check_list
-from doccheck.client.models import Check, CheckList, Upload, Webhook
-from doccheck.client.retry import RetryMode
+from doccheck.client._retry import RetryMode
 from doccheck.errors import LocalValidationError
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from doccheck.client._http import AsyncLeanClient, LeanClient
-from doccheck.client.retry import RetryMode
+from doccheck.client._retry import RetryMode
 
 #: From the installed distribution, not ``doccheck.__version__``: importing the package root from
 #: the client would put the client above everything the root exports lazily (an import circle).

@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from doccheck.client import assumptions as A
 from doccheck.client._auth import scrub as _scrub
-from doccheck.client.models import Check, CheckList
-from doccheck.client.profile import INVALID_RESPONSE, error_from_body, normalise_check, retry_after_seconds
+from doccheck.client._models import Check, CheckList
+from doccheck.client._profile import INVALID_RESPONSE, error_from_body, normalise_check, retry_after_seconds
 from doccheck.errors import (
     AuthenticationError,
     ConflictError,

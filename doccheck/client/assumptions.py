@@ -4,7 +4,7 @@ The interface (``shared/interface/document-check-service.md``) leaves error code
 values, result shapes, paths and prices unspecified. DESIGN.md and docs/contracts.md fix
 them for the emulator. The choices a real service may have made otherwise (error bodies,
 status words, score scales, the list, the key retention, when the price is known) are the
-typed service profile, :mod:`doccheck.client.profile`; this module keeps the constants
+typed service profile, :mod:`doccheck.client._profile`; this module keeps the constants
 (paths, headers, limits, the price rule). Nothing here is
 imported by the emulator: the two sides implement the protocol's assumptions (paths,
 headers, error shapes) independently, so a test that passes proves they agree rather than
@@ -93,7 +93,7 @@ NOT_REACHED_STATUSES: frozenset[int] = frozenset({429, 503})
 
 # --- Idempotency-Key retention ---------------------------------------------------------
 # How long the service remembers a key is the service profile's ``key_retention_seconds``
-# (:mod:`doccheck.client.profile`, with every other choice the interface leaves "not shown").
+# (:mod:`doccheck.client._profile`, with every other choice the interface leaves "not shown").
 #: Clock difference tolerated between this machine and the service when paging
 #: ``GET /checks`` back to a first attempt's time (and taken off the retention).
 SERVICE_CLOCK_MARGIN_SECONDS = 600

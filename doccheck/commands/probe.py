@@ -3,7 +3,7 @@
 Prints, for each assumption at a "not shown" point of the interface, whether the service
 keeps it (holds), chose otherwise (differs) or cannot be asked without spending (untested),
 and writes ``service-profile.json``; ``DOCCHECK_SERVICE_PROFILE`` points later runs at it
-(docs/service-profile.md). The calls are listed in :mod:`doccheck.client.probe`.
+(docs/service-profile.md). The calls are listed in :func:`doccheck.client._probe`.
 
 It also says which file types are taken as files and where that comes from: the interface
 publishes no list the service could be asked for, so it is the profile's ``accepted_types``
@@ -24,7 +24,7 @@ from rich.table import Table
 from doccheck.commands._runner import fail, require_service_settings
 
 if TYPE_CHECKING:
-    from doccheck.client.profile import ServiceProfile
+    from doccheck.client import ServiceProfile
 
 
 def probe(
@@ -36,8 +36,8 @@ def probe(
     ] = None,
 ) -> None:
     """Learn which of doccheck's assumptions the service keeps, with free calls only; write service-profile.json."""
-    from doccheck.client.probe import DIFFERS, HOLDS
-    from doccheck.client.probe import probe as run_probe
+    from doccheck.client import DIFFERS, HOLDS
+    from doccheck.client import probe as run_probe
     from doccheck.config import load_settings
 
     console = Console()
@@ -68,7 +68,7 @@ def probe(
 
 def file_type_lines(base_url: str, database_url: str | None) -> list[str]:
     """The types sent as files and where the list comes from, then what the ledger learnt."""
-    from doccheck.client.profile import current_profile
+    from doccheck.client import current_profile
     from doccheck.config import setting
 
     profile = current_profile()
@@ -114,7 +114,7 @@ def learnt_refusals(base_url: str, database_url: str | None) -> dict[str, dateti
 def _keeping_types(learnt: ServiceProfile) -> ServiceProfile:
     """The learnt profile, keeping the ``accepted_types`` a user set in the profile in force
     (nothing free can learn them: a probe must not widen them back to the default)."""
-    from doccheck.client.profile import current_profile
+    from doccheck.client import current_profile
 
     current = current_profile()
     if "accepted_types" not in current.model_fields_set:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from doccheck.client.profile import ServiceProfile, current_profile, normalise_check
+from doccheck.client import ServiceProfile, current_profile, normalise_check
 from doccheck.ledger._base import Database, dump, parse_time
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields

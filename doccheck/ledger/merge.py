@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from doccheck import domain
-from doccheck.client.profile import read_error
+from doccheck.client import read_error
 from doccheck.domain import ProductState
 from doccheck.ledger.tables import OutcomeRow, utcnow
 

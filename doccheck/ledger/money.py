@@ -29,8 +29,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from doccheck.client import assumptions
-from doccheck.client.profile import INVALID_RESPONSE
+from doccheck.client import INVALID_RESPONSE, assumptions
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of

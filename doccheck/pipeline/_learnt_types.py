@@ -4,14 +4,14 @@ Why: a create refused as an unsupported type (415, or 422 naming the type) is fr
 process used to pay it again for each of its files of that type before sending their text.
 What a process learns is kept in the ledger by the service's base URL
 (``doccheck.ledger.refused_types``) and adopted by the next process before it sends
-(``doccheck.client.profile.adopt_refused_types``): its files of that type go as their text at once.
+(``doccheck.client.adopt_refused_types``): its files of that type go as their text at once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from doccheck.client.profile import adopt_refused_types
+from doccheck.client import adopt_refused_types
 from doccheck.ledger import Ledger
 from doccheck.ledger.refused_types import refused_types, remember_refused_type
 

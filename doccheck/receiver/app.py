@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from doccheck.client.models import Event
+from doccheck.client import Event
 from doccheck.errors import (
     DeliveryTooLarge,
     EventParseError,

@@ -38,8 +38,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from doccheck.client.models import Event
-from doccheck.client.profile import current_profile
+from doccheck.client import Event, current_profile
 from doccheck.config import split_secrets
 from doccheck.domain import secrets_accepted_at
 

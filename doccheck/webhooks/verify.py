@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pydantic import SecretStr
 from pydantic import ValidationError as PydanticValidationError
 
-from doccheck.client.models import Event
+from doccheck.client import Event
 from doccheck.errors import (
     EventParseError,
     InvalidSignature,

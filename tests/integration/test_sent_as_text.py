@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
-from doccheck.client import profile as service_profile
+from doccheck.client import _profile as service_profile
 from doccheck.domain import estimate_cost_cents, text_key
 from doccheck.extract import count_words, extract_text
 from doccheck.ledger import Ledger

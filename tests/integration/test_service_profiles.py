@@ -202,7 +202,7 @@ def test_probe_reports_each_profiles_differences_and_charges_nothing(
     from typer.testing import CliRunner
 
     from doccheck.cli import app
-    from doccheck.client.profile import load_profile
+    from doccheck.client import load_profile
 
     key = emulator.new_account()
     asyncio.run(_submit(emulator, key, ledger, _docs(3, "probe")))  # checks to look at (billed before)

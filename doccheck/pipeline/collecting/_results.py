@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError
-from doccheck.client.profile import current_profile
+from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError, current_profile
 from doccheck.ledger import Ledger, PendingCheck
 from doccheck.ledger.transient import retry_transient_async
 from doccheck.outputs.reports import LedgerReportTables

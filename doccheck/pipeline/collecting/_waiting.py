@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from doccheck.client import DocCheckError, NotFoundError
-from doccheck.client.models import Webhook
+from doccheck.client import DocCheckError, NotFoundError, Webhook
 
 __all__ = ["PollSchedule", "WebhookLookup", "expects_webhooks", "verify_access"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, get_args
 
-from doccheck.client.profile import ServiceProfile, current_profile
+from doccheck.client import ServiceProfile, current_profile
 from doccheck.domain import (
     CENTS_PER_100_WORDS,
     DEFAULT_PRODUCTS,

@@ -38,10 +38,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from doccheck.client import NotFoundError, RateLimitError, ServerError, ValidationError
+from doccheck.client import (
+    Check,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    ServiceProfile,
+    ValidationError,
+    current_profile,
+)
 from doccheck.client import assumptions as A
-from doccheck.client.models import Check
-from doccheck.client.profile import ServiceProfile, current_profile
 from doccheck.errors import NetworkError
 from doccheck.ledger.claims import Doubt
 from doccheck.ledger.tables import utcnow

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from doccheck.client.retry import RetryPolicy
+from doccheck.client import RetryPolicy
 from doccheck.config import Settings
 from doccheck.ledger.transient import RETRY_SECONDS
 from doccheck.pipeline._options import DEFAULT_SUBMIT_DEADLINE_SECONDS

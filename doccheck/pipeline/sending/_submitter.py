@@ -26,6 +26,7 @@ from typing import Any
 from doccheck.client import (
     AsyncDocCheckClient,
     AuthenticationError,
+    Check,
     ConfigurationError,
     ConflictError,
     DocCheckError,
@@ -33,11 +34,13 @@ from doccheck.client import (
     NotFoundError,
     RetryPolicy,
     TextDocument,
+    Upload,
     UploadExpiredError,
+    current_profile,
+    learn_refused_type,
     plan_document,
+    unsupported_type_refusal,
 )
-from doccheck.client.models import Check, Upload
-from doccheck.client.profile import current_profile, learn_refused_type, unsupported_type_refusal
 from doccheck.domain import SubmissionState
 from doccheck.extract import ExtractionError, extension_of, extract_text, is_supported
 from doccheck.ledger import Ledger, SubmissionRow

@@ -19,7 +19,7 @@ from doccheck.client import (
     ServerError,
     ValidationError,
 )
-from doccheck.client.retry import is_retryable
+from doccheck.client._retry import is_retryable
 from tests.factories import BASE, CHECK, KEY, Recorder, created, err
 
 FAST = RetryPolicy(max_attempts=4, initial=0.001, max_backoff=0.01, deadline_seconds=5)
@@ -132,7 +132,7 @@ def test_the_first_attempts_time_counts_against_the_deadline() -> None:
     from the deadline of the retries that follow, as if one loop had run from the start."""
     from tenacity import Retrying
 
-    from doccheck.client.retry import tenacity_kwargs
+    from doccheck.client._retry import tenacity_kwargs
 
     policy = RetryPolicy(max_attempts=10, initial=0.001, max_backoff=0.001, deadline_seconds=1.0)
     for spent, expected in ((0.0, 10), (5.0, 1)):

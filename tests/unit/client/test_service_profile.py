@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from doccheck.client import DocCheckError
-from doccheck.client._responses import error_from_response, parse_check, parse_check_list
-from doccheck.client.models import Check, ErrorInfo
-from doccheck.client.profile import (
+from doccheck.client._models import Check, ErrorInfo
+from doccheck.client._profile import (
     INVALID_RESPONSE,
     ServiceProfile,
     current_profile,
@@ -23,6 +22,7 @@ from doccheck.client.profile import (
     read_error,
     retry_after_seconds,
 )
+from doccheck.client._responses import error_from_response, parse_check, parse_check_list
 from doccheck.errors import PaymentRequiredError, RateLimitError
 
 REQ = httpx.Request("POST", "https://svc.example/api/v1/checks")
@@ -155,7 +155,7 @@ def test_profile_file_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_accepted_types_are_extensions_and_a_refused_type_is_learnt() -> None:
-    from doccheck.client import profile as module
+    from doccheck.client import _profile as module
 
     prof = ServiceProfile.model_validate({"accepted_types": ["ODT", ".pdf", "txt"]})
     assert prof.accepted_types == frozenset({".odt", ".pdf", ".txt"})
@@ -170,7 +170,7 @@ def test_accepted_types_are_extensions_and_a_refused_type_is_learnt() -> None:
 
 
 def test_an_unsupported_type_refusal_is_a_415_or_a_422_naming_the_type() -> None:
-    from doccheck.client.profile import unsupported_type_refusal
+    from doccheck.client._profile import unsupported_type_refusal
 
     assert unsupported_type_refusal(415, None, None)
     assert unsupported_type_refusal(422, "unsupported_format", "this file type is not supported")

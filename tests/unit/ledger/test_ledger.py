@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client.models import Check, Event
+from doccheck.client import Check, Event
 from doccheck.ledger import Ledger
 from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline import PlannedDocument

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from doccheck.client.models import Check
+from doccheck.client import Check
 from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import (
     Answer,

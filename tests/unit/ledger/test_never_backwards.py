@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client.models import Check
+from doccheck.client import Check
 from doccheck.ledger import Ledger
 from doccheck.ledger.money import total_money
 from doccheck.ledger.tables import ContradictionRow

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client import AuthenticationError, ConflictError, PaymentRequiredError
-from doccheck.client.models import Check
+from doccheck.client import AuthenticationError, Check, ConflictError, PaymentRequiredError
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
     Budget,

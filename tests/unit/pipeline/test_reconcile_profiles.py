@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from doccheck.client import NotFoundError, ValidationError
-from doccheck.client.models import Check, CheckList
-from doccheck.client.profile import ServiceProfile
+from doccheck.client import Check, CheckList, NotFoundError, ServiceProfile, ValidationError
 from doccheck.ledger import Ledger
 from doccheck.pipeline import submit_batch
 from doccheck.pipeline.sending._reconcile import Reconciler, reference_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client import profile as service_profile
+from doccheck.client import _profile as service_profile
 from doccheck.commands.probe import _keeping_types, file_type_lines, learnt_refusals
 from doccheck.ledger import Ledger
 from doccheck.ledger.refused_types import refused_types, remember_refused_type, service_key

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from doccheck.client.models import Event
-from doccheck.client.probe import list_order_of
+from doccheck.client._models import Event
+from doccheck.client._probe import list_order_of
 from doccheck.config import Settings
 from doccheck.ledger import Ledger
 from doccheck.receiver.group_commit import GroupWriter

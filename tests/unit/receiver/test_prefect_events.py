@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from doccheck.client.models import Event
+from doccheck.client import Event
 from doccheck.receiver.prefect_events import PrefectEventEmitter, event_name, prefect_event
 
 SERVICE_EVENT = {

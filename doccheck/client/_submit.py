@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from doccheck.client import _core
 from doccheck.client import assumptions as A
-from doccheck.client.models import Check, Upload
+from doccheck.client._models import Check, Upload
 from doccheck.errors import DocumentNotFound, DocumentTooLarge, EmptyDocument, UnsupportedDocument
 
 Mode = Literal["text", "multipart", "upload"]

@@ -17,9 +17,9 @@ from tenacity import Retrying
 
 from doccheck.client import _core
 from doccheck.client._http import LeanClient
-from doccheck.client.models import Check, CheckList, Upload, Webhook
-from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
-from doccheck.client.submit import Document, Submission, op_submit
+from doccheck.client._models import Check, CheckList, Upload, Webhook
+from doccheck.client._retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
+from doccheck.client._submit import Document, Submission, op_submit
 from doccheck.errors import DocCheckError, LocalValidationError
 
 T = TypeVar("T")

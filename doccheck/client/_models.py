@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from doccheck.client._profile import read_error
 from doccheck.client.assumptions import TERMINAL_STATUSES
-from doccheck.client.profile import read_error
 
 
 class _Model(BaseModel):

@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from doccheck.client import assumptions as A
 from doccheck.client._config import http_options, resolve_config
 from doccheck.client._http import LeanClient
-from doccheck.client.profile import ServiceProfile, error_from_body
+from doccheck.client._profile import ServiceProfile, error_from_body
 
 HOLDS, DIFFERS, UNTESTED = "holds", "differs", "untested"
 PAGE_LIMITS = (100, 50, 20, 10)

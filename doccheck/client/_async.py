@@ -17,10 +17,10 @@ from tenacity import AsyncRetrying
 
 from doccheck.client import _core
 from doccheck.client._http import AsyncLeanClient
-from doccheck.client.lanes import ConnectionLanes
-from doccheck.client.models import Check, CheckList, Upload, Webhook
-from doccheck.client.retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
-from doccheck.client.submit import Document, Submission, op_submit
+from doccheck.client._lanes import ConnectionLanes
+from doccheck.client._models import Check, CheckList, Upload, Webhook
+from doccheck.client._retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
+from doccheck.client._submit import Document, Submission, op_submit
 from doccheck.errors import DocCheckError, LocalValidationError
 
 T = TypeVar("T")
@@ -31,7 +31,7 @@ class AsyncDocCheckClient:
 
     Two connection pools: the authenticated one for the service, and a plain one for the
     signed upload addresses (another origin, which must never see the API key). The
-    service's pool is :class:`~doccheck.client.lanes.ConnectionLanes` (``max_connections``
+    service's pool is :class:`~doccheck.client._lanes.ConnectionLanes` (``max_connections``
     lanes) unless a ``transport`` is given.
     """
 
