@@ -77,7 +77,7 @@ def _start_prefect(console: Console, err: Console) -> str:
 def _configure_webhook(base_url: str, receiver_url: str, secret_path: Path) -> None:
     """PUT the account webhook and store its secret in an owner-only file for the receiver."""
     from doccheck.client import DocCheckClient
-    from doccheck.webhooks.secret_file import SecretFile
+    from doccheck.webhooks import SecretFile
 
     with DocCheckClient(base_url, DEMO_API_KEY) as client:
         webhook = client.put_webhook(receiver_url)

@@ -24,7 +24,7 @@ from doccheck.emulator.scheduler import Scheduler
 from doccheck.emulator.senders import sign
 from doccheck.emulator.store import Store
 from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
-from doccheck.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
+from doccheck.webhooks import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
 
 MAX_CONCURRENT_DELIVERIES = 50
 #: Deliveries kept in the emulator's state (the oldest are forgotten first).

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from doccheck.webhooks.signing import compute_signature
+from doccheck.webhooks import compute_signature
 
 DAY = 86400.0
 #: Sender profiles and what each does (``doccheck emulator --help`` lists them with the others).

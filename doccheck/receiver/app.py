@@ -33,7 +33,7 @@ from doccheck.errors import (
 )
 from doccheck.ledger import Ledger
 from doccheck.receiver.group_commit import GroupWriter
-from doccheck.webhooks.verify import SIGNATURE_HEADER, parse_event, verify
+from doccheck.webhooks import SIGNATURE_HEADER, parse_event, verify
 
 log = logging.getLogger(__name__)
 

@@ -155,10 +155,10 @@ def _open_ledger(console: Any, database_url: str) -> Any:
 def _secrets_provider(
     console: Any, settings: Any, block: str | None, refresh: float, prefect_api_url: str | None
 ) -> tuple[Callable[[], Any], str]:
-    """The signing secrets in the one order of :mod:`doccheck.webhooks.secret_sources`, checked
+    """The signing secrets in the one order of :func:`doccheck.webhooks.signing_secrets`, checked
     now: a source that cannot be used fails with one line and exit 2."""
     from doccheck.errors import SecretFileError
-    from doccheck.webhooks.secret_sources import signing_secrets
+    from doccheck.webhooks import signing_secrets
 
     try:
         reader = None

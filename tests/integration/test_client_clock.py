@@ -25,7 +25,7 @@ from doccheck.client import (
     estimate_cost_cents,
 )
 from doccheck.errors import InvalidSignature, StaleSignature
-from doccheck.webhooks.verify import parse_event, verify
+from doccheck.webhooks import parse_event, verify
 from tests.factories import NO_RETRY, TEXT
 from tests.factories import assert_client_error as assert_error
 

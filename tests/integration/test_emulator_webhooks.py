@@ -1,7 +1,7 @@
 """Webhook management and signed deliveries to a real local HTTP receiver.
 
 The signature is verified here with ``hmac``/``hashlib`` directly, independently of
-``doccheck.webhooks.signing``, so a bug shared by the emulator and the library cannot hide.
+``doccheck.webhooks._signing``, so a bug shared by the emulator and the library cannot hide.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import doccheck
 from doccheck.cli import app
 from doccheck.ledger import Ledger
-from doccheck.webhooks.verify import parse_event
+from doccheck.webhooks import parse_event
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.events import event_body
 from tests.fixtures.postgres import ledger_url

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from doccheck.client import DocCheckClient
-from doccheck.webhooks.verify import sign
+from doccheck.webhooks import sign
 from tests.fixtures.events import event_body
 from tests.fixtures.receiver import ReceiverHandle, scope_for
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from doccheck.webhooks.verify import sign
+from doccheck.webhooks import sign
 from tests.fixtures.events import event_body
 from tests.fixtures.receiver import start_receiver, stop_receiver
 

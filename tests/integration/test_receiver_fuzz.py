@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doccheck.webhooks.verify import sign
+from doccheck.webhooks import sign
 from tests.fixtures.events import event_body
 from tests.fixtures.receiver import ReceiverHandle, hostile_receiver
 from tests.integration.test_emulator_fuzz import ANY_JSON_TEXT, FUZZ_SETTINGS

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from doccheck.webhooks.verify import sign
+from doccheck.webhooks import sign
 from tests.fixtures.events import event_body
 from tests.fixtures.receiver import ReceiverHandle, hostile_receiver
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.webhooks.secret_file import SecretFile
+from doccheck.webhooks import SecretFile
 from tests.fixtures.emulator import free_port
 
 pytestmark = pytest.mark.integration

@@ -83,7 +83,7 @@ def test_receiver_app_calls_on_stored_after_answer_for_new_events_only(tmp_path:
 
     from doccheck.ledger import Ledger
     from doccheck.receiver.app import create_app
-    from doccheck.webhooks.verify import SIGNATURE_HEADER, sign
+    from doccheck.webhooks import SIGNATURE_HEADER, sign
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
     emitted: list[str] = []

@@ -16,8 +16,7 @@ with warnings.catch_warnings():  # starlette 1.x nags about httpx; the in-proces
 
 from doccheck.ledger import Ledger
 from doccheck.receiver.app import create_app
-from doccheck.webhooks.secret_file import SecretFile, file_secrets_provider
-from doccheck.webhooks.verify import sign
+from doccheck.webhooks import SecretFile, file_secrets_provider, sign
 from tests.fixtures.events import event_body
 
 SECRET = "whsec_unit_test_secret_value"

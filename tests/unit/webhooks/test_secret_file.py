@@ -1,4 +1,4 @@
-"""doccheck.webhooks.secret_file: owner-only file, bounded previous-secret window, atomic writes."""
+"""doccheck.webhooks._secret_file: owner-only file, bounded previous-secret window, atomic writes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from doccheck.errors import InsecureSecretFile, SecretFileError
-from doccheck.webhooks.secret_file import SecretFile
+from doccheck.webhooks._secret_file import SecretFile
 
 
 def values(secrets: list[SecretStr]) -> list[str]:

@@ -17,8 +17,8 @@ from doccheck.errors import (
     SignatureError,
     StaleSignature,
 )
-from doccheck.webhooks import verify as webhooks
-from doccheck.webhooks.verify import parse_event, sign, verify
+from doccheck.webhooks import _verify as webhooks
+from doccheck.webhooks._verify import parse_event, sign, verify
 
 SECRET = "whsec_test_secret"
 OTHER = "whsec_rotated_secret"

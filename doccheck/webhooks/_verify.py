@@ -37,7 +37,7 @@ from doccheck.errors import (
     StaleSignature,
 )
 from doccheck.guards import bounded_json
-from doccheck.webhooks import signing
+from doccheck.webhooks import _signing as signing
 
 SIGNATURE_HEADER = signing.SIGNATURE_HEADER
 DEFAULT_TOLERANCE = 300

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from doccheck.config import Settings
 from doccheck.errors import NoSigningSecret
-from doccheck.webhooks.secret_file import file_secrets_provider
+from doccheck.webhooks._secret_file import file_secrets_provider
 
 __all__ = ["SecretsProvider", "signing_secrets"]
 

@@ -2,7 +2,7 @@
 
 The service signs ``f"{t}.{raw_body}"`` with the account's secret and sends
 ``Service-Signature: t=<unix_seconds>,v1=<hex>``. Verification (which must compare in
-constant time and check the age) lives in :mod:`doccheck.webhooks.verify`.
+constant time and check the age) lives in :mod:`doccheck.webhooks._verify`.
 """
 
 from __future__ import annotations
