@@ -13,9 +13,9 @@ import pytest
 
 import doccheck
 from doccheck.client import ConfigurationError
-from doccheck.notebook import CheckResult, check_dataframe, plan_dataframe
-from doccheck.notebook.api import _manifest_rows, _prepare, _resolve_columns, _run_sync, _write_manifest
-from doccheck.notebook.progress import ProgressState, progress_display
+from doccheck.notebook import CheckResult, check_dataframe, plan_dataframe, progress_display
+from doccheck.notebook._api import _manifest_rows, _prepare, _resolve_columns, _run_sync, _write_manifest
+from doccheck.notebook._progress import ProgressState
 from doccheck.outputs.reports import ReportTables, to_dataframes
 from doccheck.pipeline import load_plan
 

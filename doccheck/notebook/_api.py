@@ -19,7 +19,7 @@ starts, so a notebook shows one short error naming the fix, not a page of asynci
 Jupyter already runs an event loop, where ``asyncio.run`` is refused; the sync
 :func:`check_dataframe` therefore runs the work in a worker thread with its own loop when a
 loop is running, and :func:`acheck_dataframe` is there for ``await`` in async code. Progress
-is a live line in Jupyter (``doccheck.notebook.progress``).
+is a live line in Jupyter (``doccheck.notebook._progress``).
 
 Rows are validated exactly like manifest rows (the DataFrame is written to a temporary
 JSONL manifest): a bad row is rejected with a reason naming the row (its 1-based position
@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from doccheck.notebook.frames import ID_COLUMN
-from doccheck.notebook.frames import manifest_rows as _manifest_rows
-from doccheck.notebook.frames import resolve_columns as _resolve_columns
-from doccheck.notebook.frames import write_manifest as _write_manifest
-from doccheck.notebook.progress import RunProgress, progress_display
+from doccheck.notebook._frames import ID_COLUMN
+from doccheck.notebook._frames import manifest_rows as _manifest_rows
+from doccheck.notebook._frames import resolve_columns as _resolve_columns
+from doccheck.notebook._frames import write_manifest as _write_manifest
+from doccheck.notebook._progress import RunProgress, progress_display
 from doccheck.pipeline import DEFAULTS, OverlappingLocalSteps, Prepared, RunObserver, RunOptions, run_checks
 
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
