@@ -22,8 +22,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-IN_DOUBT = "in_doubt"
-
 
 def resolve(
     campaign: Annotated[str, typer.Option(help="The campaign whose documents in doubt to list or settle.")],
@@ -46,11 +44,8 @@ def resolve(
     ] = None,
 ) -> None:
     """List a campaign's documents in doubt (an earlier request may have made a billed check), or settle them."""
-    from sqlmodel import select
-
     from doccheck.config import load_settings
-    from doccheck.ledger import Ledger
-    from doccheck.ledger.tables import SubmissionRow
+    from doccheck.ledger import Ledger, in_doubt
     from doccheck.pipeline import reference_for
 
     console = Console()
@@ -60,8 +55,7 @@ def resolve(
     ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
         with ledger.session() as s:
-            stmt = select(SubmissionRow).where(SubmissionRow.campaign == campaign, SubmissionRow.state == IN_DOUBT)
-            rows = [r for r in s.exec(stmt).all() if not document or r.document_id in document]
+            rows = in_doubt(s, campaign, document or None)
         if not rows:
             console.print(f"campaign {campaign!r}: no document in doubt.")
             return

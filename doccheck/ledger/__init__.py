@@ -7,6 +7,13 @@ creates its schema on first use. See docs/ledger.md.
 from __future__ import annotations
 
 from doccheck.ledger.ledger import Ledger, PendingCheck
+from doccheck.ledger.runs import (
+    document_hashes,
+    document_names,
+    runs_with_pending,
+    set_run_products,
+)
+from doccheck.ledger.submissions import campaign_of_check, in_doubt, in_doubt_reasons, submitted_times
 from doccheck.ledger.tables import (
     DocumentRow,
     OutcomeRow,
@@ -25,4 +32,12 @@ __all__ = [
     "RunRow",
     "SubmissionRow",
     "WebhookEventRow",
+    "campaign_of_check",
+    "document_hashes",
+    "document_names",
+    "in_doubt",
+    "in_doubt_reasons",
+    "runs_with_pending",
+    "set_run_products",
+    "submitted_times",
 ]

@@ -10,13 +10,14 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import text, update
+from sqlalchemy import or_, text, update
 from sqlmodel import Session, col, select
 
+from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.in_list import one_of
-from doccheck.ledger.tables import DocumentRow, RejectionRow, RunRow, utcnow
+from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow, utcnow
 
 
 class Runs:
@@ -257,3 +258,52 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
                 for document_id, metadata in s.exec(stmt):
                     found.setdefault(document_id, dict(metadata or {}))
         return found
+
+
+# -- named reads and writes for the packages above (session first, Prefect's ``server/models`` shape) --
+
+
+def set_run_products(session: Session, run_id: str, products: Iterable[str]) -> None:
+    """Store the products a run actually used (planning learns them only once the manifest is read)."""
+    run = session.get(RunRow, run_id)
+    if run is not None:
+        run.products = sorted(products)
+        session.add(run)
+
+
+def runs_with_pending(session: Session, campaign: str) -> list[str]:
+    """Ids of the campaign's runs with a product not final yet (not fetched), oldest first."""
+    stmt = (
+        select(RunRow.id, RunRow.started_at)
+        .join(DocumentRow, col(DocumentRow.run_id) == RunRow.id)
+        .join(SubmissionRow, col(SubmissionRow.idempotency_key) == DocumentRow.idempotency_key)
+        .join(OutcomeRow, col(OutcomeRow.check_id) == SubmissionRow.check_id)
+        .where(
+            RunRow.campaign == campaign,
+            SubmissionRow.state == SubmissionState.SUBMITTED,
+            or_(col(OutcomeRow.status) == ProductState.PROCESSING, col(OutcomeRow.fetched) == False),  # noqa: E712
+        )
+        .distinct()
+        .order_by(col(RunRow.started_at))
+    )
+    return [run_id for run_id, _ in session.exec(stmt).all()]
+
+
+def document_names(session: Session, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """``document_id → name`` (the manifest's, or the file name) of a run's accepted documents that
+    have one (only of ``document_ids`` when given: one chunk of a wide table)."""
+    stmt = select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)
+    if document_ids is not None:
+        if not document_ids:
+            return {}
+        stmt = stmt.where(one_of(col(DocumentRow.document_id), document_ids, session))
+    return {doc: name for doc, name in session.exec(stmt).all() if name}
+
+
+def document_hashes(session: Session, run_id: str, document_ids: Iterable[str]) -> dict[str, str | None]:
+    """``document_id → content hash`` each of these documents had when the run read it."""
+    stmt = select(DocumentRow.document_id, DocumentRow.content_hash).where(
+        DocumentRow.run_id == run_id, one_of(col(DocumentRow.document_id), sorted(document_ids), session)
+    )
+    return dict(session.exec(stmt).all())
+

@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.in_list import one_of
 from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.outcomes import Outcomes
@@ -295,3 +296,41 @@ class Submissions:
                 for row in rows:
                     row.last_polled_at = now
                     s.add(row)
+
+
+# -- named reads for the packages above (session first, Prefect's ``server/models`` shape) --------
+
+
+def in_doubt(session: Session, campaign: str, document_ids: Iterable[str] | None = None) -> list[SubmissionRow]:
+    """The campaign's submissions in doubt (an earlier request may have made a billed check),
+    only of ``document_ids`` when given."""
+    stmt = select(SubmissionRow).where(
+        SubmissionRow.campaign == campaign, SubmissionRow.state == SubmissionState.IN_DOUBT
+    )
+    wanted = None if document_ids is None else set(document_ids)
+    return [r for r in session.exec(stmt).all() if wanted is None or r.document_id in wanted]
+
+
+def in_doubt_reasons(session: Session, campaign: str, limit: int = 3) -> list[str]:
+    """The distinct messages of the campaign's submissions in doubt (each names the mismatch
+    and the next step, which a count alone does not)."""
+    stmt = (
+        select(SubmissionRow.error_message)
+        .where(SubmissionRow.campaign == campaign, SubmissionRow.state == SubmissionState.IN_DOUBT)
+        .where(col(SubmissionRow.error_message).is_not(None))
+        .distinct()
+        .limit(limit)
+    )
+    return [m for m in session.exec(stmt).all() if m]
+
+
+def campaign_of_check(session: Session, check_id: str) -> str | None:
+    """The campaign whose submission made ``check_id`` (None when the ledger does not know it)."""
+    found = session.exec(select(SubmissionRow.campaign).where(SubmissionRow.check_id == check_id)).first()
+    return str(found) if found else None
+
+
+def submitted_times(session: Session, keys: Sequence[str]) -> dict[str, Any]:
+    """``idempotency key → submitted_at`` of these keys (the keys never submitted left out)."""
+    stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
+    return dict(session.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, session))).all())

@@ -69,13 +69,10 @@ def lms_values(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_sidecar(ledger: Any, run_id: str) -> dict[str, Any] | None:
     """The sidecar of the manifest ``run_id`` recorded (None for a manifest that is not an export's)."""
-    from doccheck.ledger.tables import RunRow
     from doccheck.sources.lms.sidecar import read_sidecar
 
-    with ledger.session() as s:
-        run = s.get(RunRow, run_id)
-        manifest = run.manifest if run is not None else None
-    return read_sidecar(manifest)
+    run = ledger.get_run(run_id)
+    return read_sidecar(run.manifest if run is not None else None)
 
 
 def lms_rows(
@@ -110,15 +107,11 @@ def mark_new(
     submitted while this run ran (between its start and its end), false when it is older. The
     rows are marked in place (the chunks of :func:`~doccheck.ledger.report.iter_report_chunks`
     are built for their one reader)."""
-    from sqlmodel import col, select
-
-    from doccheck.ledger.in_list import one_of
+    from doccheck.ledger import submitted_times
     from doccheck.ledger.report import LEDGER_PART
-    from doccheck.ledger.tables import RunRow, SubmissionRow
 
-    with ledger.session() as s:
-        run = s.get(RunRow, run_id)
-        window = (_aware(run.started_at), _aware(run.finished_at)) if run is not None else None
+    run = ledger.get_run(run_id)
+    window = (_aware(run.started_at), _aware(run.finished_at)) if run is not None else None
     for part in chunks:
         subs = part.get("submissions")
         keys = [str(r["idempotency_key"]) for r in subs or [] if r.get("check_id") and r.get("idempotency_key")]
@@ -129,8 +122,7 @@ def mark_new(
             when = {r["idempotency_key"]: r["submitted_at"] for r in read}
         else:
             with ledger.session() as s:
-                stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
-                when = dict(s.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, s))).all())
+                when = submitted_times(s, keys)
         for r in subs or []:  # marked in place: a chunk's rows are its own (a copy a row: ~1 s of a 100k report)
             if r.get("check_id"):
                 r[NEW_FIELD.name] = _within(when.get(str(r.get("idempotency_key"))), window)

@@ -269,19 +269,10 @@ def summary_rejections(plan: PlanFigures) -> list[dict[str, str | int | None]]:
 def in_doubt_reasons(ledger: Ledger, campaign: str, limit: int = 3) -> list[str]:
     """The distinct messages of the campaign's documents in doubt: each names the mismatch
     (no list, no metadata...) and the next step, which the count alone does not."""
-    from sqlmodel import col, select
+    from doccheck.ledger import in_doubt_reasons as read_reasons
 
-    from doccheck.ledger.tables import SubmissionRow
-
-    stmt = (
-        select(SubmissionRow.error_message)
-        .where(SubmissionRow.campaign == campaign, SubmissionRow.state == "in_doubt")
-        .where(col(SubmissionRow.error_message).is_not(None))
-        .distinct()
-        .limit(limit)
-    )
     with ledger.session() as s:
-        return [m for m in s.exec(stmt).all() if m]
+        return read_reasons(s, campaign, limit)
 
 
 def close_run(

@@ -158,14 +158,11 @@ class PrefectEventEmitter:
 
 def ledger_campaign_lookup(ledger: Any) -> CampaignLookup:
     """``check id → campaign`` from the ledger's submissions (None when unknown)."""
-    from sqlmodel import select
-
-    from doccheck.ledger.tables import SubmissionRow
+    from doccheck.ledger import campaign_of_check
 
     def lookup(check_id: str) -> str | None:
         with ledger.session() as s:
-            row = s.exec(select(SubmissionRow.campaign).where(SubmissionRow.check_id == check_id)).first()
-        return str(row) if row else None
+            return campaign_of_check(s, check_id)
 
     return lookup
 

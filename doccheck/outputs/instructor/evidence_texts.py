@@ -122,15 +122,10 @@ def _confined(base: Path, raw_path: str) -> Path | None:
 
 def _recorded_hashes(ledger: Any, run_id: str, ids: set[str]) -> dict[_Key, str | None]:
     """The content hash each document had when the run read it."""
-    from sqlmodel import col, select
+    from doccheck.ledger import document_hashes
 
-    from doccheck.ledger.tables import DocumentRow
-
-    stmt = select(DocumentRow.document_id, DocumentRow.content_hash).where(
-        DocumentRow.run_id == run_id, col(DocumentRow.document_id).in_(sorted(ids))
-    )
     with ledger.session() as s:
-        return {(run_id, doc): digest for doc, digest in s.exec(stmt).all()}
+        return {(run_id, doc): digest for doc, digest in document_hashes(s, run_id, ids).items()}
 
 
 def templates_of(params: Mapping[str, Any] | None) -> list[str]:

@@ -96,19 +96,10 @@ def _read_cohort(run_dir: Path) -> list[dict[str, Any]] | None:
 def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | None = None) -> dict[str, str]:
     """document_id → name (the manifest's, or the file name) of a run's accepted documents
     (only of ``document_ids`` when given: one chunk of the wide table)."""
-    from sqlmodel import col, select
+    from doccheck.ledger import document_names
 
-    from doccheck.ledger.in_list import one_of
-    from doccheck.ledger.tables import DocumentRow
-
-    stmt = select(DocumentRow.document_id, DocumentRow.name).where(DocumentRow.run_id == run_id)
-    if document_ids is not None:
-        if not document_ids:
-            return {}
-        stmt = stmt.where(one_of(col(DocumentRow.document_id), document_ids, ledger.engine))
     with ledger.session() as s:
-        rows = s.exec(stmt).all()
-    return {doc: name for doc, name in rows if name}
+        return document_names(s, run_id, document_ids)
 
 
 def write_instructor_files(

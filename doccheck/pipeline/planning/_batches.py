@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.extract import cache as word_cache
-from doccheck.ledger import Ledger
+from doccheck.ledger import Ledger, set_run_products
 from doccheck.ledger.document_reads import record_reads
 from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
-from doccheck.ledger.tables import RunRow
 from doccheck.ledger.word_cache import LedgerWordStore
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
@@ -284,10 +283,7 @@ class PlanRecording:
         for _ in self.documents():
             pass
         with self.ledger.session() as s:  # the products actually used, as record_run stored them
-            run = s.get(RunRow, self.run_id)
-            if run is not None:
-                run.products = sorted(self._used_products)
-                s.add(run)
+            set_run_products(s, self.run_id, self._used_products)
         self._result = RecordedPlan(
             run_id=self.run_id, campaign=self.campaign, manifest=self.manifest, tally=self.tally,
             batches=self.batches, default_products=self.default_products, metadata_columns=self.metadata_columns,

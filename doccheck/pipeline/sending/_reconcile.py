@@ -50,7 +50,6 @@ from doccheck.client import (
 from doccheck.client import assumptions as A
 from doccheck.errors import NetworkError
 from doccheck.ledger.claims import Doubt
-from doccheck.ledger.tables import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ def needs_reconciliation(
     prof = profile or current_profile()
     first = doubt.first_sent_at if doubt.first_sent_at.tzinfo else doubt.first_sent_at.replace(tzinfo=UTC)
     safe = timedelta(seconds=prof.key_retention_seconds - A.SERVICE_CLOCK_MARGIN_SECONDS)
-    return (now or utcnow()) - first > safe
+    return (now or datetime.now(UTC)) - first > safe
 
 
 #: The longest a create request can be at the service after it left this side: a check

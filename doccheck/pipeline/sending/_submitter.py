@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doccheck.client import (
     AsyncDocCheckClient,
@@ -43,7 +43,7 @@ from doccheck.client import (
 )
 from doccheck.domain import SubmissionState
 from doccheck.extract import ExtractionError, extension_of, extract_text, is_supported
-from doccheck.ledger import Ledger, SubmissionRow
+from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import (
     Answer,
     ClaimRequest,
@@ -69,6 +69,9 @@ from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliatio
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
 from doccheck.sources.manifest.limits import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
+
+if TYPE_CHECKING:
+    from doccheck.ledger import SubmissionRow
 
 log = logging.getLogger(__name__)
 
