@@ -6,10 +6,12 @@ creates its schema on first use. See docs/ledger.md.
 
 from __future__ import annotations
 
+from doccheck.ledger.bulk import document_row, record_plan_group
 from doccheck.ledger.ledger import Ledger, PendingCheck
 from doccheck.ledger.runs import (
     document_hashes,
     document_names,
+    recorded_rows,
     runs_with_pending,
     set_run_products,
 )
@@ -34,9 +36,12 @@ __all__ = [
     "WebhookEventRow",
     "campaign_of_check",
     "document_hashes",
+    "document_row",
     "document_names",
     "in_doubt",
     "in_doubt_reasons",
+    "record_plan_group",
+    "recorded_rows",
     "runs_with_pending",
     "set_run_products",
     "submitted_times",

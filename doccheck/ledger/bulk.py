@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sqlalchemy import Connection, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, insert, select
 
 from doccheck import domain
 from doccheck.ledger import bulk_sql as sql
@@ -32,6 +31,7 @@ from doccheck.ledger.engine import READ_ONLY
 from doccheck.ledger.tables import (
     ClaimRow,
     DocumentRow,
+    RejectionRow,
     SubmissionRow,
     utcnow,
 )
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
     from doccheck.ledger.writer import LedgerWriter
 
+_DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -51,13 +52,19 @@ __all__ = [
     "GroupCommit",
     "LedgerRound",
     "Prepare",
+    "document_row",
+    "mark_sending",
     "previous_submissions",
     "record_answers",
     "record_answers_and_claims",
     "record_claims",
     "record_claims_then_prepare",
     "record_documents",
+    "record_plan_group",
     "record_prepares",
+    "write_documents",
+    "write_rejections",
+    "write_submitting",
 ]
 
 
@@ -146,51 +153,67 @@ def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
 
 @dataclass(frozen=True)
 class Prepare:
-    """One document about to be sent: ``mark_submitting`` then ``claims.mark_sending``."""
+    """One document about to be sent: ``submitting``, then (with an ``owner``) its claim ``sending``."""
 
     key: str
     campaign: str
     document_id: str
     products: tuple[str, ...]
     mode: str | None
-    owner: str
+    owner: str | None = None
+
+
+def write_submitting(conn: Connection, items: Sequence[Prepare], now: datetime, *, new_only: bool = False) -> set[str]:
+    """The one route to ``submitting`` (a single key is a group of one): the keys without a row
+    get one (``INSERT … ON CONFLICT DO NOTHING``, one statement), then, unless ``new_only``, the
+    others are moved back to ``submitting`` with one more attempt, a submitted row never.
+    Returns the keys whose row was added.
+
+    Why insert first: on a new term every key is new, and a key another process inserted
+    meanwhile is simply one that has a row (no ``IntegrityError`` to recover from). ``new_only``:
+    the claim round prepares only keys never seen; a key with a row goes the usual way (its row
+    may need reconciling first).
+    """
+    added = sql.insert_new(conn, sql.SUBMISSIONS_T, "idempotency_key", [
+        {"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
+         "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None, "attempts": 1,
+         "replayed": False, "created_at": now, "updated_at": now}
+        for p in items
+    ])  # fmt: skip
+    again = [] if new_only else [p for p in items if p.key not in added]
+    if again:
+        conn.execute(sql.TO_SUBMITTING, [
+            {"k": p.key, "v_campaign": p.campaign, "v_document_id": p.document_id, "v_products": list(p.products),
+             "v_mode": p.mode, "b_now": now}
+            for p in again
+        ])  # fmt: skip
+    return added
+
+
+def mark_sending(conn: Connection, items: Sequence[Prepare], now: datetime) -> set[str]:
+    """The claims of ``items`` marked in doubt and sent by their owner (``Claims.mark_sending``),
+    where that owner still holds them: the keys marked (another's: it must not send)."""
+    by_owner: dict[str, list[str]] = {}
+    for p in items:
+        if p.owner is not None:
+            by_owner.setdefault(p.owner, []).append(p.key)
+    sent: set[str] = set()
+    for owner, keys in by_owner.items():
+        for chunk in sql.chunks(keys):
+            params = {"b_keys": chunk, "b_owner": owner, "b_now": now}
+            sent.update(conn.execute(sql.keyed(conn, sql.SENDING), params).scalars())
+    return sent
 
 
 def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
-    """``mark_submitting`` + ``mark_sending`` of each item, all in one transaction.
-
-    Returns, per item, whether its owner still held the claim (False: it must not send).
-    On a conflicting insert (another process created a row meanwhile) everything is
-    rolled back and done one by one with the ledger's own methods.
-    """
-    s, c = table_of(SubmissionRow), table_of(ClaimRow)
-    try:
-        held: list[bool] = []
-        with ledger.engine.begin() as conn:
-            now = utcnow()
-            for p in items:
-                fields = {"campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
-                          "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None}  # fmt: skip
-                done = conn.execute(
-                    update(s).where(s.c.idempotency_key == p.key, s.c.state != "submitted")
-                    .values(**fields, attempts=s.c.attempts + 1, updated_at=now)
-                ).rowcount  # fmt: skip
-                if not done and conn.execute(select(s.c.id).where(s.c.idempotency_key == p.key)).first() is None:
-                    conn.execute(insert(s).values(idempotency_key=p.key, **fields, attempts=1, replayed=False,
-                                                  created_at=now, updated_at=now))  # fmt: skip
-                held.append(bool(conn.execute(
-                    update(c).where(c.c.idempotency_key == p.key, c.c.owner == p.owner)
-                    .values(in_doubt=True, sent_by=p.owner, first_sent_at=func.coalesce(c.c.first_sent_at, now),
-                            updated_at=now)
-                ).rowcount))  # fmt: skip
-        return held
-    except IntegrityError:
-        out = []
-        for p in items:
-            ledger.mark_submitting(p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products),
-                                   mode=p.mode)  # fmt: skip
-            out.append(ledger.claims.mark_sending(p.key, p.owner))
-        return out
+    """``submitting`` + ``sending`` of each item, all in one transaction (``write_submitting``
+    then ``mark_sending``). Returns, per item, whether its owner still held the claim (False:
+    it must not send)."""
+    with ledger.engine.begin() as conn:
+        now = utcnow()
+        write_submitting(conn, items, now)
+        sent = mark_sending(conn, items, now)
+    return [p.key in sent for p in items]
 
 
 @dataclass(frozen=True)
@@ -288,30 +311,14 @@ def _claims_after(
 
 
 def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> tuple[set[str], set[str]]:
-    """``mark_submitting`` (a new row) + ``mark_sending`` of keys this transaction claimed: two
-    multi-row statements. A key that has a submission row already (an earlier run's, a refusal's)
-    is left out by the insert's ``ON CONFLICT DO NOTHING``, and goes the usual way with its row.
+    """``submitting`` + ``sending`` of the keys this transaction claimed that have no submission
+    row yet; a key with a row (an earlier run's, a refusal's) goes the usual way with its row.
     Returns (the keys whose row was added, the keys marked sending).
 
     Why insert first and read the rows after: on a new term every key is new, so the read of
     the rows is left with the keys not added, none, and a round skips it (issue 26)."""
-    done = sql.insert_new(conn, sql.SUBMISSIONS_T, "idempotency_key", [
-        {"idempotency_key": p.key, "campaign": p.campaign, "document_id": p.document_id, "products": list(p.products),
-         "mode": p.mode, "state": "submitting", "error_code": None, "error_message": None, "attempts": 1,
-         "replayed": False, "created_at": now, "updated_at": now}
-        for p in items
-    ])  # fmt: skip
-    sent: set[str] = set()
-    by_owner: dict[str, list[str]] = {}
-    for p in items:
-        if p.key in done:
-            by_owner.setdefault(p.owner, []).append(p.key)
-    for owner, keys in by_owner.items():
-        for chunk in sql.chunks(keys):
-            sent.update(
-                conn.execute(sql.keyed(conn, sql.SENDING), {"b_keys": chunk, "b_owner": owner, "b_now": now}).scalars()
-            )
-    return done, sent
+    done = write_submitting(conn, items, now, new_only=True)
+    return done, mark_sending(conn, [p for p in items if p.key in done], now)
 
 
 def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]) -> list[Any]:
@@ -358,41 +365,79 @@ def previous_submissions(ledger: Ledger, keys: Iterable[str]) -> tuple[set[str],
     return submitted, (ledger.submissions_for_keys(rest) if rest else {})
 
 
-def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[Any]) -> int:
-    """``Ledger.record_documents`` as one executemany (same rows, idempotent per run).
+def document_row(run_id: str, campaign: str, doc: Any) -> dict[str, Any]:
+    """What the ledger keeps of a planned document (planning's ``PlannedDocument``): hash, size,
+    words, mode, key and the caller's allowlisted metadata; never the text."""
+    return {
+        "run_id": run_id, "campaign": campaign, "document_id": doc.document_id,
+        "row_number": getattr(doc, "row_number", None), "name": getattr(doc, "name", None),
+        "mode": getattr(doc, "mode", None), "content_hash": getattr(doc, "content_hash", None),
+        "size_bytes": getattr(doc, "size_bytes", None), "words": getattr(doc, "words", None),
+        "products": list(doc.products), "idempotency_key": doc.idempotency_key,
+        "estimated_cost_cents": getattr(doc, "estimated_cost_cents", None),
+        "metadata": {str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
+    }  # fmt: skip
 
-    Why: the ORM version builds and validates one model object per row, ~0.5 ms a row on
-    a busy machine, before the first request of a batch can leave (issue 10).
-    """
-    d = table_of(DocumentRow)
+
+def write_documents(conn: Connection, rows: Sequence[dict[str, Any]]) -> int:
+    """The one writer of documents (``document_row``'s rows; one document is a group of one):
+    a document already recorded for its run is skipped, by the unique (run, document) constraint
+    in the insert itself, so a batch costs the same at row 100 and at row 100,000 (issue 28: a
+    look-up then an insert was ~11 ms a batch on PostgreSQL). Returns how many were new."""
+    first: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        first.setdefault((row["run_id"], row["document_id"]), row)
+    added = sql.insert_absent(conn, _DOCUMENTS_T, ("run_id", "document_id"), list(first.values()), returning="id")
+    return len(added)
+
+
+def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[Any]) -> int:
+    """``write_documents`` of a batch's planned documents, in one transaction; how many were new."""
     with ledger.engine.begin() as conn:
-        # Only these documents' ids are looked up, as Ledger.record_documents does: a batch
-        # costs the same at row 100 and row 100,000 of a streamed run.
-        existing: set[str] = set()
-        for chunk in sql.chunks(list({doc.document_id for doc in documents})):
-            existing.update(
-                conn.execute(select(d.c.document_id).where(d.c.run_id == run_id, d.c.document_id.in_(chunk))).scalars()
-            )
-        rows: list[dict[str, Any]] = []
-        for doc in documents:
-            if doc.document_id in existing:
-                continue
-            existing.add(doc.document_id)
-            rows.append({
-                "run_id": run_id, "campaign": campaign, "document_id": doc.document_id,
-                "row_number": getattr(doc, "row_number", None), "name": getattr(doc, "name", None),
-                "mode": getattr(doc, "mode", None), "content_hash": getattr(doc, "content_hash", None),
-                "size_bytes": getattr(doc, "size_bytes", None), "words": getattr(doc, "words", None),
-                "products": list(doc.products), "idempotency_key": doc.idempotency_key,
-                "estimated_cost_cents": getattr(doc, "estimated_cost_cents", None),
-                "metadata": {str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
-            })  # fmt: skip
-        if rows and sql.is_postgres(conn):
-            sql.pg_insert(conn, d, rows)
-        elif rows:
-            conn.execute(insert(d), rows)
+        added = write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
         record_reads(conn, campaign, run_id, documents)  # what each file was read as (issue 41)
+    return added
+
+
+def write_rejections(conn: Connection, run_id: str, rejections: Sequence[Any]) -> int:
+    """The one writer of a run's refused rows (planning's ``Rejection``), idempotent per run: a
+    rejection already there (same row, document and code) is skipped. Only the rows in the
+    batch's range are looked up, so a batch costs the same at row 100 and at row 100,000.
+    Returns how many were new."""
+    if not rejections:
+        return 0
+    t = _REJECTIONS_T
+    low, high = min(r.row_number for r in rejections), max(r.row_number for r in rejections)
+    range_of_run = (t.c.run_id == run_id, t.c.row_number >= low, t.c.row_number <= high)
+    seen = {tuple(r) for r in conn.execute(select(t.c.row_number, t.c.document_id, t.c.code).where(*range_of_run))}
+    rows = []
+    for r in rejections:
+        if (r.row_number, r.document_id, r.code) not in seen:
+            seen.add((r.row_number, r.document_id, r.code))
+            rows.append({"run_id": run_id, "row_number": r.row_number, "document_id": r.document_id,
+                         "field": r.field, "code": r.code, "reason": r.reason})  # fmt: skip
+    if rows:
+        conn.execute(insert(t), rows)
     return len(rows)
+
+
+def record_plan_group(
+    ledger: Ledger,
+    run_id: str,
+    documents: list[dict[str, Any]],
+    rejections: Sequence[Any],
+    *,
+    campaign: str = "",
+    reads: Sequence[Any] = (),
+) -> None:
+    """A recorded plan's batch (``document_row``'s rows, the batch's rejections, and what each of
+    its files in ``reads`` was read as) in one transaction; rows already there are skipped
+    (:mod:`doccheck.pipeline.batches` streams the manifest; a batch recorded again costs one statement)."""
+    with ledger.engine.begin() as conn:
+        write_documents(conn, documents)
+        write_rejections(conn, run_id, rejections)
+        if reads:
+            record_reads(conn, campaign, run_id, reads)  # what each file was read as (issue 41)
 
 
 #: Event-loop turns a group commit waits before it takes its group (no timer, no latency

@@ -82,6 +82,23 @@ STATES = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.state).where(SU
 CURRENT = select(SUBMISSIONS_T.c.idempotency_key, SUBMISSIONS_T.c.campaign, SUBMISSIONS_T.c.submitted_at).where(
     SUBMISSIONS_T.c.idempotency_key.in_(KEYS)
 )
+#: ``submitting`` again for a key that has a row (not a submitted one: a submitted row is never
+#: moved back), one more attempt; the new keys are inserted (``insert_new``).
+TO_SUBMITTING = (
+    update(SUBMISSIONS_T)
+    .where(SUBMISSIONS_T.c.idempotency_key == bindparam("k"), SUBMISSIONS_T.c.state != "submitted")
+    .values(
+        campaign=bindparam("v_campaign", type_=SUBMISSIONS_T.c.campaign.type),
+        document_id=bindparam("v_document_id", type_=SUBMISSIONS_T.c.document_id.type),
+        products=bindparam("v_products", type_=SUBMISSIONS_T.c.products.type),
+        mode=bindparam("v_mode", type_=SUBMISSIONS_T.c.mode.type),
+        state="submitting",
+        error_code=None,
+        error_message=None,
+        attempts=SUBMISSIONS_T.c.attempts + 1,
+        updated_at=NOW,
+    )
+)
 WITH_OUTCOMES = select(OUTCOMES_T.c.check_id).where(OUTCOMES_T.c.check_id.in_(bindparam("b_checks", expanding=True)))
 NEW_OUTCOMES = insert(OUTCOMES_T)
 _BY_DIALECT: dict[tuple[str, str], Any] = {}
@@ -209,39 +226,34 @@ def update_submissions(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 
 def insert_new(conn: Connection, table: Table, key: str, rows: list[dict[str, Any]]) -> set[str]:
-    """``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key`` of ``rows``; the keys inserted.
+    """``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key`` of ``rows``: the keys inserted."""
+    return set(insert_absent(conn, table, (key,), rows, returning=key))
+
+
+def insert_absent(
+    conn: Connection, table: Table, unique: tuple[str, ...], rows: list[dict[str, Any]], *, returning: str | None = None
+) -> list[Any]:
+    """``INSERT … ON CONFLICT (unique) DO NOTHING`` of ``rows`` (every row the same keys): rows
+    whose ``unique`` columns are there already are skipped, in ONE statement (PostgreSQL: one
+    fixed text of array parameters), not a look-up of the rows present followed by an insert.
+    With ``returning``, that column's values of the rows inserted.
 
     One statement for every row: an executemany, which SQLAlchemy sends as multi-row
     ``VALUES`` batches ("insertmanyvalues", one compiled statement whatever the count).
     """
     if not rows:
-        return set()
-    stmt = dialect_statement(
-        conn,
-        f"insert_new:{table.name}",
-        lambda d: d.insert(table).on_conflict_do_nothing(index_elements=[key]).returning(table.c[key]),
-    )
+        return []
     if is_postgres(conn):
-        return set(pg_insert(conn, table, rows, conflict=key, returning=key))
-    if len(rows) == 1:
-        return set(conn.execute(stmt, rows[0]).scalars())
-    return set(conn.execute(stmt, rows).scalars())
+        return pg_insert(conn, table, rows, conflict=unique[0] if len(unique) == 1 else unique, returning=returning)
 
+    def build(d: Any) -> Any:
+        stmt = d.insert(table).on_conflict_do_nothing(index_elements=list(unique))
+        return stmt.returning(table.c[returning]) if returning else stmt
 
-def insert_absent(conn: Connection, table: Table, unique: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """``INSERT … ON CONFLICT (unique) DO NOTHING`` of ``rows`` (every row the same keys): rows
-    whose ``unique`` columns are there already are skipped, in ONE statement (PostgreSQL: one
-    fixed text of array parameters), not a look-up of the rows present followed by an insert."""
-    if not rows:
-        return
-    if is_postgres(conn):
-        pg_insert(conn, table, rows, conflict=unique)
-        return
-    stmt = dialect_statement(
-        conn, f"insert_absent:{table.name}:{','.join(unique)}",
-        lambda d: d.insert(table).on_conflict_do_nothing(index_elements=list(unique)),
-    )  # fmt: skip
-    conn.execute(stmt, rows)
+    name = f"insert_absent:{table.name}:{','.join(unique)}:{returning or ''}"
+    stmt = dialect_statement(conn, name, build)
+    result = conn.execute(stmt, rows[0] if len(rows) == 1 else rows)
+    return list(result.scalars()) if returning else []
 
 
 def release(conn: Connection, claims: list[tuple[str, str]], now: datetime) -> None:

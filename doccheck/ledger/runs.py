@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import or_, text, update
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.bulk import document_row, write_documents, write_rejections
 from doccheck.ledger.in_list import one_of
-from doccheck.ledger.tables import DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow, utcnow
+from doccheck.ledger.tables import DocumentRow, OutcomeRow, RunRow, SubmissionRow, utcnow
 
 
 class Runs:
@@ -82,46 +84,10 @@ class Runs:
 
     def record_documents(self, run_id: str, documents: Iterable[Any]) -> int:
         """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent.
-
-        Only what the reports need is kept: hash, size, words, mode, key and the caller's
-        allowlisted metadata; never the text.
-        """
+        The documents' one writer, :func:`~doccheck.ledger.bulk.write_documents`."""
         campaign = self.campaign_of(run_id)
-        documents = list(documents)
-        count = 0
-        with self.session() as s:
-            # Only these documents' ids are looked up: a batch costs the same at row 100 and
-            # row 100,000 (reading the run's every id made a streamed run quadratic, issue 10).
-            ids = list({doc.document_id for doc in documents})
-            existing: set[str] = set()
-            for i in range(0, len(ids), 500):
-                stmt = select(DocumentRow.document_id).where(
-                    DocumentRow.run_id == run_id, col(DocumentRow.document_id).in_(ids[i : i + 500])
-                )
-                existing.update(s.exec(stmt).all())
-            for doc in documents:
-                if doc.document_id in existing:
-                    continue
-                existing.add(doc.document_id)
-                s.add(
-                    DocumentRow(
-                        run_id=run_id,
-                        campaign=campaign,
-                        document_id=doc.document_id,
-                        row_number=getattr(doc, "row_number", None),
-                        name=getattr(doc, "name", None),
-                        mode=getattr(doc, "mode", None),
-                        content_hash=getattr(doc, "content_hash", None),
-                        size_bytes=getattr(doc, "size_bytes", None),
-                        words=getattr(doc, "words", None),
-                        products=list(doc.products),
-                        idempotency_key=doc.idempotency_key,
-                        estimated_cost_cents=getattr(doc, "estimated_cost_cents", None),
-                        doc_metadata={str(k): v for k, v in (getattr(doc, "metadata", None) or {}).items()},
-                    )
-                )
-                count += 1
-        return count
+        with self.db.engine.begin() as conn:
+            return write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
 
     def send_as_text(self, run_id: str, key: str, text_key: str) -> int:
         """The run's documents under ``key`` now go as their text, under ``text_key`` (the service
@@ -136,30 +102,10 @@ class Runs:
             return int(moved.rowcount or 0)
 
     def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
-        """Record the rows refused before sending (planning's ``Rejection``); idempotent per run."""
-        with self.session() as s:
-            seen = {
-                (r.row_number, r.document_id, r.code)
-                for r in s.exec(select(RejectionRow).where(RejectionRow.run_id == run_id)).all()
-            }
-            count = 0
-            for r in rejections:
-                ident = (r.row_number, r.document_id, r.code)
-                if ident in seen:
-                    continue
-                seen.add(ident)
-                s.add(
-                    RejectionRow(
-                        run_id=run_id,
-                        row_number=r.row_number,
-                        document_id=r.document_id,
-                        field=r.field,
-                        code=r.code,
-                        reason=r.reason,
-                    )
-                )
-                count += 1
-        return count
+        """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
+        Their one writer, :func:`~doccheck.ledger.bulk.write_rejections`."""
+        with self.db.engine.begin() as conn:
+            return write_rejections(conn, run_id, list(rejections))
 
     def document_metadata(self, run_id: str) -> RunMetadata:
         """``document_id → metadata`` of a run, for joining caller columns into the reports.
@@ -307,3 +253,19 @@ def document_hashes(session: Session, run_id: str, document_ids: Iterable[str]) 
     )
     return dict(session.exec(stmt).all())
 
+
+def recorded_rows(session: Session, run_id: str, first_row: int, last_row: int) -> dict[int, dict[str, Any]]:
+    """The ledger's documents of ``run_id`` in rows ``first_row``..``last_row``, by row number, each
+    with its key's submission state (``state``, None when the key was never submitted): one query
+    on the documents' (run, row number) index, so a batch read back costs the same at row 100 and
+    at row 100,000 (:mod:`doccheck.pipeline.batches` reads a recorded plan one batch at a time)."""
+    t, sub = table_of(DocumentRow), table_of(SubmissionRow)
+    rows = session.execute(
+        sa_select(
+            t.c.row_number, t.c.document_id, t.c.idempotency_key, t.c.products, t.c.mode, t.c.content_hash, sub.c.state
+        )  # fmt: skip
+        .select_from(t.outerjoin(sub, sub.c.idempotency_key == t.c.idempotency_key))
+        .where(t.c.run_id == run_id, t.c.row_number >= first_row, t.c.row_number <= last_row)
+        .order_by(t.c.row_number)
+    ).mappings()
+    return {int(r["row_number"]): dict(r) for r in rows}

@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
 from doccheck.ledger._sqltypes import table_of
+from doccheck.ledger.bulk import Prepare, write_submitting
 from doccheck.ledger.in_list import one_of
 from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
@@ -75,48 +76,10 @@ class Submissions:
         """Write the intent BEFORE the request: a crash after the service answered leaves
         this row in ``submitting``, and the resume sends the same key again (a free replay).
 
-        Core statements, not ORM objects: this runs once per document on the hot path.
+        A group of one of the one route to ``submitting``, :func:`~doccheck.ledger.bulk.write_submitting`.
         """
-        t = table_of(SubmissionRow)
-        fields = {
-            "campaign": campaign,
-            "document_id": document_id,
-            "products": list(products),
-            "mode": mode,
-            "state": SubmissionState.SUBMITTING,
-            "error_code": None,
-            "error_message": None,
-        }
-        for attempt in range(2):
-            now = utcnow()
-            try:
-                with self.db.engine.begin() as conn:
-                    done = conn.execute(
-                        update(t)
-                        .where(t.c.idempotency_key == idempotency_key, t.c.state != SubmissionState.SUBMITTED)
-                        .values(**fields, attempts=t.c.attempts + 1, updated_at=now)
-                    ).rowcount
-                    if (
-                        not done
-                        and conn.execute(  # a submitted row is never moved back
-                            select(t.c.id).where(t.c.idempotency_key == idempotency_key)
-                        ).first()
-                        is None
-                    ):
-                        conn.execute(
-                            insert(t).values(
-                                idempotency_key=idempotency_key,
-                                **fields,
-                                attempts=1,
-                                replayed=False,
-                                created_at=now,
-                                updated_at=now,
-                            )  # fmt: skip
-                        )
-                return
-            except IntegrityError:  # inserted by another process meanwhile: update it
-                if attempt:
-                    raise
+        with self.db.engine.begin() as conn:
+            write_submitting(conn, [Prepare(idempotency_key, campaign, document_id, tuple(products), mode)], utcnow())
 
     def mark_upload_created(self, idempotency_key: str, upload_id: str) -> None:
         """Remember the upload id before the bytes are sent, so a resume can create the

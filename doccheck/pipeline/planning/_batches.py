@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.extract import cache as word_cache
-from doccheck.ledger import Ledger, set_run_products
-from doccheck.ledger.document_reads import record_reads
-from doccheck.ledger.plan_rows import recorded_rows, write_plan_group
+from doccheck.ledger import Ledger, document_row, record_plan_group, recorded_rows, set_run_products
 from doccheck.ledger.word_cache import LedgerWordStore
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
@@ -196,25 +194,6 @@ class _Batcher:
         return ref
 
 
-def _document_row(run_id: str, campaign: str, doc: PlannedDocument) -> dict[str, Any]:
-    """What ``Ledger.record_documents`` keeps of a document (never its text)."""
-    return {
-        "run_id": run_id,
-        "campaign": campaign,
-        "document_id": doc.document_id,
-        "row_number": doc.row_number,
-        "name": doc.name,
-        "mode": doc.mode,
-        "content_hash": doc.content_hash,
-        "size_bytes": doc.size_bytes,
-        "words": doc.words,
-        "products": list(doc.products),
-        "idempotency_key": doc.idempotency_key,
-        "estimated_cost_cents": doc.estimated_cost_cents,
-        "metadata": {str(k): v for k, v in (doc.metadata or {}).items()},
-    }
-
-
 def _absolute(manifest: str) -> str:
     """The manifest as the run records it: absolute, so a later collect or page (the shared
     passages, an export's sidecar) finds it from any working folder."""
@@ -292,10 +271,9 @@ class PlanRecording:
 
     def _close(self, ref: BatchRef | None) -> None:
         """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
-        write_plan_group(self.ledger, self.run_id, self._documents, self._rejections)
-        if self._read:
-            with self.ledger.engine.begin() as conn:
-                record_reads(conn, self.campaign, self.run_id, self._read)
+        record_plan_group(
+            self.ledger, self.run_id, self._documents, self._rejections, campaign=self.campaign, reads=self._read
+        )
         self._documents.clear()
         self._rejections.clear()
         self._read.clear()
@@ -324,7 +302,7 @@ class PlanRecording:
                 self._used_products.update(planned.products)
                 if (closed := self._batcher.add(outcome.row_number, self._cursor, planned)) is not None:
                     self._close(closed)  # before this row: it opens the next batch
-                self._documents.append(_document_row(self.run_id, self.campaign, planned))
+                self._documents.append(document_row(self.run_id, self.campaign, planned))
                 if planned.read_as:
                     self._read.append(planned)
                 yield planned
@@ -440,7 +418,8 @@ def read_batch(
     """
     name = campaign if campaign is not None else ledger.campaign_of(run_id)
     defaults, allowlist = run_defaults(products, metadata_columns)
-    recorded = recorded_rows(ledger, run_id, ref.first_row, ref.last_row)
+    with ledger.session() as s:
+        recorded = recorded_rows(s, run_id, ref.first_row, ref.last_row)
     loaded = LoadedBatch(ref=ref, documents=[])
     if (
         recorded
