@@ -38,7 +38,7 @@ from doccheck.ledger.tables import (
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
-    from doccheck.ledger.writer import LedgerWriter
+    from doccheck.pipeline.ledger_writer import LedgerWriter
 
 _DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
 T = TypeVar("T")

@@ -54,7 +54,6 @@ from doccheck.ledger.bulk import (
     record_documents,
 )
 from doccheck.ledger.transient import retry_transient
-from doccheck.ledger.writer import LedgerWriter
 from doccheck.pipeline._batch_result import BatchResult as BatchResult
 from doccheck.pipeline._batch_result import RowFailure as RowFailure
 from doccheck.pipeline._failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
@@ -62,6 +61,7 @@ from doccheck.pipeline._failures import error_code as _error_code
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal, service_of
 from doccheck.pipeline._progress import report
+from doccheck.pipeline.ledger_writer import LedgerWriter
 from doccheck.pipeline.planning._plan import as_text
 from doccheck.pipeline.sending._attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.sending._campaign_cap import bind_budget

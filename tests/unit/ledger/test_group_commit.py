@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from doccheck.ledger.bulk import GroupCommit
-from doccheck.ledger.writer import LedgerWriter
+from doccheck.pipeline.ledger_writer import LedgerWriter
 
 
 def committed(groups: list[list[int]]) -> Any:

@@ -22,7 +22,7 @@ from doccheck.ledger.bulk import (
     record_prepares,
 )
 from doccheck.ledger.tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
-from doccheck.ledger.writer import LedgerWriter
+from doccheck.pipeline.ledger_writer import LedgerWriter
 from tests.factories import check_json
 
 OWNER = "host:1:owner"
