@@ -2,10 +2,10 @@
 
 Why: recording one service answer cost three transactions (outcomes, the ``submitted``
 row with its charge, the claim's release), ~15 ms of a busy machine per document, and the
-ledger, not the network, set the pace of a run (issue 10). :class:`AnswerRecorder` is a
-group commit: each document's coroutine hands over its answer and waits; one call on the
-ledger's writer thread records every answer waiting at that moment in ONE transaction,
-then wakes them all. The crash-safety order of docs/ledger.md holds: the answers are
+ledger, not the network, set the pace of a run (issue 10). The pipeline's group commit
+(:class:`doccheck.pipeline.ledger_writer.GroupCommit`) hands every answer waiting at one
+moment to :func:`record_answers` (or :func:`record_answers_and_claims`), ONE transaction,
+on its writer thread; this module is the transactions, synchronous and free of asyncio. The crash-safety order of docs/ledger.md holds: the answers are
 written after the requests that produced them, before their claims are released (same
 transaction), and a crash before the commit leaves ``submitting`` rows that the next run
 replays for free. Only the common case is grouped (a row written by ``mark_submitting``, a
@@ -15,11 +15,10 @@ through ``Ledger.mark_submitted`` and ``Claims.release`` one by one, as before.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, insert, select
 
@@ -38,19 +37,12 @@ from doccheck.ledger.tables import (
 
 if TYPE_CHECKING:
     from doccheck.ledger.ledger import Ledger
-    from doccheck.pipeline.ledger_writer import LedgerWriter
 
 _DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
-T = TypeVar("T")
-R = TypeVar("R")
 
 __all__ = [
     "Answer",
-    "AnswerRecorder",
-    "ClaimPrepareRecorder",
     "ClaimRequest",
-    "GroupCommit",
-    "LedgerRound",
     "Prepare",
     "document_row",
     "mark_sending",
@@ -438,124 +430,3 @@ def record_plan_group(
         write_rejections(conn, run_id, rejections)
         if reads:
             record_reads(conn, campaign, run_id, reads)  # what each file was read as (issue 41)
-
-
-#: Event-loop turns a group commit waits before it takes its group (no timer, no latency
-#: beyond those turns): the documents woken by the previous commit, and the ones they let
-#: start, add their writes to the same transaction instead of the next one.
-GATHER_TURNS = 3
-
-
-class GroupCommit(Generic[T, R]):
-    """Group commit on the batch's writer thread: ``await group.record(item)`` returns once
-    ``many(ledger, items)`` has committed it together with every item that came meanwhile.
-
-    ``target`` and ``max_wait``: after its turns, a commit with fewer than ``target``
-    items waits up to ``max_wait`` seconds for more, unless ``idle()`` says nothing else
-    can add any (no request in flight). Why: a transaction's cost is mostly per
-    transaction (13 statements, a commit, two thread hand-offs), so rounds of ~1-4
-    documents spent ~0.8 ms of CPU a document; rounds of ~8-16 spend a third of that
-    (issue 10). The wait is bounded and taken while requests travel, so it adds no
-    idle time when the batch keeps enough documents in progress.
-    """
-
-    def __init__(
-        self,
-        ledger: Ledger,
-        writer: LedgerWriter,
-        many: Callable[[Ledger, list[T]], list[R] | None],
-        *,
-        target: int = 1,
-        max_wait: float = 0.0,
-        idle: Callable[[], bool] | None = None,
-    ) -> None:
-        self.ledger = ledger
-        self.writer = writer
-        self.many = many
-        self.target = target
-        self.max_wait = max_wait
-        self.idle = idle or (lambda: True)
-        self._pending: list[tuple[T, asyncio.Future[R | None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
-        self._enough: asyncio.Event | None = None
-
-    async def record(self, item: T) -> R | None:
-        """Return ``item``'s result once it is committed."""
-        future: asyncio.Future[R | None] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
-        self.nudge()
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
-        return await asyncio.shield(future)
-
-    def nudge(self) -> None:
-        """Commit now if the group is big enough or nothing else can join it (call it
-        when the condition behind ``idle`` may have changed)."""
-        if self._enough is not None and (len(self._pending) >= self.target or self.idle()):
-            self._enough.set()
-
-    async def _gather(self) -> None:
-        for _ in range(GATHER_TURNS):  # let the coroutines woken with this one add theirs
-            await asyncio.sleep(0)
-        if self.max_wait <= 0 or len(self._pending) >= self.target or self.idle():
-            return
-        self._enough = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._enough.wait(), self.max_wait)
-        except TimeoutError:
-            pass
-        finally:
-            self._enough = None
-
-    async def _flush(self) -> None:
-        while self._pending:
-            await self._gather()
-            group, self._pending = self._pending, []
-            try:
-                results = await self.writer.call(self.many, self.ledger, [item for item, _ in group])
-            except Exception:  # noqa: BLE001 - one bad item must not fail the others: one by one
-                for item, future in group:
-                    try:
-                        one = await self.writer.call(self.many, self.ledger, [item])
-                    except Exception as exc:  # noqa: BLE001
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(one[0] if one else None)
-                continue
-            for i, (_, future) in enumerate(group):
-                if not future.done():
-                    future.set_result(results[i] if results else None)
-
-
-def AnswerRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Answer, None]:  # noqa: N802 - a factory
-    """The group commit of answers (see the module's docstring)."""
-    return GroupCommit(ledger, writer, record_answers)
-
-
-def PrepareRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[Prepare, bool]:  # noqa: N802 - a factory
-    """The group commit of ``submitting`` + ``sending`` before the requests."""
-    return GroupCommit(ledger, writer, record_prepares)
-
-
-def ClaimRecorder(ledger: Ledger, writer: LedgerWriter) -> GroupCommit[ClaimRequest, tuple[bool, Any]]:  # noqa: N802
-    """The group commit of claims (and the fresh read of their submissions)."""
-    return GroupCommit(ledger, writer, record_claims)
-
-
-def LedgerRound(  # noqa: N802 - a factory
-    ledger: Ledger,
-    writer: LedgerWriter,
-    *,
-    target: int = 1,
-    max_wait: float = 0.0,
-    idle: Callable[[], bool] | None = None,
-) -> GroupCommit[Answer | ClaimRequest, Any]:
-    """The group commit of answers and claims together (``record_answers_and_claims``)."""
-    return GroupCommit(ledger, writer, record_answers_and_claims, target=target, max_wait=max_wait, idle=idle)
-
-
-def ClaimPrepareRecorder(  # noqa: N802 - a factory
-    ledger: Ledger, writer: LedgerWriter
-) -> GroupCommit[ClaimRequest, tuple[bool, Any, bool]]:
-    """The group commit of claims, each with ``submitting`` + ``sending`` when possible."""
-    return GroupCommit(ledger, writer, record_claims_then_prepare)

@@ -7,8 +7,7 @@ import asyncio
 import time
 from typing import Any
 
-from doccheck.ledger.bulk import GroupCommit
-from doccheck.pipeline.ledger_writer import LedgerWriter
+from doccheck.pipeline.ledger_writer import GroupCommit, LedgerWriter
 
 
 def committed(groups: list[list[int]]) -> Any:

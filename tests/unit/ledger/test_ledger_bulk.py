@@ -14,7 +14,6 @@ from doccheck.client import Check
 from doccheck.ledger import Ledger
 from doccheck.ledger.bulk import (
     Answer,
-    AnswerRecorder,
     ClaimRequest,
     Prepare,
     record_answers,
@@ -22,7 +21,7 @@ from doccheck.ledger.bulk import (
     record_prepares,
 )
 from doccheck.ledger.tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
-from doccheck.pipeline.ledger_writer import LedgerWriter
+from doccheck.pipeline.ledger_writer import GroupCommit, LedgerWriter
 from tests.factories import check_json
 
 OWNER = "host:1:owner"
@@ -110,7 +109,7 @@ def test_recorder_groups_concurrent_answers_into_few_transactions(fresh_url: str
         return await original(fn, *args, **kwargs)
 
     writer.call = counting  # type: ignore[method-assign]
-    recorder = AnswerRecorder(ledger, writer)
+    recorder = GroupCommit(ledger, writer, record_answers)
 
     async def main() -> None:
         await asyncio.gather(*(
