@@ -58,6 +58,8 @@ The tree (the package that raises each error on the right)::
     ├── ReportError (ValueError) .................. doccheck.outputs
     ├── FolderError (OSError) ..................... doccheck.outputs
     ├── CatalogError (OSError) .................... doccheck.outputs
+    ├── DispositionError (ValueError) ............. doccheck.ledger
+    ├── PurgeError (ValueError) ................... doccheck.ledger
     ├── DeliveryTooLarge .......................... doccheck.receiver
     ├── ServiceError (RuntimeError) ............... doccheck.commands
     └── ShardsFailed (RuntimeError) ............... flows (the sharded run)
@@ -84,6 +86,7 @@ __all__ = [
     "DeliveryTooLarge",
     "DocCheckBaseError",
     "DocCheckError",
+    "DispositionError",
     "DocumentNotFound",
     "DocumentTooLarge",
     "EmptyDocument",
@@ -109,6 +112,7 @@ __all__ = [
     "PasswordProtected",
     "PaymentRequiredError",
     "PermissionDeniedError",
+    "PurgeError",
     "RateLimitError",
     "ReportError",
     "RosterError",
@@ -447,6 +451,18 @@ class FolderError(DocCheckBaseError, OSError):
 
 class CatalogError(DocCheckBaseError, OSError):
     """The catalog cannot be opened (none written yet) or built."""
+
+
+# --- the ledger (doccheck.ledger) -------------------------------------------------------
+
+
+class DispositionError(DocCheckBaseError, ValueError):
+    """A reviewer's decision that cannot be recorded (an unknown status, or a document the
+    campaign never had)."""
+
+
+class PurgeError(DocCheckBaseError, ValueError):
+    """A purge asked for nothing, or for something that cannot be found."""
 
 
 # --- the webhook receiver (doccheck.receiver) -------------------------------------------

@@ -59,9 +59,9 @@ def purge(
 ) -> None:
     """Delete a campaign's or run's ledger rows, webhook bodies and report folders (dry run unless --yes)."""
     from doccheck.config import load_settings
+    from doccheck.errors import PurgeError
     from doccheck.ledger.engine import create_ledger_engine, redact_url
     from doccheck.ledger.purge import (
-        PurgeError,
         drop_event_bodies,
         execute_purge,
         legacy_secret_rows,

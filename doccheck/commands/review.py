@@ -27,8 +27,8 @@ def review(
 ) -> None:
     """Record a review decision (cleared, discussed, referred) for a document of a campaign; the next report shows it."""
     from doccheck.config import load_settings
+    from doccheck.errors import DispositionError
     from doccheck.ledger import Ledger
-    from doccheck.ledger.dispositions import DispositionError
 
     err = Console(stderr=True)
     ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)

@@ -24,19 +24,15 @@ from datetime import datetime
 
 from sqlmodel import col, select
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import DispositionError
 from doccheck.ledger._base import Database
 from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DispositionRow, DocumentRow, utcnow
 
-__all__ = ["STATUSES", "Disposition", "DispositionError", "Dispositions"]
+__all__ = ["STATUSES", "Disposition", "Dispositions"]
 
 #: The decisions a reviewer can record.
 STATUSES = ("cleared", "discussed", "referred")
-
-
-class DispositionError(DocCheckBaseError, ValueError):
-    """A decision that cannot be recorded: an unknown status, or a document the campaign never had."""
 
 
 @dataclass(frozen=True)

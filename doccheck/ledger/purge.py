@@ -42,7 +42,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import PurgeError
 from doccheck.ledger.purge_residue import (
     export_folders,
     is_export_folder,
@@ -61,10 +61,6 @@ LEGACY_SECRETS_TABLE = "webhook_secrets"
 #: The default of how long an event id is remembered (``Settings.webhook.event_window_days``).
 EVENT_WINDOW = timedelta(days=WEBHOOK_EVENT_WINDOW_DAYS)
 UNKNOWN_BODY_TTL = timedelta(days=7)  # then an unapplied event's check is one the ledger does not know
-
-
-class PurgeError(DocCheckBaseError, ValueError):
-    """The purge was asked for nothing, or for something that cannot be found."""
 
 
 @dataclass
@@ -383,7 +379,6 @@ def legacy_secret_rows(engine: Engine, *, apply: bool) -> int:
 
 
 __all__ = [
-    "PurgeError",
     "PurgePlan",
     "PurgeResult",
     "drop_event_bodies",

@@ -21,7 +21,7 @@ def set_disposition(
     database_url: str | None = None,
 ) -> Disposition:
     """Record ``status`` (cleared, discussed or referred) for a document of ``campaign``;
-    raises :class:`~doccheck.ledger.dispositions.DispositionError` for an unknown status or document."""
+    raises :class:`~doccheck.errors.DispositionError` for an unknown status or document."""
     from doccheck.config import load_settings
     from doccheck.ledger import Ledger
 

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from doccheck.cli import app
+from doccheck.errors import DispositionError
 from doccheck.ledger import Ledger
-from doccheck.ledger.dispositions import DispositionError
 from doccheck.ledger.purge import execute_purge, plan_purge
 from doccheck.ledger.tables import DocumentRow
 from doccheck.outputs.instructor import write_instructor_files

@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import text
 
 from doccheck.commands.purge import parse_age
+from doccheck.errors import PurgeError
 from doccheck.ledger import Ledger
-from doccheck.ledger.purge import PurgeError, execute_purge, plan_purge
+from doccheck.ledger.purge import execute_purge, plan_purge
 
 
 @pytest.mark.parametrize(("given", "age"), [("30", timedelta(days=30)), ("30d", timedelta(days=30)),
