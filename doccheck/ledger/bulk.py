@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, insert, select
 
 from doccheck import domain
-from doccheck.ledger import bulk_sql as sql
+from doccheck.ledger import _bulk_sql as sql
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.document_reads import record_reads
 from doccheck.ledger.engine import READ_ONLY

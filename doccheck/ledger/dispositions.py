@@ -26,7 +26,7 @@ from sqlmodel import col, select
 
 from doccheck.errors import DispositionError
 from doccheck.ledger._base import Database
-from doccheck.ledger.in_list import one_of
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger.tables import DispositionRow, DocumentRow, utcnow
 
 __all__ = ["STATUSES", "Disposition", "Dispositions"]

@@ -15,8 +15,8 @@ from sqlmodel import Session, col, select
 
 from doccheck.client import ServiceProfile, current_profile, normalise_check
 from doccheck.ledger._base import Database, dump, parse_time
+from doccheck.ledger._merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields
 from doccheck.ledger.money import insert_many_ignore, refresh_refund
 from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow, utcnow

@@ -13,7 +13,7 @@ The facade composes one object per job, each in its own module and each receivin
 - ``Ledger.submissions`` (:mod:`~doccheck.ledger.submissions`): the submission state machine;
 - ``Ledger.claims`` (:mod:`~doccheck.ledger.claims`): claims on keys in flight, sends in doubt;
 - ``Ledger.outcomes`` (:mod:`~doccheck.ledger.outcomes`): per-product outcomes, merged by the
-  pure rules of :mod:`~doccheck.ledger.merge`;
+  pure rules of :mod:`~doccheck.ledger._merge`;
 - ``Ledger.webhook_events`` (:mod:`~doccheck.ledger.events`): webhook events, stored then applied;
 - ``Ledger.queries`` (:mod:`~doccheck.ledger.queries`): pending work, counts, reports, summaries.
 
@@ -30,12 +30,12 @@ from typing import Any
 from doccheck.ledger._base import Database
 from doccheck.ledger._base import dump as _dump
 from doccheck.ledger._base import parse_time as _parse_time
+from doccheck.ledger._merge import PRODUCTS, TERMINAL
+from doccheck.ledger._merge import product_fields as _product_fields
 from doccheck.ledger.claims import Claims
 from doccheck.ledger.dispositions import Dispositions
 from doccheck.ledger.engine import redact_url
 from doccheck.ledger.events import Events
-from doccheck.ledger.merge import PRODUCTS, TERMINAL
-from doccheck.ledger.merge import product_fields as _product_fields
 from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.queries import PendingCheck, Queries
 from doccheck.ledger.runs import RunMetadata, Runs

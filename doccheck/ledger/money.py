@@ -31,8 +31,8 @@ from sqlalchemy.engine import Connection
 
 from doccheck.client import INVALID_RESPONSE, assumptions
 from doccheck.domain import ProductState
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow, OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)

@@ -1,7 +1,7 @@
 """Outcomes: one row per (check, product), merged from polls and webhook events.
 
 Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. The rules of the merge are
-pure functions in :mod:`doccheck.ledger.merge`; this module finds or creates the rows
+pure functions in :mod:`doccheck.ledger._merge`; this module finds or creates the rows
 (safe against another process creating them at the same moment) and records money.
 """
 
@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from doccheck.ledger._base import Database, dump, parse_time
-from doccheck.ledger.merge import PRODUCTS, merge_product, product_fields
+from doccheck.ledger._merge import PRODUCTS, merge_product, product_fields
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
@@ -58,7 +58,7 @@ class Outcomes:
         raw: Mapping[str, Any],
         completed_at: datetime | None,
     ) -> str:
-        """Merge one product's fields (:func:`~doccheck.ledger.merge.merge_product`'s verdict)."""
+        """Merge one product's fields (:func:`~doccheck.ledger._merge.merge_product`'s verdict)."""
         return merge_product(row, fields, source=source, raw=raw, completed_at=completed_at)
 
     def apply_check(

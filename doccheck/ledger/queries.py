@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
-from doccheck.ledger.merge import TERMINAL
+from doccheck.ledger._merge import TERMINAL
 from doccheck.ledger.report import build_report_rows, summarize
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
 

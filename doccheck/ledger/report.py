@@ -19,9 +19,9 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import TEXT_KEY_SUFFIX, ProductState, SubmissionState, sent_as
 from doccheck.ledger._base import Database
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.document_reads import count_misnamed, read_columns, reads_for_documents
-from doccheck.ledger.in_list import one_of
 from doccheck.ledger.notices import contradiction_notes, contradictions, product_failures
 from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger.tables import CheckCostRow, DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow

@@ -16,9 +16,9 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.bulk import document_row, write_documents, write_rejections
-from doccheck.ledger.in_list import one_of
 from doccheck.ledger.tables import DocumentRow, OutcomeRow, RunRow, SubmissionRow, utcnow
 
 

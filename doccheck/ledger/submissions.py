@@ -18,10 +18,10 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger._in_list import one_of
+from doccheck.ledger._merge import PRODUCTS
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger.bulk import Prepare, write_submitting
-from doccheck.ledger.in_list import one_of
-from doccheck.ledger.merge import PRODUCTS
 from doccheck.ledger.money import record_charge
 from doccheck.ledger.outcomes import Outcomes
 from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow

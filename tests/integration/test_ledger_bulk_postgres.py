@@ -32,7 +32,7 @@ def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgre
     with no exact JSON text (a NaN, a naive datetime) takes the array form."""
     from datetime import UTC, datetime, timedelta, timezone
 
-    from doccheck.ledger import bulk_sql
+    from doccheck.ledger import _bulk_sql as bulk_sql
     from doccheck.ledger.tables import SubmissionRow
 
     table = bulk_sql.table_of(SubmissionRow)
@@ -78,7 +78,7 @@ def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postg
     (a sequential scan a round, a run's whole table each time)."""
     from datetime import UTC, datetime
 
-    from doccheck.ledger import bulk_sql
+    from doccheck.ledger import _bulk_sql as bulk_sql
     from doccheck.ledger.tables import SubmissionRow
 
     table = bulk_sql.table_of(SubmissionRow)
@@ -114,7 +114,7 @@ def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyze
     table never analysed took each id for 0.5 % of the table and read all of it every round."""
     from datetime import UTC, datetime
 
-    from doccheck.ledger import bulk_sql
+    from doccheck.ledger import _bulk_sql as bulk_sql
     from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
     now = datetime.now(UTC)

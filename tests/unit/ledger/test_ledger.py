@@ -376,8 +376,8 @@ def test_one_of_finds_what_in_finds_as_one_short_statement(ledger: Ledger) -> No
     PostgreSQL as ``= ANY(array)``, a statement text that does not grow with the values."""
     from sqlalchemy import select
 
+    from doccheck.ledger._in_list import one_of
     from doccheck.ledger._sqltypes import table_of
-    from doccheck.ledger.in_list import one_of
     from doccheck.ledger.tables import SubmissionRow
 
     keys = [f"k{i}" for i in range(30)]

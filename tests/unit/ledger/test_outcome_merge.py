@@ -1,4 +1,4 @@
-"""The pure merge rules of outcomes (doccheck.ledger.merge), without a database.
+"""The pure merge rules of outcomes (doccheck.ledger._merge), without a database.
 
 An ``OutcomeRow`` is a plain object until it is added to a session, so the rules are
 exercised on rows built in memory.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from doccheck.ledger.merge import event_product_data, merge_product, product_fields
+from doccheck.ledger._merge import event_product_data, merge_product, product_fields
 from doccheck.ledger.tables import OutcomeRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -5,7 +5,7 @@ of 1,000 values is a new ~10 KB statement text each time: psycopg neither caches
 nor prepares it (texts over 4 KB are not kept), and the server parses and plans it again. A
 100,000-document rerun on PostgreSQL spent ~18 s of its 46 s waiting on such lookups. ``=
 ANY(:array)`` is one short text whatever the count, parsed once and prepared, the values sent as
-one array parameter (the submit path's fixed statements do the same, ``bulk_sql.keyed``).
+one array parameter (the submit path's fixed statements do the same, ``_bulk_sql.keyed``).
 SQLite keeps ``IN`` (no arrays; its parsing is local and cheap).
 """
 
