@@ -15,7 +15,7 @@ import ast
 import gc
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LEDGER = ROOT / "doccheck" / "ledger"
 FOLDERS = ("doccheck", "flows", "tasks", "deployments", "prefect_doccheck")
 
