@@ -25,6 +25,7 @@ PACKAGES = [
     "doccheck.emulator",
     "doccheck.extract",
     "doccheck.guards",
+    "doccheck.ledger",
     "doccheck.matching",
     "doccheck.notebook",
     "doccheck.outputs",

@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tests.source_code import parse_source
+
 ROOT = Path(__file__).resolve().parents[2]
 MAPPED = {
     "flows": "prefect_doccheck.flows",
@@ -61,7 +63,7 @@ def test_every_package_says_its_one_job() -> None:
     silent = []
     for top in ("doccheck", "prefect_doccheck", *MAPPED):
         for init in sorted((ROOT / top).rglob("__init__.py")):
-            docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            docstring = ast.get_docstring(parse_source(init))
             if not docstring or len(docstring.split()) < 5:
                 silent.append(str(init.relative_to(ROOT)))
     assert silent == []

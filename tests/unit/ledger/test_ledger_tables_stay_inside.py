@@ -12,8 +12,9 @@ and benchmarks may look inside.
 from __future__ import annotations
 
 import ast
-import gc
 from pathlib import Path
+
+from tests.source_code import parse_source
 
 ROOT = Path(__file__).resolve().parents[3]
 LEDGER = ROOT / "doccheck" / "ledger"
@@ -28,26 +29,13 @@ def _tables_module() -> Path:
 
 def _table_classes() -> set[str]:
     """The SQLModel classes declared with ``table=True`` (one per ledger table)."""
-    tree = _parse(_tables_module().read_text(encoding="utf-8"))
+    tree = parse_source(_tables_module().read_text(encoding="utf-8"))
     return {
         node.name
         for node in tree.body
         if isinstance(node, ast.ClassDef)
         and any(k.arg == "table" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords)
     }
-
-
-def _parse(source: str) -> ast.Module:
-    """``ast.parse`` with the garbage collector paused: on CPython 3.11 a finalizer of an earlier
-    test's objects that runs mid-parse and compiles code itself breaks the parse ("AST constructor
-    recursion depth mismatch"), seen after tests/unit/test_batches.py."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return ast.parse(source)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _type_checking_nodes(tree: ast.Module) -> set[int]:
@@ -62,7 +50,7 @@ def _type_checking_nodes(tree: ast.Module) -> set[int]:
 
 def _violations(source: str, where: str, tables_module: str, classes: set[str]) -> list[str]:
     """The imports of ``source`` (the text of module ``where``) that break the rule, in line order."""
-    tree = _parse(source)
+    tree = parse_source(source)
     typing_only = _type_checking_nodes(tree)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
