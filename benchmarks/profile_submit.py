@@ -41,8 +41,8 @@ from pipeline_throughput import emulator_checks, start_emulator, write_manifest 
 from submit_marginal import raw_loop, submit  # noqa: E402
 
 from doccheck.ledger import Ledger  # noqa: E402
-from doccheck.pipeline import ledger_writer as writer_module  # noqa: E402
 from doccheck.pipeline import load_plan  # noqa: E402
+from doccheck.pipeline.sending import _ledger_writer as writer_module  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK")
 

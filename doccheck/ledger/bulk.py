@@ -3,7 +3,7 @@
 Why: recording one service answer cost three transactions (outcomes, the ``submitted``
 row with its charge, the claim's release), ~15 ms of a busy machine per document, and the
 ledger, not the network, set the pace of a run (issue 10). The pipeline's group commit
-(:class:`doccheck.pipeline.ledger_writer.GroupCommit`) hands every answer waiting at one
+(:class:`doccheck.pipeline.sending._ledger_writer.GroupCommit`) hands every answer waiting at one
 moment to :func:`record_answers` (or :func:`record_answers_and_claims`), ONE transaction,
 on its writer thread; this module is the transactions, synchronous and free of asyncio. The crash-safety order of docs/ledger.md holds: the answers are
 written after the requests that produced them, before their claims are released (same

@@ -59,10 +59,10 @@ from doccheck.pipeline._failures import error_code as _error_code
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal, service_of
 from doccheck.pipeline._progress import report
-from doccheck.pipeline.ledger_writer import GroupCommit, LedgerWriter
 from doccheck.pipeline.planning._plan import as_text
 from doccheck.pipeline.sending._attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.sending._campaign_cap import bind_budget
+from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation, with_reference
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY

@@ -21,7 +21,7 @@ from doccheck.ledger.bulk import (
     record_prepares,
 )
 from doccheck.ledger.tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
-from doccheck.pipeline.ledger_writer import GroupCommit, LedgerWriter
+from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 from tests.factories import check_json
 
 OWNER = "host:1:owner"

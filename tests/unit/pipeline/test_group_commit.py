@@ -7,7 +7,7 @@ import asyncio
 import time
 from typing import Any
 
-from doccheck.pipeline.ledger_writer import GroupCommit, LedgerWriter
+from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 
 
 def committed(groups: list[list[int]]) -> Any:
