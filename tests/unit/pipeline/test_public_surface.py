@@ -18,8 +18,9 @@ PIPELINE = ROOT / "doccheck" / "pipeline"
 JOBS = ("planning", "sending", "collecting")
 #: The code that runs the pipeline; tests may import a private module (its own unit tests).
 CALLERS = ("doccheck", "flows", "tasks", "prefect_doccheck", "deployments", "benchmarks")
-#: The profiler times the run sequence by wrapping its module's functions: it needs the module.
-INSTRUMENTS = {"benchmarks/profile_command.py"}
+#: The profilers time the run sequence and the ledger writer by wrapping their modules' functions:
+#: they need the modules.
+INSTRUMENTS = {"benchmarks/profile_command.py", "benchmarks/profile_submit.py"}
 
 
 def test_every_name_of_the_surface_is_exported_once_and_resolves() -> None:
