@@ -10,7 +10,7 @@ demo: $(STAMP)
 	$(BIN)/doccheck demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider -n 2
 	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider -n 2 --durations=25
 
 unit: $(STAMP)
