@@ -60,6 +60,10 @@ The tree (the package that raises each error on the right)::
     ├── CatalogError (OSError) .................... doccheck.outputs
     ├── DispositionError (ValueError) ............. doccheck.ledger
     ├── PurgeError (ValueError) ................... doccheck.ledger
+    ├── FatalSubmitError (RuntimeError) ........... doccheck.pipeline: the batch stops
+    ├── ClaimLost (RuntimeError) .................. doccheck.pipeline
+    ├── RecordingStopped (RuntimeError) ........... doccheck.pipeline
+    ├── ShardConfigError (ValueError) ............. doccheck.pipeline
     ├── DeliveryTooLarge .......................... doccheck.receiver
     ├── ServiceError (RuntimeError) ............... doccheck.commands
     └── ShardsFailed (RuntimeError) ............... flows (the sharded run)
@@ -81,6 +85,7 @@ __all__ = [
     "AuthenticationError",
     "CatalogError",
     "CellProblem",
+    "ClaimLost",
     "ConfigurationError",
     "ConflictError",
     "DeliveryTooLarge",
@@ -95,6 +100,7 @@ __all__ = [
     "ExtractionError",
     "ExtractionLimitExceeded",
     "ExtractionStopped",
+    "FatalSubmitError",
     "FolderError",
     "ImageOnlyPdf",
     "ImageWithoutText",
@@ -114,12 +120,14 @@ __all__ = [
     "PermissionDeniedError",
     "PurgeError",
     "RateLimitError",
+    "RecordingStopped",
     "ReportError",
     "RosterError",
     "SecretFileError",
     "ServerError",
     "ServiceError",
     "SettingsError",
+    "ShardConfigError",
     "ShardsFailed",
     "SignatureError",
     "StaleSignature",
@@ -463,6 +471,25 @@ class DispositionError(DocCheckBaseError, ValueError):
 
 class PurgeError(DocCheckBaseError, ValueError):
     """A purge asked for nothing, or for something that cannot be found."""
+
+
+# --- the pipeline (doccheck.pipeline) ---------------------------------------------------
+
+
+class FatalSubmitError(DocCheckBaseError, RuntimeError):
+    """A configuration problem that would fail every document (401): the batch stops."""
+
+
+class ClaimLost(DocCheckBaseError, RuntimeError):
+    """This submitter's lease on a key expired (it stalled): it must not send the key."""
+
+
+class RecordingStopped(DocCheckBaseError, RuntimeError):
+    """The submission failed for good, so the recording stops (raised in the recording thread)."""
+
+
+class ShardConfigError(DocCheckBaseError, ValueError):
+    """A shard setting that cannot work (a bad count, or a ledger workers cannot share)."""
 
 
 # --- the webhook receiver (doccheck.receiver) -------------------------------------------

@@ -24,9 +24,9 @@ Typical use from a notebook::
 
 from __future__ import annotations
 
+from doccheck.errors import FatalSubmitError, ShardConfigError
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline._entry_point import prefect_integration
-from doccheck.pipeline._failures import FatalSubmitError
 from doccheck.pipeline._options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_SUBMIT_DEADLINE_SECONDS,
@@ -69,7 +69,7 @@ from doccheck.pipeline.planning._batches import BatchRef, RecordedPlan, load_bat
 from doccheck.pipeline.planning._dry_run import dry_run
 from doccheck.pipeline.planning._plan import Plan, PlannedDocument, load_plan, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned
-from doccheck.pipeline.planning._shards import ShardConfigError, check_shared_ledger, in_shard, validate_shard
+from doccheck.pipeline.planning._shards import check_shared_ledger, in_shard, validate_shard
 from doccheck.pipeline.sending._budget import Budget
 from doccheck.pipeline.sending._pacing import ChunkPacer, PacedTransport
 from doccheck.pipeline.sending._reconcile import reference_for

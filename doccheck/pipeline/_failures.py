@@ -7,20 +7,12 @@ callers (Prefect retry conditions, the CLI) branch on these classes without impo
 from __future__ import annotations
 
 from doccheck.client import AuthenticationError, DocCheckError, NetworkError, RateLimitError, ServerError
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import FatalSubmitError
 
-__all__ = ["TRANSIENT_ERRORS", "ClaimLost", "FatalSubmitError", "error_code", "first_error"]
+__all__ = ["TRANSIENT_ERRORS", "error_code", "first_error"]
 
 #: Errors after which the request may succeed later: requeued, never a final failure.
 TRANSIENT_ERRORS = (RateLimitError, ServerError, NetworkError)
-
-
-class FatalSubmitError(DocCheckBaseError, RuntimeError):
-    """A configuration problem that would fail every document (401): the batch stops."""
-
-
-class ClaimLost(DocCheckBaseError, RuntimeError):
-    """This submitter's lease on a key expired (it stalled): it must not send the key."""
 
 
 def error_code(exc: DocCheckError) -> str:

@@ -34,7 +34,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import RecordingStopped
 from doccheck.ledger import Ledger
 from doccheck.pipeline._batch_result import BatchResult
 from doccheck.pipeline._options import RunOptions
@@ -45,10 +45,6 @@ from doccheck.pipeline.sending._submit_options import SubmitOptions
 from doccheck.pipeline.sending._submit_stream import submit_stream
 
 __all__ = ["OverlappingLocalSteps", "RecordingStopped", "record_and_submit"]
-
-
-class RecordingStopped(DocCheckBaseError, RuntimeError):
-    """The submission failed for good, so the recording stops (raised in the recording thread)."""
 
 
 #: Recorded batches waiting for the submitter at most; past that the recording thread waits

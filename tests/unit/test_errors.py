@@ -53,18 +53,13 @@ def test_former_bases_are_kept() -> None:
     assert issubclass(DocCheckError, DocCheckBaseError) and issubclass(SignatureError, DocCheckBaseError)
 
 
-#: Packages whose errors still live beside their code: the ledger and the pipeline move theirs
-#: into doccheck.errors in their own restructuring (issue 42), then leave this tuple.
-NOT_YET_MOVED = ("doccheck.pipeline",)
-
-
 def test_every_library_error_lives_in_the_errors_module() -> None:
     import doccheck.errors
 
     elsewhere = [
         f"{error.__module__}.{error.__qualname__}"
         for error in _library_exceptions()
-        if error.__module__ != "doccheck.errors" and not error.__module__.startswith(NOT_YET_MOVED)
+        if error.__module__ != "doccheck.errors"
     ]
     assert elsewhere == []
     defined = [n for n, v in vars(doccheck.errors).items() if inspect.isclass(v) and issubclass(v, BaseException)]

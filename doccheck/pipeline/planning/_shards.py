@@ -15,16 +15,12 @@ import hashlib
 
 from sqlalchemy.engine import make_url
 
-from doccheck.errors import DocCheckBaseError
+from doccheck.errors import ShardConfigError
 
 __all__ = ["ShardConfigError", "check_shared_ledger", "in_shard", "shard_of", "validate_shard"]
 
 #: Upper bound on the number of shards: each is a flow run, a process and a ledger pool.
 MAX_SHARDS = 1024
-
-
-class ShardConfigError(DocCheckBaseError, ValueError):
-    """A shard setting that cannot work (a bad count, or a ledger workers cannot share)."""
 
 
 def shard_of(idempotency_key: str, shards: int) -> int:

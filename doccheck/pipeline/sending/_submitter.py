@@ -42,6 +42,7 @@ from doccheck.client import (
     unsupported_type_refusal,
 )
 from doccheck.domain import SubmissionState
+from doccheck.errors import ClaimLost, FatalSubmitError
 from doccheck.extract import ExtractionError, extension_of, extract_text, is_supported
 from doccheck.ledger import Ledger, bulk
 from doccheck.ledger.bulk import (
@@ -54,7 +55,7 @@ from doccheck.ledger.bulk import (
 from doccheck.ledger.transient import retry_transient
 from doccheck.pipeline._batch_result import BatchResult as BatchResult
 from doccheck.pipeline._batch_result import RowFailure as RowFailure
-from doccheck.pipeline._failures import TRANSIENT_ERRORS, ClaimLost, FatalSubmitError, first_error
+from doccheck.pipeline._failures import TRANSIENT_ERRORS, first_error
 from doccheck.pipeline._failures import error_code as _error_code
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal, service_of

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from doccheck.errors import RecordingStopped
 from doccheck.ledger import Ledger
 from doccheck.ledger.tables import DocumentRow
-from doccheck.pipeline._overlap import RecordingStopped, _Handover
+from doccheck.pipeline._overlap import _Handover
 from doccheck.pipeline.planning._batches import BatchRef, start_recording
 
 
