@@ -1,4 +1,5 @@
-"""Real DOCX, PDF and HTML files from other projects' corpora match independent word counts.
+"""Real files from other projects' corpora: DOCX, PDF and HTML match independent word counts;
+DOC, ODT, RTF and PPTX match the text they are known to hold.
 
 See tests/data/documents/README.md for the sources, licences, references and tolerance.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import docx
@@ -15,6 +17,7 @@ import pytest
 from doccheck.extract import ImageOnlyPdf, count_words, extract_text
 
 DOCUMENTS = Path(__file__).parents[2] / "data" / "documents"
+KNOWN_TEXT = DOCUMENTS / "textract"
 EXPECTED = json.loads((DOCUMENTS / "expected.json").read_text(encoding="utf-8"))["documents"]
 
 
@@ -47,3 +50,17 @@ def test_the_old_python_docx_traversal_was_outside_the_tolerance() -> None:
     parts += [cell.text for table in document.tables for row in table.rows for cell in row.cells]
     legacy = count_words("\n".join(parts))
     assert legacy - entry["words"] > _tolerance(entry["words"])
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+@pytest.mark.parametrize("kind", ["doc", "odt", "rtf", "pptx"])
+def test_real_file_reads_its_known_text(kind: str) -> None:
+    """The same words in the same order as the text the file is known to hold (textract's)."""
+    path = KNOWN_TEXT / f"raw_text.{kind}"
+    known = (KNOWN_TEXT / f"raw_text.{kind}.txt").read_text(encoding="utf-8")
+    text = extract_text(path.read_bytes(), path.name)
+    assert _words(text) == _words(known)
+    assert count_words(text) == count_words(known)
