@@ -53,8 +53,7 @@ from pipeline_throughput import WORDS  # noqa: E402 - the same vocabulary (bench
 
 from doccheck.client import DocCheckClient  # noqa: E402
 from doccheck.commands.services import Service, doccheck_command, free_port, prefect_command, start_service  # noqa: E402
-from doccheck.ledger import Ledger, SubmissionRow  # noqa: E402
-from doccheck.ledger.money import campaign_money  # noqa: E402
+from doccheck.ledger import Ledger, SubmissionRow, campaign_money  # noqa: E402
 from doccheck.webhooks import SecretFile  # noqa: E402
 
 API_KEY = "sk_test_chaos"

@@ -31,8 +31,7 @@ from doccheck.client import (  # noqa: E402
     CheckList,
     Submission,  # noqa: E402
 )
-from doccheck.ledger import Ledger  # noqa: E402
-from doccheck.ledger.claims import Claims  # noqa: E402
+from doccheck.ledger import Claims, Ledger  # noqa: E402
 from doccheck.pipeline import PlannedDocument, SubmitOptions, submit_batch  # noqa: E402
 
 

@@ -43,7 +43,7 @@ def fresh_database(server_url: str, name: str | None = None) -> str:
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from doccheck.ledger.engine import normalize_url
+    from doccheck.ledger import normalize_url
 
     name = name or f"bench_{uuid.uuid4().hex[:10]}"
     url = make_url(normalize_url(server_url))

@@ -29,9 +29,8 @@ for extra in (ROOT, ROOT / "benchmarks"):
 
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 
-from doccheck.ledger import Ledger  # noqa: E402
+from doccheck.ledger import Answer, ClaimRequest, Ledger, Prepare, record_answers_and_claims  # noqa: E402
 from doccheck.ledger import _bulk_sql as bulk_sql  # noqa: E402
-from doccheck.ledger.bulk import Answer, ClaimRequest, Prepare, record_answers_and_claims  # noqa: E402
 
 
 def one_run(url: str, documents: int, size: int) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.ledger import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline import (
     DEFAULT_CONCURRENCY,
     DEFAULT_SUBMIT_DEADLINE_SECONDS,
@@ -76,7 +76,7 @@ def _shard_run_name() -> str:
 
 def _check_run_recorded(database_url: str, run_id: str) -> None:
     """Fail at once, naming the fix, when this worker's ledger is not the parent's."""
-    from doccheck.ledger.engine import redact_url
+    from doccheck.ledger import redact_url
     from doccheck.pipeline import ledger_for
 
     if ledger_for(database_url).get_run(run_id) is None:

@@ -157,7 +157,7 @@ async def record_and_submit_task(
     the result counts and refs: no text reaches a parameter, a result or a state.
 
     No task retries: a ledger blip is retried by the library call itself
-    (``doccheck.ledger.transient``), a 429/5xx/network error requeues the document until the
+    (``doccheck.ledger._transient``), a 429/5xx/network error requeues the document until the
     submit deadline, and what still fails (a database down for longer, a 401) fails the flow run
     with the run recorded so far; the same command run again records the rest and sends only
     what the ledger does not show submitted (one check, one charge a document).

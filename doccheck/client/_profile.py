@@ -161,7 +161,7 @@ _REFUSED_TYPES: set[str] = set()
 def learn_refused_type(filename: str) -> bool:
     """Remember that the service refused ``filename``'s type (a 415, or a 422 naming the type):
     later files of that type in this process are planned and sent as text. True when new (the
-    caller keeps it for the next processes: ``doccheck.ledger.refused_types``)."""
+    caller keeps it for the next processes: ``doccheck.ledger._refused_types``)."""
     ext = extension_of(filename)
     if not ext or ext in _REFUSED_TYPES:
         return False

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from doccheck.commands.services import running_prefect_server
-from doccheck.ledger.notices import describe_contradiction, describe_failure
+from doccheck.ledger import describe_contradiction, describe_failure
 
 PHASE_LABELS = {"submit": "submitting", "wait": "waiting for results", "poll": "polling"}
 
@@ -84,7 +84,7 @@ def ledger_label(database_url: str | None) -> str:
     from sqlalchemy.engine import make_url
 
     from doccheck.config import load_settings
-    from doccheck.ledger.engine import redact_url
+    from doccheck.ledger import redact_url
 
     url = database_url or load_settings().ledger.database_url
     parsed = make_url(url)
@@ -149,9 +149,9 @@ DATABASE_WAIT = "waiting for the database"
 @contextmanager
 def database_waits(progress: Progress) -> Iterator[None]:
     """A ``waiting for the database`` line in ``progress`` while a ledger call retries a lost
-    connection (``doccheck.ledger.transient``), hidden again once the database answers:
+    connection (``doccheck.ledger._transient``), hidden again once the database answers:
     a database restart shows as a wait, not as silence."""
-    from doccheck.ledger.transient import on_wait
+    from doccheck.ledger import on_wait
 
     shown: list[TaskID] = []
 
@@ -289,7 +289,7 @@ def _sent_rows(table: Table, s: dict[str, Any]) -> None:
         table.add_row("documents in doubt (not sent again)", str(s["in_doubt"]))
     for product, counts in sorted((s.get("products") or {}).items()):
         table.add_row(product, ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for failure in s.get("product_failures") or []:  # the service's own words (doccheck.ledger.notices)
+    for failure in s.get("product_failures") or []:  # the service's own words (doccheck.ledger._notices)
         table.add_row("  failed", escape(describe_failure(failure)))
     for contradiction in s.get("contradictions") or []:
         table.add_row("  [yellow]contradicted[/]", escape(describe_contradiction(contradiction)))

@@ -8,7 +8,7 @@ and writes ``service-profile.json``; ``DOCCHECK_SERVICE_PROFILE`` points later r
 It also says which file types are taken as files and where that comes from: the interface
 publishes no list the service could be asked for, so it is the profile's ``accepted_types``
 (or the emulator's list by default), less the types a create was refused for and the ledger
-keeps (``learned: service refuses .odt (since ...)``, :mod:`doccheck.ledger.refused_types`).
+keeps (``learned: service refuses .odt (since ...)``, :mod:`doccheck.ledger._refused_types`).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def file_type_lines(base_url: str, database_url: str | None) -> list[str]:
 
 def learnt_refusals(base_url: str, database_url: str | None) -> dict[str, datetime] | None:
     """The refusals the ledger keeps for ``base_url`` (None: no ledger; a missing SQLite file is not created)."""
-    from doccheck.ledger.refused_types import refused_types
+    from doccheck.ledger import refused_types
     from doccheck.matching.store import existing_ledger
 
     ledger = existing_ledger(database_url)

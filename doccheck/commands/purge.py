@@ -5,7 +5,7 @@ report folders); add ``--yes`` to delete it. ``--retention`` purges every run ol
 ``DOCCHECK_RETENTION_DAYS`` (or ``--older-than``), drops raw webhook bodies already
 applied, deletes events older than that, and clears plain-text secrets an older doccheck
 kept in the ledger: run ``doccheck purge --retention --yes`` from cron or a Prefect
-schedule. The logic is ``doccheck.ledger.purge``; see docs/data.md.
+schedule. The logic is ``doccheck.ledger._data_purge``; see docs/data.md.
 """
 
 from __future__ import annotations
@@ -60,12 +60,13 @@ def purge(
     """Delete a campaign's or run's ledger rows, webhook bodies and report folders (dry run unless --yes)."""
     from doccheck.config import load_settings
     from doccheck.errors import PurgeError
-    from doccheck.ledger.engine import create_ledger_engine, redact_url
-    from doccheck.ledger.purge import (
+    from doccheck.ledger import (
+        create_ledger_engine,
         drop_event_bodies,
         execute_purge,
         legacy_secret_rows,
         plan_purge,
+        redact_url,
     )
 
     console = Console()

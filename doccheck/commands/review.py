@@ -3,7 +3,7 @@
 Why: the report's flags are indicators, never verdicts (docs/instructor.md). Once someone
 looked at the work and talked to the student, the decision belongs in the ledger, so every
 later report shows it and a cleared flag is not raised again for the same version of the
-document (:mod:`doccheck.ledger.dispositions`). Nothing here calls the service.
+document (:mod:`doccheck.ledger._dispositions`). Nothing here calls the service.
 """
 
 from __future__ import annotations

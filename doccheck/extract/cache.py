@@ -8,7 +8,7 @@ and its word count; the hash is computed from the bytes anyway, so the word coun
 kept, under that hash.
 
 The store is the caller's (the ledger keeps it in a table of its own, purged with the
-campaign; ``doccheck.ledger.word_cache``): this layer only asks it. :func:`using` makes one
+campaign; ``doccheck.ledger._word_cache``): this layer only asks it. :func:`using` makes one
 store the active one for the code below it (the manifest reader asks :func:`cached_words`
 and tells :func:`remember`), and :func:`prefetch` fills it for many files at once with every
 extraction worker busy (``doccheck.extract.sandbox``: the per-document limits stay those of
@@ -27,7 +27,7 @@ memory stays bounded on a term of 100,000 files), and :func:`take_text` gives ea
 
 What the bytes were read as (``.odt`` for an OpenDocument file named ``.docx``) is kept too:
 in this process by digest (:func:`keep_read_as`), and by the store where it has
-``lookup_read_as`` (the ledger's keeps it per document: ``doccheck.ledger.document_reads``),
+``lookup_read_as`` (the ledger's keeps it per document: ``doccheck.ledger._document_reads``),
 so a file counted from the store is still said to be read as what it is
 (:func:`cached_read_as`).
 """

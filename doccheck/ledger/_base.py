@@ -1,4 +1,4 @@
-"""What every part of the :class:`~doccheck.ledger.ledger.Ledger` shares: the engine, one
+"""What every part of the :class:`~doccheck.ledger._facade.Ledger` shares: the engine, one
 short transaction at a time, and the JSON/time helpers used when storing service answers.
 
 Why one small class: the ledger is split by job (runs, submissions, outcomes, events,
@@ -19,8 +19,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
-from doccheck.ledger.engine import create_ledger_engine
-from doccheck.ledger.tables import LEDGER_TABLES
+from doccheck.ledger._engine import create_ledger_engine
+from doccheck.ledger._tables import LEDGER_TABLES
 
 
 def dump(obj: Any) -> dict[str, Any]:

@@ -24,10 +24,10 @@ from sqlalchemy import Connection, insert, select
 
 from doccheck import domain
 from doccheck.ledger import _bulk_sql as sql
+from doccheck.ledger._document_reads import record_reads
+from doccheck.ledger._engine import READ_ONLY
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.document_reads import record_reads
-from doccheck.ledger.engine import READ_ONLY
-from doccheck.ledger.tables import (
+from doccheck.ledger._tables import (
     ClaimRow,
     DocumentRow,
     RejectionRow,
@@ -36,7 +36,7 @@ from doccheck.ledger.tables import (
 )
 
 if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger._facade import Ledger
 
 _DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
 

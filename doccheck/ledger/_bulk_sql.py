@@ -1,8 +1,8 @@
-"""The statements and connection-level writes behind :mod:`doccheck.ledger.bulk`'s grouped paths.
+"""The statements and connection-level writes behind :mod:`doccheck.ledger._bulk`'s grouped paths.
 
 Why a module of their own: the grouped paths (answers, prepares, claims) share prebuilt
 statements and a few writes over an open connection (new charges, submission updates,
-``INSERT … ON CONFLICT DO NOTHING``); :mod:`~doccheck.ledger.bulk` keeps the transactions
+``INSERT … ON CONFLICT DO NOTHING``); :mod:`~doccheck.ledger._bulk` keeps the transactions
 and their crash-safe order, this module the SQL they run. Nothing here opens a transaction.
 """
 
@@ -43,9 +43,9 @@ from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeDecorator
 
 from doccheck.client import assumptions
+from doccheck.ledger._money import record_charge
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import record_charge
-from doccheck.ledger.tables import CampaignBudgetRow, CheckCostRow, ClaimRow, OutcomeRow, SubmissionRow
+from doccheck.ledger._tables import CampaignBudgetRow, CheckCostRow, ClaimRow, OutcomeRow, SubmissionRow
 
 row_mode_placeholder = object()
 
@@ -111,7 +111,7 @@ def dialect_statement(conn: Connection, name: str, build: Callable[[Any], Any]) 
     stmt = _BY_DIALECT.get(key)
     if stmt is None:
         stmt = _BY_DIALECT[key] = fixed_cache_key(
-            build(postgresql if conn.dialect.name == "postgresql" else sqlite), ("doccheck.ledger.bulk", *key)
+            build(postgresql if conn.dialect.name == "postgresql" else sqlite), ("doccheck.ledger._bulk", *key)
         )
     return stmt
 

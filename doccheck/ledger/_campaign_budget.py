@@ -9,7 +9,7 @@ the whole cap. Here every process reserves against one row per campaign:
 
 which is atomic on SQLite (one writer, ``BEGIN IMMEDIATE``) and on PostgreSQL (the row
 lock re-evaluates the condition after a concurrent update). ``spent_cents`` grows when a
-check's charge is first recorded (:func:`doccheck.ledger.money.record_charge`, once per
+check's charge is first recorded (:func:`doccheck.ledger._money.record_charge`, once per
 check id); the reservation is then released. A reservation is a row in ``budget_holds``
 per (campaign, idempotency key): released on refusal, adopted (not doubled) by a resume of
 the same key, reclaimed after :data:`HOLD_LEASE` when its process died and the key never
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select, update
 
+from doccheck.ledger._money import ensure_budget_row, insert_ignore, release_holds_where
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import ensure_budget_row, insert_ignore, release_holds_where
-from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, utcnow
+from doccheck.ledger._tables import BudgetHoldRow, CampaignBudgetRow, utcnow
 
 if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger._facade import Ledger
 
 #: A reservation older than this whose key was not sent again is given back (its process
 #: died). Far longer than any request (the client's own deadline is a minute).
@@ -58,7 +58,7 @@ class BudgetState:
         return self.spent_cents + self.reserved_cents
 
 
-def reserve(ledger: Ledger, campaign: str, key: str, cents: int, cap_cents: int) -> bool:
+def reserve_budget(ledger: Ledger, campaign: str, key: str, cents: int, cap_cents: int) -> bool:
     """Hold ``cents`` for sending ``key`` unless the campaign's committed money plus
     ``cents`` would exceed ``cap_cents``. A key that already holds a reservation (a resume,
     or another run sending the same key) adopts it and reserves nothing more."""
@@ -89,12 +89,12 @@ def reserve(ledger: Ledger, campaign: str, key: str, cents: int, cap_cents: int)
 
 
 #: A hold kept for a check whose price is not known yet (the service prices at completion)
-#: is dated this far ahead, so :func:`reclaim_expired` leaves it: the campaign counts the
+#: is dated this far ahead, so :func:`reclaim_budget_holds` leaves it: the campaign counts the
 #: estimate until the price is recorded (``money.record_charge`` then releases it).
 PRICE_PENDING = timedelta(days=30)
 
 
-def keep_until_priced(ledger: Ledger, campaign: str, key: str) -> None:
+def keep_budget_until_priced(ledger: Ledger, campaign: str, key: str) -> None:
     """Keep ``key``'s reservation (its estimate) in the campaign while its check's price is
     unknown: a check answered with cost 0 was made and will be charged."""
     with ledger.engine.begin() as conn:
@@ -105,14 +105,14 @@ def keep_until_priced(ledger: Ledger, campaign: str, key: str) -> None:
         )
 
 
-def release(ledger: Ledger, campaign: str, key: str) -> int:
+def release_budget(ledger: Ledger, campaign: str, key: str) -> int:
     """Give back the reservation of ``key`` (after its charge was recorded, or after a
     refusal that charged nothing); returns the cents released (0 when none was held)."""
     with ledger.engine.begin() as conn:
         return release_holds_where(conn, campaign, _holds.c.idempotency_key == key)
 
 
-def reclaim_expired(ledger: Ledger, campaign: str, lease: timedelta = HOLD_LEASE) -> int:
+def reclaim_budget_holds(ledger: Ledger, campaign: str, lease: timedelta = HOLD_LEASE) -> int:
     """Give back reservations older than ``lease`` (their process died); returns cents."""
     with ledger.engine.begin() as conn:
         return release_holds_where(conn, campaign, _holds.c.held_at < utcnow() - lease)

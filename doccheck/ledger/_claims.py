@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from doccheck.domain import SubmissionState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import ClaimRow, SubmissionRow, utcnow
+from doccheck.ledger._tables import ClaimRow, SubmissionRow, utcnow
 
 #: Seconds a claim lasts without renewal. Long against one request (the client gives up on
 #: a request after 60 s) so a live owner never loses a claim; short enough that a dead

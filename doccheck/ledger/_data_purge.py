@@ -19,7 +19,7 @@ Report folders: each selected run's ``report_dir`` (from its summary), folders n
 selected run in the ``--out`` roots of its campaign (runs whose summary lacks them), and the ``latest``
 copy when the newest run writing to it is selected. A folder is removed only if it looks
 like a report folder (report files and a ``files/`` folder of downloads), never a user's
-other files. After deleting, :func:`doccheck.ledger.purge_residue.scrub_database` makes the
+other files. After deleting, :func:`doccheck.ledger._purge_residue.scrub_database` makes the
 deleted rows unreadable in the database files (SQLite VACUUM + WAL truncate, PostgreSQL VACUUM).
 
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
@@ -43,7 +43,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
 from doccheck.errors import PurgeError
-from doccheck.ledger.purge_residue import (
+from doccheck.ledger._purge_residue import (
     export_folders,
     is_export_folder,
     out_roots,

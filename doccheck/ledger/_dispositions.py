@@ -12,8 +12,8 @@ idempotency key): on a run whose document has the same content, the decision is 
 and a cleared flag is not raised again; when the student handed in a changed document, the
 decision is shown as about an earlier version and the flag stands.
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade (``ledger.dispositions``). Purge
-removes the rows with the rest of a campaign's or a run's data (:mod:`~doccheck.ledger.purge`).
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade (``ledger.dispositions``). Purge
+removes the rows with the rest of a campaign's or a run's data (:mod:`~doccheck.ledger._data_purge`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from sqlmodel import col, select
 from doccheck.errors import DispositionError
 from doccheck.ledger._base import Database
 from doccheck.ledger._in_list import one_of
-from doccheck.ledger.tables import DispositionRow, DocumentRow, utcnow
+from doccheck.ledger._tables import DispositionRow, DocumentRow, utcnow
 
 __all__ = ["STATUSES", "Disposition", "Dispositions"]
 

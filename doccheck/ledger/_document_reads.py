@@ -21,7 +21,7 @@ from sqlalchemy import Connection, func, select
 from doccheck.extract.types import same_format
 from doccheck.ledger._bulk_sql import chunks, insert_absent
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import DocumentReadRow, DocumentRow, utcnow
+from doccheck.ledger._tables import DocumentReadRow, DocumentRow, utcnow
 
 __all__ = ["count_misnamed", "read_columns", "reads_for_documents", "reads_for_hashes", "record_reads"]
 

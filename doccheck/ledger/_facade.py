@@ -2,24 +2,24 @@
 the flows and the receiver need.
 
 Why methods and not raw sessions for callers: the state machine of a submission (see
-:class:`~doccheck.ledger.tables.SubmissionRow`) is what guarantees "at most one billed
+:class:`~doccheck.ledger._tables.SubmissionRow`) is what guarantees "at most one billed
 check per row", so its transitions live here, in one place, and are each one short
 transaction (safe for the receiver process writing at the same time).
 
 The facade composes one object per job, each in its own module and each receiving the
 :class:`~doccheck.ledger._base.Database` (engine and ``session()``), never the facade:
 
-- ``Ledger.runs`` (:mod:`~doccheck.ledger.runs`): runs, their documents and rejections;
-- ``Ledger.submissions`` (:mod:`~doccheck.ledger.submissions`): the submission state machine;
-- ``Ledger.claims`` (:mod:`~doccheck.ledger.claims`): claims on keys in flight, sends in doubt;
-- ``Ledger.outcomes`` (:mod:`~doccheck.ledger.outcomes`): per-product outcomes, merged by the
+- ``Ledger.runs`` (:mod:`~doccheck.ledger._run_rows`): runs, their documents and rejections;
+- ``Ledger.submissions`` (:mod:`~doccheck.ledger._submissions`): the submission state machine;
+- ``Ledger.claims`` (:mod:`~doccheck.ledger._claims`): claims on keys in flight, sends in doubt;
+- ``Ledger.outcomes`` (:mod:`~doccheck.ledger._outcomes`): per-product outcomes, merged by the
   pure rules of :mod:`~doccheck.ledger._merge`;
-- ``Ledger.webhook_events`` (:mod:`~doccheck.ledger.events`): webhook events, stored then applied;
-- ``Ledger.queries`` (:mod:`~doccheck.ledger.queries`): pending work, counts, reports, summaries.
+- ``Ledger.webhook_events`` (:mod:`~doccheck.ledger._webhook_events`): webhook events, stored then applied;
+- ``Ledger.queries`` (:mod:`~doccheck.ledger._queries`): pending work, counts, reports, summaries.
 
 Every public method of the facade delegates to one of them (callers, and tests that patch
 ``Ledger.mark_submitted`` to simulate a crash, keep working). Purge is
-:mod:`~doccheck.ledger.purge` (functions over the engine, run by ``doccheck purge``).
+:mod:`~doccheck.ledger._data_purge` (functions over the engine, run by ``doccheck purge``).
 """
 
 from __future__ import annotations
@@ -30,17 +30,17 @@ from typing import Any
 from doccheck.ledger._base import Database
 from doccheck.ledger._base import dump as _dump
 from doccheck.ledger._base import parse_time as _parse_time
+from doccheck.ledger._claims import Claims
+from doccheck.ledger._dispositions import Dispositions
+from doccheck.ledger._engine import redact_url
 from doccheck.ledger._merge import PRODUCTS, TERMINAL
 from doccheck.ledger._merge import product_fields as _product_fields
-from doccheck.ledger.claims import Claims
-from doccheck.ledger.dispositions import Dispositions
-from doccheck.ledger.engine import redact_url
-from doccheck.ledger.events import Events
-from doccheck.ledger.outcomes import Outcomes
-from doccheck.ledger.queries import PendingCheck, Queries
-from doccheck.ledger.runs import RunMetadata, Runs
-from doccheck.ledger.submissions import Submissions
-from doccheck.ledger.tables import OutcomeRow, RunRow, SubmissionRow, WebhookEventRow
+from doccheck.ledger._outcomes import Outcomes
+from doccheck.ledger._queries import PendingCheck, Queries
+from doccheck.ledger._run_rows import RunMetadata, Runs
+from doccheck.ledger._submissions import Submissions
+from doccheck.ledger._tables import OutcomeRow, RunRow, SubmissionRow, WebhookEventRow
+from doccheck.ledger._webhook_events import Events
 
 __all__ = [
     "PRODUCTS",
@@ -68,9 +68,9 @@ class Ledger(Database):
         self.outcomes = Outcomes(self)
         self.submissions = Submissions(self, self.outcomes)
         self.webhook_events = Events(self, self.outcomes)
-        #: Ownership of keys in flight and sends in doubt (:mod:`doccheck.ledger.claims`).
+        #: Ownership of keys in flight and sends in doubt (:mod:`doccheck.ledger._claims`).
         self.claims = Claims(self.engine)
-        #: Reviewers' decisions about flagged documents (:mod:`doccheck.ledger.dispositions`).
+        #: Reviewers' decisions about flagged documents (:mod:`doccheck.ledger._dispositions`).
         self.dispositions = Dispositions(self)
 
     def __repr__(self) -> str:
@@ -88,7 +88,7 @@ class Ledger(Database):
     ) -> str:
         """Record the start of a run and return its id (a UUID unless given).
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.start_run`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.start_run`.
         """
         return self.runs.start_run(
             campaign=campaign, manifest=manifest, products=products, params=params, run_id=run_id
@@ -97,56 +97,56 @@ class Ledger(Database):
     def finish_run(self, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None) -> None:
         """Close a run with its final status and a JSON summary.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.finish_run`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.finish_run`.
         """
         return self.runs.finish_run(run_id, status=status, summary=summary)
 
     def get_run(self, run_id: str) -> RunRow | None:
         """The run row, or None.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.get_run`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.get_run`.
         """
         return self.runs.get_run(run_id)
 
     def latest_run(self, campaign: str) -> RunRow | None:
         """The most recent run of a campaign (for ``collect_results`` by campaign).
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.latest_run`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.latest_run`.
         """
         return self.runs.latest_run(campaign)
 
     def campaign_of(self, run_id: str) -> str:
         """The campaign of a run (raises KeyError for an unknown run).
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.campaign_of`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.campaign_of`.
         """
         return self.runs.campaign_of(run_id)
 
     def record_documents(self, run_id: str, documents: Iterable[Any]) -> int:
         """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.record_documents`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.record_documents`.
         """
         return self.runs.record_documents(run_id, documents)
 
     def send_as_text(self, run_id: str, key: str, text_key: str) -> int:
         """Move the run's documents under ``key`` to ``text_key``, sent as their text.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.send_as_text`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.send_as_text`.
         """
         return self.runs.send_as_text(run_id, key, text_key)
 
     def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
         """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.record_rejections`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.record_rejections`.
         """
         return self.runs.record_rejections(run_id, rejections)
 
     def document_metadata(self, run_id: str) -> RunMetadata:
         """``document_id → metadata`` of a run, for joining caller columns into the reports.
 
-        Delegates to :meth:`~doccheck.ledger.runs.Runs.document_metadata`.
+        Delegates to :meth:`~doccheck.ledger._run_rows.Runs.document_metadata`.
         """
         return self.runs.document_metadata(run_id)
 
@@ -154,14 +154,14 @@ class Ledger(Database):
     def submission_for_key(self, idempotency_key: str) -> SubmissionRow | None:
         """The submission of a key, whatever its state (None when never seen).
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.submission_for_key`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.submission_for_key`.
         """
         return self.submissions.submission_for_key(idempotency_key)
 
     def submissions_for_keys(self, keys: Iterable[str]) -> dict[str, SubmissionRow]:
         """Submissions of many keys at once (the batch pre-check of a rerun).
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.submissions_for_keys`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.submissions_for_keys`.
         """
         return self.submissions.submissions_for_keys(keys)
 
@@ -170,7 +170,7 @@ class Ledger(Database):
     ) -> None:
         """Write the intent BEFORE the request: a crash after the service answered leaves this row in ``submitting``, and the resume sends the same key again (a free replay).
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.mark_submitting`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.mark_submitting`.
         """
         return self.submissions.mark_submitting(
             idempotency_key, campaign=campaign, document_id=document_id, products=products, mode=mode
@@ -179,7 +179,7 @@ class Ledger(Database):
     def mark_upload_created(self, idempotency_key: str, upload_id: str) -> None:
         """Remember the upload id before the bytes are sent, so a resume can create the check from it (or replay) instead of taking another of the 50 waiting slots.
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.mark_upload_created`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.mark_upload_created`.
         """
         return self.submissions.mark_upload_created(idempotency_key, upload_id)
 
@@ -194,7 +194,7 @@ class Ledger(Database):
     ) -> None:
         """Record the service's check and one ``processing`` outcome per product.
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.mark_submitted`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.mark_submitted`.
         """
         return self.submissions.mark_submitted(
             idempotency_key, check, mode=mode, upload_id=upload_id, replayed=replayed
@@ -214,7 +214,7 @@ class Ledger(Database):
     ) -> None:
         """A row-level failure (or ``skipped_budget``): reported, and retried by a rerun.
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.mark_submit_failed`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.mark_submit_failed`.
         """
         return self.submissions.mark_submit_failed(
             idempotency_key,
@@ -230,7 +230,7 @@ class Ledger(Database):
     def mark_polled(self, check_ids: Iterable[str]) -> None:
         """Remember when checks were last polled (spaces out the polling fallback).
 
-        Delegates to :meth:`~doccheck.ledger.submissions.Submissions.mark_polled`.
+        Delegates to :meth:`~doccheck.ledger._submissions.Submissions.mark_polled`.
         """
         return self.submissions.mark_polled(check_ids)
 
@@ -238,7 +238,7 @@ class Ledger(Database):
     def record_check(self, check: Any, source: str = "poll") -> int:
         """Store a check fetched with GET /checks/{id}; returns how many products changed.
 
-        Delegates to :meth:`~doccheck.ledger.outcomes.Outcomes.record_check`.
+        Delegates to :meth:`~doccheck.ledger._outcomes.Outcomes.record_check`.
         """
         return self.outcomes.record_check(check, source)
 
@@ -246,35 +246,35 @@ class Ledger(Database):
     def record_event(self, event: Any, raw: bytes) -> bool:
         """Store a verified delivery once.
 
-        Delegates to :meth:`~doccheck.ledger.events.Events.record_event`.
+        Delegates to :meth:`~doccheck.ledger._webhook_events.Events.record_event`.
         """
         return self.webhook_events.record_event(event, raw)
 
     def record_events(self, deliveries: Sequence[tuple[Any, bytes]]) -> list[bool]:
         """Store verified deliveries in one transaction; True for each stored, False for a duplicate.
 
-        Delegates to :meth:`~doccheck.ledger.events.Events.record_events`.
+        Delegates to :meth:`~doccheck.ledger._webhook_events.Events.record_events`.
         """
         return self.webhook_events.record_events(deliveries)
 
     def apply_pending_events(self, limit: int | None = None, *, chunk: int = 200) -> int:
         """Turn stored, not yet applied events into outcomes; returns how many were applied.
 
-        Delegates to :meth:`~doccheck.ledger.events.Events.apply_pending_events`.
+        Delegates to :meth:`~doccheck.ledger._webhook_events.Events.apply_pending_events`.
         """
         return self.webhook_events.apply_pending_events(limit, chunk=chunk)
 
     def unapplied_event_count(self) -> int:
         """How many stored events wait to be applied.
 
-        Delegates to :meth:`~doccheck.ledger.events.Events.unapplied_event_count`.
+        Delegates to :meth:`~doccheck.ledger._webhook_events.Events.unapplied_event_count`.
         """
         return self.webhook_events.unapplied_event_count()
 
     def events(self, check_id: str | None = None) -> list[WebhookEventRow]:
         """Stored events (all, or of one check), oldest first.
 
-        Delegates to :meth:`~doccheck.ledger.events.Events.events`.
+        Delegates to :meth:`~doccheck.ledger._webhook_events.Events.events`.
         """
         return self.webhook_events.events(check_id)
 
@@ -282,41 +282,41 @@ class Ledger(Database):
     def pending_outcomes(self, *, run_id: str | None = None, campaign: str | None = None) -> list[OutcomeRow]:
         """Outcomes without a final, fetched result (processing, or finished per an event but not fetched yet), for the submitted checks of a run or a campaign.
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.pending_outcomes`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.pending_outcomes`.
         """
         return self.queries.pending_outcomes(run_id=run_id, campaign=campaign)
 
     def outcome_counts(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, int]:
         """``{"total", "completed", "failed", "pending"}`` over the products of the submitted checks of a run or campaign, in one aggregate query (cheap enough for every poll round of a 10,000-document run).
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.outcome_counts`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.outcome_counts`.
         """
         return self.queries.outcome_counts(run_id=run_id, campaign=campaign)
 
     def pending_checks(self, *, run_id: str | None = None, campaign: str | None = None) -> list[PendingCheck]:
         """Pending outcomes grouped by check, with what polling needs to decide.
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.pending_checks`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.pending_checks`.
         """
         return self.queries.pending_checks(run_id=run_id, campaign=campaign)
 
     def report_rows(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, list[dict[str, Any]]]:
-        """The four report tables as lists of row dicts (see :mod:`doccheck.ledger.report`).
+        """The four report tables as lists of row dicts (see :mod:`doccheck.ledger._report_rows`).
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.report_rows`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.report_rows`.
         """
         return self.queries.report_rows(run_id=run_id, campaign=campaign)
 
     def run_summary(self, run_id: str) -> dict[str, Any]:
         """Counts of a run: documents, rejected, per submission state, per product status, cost.
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.run_summary`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.run_summary`.
         """
         return self.queries.run_summary(run_id)
 
     def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:
         """A campaign's completed AI scores (texts of at least ``min_words``): a reference of known-human work.
 
-        Delegates to :meth:`~doccheck.ledger.queries.Queries.ai_scores`.
+        Delegates to :meth:`~doccheck.ledger._queries.Queries.ai_scores`.
         """
         return self.queries.ai_scores(campaign, min_words=min_words)

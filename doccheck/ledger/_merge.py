@@ -16,7 +16,7 @@ from typing import Any
 from doccheck import domain
 from doccheck.client import read_error
 from doccheck.domain import ProductState
-from doccheck.ledger.tables import OutcomeRow, utcnow
+from doccheck.ledger._tables import OutcomeRow, utcnow
 
 PRODUCTS = domain.PRODUCTS
 TERMINAL = domain.TERMINAL_PRODUCT_STATES

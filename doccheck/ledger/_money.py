@@ -33,7 +33,7 @@ from doccheck.client import INVALID_RESPONSE, assumptions
 from doccheck.domain import ProductState
 from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow, OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger._tables import BudgetHoldRow, CampaignBudgetRow, CheckCostRow, OutcomeRow, SubmissionRow, utcnow
 
 _costs = table_of(CheckCostRow)
 _budgets = table_of(CampaignBudgetRow)

@@ -17,7 +17,7 @@ from sqlalchemy.sql import Select
 
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import ContradictionRow, DocumentRow, OutcomeRow, SubmissionRow
+from doccheck.ledger._tables import ContradictionRow, DocumentRow, OutcomeRow, SubmissionRow
 
 #: Lines of each list in a summary (the reports hold them all).
 NOTICE_LIMIT = 20

@@ -1,6 +1,6 @@
 """Outcomes: one row per (check, product), merged from polls and webhook events.
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. The rules of the merge are
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade. The rules of the merge are
 pure functions in :mod:`doccheck.ledger._merge`; this module finds or creates the rows
 (safe against another process creating them at the same moment) and records money.
 """
@@ -16,8 +16,8 @@ from sqlmodel import Session, select
 
 from doccheck.ledger._base import Database, dump, parse_time
 from doccheck.ledger._merge import PRODUCTS, merge_product, product_fields
-from doccheck.ledger.money import record_charge
-from doccheck.ledger.tables import OutcomeRow, SubmissionRow
+from doccheck.ledger._money import record_charge
+from doccheck.ledger._tables import OutcomeRow, SubmissionRow
 
 
 class Outcomes:

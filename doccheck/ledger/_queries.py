@@ -1,7 +1,7 @@
 """Read-side queries: what is still pending, counts per status, reports and summaries.
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. Nothing here writes; the
-report rows themselves are built in :mod:`doccheck.ledger.report` from the ledger alone.
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade. Nothing here writes; the
+report rows themselves are built in :mod:`doccheck.ledger._report_rows` from the ledger alone.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from sqlmodel import Session, col, select
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database
 from doccheck.ledger._merge import TERMINAL
-from doccheck.ledger.report import build_report_rows, summarize
-from doccheck.ledger.tables import DocumentRow, OutcomeRow, SubmissionRow
+from doccheck.ledger._report_rows import build_report_rows, summarize
+from doccheck.ledger._tables import DocumentRow, OutcomeRow, SubmissionRow
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class PendingCheck:
     sources) are not in the ledger yet, so the check should be fetched now.
     ``silent_products``: products still processing with no event since the last poll (poll
     after a grace). A processing product an event told about since the last poll (an event
-    naming a product this side does not know, :mod:`doccheck.ledger.events`) is awaiting fetch.
+    naming a product this side does not know, :mod:`doccheck.ledger._webhook_events`) is awaiting fetch.
     """
 
     check_id: str
@@ -138,7 +138,7 @@ class Queries:
     # -- reports and summaries --------------------------------------------------------
 
     def report_rows(self, *, run_id: str | None = None, campaign: str | None = None) -> dict[str, list[dict[str, Any]]]:
-        """The four report tables as lists of row dicts (see :mod:`doccheck.ledger.report`)."""
+        """The four report tables as lists of row dicts (see :mod:`doccheck.ledger._report_rows`)."""
         return build_report_rows(self.db, run_id=run_id, campaign=campaign)
 
     def summary_in(self, s: Session, run_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select
 from doccheck.ledger._base import parse_time
 from doccheck.ledger._bulk_sql import insert_absent
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import RefusedTypeRow, utcnow
+from doccheck.ledger._tables import RefusedTypeRow, utcnow
 
 __all__ = ["refused_types", "remember_refused_type", "service_key"]
 

@@ -19,12 +19,12 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import TEXT_KEY_SUFFIX, ProductState, SubmissionState, sent_as
 from doccheck.ledger._base import Database
+from doccheck.ledger._document_reads import count_misnamed, read_columns, reads_for_documents
 from doccheck.ledger._in_list import one_of
+from doccheck.ledger._notices import contradiction_notes, contradictions, product_failures
+from doccheck.ledger._signatures import cohort_match_rows, document_ids_for_checks
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.document_reads import count_misnamed, read_columns, reads_for_documents
-from doccheck.ledger.notices import contradiction_notes, contradictions, product_failures
-from doccheck.ledger.signatures import cohort_match_rows, document_ids_for_checks
-from doccheck.ledger.tables import CheckCostRow, DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
+from doccheck.ledger._tables import CheckCostRow, DocumentRow, OutcomeRow, RejectionRow, RunRow, SubmissionRow
 
 #: Not a report table: each chunk of documents of :func:`iter_report_chunks` also holds, under
 #: this name, one row per document with what the writers join into its rows (``metadata``, its
@@ -225,7 +225,7 @@ def _submission_row(
     d: Any, sub: Any, state: str, check_id: str | None, words: Any, money: tuple[int, int], read: Any = None
 ) -> dict[str, Any]:
     """One row of the ``submissions`` table: the ledger state of a document, its money, and what
-    its file was read as (``read``: :func:`~doccheck.ledger.document_reads.read_columns`'s input)."""
+    its file was read as (``read``: :func:`~doccheck.ledger._document_reads.read_columns`'s input)."""
     charged, refunded = money
     return {
         "document_id": d.document_id,

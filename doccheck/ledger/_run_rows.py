@@ -1,6 +1,6 @@
 """Runs, their accepted documents and their refused rows.
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade: what a run was asked to do,
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade: what a run was asked to do,
 recorded before anything is sent, so the reports can say what happened to every row.
 """
 
@@ -16,10 +16,10 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger._bulk import document_row, write_documents, write_rejections
 from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.bulk import document_row, write_documents, write_rejections
-from doccheck.ledger.tables import DocumentRow, OutcomeRow, RunRow, SubmissionRow, utcnow
+from doccheck.ledger._tables import DocumentRow, OutcomeRow, RunRow, SubmissionRow, utcnow
 
 
 class Runs:
@@ -84,7 +84,7 @@ class Runs:
 
     def record_documents(self, run_id: str, documents: Iterable[Any]) -> int:
         """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent.
-        The documents' one writer, :func:`~doccheck.ledger.bulk.write_documents`."""
+        The documents' one writer, :func:`~doccheck.ledger._bulk.write_documents`."""
         campaign = self.campaign_of(run_id)
         with self.db.engine.begin() as conn:
             return write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
@@ -103,7 +103,7 @@ class Runs:
 
     def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
         """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
-        Their one writer, :func:`~doccheck.ledger.bulk.write_rejections`."""
+        Their one writer, :func:`~doccheck.ledger._bulk.write_rejections`."""
         with self.db.engine.begin() as conn:
             return write_rejections(conn, run_id, list(rejections))
 

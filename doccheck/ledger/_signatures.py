@@ -29,7 +29,7 @@ from sqlmodel import Session, col, select
 
 from doccheck.ledger._base import Database
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.tables import SIGNATURE_TABLES, CohortMatchRow, DocumentSignatureRow, utcnow
+from doccheck.ledger._tables import SIGNATURE_TABLES, CohortMatchRow, DocumentSignatureRow, utcnow
 
 __all__ = [
     "CohortMatchRow",
@@ -166,7 +166,7 @@ def cohort_match_rows(s: Session, run_id: str) -> list[dict[str, Any]]:
 
 def document_ids_for_checks(s: Session, campaign: str | None, check_ids: Iterable[str]) -> dict[str, str]:
     """``check id → document_id`` for checks the pipeline itself submitted (the campaign's first)."""
-    from doccheck.ledger.tables import SubmissionRow
+    from doccheck.ledger._tables import SubmissionRow
 
     ids = sorted({c for c in check_ids if c})
     out: dict[str, str] = {}

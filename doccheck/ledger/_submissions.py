@@ -1,10 +1,10 @@
 """Submissions: the state machine of one idempotency key (planned → submitting →
 uploading → submitted, or failed / skipped_budget).
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. Its transitions are what
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade. Its transitions are what
 guarantees "at most one billed check per row", so they live here, each one short,
 conditional transaction (a submitted row is never moved back), safe for several
-processes at once. Ownership of keys in flight is :mod:`doccheck.ledger.claims`.
+processes at once. Ownership of keys in flight is :mod:`doccheck.ledger._claims`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
 from doccheck.ledger._base import Database, dump
+from doccheck.ledger._bulk import Prepare, write_submitting
 from doccheck.ledger._in_list import one_of
 from doccheck.ledger._merge import PRODUCTS
+from doccheck.ledger._money import record_charge
+from doccheck.ledger._outcomes import Outcomes
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.bulk import Prepare, write_submitting
-from doccheck.ledger.money import record_charge
-from doccheck.ledger.outcomes import Outcomes
-from doccheck.ledger.tables import OutcomeRow, SubmissionRow, utcnow
+from doccheck.ledger._tables import OutcomeRow, SubmissionRow, utcnow
 
 
 class Submissions:
@@ -76,7 +76,7 @@ class Submissions:
         """Write the intent BEFORE the request: a crash after the service answered leaves
         this row in ``submitting``, and the resume sends the same key again (a free replay).
 
-        A group of one of the one route to ``submitting``, :func:`~doccheck.ledger.bulk.write_submitting`.
+        A group of one of the one route to ``submitting``, :func:`~doccheck.ledger._bulk.write_submitting`.
         """
         with self.db.engine.begin() as conn:
             write_submitting(conn, [Prepare(idempotency_key, campaign, document_id, tuple(products), mode)], utcnow())

@@ -10,10 +10,10 @@ charges, so every table is keyed the way the flows look things up:
   by webhook events or by polling, whichever comes first;
 - ``webhook_events`` by ``event_id`` (UNIQUE): the receiver stores every delivery once;
 - ``contradictions``: deliveries that contradicted a final status, and what the service said;
-- ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger.claims`);
-- ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger.signatures`);
-- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger.money`);
-- ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger.dispositions`);
+- ``submission_claims`` by ``idempotency_key``: who may send a key now (:mod:`~doccheck.ledger._claims`);
+- ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger._signatures`);
+- ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger._money`);
+- ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger._dispositions`);
 - ``document_reads``: what each file was read as; ``refused_types``: the types a service refused.
 
 Document texts are never stored (student work is sensitive): only content hashes, word
@@ -186,7 +186,7 @@ class ContradictionRow(SQLModel, table=True):
 
     The delivery changes nothing itself: the check is fetched, and what the service said then
     is the product's outcome once fetched after ``detected_at`` (read by
-    :mod:`doccheck.ledger.notices`, never written on the poll path). A table of its own so
+    :mod:`doccheck.ledger._notices`, never written on the poll path). A table of its own so
     that an existing ledger gains it with ``create_all``; it has ``check_id``, so a purge
     reaches it.
     """
@@ -207,7 +207,7 @@ class ClaimRow(SQLModel, table=True):
 
     A table of its own (not columns of ``submissions``) so that an existing ledger gains it
     with ``create_all`` and no migration. ``owner``/``expires_at`` are the lease (see
-    :mod:`doccheck.ledger.claims`); ``first_sent_at`` is when a create-check request for the
+    :mod:`doccheck.ledger._claims`); ``first_sent_at`` is when a create-check request for the
     key first left this side; ``in_doubt`` says the last request may have reached the
     service without its answer being recorded (a crash, a timeout, a 5xx), so the key must
     be reconciled before it is sent again; ``sent_by`` is the owner that sent it last.
@@ -224,7 +224,7 @@ class ClaimRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-# Cohort matching's memory (doccheck.matching, through doccheck.ledger.signatures).
+# Cohort matching's memory (doccheck.matching, through doccheck.ledger._signatures).
 
 
 class DocumentSignatureRow(SQLModel, table=True):
@@ -271,7 +271,7 @@ class DocumentReadRow(SQLModel, table=True):
 
     Per campaign, document and bytes (purged with the campaign or the run that read it): a
     rerun of the same file finds it without reading the file again, and the reports say
-    "read as OpenDocument text: the file is named .docx" (:mod:`~doccheck.ledger.document_reads`).
+    "read as OpenDocument text: the file is named .docx" (:mod:`~doccheck.ledger._document_reads`).
     A table of its own, not columns of ``documents``: an existing ledger gains it on open.
     """
 
@@ -290,7 +290,7 @@ class DocumentReadRow(SQLModel, table=True):
 class RefusedTypeRow(SQLModel, table=True):
     """A file type a service refused as unsupported (a 415, or a 422 naming the type), by the
     service's base URL: the next process sends such files as their text at once, without
-    another refusal (:mod:`~doccheck.ledger.refused_types`). Not student data: kept on purge."""
+    another refusal (:mod:`~doccheck.ledger._refused_types`). Not student data: kept on purge."""
 
     __tablename__ = "refused_types"
 
@@ -319,7 +319,7 @@ class CohortMatchRow(SQLModel, table=True):
     jaccard: float | None = None
 
 
-# Money (doccheck.ledger.money). Why tables of their own (not columns of ``submissions``):
+# Money (doccheck.ledger._money). Why tables of their own (not columns of ``submissions``):
 # the service bills a CHECK, and several manifest rows (identical content), several runs and
 # several machines can share one check. Keyed by ``check_id``, a charge is stored once however
 # many rows point at it, so summing ``check_costs`` is what the service charged. The budget is
@@ -376,7 +376,7 @@ class BudgetHoldRow(SQLModel, table=True):
     held_at: datetime = Field(default_factory=utcnow)
 
 
-# --- review dispositions (issue 25; doccheck.ledger.dispositions) ---
+# --- review dispositions (issue 25; doccheck.ledger._dispositions) ---
 class DispositionRow(SQLModel, table=True):
     """What a reviewer decided about one document of a campaign: cleared, discussed or referred.
 

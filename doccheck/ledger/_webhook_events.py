@@ -1,6 +1,6 @@
 """Webhook events: stored once by the receiver, applied later to the outcomes.
 
-Part of the :class:`~doccheck.ledger.ledger.Ledger` facade. Storing and applying are
+Part of the :class:`~doccheck.ledger._facade.Ledger` facade. Storing and applying are
 separate steps so the receiver answers fast and a crash between them loses nothing.
 """
 
@@ -16,10 +16,10 @@ from sqlmodel import Session, col, select
 from doccheck.client import ServiceProfile, current_profile, normalise_check
 from doccheck.ledger._base import Database, dump, parse_time
 from doccheck.ledger._merge import APPLIED, CONTRADICTED, TERMINAL, event_product_data, product_fields
+from doccheck.ledger._money import insert_many_ignore, refresh_refund
+from doccheck.ledger._outcomes import Outcomes
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.money import insert_many_ignore, refresh_refund
-from doccheck.ledger.outcomes import Outcomes
-from doccheck.ledger.tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow, utcnow
+from doccheck.ledger._tables import ContradictionRow, OutcomeRow, SubmissionRow, WebhookEventRow, utcnow
 
 _events = table_of(WebhookEventRow)
 

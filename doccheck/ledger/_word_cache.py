@@ -2,7 +2,7 @@
 
 Why in the ledger: the count must outlive the run (the weekly rerun finds it) and go when
 the campaign is purged (``extracted_words`` has ``campaign`` and ``run_id`` columns, which is
-what ``doccheck.ledger.purge`` deletes by). What asks for it is ``doccheck.extract.cache``.
+what ``doccheck.ledger._data_purge`` deletes by). What asks for it is ``doccheck.extract.cache``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from doccheck.ledger._base import Database
+from doccheck.ledger._document_reads import reads_for_hashes
 from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.document_reads import reads_for_hashes
-from doccheck.ledger.tables import ExtractedWordsRow, utcnow
+from doccheck.ledger._tables import ExtractedWordsRow, utcnow
 
 __all__ = ["LedgerWordStore"]
 

@@ -16,7 +16,7 @@ from doccheck.matching.store import LedgerStore, MemoryStore, OverlayStore, Sign
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger import Ledger
     from doccheck.pipeline import Plan
 
 __all__ = ["TOP_PAIRS", "match_documents", "match_plan", "match_stream", "pairs_table", "summary_of"]
@@ -65,7 +65,7 @@ def match_documents(
         store = LedgerStore(ledger)
     result = match_cohort(documents, campaign=campaign, run_id=run_id or "dry-run", store=store, options=options)
     if ledger is not None and run_id is not None:
-        from doccheck.ledger.signatures import replace_cohort_matches
+        from doccheck.ledger import replace_cohort_matches
 
         replace_cohort_matches(ledger, run_id, campaign, result.pairs)
     return result

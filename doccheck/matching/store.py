@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger import Ledger
 
 __all__ = ["LedgerStore", "MemoryStore", "OverlayStore", "SignatureStore", "StoredSignature", "existing_ledger"]
 
@@ -69,27 +69,27 @@ class LedgerStore:
         self.ledger = ledger
 
     def keys(self, campaign: str, scheme: str) -> set[tuple[str, str]]:
-        from doccheck.ledger.signatures import signature_keys
+        from doccheck.ledger import signature_keys
 
         return signature_keys(self.ledger, campaign, scheme)
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        from doccheck.ledger.signatures import store_signatures
+        from doccheck.ledger import store_signatures
 
         return store_signatures(self.ledger, rows)
 
     def signatures(self, campaign: str, scheme: str) -> Iterator[StoredSignature]:
-        from doccheck.ledger.signatures import iter_signatures
+        from doccheck.ledger import iter_signatures
 
         return iter_signatures(self.ledger, campaign, scheme)
 
     def shingles(self, ids: Sequence[int]) -> dict[int, bytes]:
-        from doccheck.ledger.signatures import load_shingles
+        from doccheck.ledger import load_shingles
 
         return load_shingles(self.ledger, ids)
 
     def iter_shingles(self, campaign: str, scheme: str) -> Iterator[tuple[int, bytes]]:
-        from doccheck.ledger.signatures import iter_shingle_sets
+        from doccheck.ledger import iter_shingle_sets
 
         return iter_shingle_sets(self.ledger, campaign, scheme)
 
@@ -131,7 +131,7 @@ def existing_ledger(database_url: str | None) -> Ledger | None:
         return None
     from sqlalchemy.engine import make_url
 
-    from doccheck.ledger.ledger import Ledger
+    from doccheck.ledger import Ledger
 
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":

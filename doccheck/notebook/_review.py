@@ -1,12 +1,12 @@
 """``set_disposition``: the notebook's ``doccheck review`` (same ledger table, same rules).
 
 Why here too: a reviewer working through a cohort in Jupyter records decisions where they read
-the results; the next report shows them either way (:mod:`doccheck.ledger.dispositions`).
+the results; the next report shows them either way (:mod:`doccheck.ledger._dispositions`).
 """
 
 from __future__ import annotations
 
-from doccheck.ledger.dispositions import Disposition
+from doccheck.ledger import Disposition
 
 __all__ = ["set_disposition"]
 

@@ -105,10 +105,9 @@ def mark_new(
 ) -> Iterator[Mapping[str, list[dict[str, Any]]]]:
     """``chunks`` with ``new_this_run`` on their submissions rows: true when the row's check was
     submitted while this run ran (between its start and its end), false when it is older. The
-    rows are marked in place (the chunks of :func:`~doccheck.ledger.report.iter_report_chunks`
+    rows are marked in place (the chunks of :func:`~doccheck.ledger.iter_report_chunks`
     are built for their one reader)."""
-    from doccheck.ledger import submitted_times
-    from doccheck.ledger.report import LEDGER_PART
+    from doccheck.ledger import LEDGER_PART, submitted_times
 
     run = ledger.get_run(run_id)
     window = (_aware(run.started_at), _aware(run.finished_at)) if run is not None else None

@@ -212,7 +212,7 @@ class LedgerReportTables(ReportTables):
         Here and not in the ledger: the ledger records and reads rows, the reports are an
         output built from them (so the ledger needs no pyarrow and never imports this module).
         """
-        from doccheck.ledger.report import iter_report_chunks, resolve_run
+        from doccheck.ledger import iter_report_chunks, resolve_run
 
         rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
         return cls(
@@ -517,7 +517,7 @@ def _chunk_metadata(
     once for all the chunk's tables (``RunMetadata.for_ids``); a plain mapping is used as it is."""
     if metadata is None or not callable(getattr(metadata, "for_ids", None)):
         return metadata or {}
-    from doccheck.ledger.report import LEDGER_PART
+    from doccheck.ledger import LEDGER_PART
 
     if (read := part.get(LEDGER_PART)) is not None:
         return {str(r["document_id"]): r["metadata"] for r in read}

@@ -3,7 +3,7 @@
 Why: a create refused as an unsupported type (415, or 422 naming the type) is free, but a new
 process used to pay it again for each of its files of that type before sending their text.
 What a process learns is kept in the ledger by the service's base URL
-(``doccheck.ledger.refused_types``) and adopted by the next process before it sends
+(``doccheck.ledger._refused_types``) and adopted by the next process before it sends
 (``doccheck.client.adopt_refused_types``): its files of that type go as their text at once.
 """
 
@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from doccheck.client import adopt_refused_types
-from doccheck.ledger import Ledger
-from doccheck.ledger.refused_types import refused_types, remember_refused_type
+from doccheck.ledger import Ledger, refused_types, remember_refused_type
 
 __all__ = ["adopt_for_planning", "adopt_learnt_refusals", "remember_refusal", "service_of"]
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, computed_field
 
-from doccheck.ledger.notices import describe_contradiction, describe_failure
+from doccheck.ledger import describe_contradiction, describe_failure
 from doccheck.outputs.markdown import escape_markdown
 from doccheck.outputs.said import count_by_reason
 
@@ -108,7 +108,7 @@ class RunSummary(BaseModel):
     #: distinct messages), so that the run's output names it next to ``doccheck resolve``.
     in_doubt_reasons: list[str] = Field(default_factory=list)
     products: dict[str, dict[str, int]] = Field(default_factory=dict)
-    #: Failed products with the service's own words (``doccheck.ledger.notices``, first 20).
+    #: Failed products with the service's own words (``doccheck.ledger._notices``, first 20).
     product_failures: list[dict[str, Any]] = Field(default_factory=list)
     #: Deliveries that contradicted a final status, and what the service said (first 20).
     contradictions: list[dict[str, Any]] = Field(default_factory=list)

@@ -103,7 +103,7 @@ def receiver(
     from rich.console import Console
 
     from doccheck.config import load_settings
-    from doccheck.ledger.engine import redact_url
+    from doccheck.ledger import redact_url
     from doccheck.receiver.app import create_app
 
     console = Console(stderr=True, soft_wrap=True)
@@ -142,8 +142,7 @@ def _goodbye(console: Any, server: Any) -> None:
 
 def _open_ledger(console: Any, database_url: str) -> Any:
     """The ledger, or one clear line and exit 1 (no traceback, no password in the URL)."""
-    from doccheck.ledger import Ledger
-    from doccheck.ledger.engine import redact_url
+    from doccheck.ledger import Ledger, redact_url
 
     try:
         return Ledger(database_url)

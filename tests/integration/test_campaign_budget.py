@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.campaign_budget import budget_state
+from doccheck.ledger import Ledger, budget_state
 from doccheck.pipeline import load_plan
 from tests.factories import essay_manifest
 from tests.fixtures.emulator import EmulatorHandle

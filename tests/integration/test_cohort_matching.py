@@ -17,8 +17,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.signatures import DocumentSignatureRow
+from doccheck.ledger import DocumentSignatureRow, Ledger
 from doccheck.outputs.reports import COHORT_MATCHES_SCHEMA
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results

@@ -22,8 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import ClaimRow
+from doccheck.ledger import ClaimRow, Ledger
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.postgres import ledger_url
 
@@ -146,17 +145,7 @@ CRASHING_RUN = textwrap.dedent(
         return original(self, *args, **kwargs)
 
     Ledger.mark_submitted = stalling
-    import doccheck.ledger.bulk as bulk  # answers are recorded in groups: the same stall point
-    original_many = bulk.record_answers
-
-    def stalling_many(ledger, answers):
-        calls["n"] += len(answers)
-        if calls["n"] >= 4:
-            print("STALLED", flush=True)
-            time.sleep(3600)  # the ledger's writer stops here: answers in flight are never recorded
-        return original_many(ledger, answers)
-
-    bulk.record_answers = stalling_many
+    import doccheck.ledger as bulk  # the answers' rounds, read here when a batch starts: the same stall point
     original_round = bulk.record_answers_and_claims  # a round: answers + next claims, one transaction
 
     def stalling_round(ledger, items):

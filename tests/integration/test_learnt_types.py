@@ -102,8 +102,7 @@ def test_a_second_process_pays_no_refusal_and_the_report_says_what_was_misnamed(
 def test_reads_and_refusals_on_postgresql(postgres_ledger: Ledger, tmp_path: Path) -> None:
     """The same two tables on PostgreSQL: a misnamed file recorded once by a run and its rerun,
     counted and reported; a refusal kept once per service and type."""
-    from doccheck.ledger.document_reads import count_misnamed
-    from doccheck.ledger.refused_types import refused_types, remember_refused_type
+    from doccheck.ledger import count_misnamed, refused_types, remember_refused_type
     from doccheck.pipeline import record_plan
 
     ledger = postgres_ledger

@@ -32,8 +32,8 @@ def test_rows_sent_as_json_are_stored_as_the_array_statement_stores_them(postgre
     with no exact JSON text (a NaN, a naive datetime) takes the array form."""
     from datetime import UTC, datetime, timedelta, timezone
 
+    from doccheck.ledger import SubmissionRow
     from doccheck.ledger import _bulk_sql as bulk_sql
-    from doccheck.ledger.tables import SubmissionRow
 
     table = bulk_sql.table_of(SubmissionRow)
     summer = datetime(2026, 3, 29, 1, 30, tzinfo=timezone(timedelta(hours=2)))
@@ -78,8 +78,8 @@ def test_a_rounds_update_finds_its_rows_by_index_in_a_table_never_analyzed(postg
     (a sequential scan a round, a run's whole table each time)."""
     from datetime import UTC, datetime
 
+    from doccheck.ledger import SubmissionRow
     from doccheck.ledger import _bulk_sql as bulk_sql
-    from doccheck.ledger.tables import SubmissionRow
 
     table = bulk_sql.table_of(SubmissionRow)
     now = datetime.now(UTC)
@@ -114,8 +114,8 @@ def test_a_rounds_answer_lookups_read_outcomes_by_index_in_a_table_never_analyze
     table never analysed took each id for 0.5 % of the table and read all of it every round."""
     from datetime import UTC, datetime
 
+    from doccheck.ledger import OutcomeRow, SubmissionRow
     from doccheck.ledger import _bulk_sql as bulk_sql
-    from doccheck.ledger.tables import OutcomeRow, SubmissionRow
 
     now = datetime.now(UTC)
     ledger = Ledger(postgres_database)
@@ -154,7 +154,7 @@ def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_database: str
     expired one, most with none, win each key exactly once, and the row names the winner."""
     import threading
 
-    from doccheck.ledger.bulk import ClaimRequest, record_claims
+    from doccheck.ledger._bulk import ClaimRequest, record_claims
 
     url = postgres_database
     keys = [f"k-{i:03d}" for i in range(120)]

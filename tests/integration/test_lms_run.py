@@ -182,7 +182,7 @@ def test_a_manifest_run_has_null_lms_columns(emulator: EmulatorHandle, tmp_path:
 def test_purging_the_campaign_removes_the_copies_of_the_export(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """The export's documents are copied under ``<out>/exports/<campaign>/``: purging the
     campaign removes them with the reports, so no student's text stays behind."""
-    from doccheck.ledger.purge import execute_purge, plan_purge
+    from doccheck.ledger import execute_purge, plan_purge
 
     key = emulator.new_account()
     essay = _essay(4242)

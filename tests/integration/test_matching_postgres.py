@@ -20,7 +20,7 @@ def test_two_processes_storing_the_same_signatures_keep_one_row_each(postgres_da
     import subprocess
     import sys
 
-    from doccheck.ledger.signatures import DocumentSignatureRow
+    from doccheck.ledger import DocumentSignatureRow
 
     script = (
         "import random,sys\n"

@@ -150,17 +150,7 @@ CRASH_CHILD = textwrap.dedent(
         return real(self, *args, **kwargs)
 
     Ledger.mark_submitted = crashing_mark_submitted
-    import doccheck.ledger.bulk as bulk  # answers are recorded in groups: the same crash point
-    real_many = bulk.record_answers
-
-    def crashing_record_answers(ledger, answers):
-        for _ in answers:
-            calls["n"] += 1
-            if calls["n"] == int(crash_at):
-                os._exit(17)
-        return real_many(ledger, answers)
-
-    bulk.record_answers = crashing_record_answers
+    import doccheck.ledger as bulk  # the answers' rounds, read here when a batch starts: the same crash point
     real_round = bulk.record_answers_and_claims  # a round: answers + next claims, one transaction
 
     def crashing_round(ledger, items):

@@ -20,8 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import insert
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import OutcomeRow, SubmissionRow
+from doccheck.ledger import Ledger, OutcomeRow, SubmissionRow
 from doccheck.outputs.instructor.writer import write_instructor_files
 from doccheck.outputs.reports import LedgerReportTables, write_reports
 from doccheck.sources.manifest import Rejection

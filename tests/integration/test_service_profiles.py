@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from doccheck.client import AsyncDocCheckClient, RetryPolicy
-from doccheck.ledger import Ledger
-from doccheck.ledger.money import total_money
+from doccheck.ledger import Ledger, total_money
 from doccheck.pipeline import SubmitOptions, poll_pending, submit_batch
 from doccheck.pipeline.sending._reconcile import with_reference
 from tests.factories import planned
@@ -232,7 +231,7 @@ def test_a_price_known_at_completion_counts_the_estimate_in_the_budget(
     emulator: EmulatorHandle, ledger: Ledger
 ) -> None:
     """Before: cost 0 on create let a second run with ``--max-spend-cents 20`` spend again."""
-    from doccheck.ledger.campaign_budget import budget_state
+    from doccheck.ledger import budget_state
     from doccheck.pipeline import Budget
 
     key = emulator.new_account()

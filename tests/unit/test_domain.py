@@ -55,13 +55,12 @@ def test_state_values_are_the_stored_strings() -> None:
 def test_former_copies_read_the_domain_module() -> None:
     from doccheck.client import assumptions
     from doccheck.emulator import billing, limits, store
-    from doccheck.ledger import ledger
     from doccheck.pipeline.planning import _plan as planning
     from doccheck.sources import manifest
 
     assert assumptions.estimate_cost_cents is planning.estimate_cost_cents is domain.estimate_cost_cents
     assert billing.CENTS_PER_100_WORDS is assumptions.CENTS_PER_100_WORDS is domain.CENTS_PER_100_WORDS
-    assert set(manifest.KNOWN_PRODUCTS) == set(assumptions.PRODUCTS) == set(store.PRODUCTS) == set(ledger.PRODUCTS)
+    assert set(manifest.KNOWN_PRODUCTS) == set(assumptions.PRODUCTS) == set(store.PRODUCTS)
     assert limits.UPLOAD_LIMIT == manifest.MAX_FILE_BYTES == assumptions.UPLOAD_MAX_BYTES == domain.UPLOAD_MAX_BYTES
     assert limits.MULTIPART_FILE_LIMIT == planning.MULTIPART_MAX_BYTES == domain.MULTIPART_MAX_BYTES
     assert billing.price(101, ["ai", "similarity"]) == {

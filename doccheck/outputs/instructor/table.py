@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from doccheck.ledger.dispositions import Disposition
+from doccheck.ledger import Disposition
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
 from doccheck.outputs.reports import META_PREFIX
@@ -71,7 +71,7 @@ def judging_columns(ai: Mapping[str, Any], sub: Mapping[str, Any], rules: AiRule
 
 # --- end AI judging ---
 
-# --- review dispositions (issue 25): doccheck review's decisions; see doccheck.ledger.dispositions ---
+# --- review dispositions (issue 25): doccheck review's decisions; see doccheck.ledger._dispositions ---
 REVIEW_FIELDS = [
     pa.field("review_status", pa.string()),  # cleared | discussed | referred (null: not reviewed)
     pa.field("review_note", pa.string()),

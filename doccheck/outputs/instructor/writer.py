@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from doccheck.ledger.dispositions import Disposition
+from doccheck.ledger import Disposition
 from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
 from doccheck.outputs.downloads import FILE_KINDS, files_by_document
 from doccheck.outputs.instructor.evidence import PairTexts, evidence_section

@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError, current_profile
-from doccheck.ledger import Ledger, PendingCheck
-from doccheck.ledger.transient import retry_transient_async
+from doccheck.ledger import Ledger, PendingCheck, retry_transient_async
 from doccheck.outputs.reports import LedgerReportTables
 from doccheck.pipeline._failures import first_error
 from doccheck.pipeline._options import DEFAULT_CONCURRENCY
@@ -225,5 +224,5 @@ async def wait_for_results(
 
 
 def report_tables(ledger: Ledger, run_id: str) -> LedgerReportTables:
-    """``ReportTables`` of a run, read from the ledger alone in chunks (see ``doccheck.ledger.report``)."""
+    """``ReportTables`` of a run, read from the ledger alone in chunks (see ``doccheck.ledger._report_rows``)."""
     return LedgerReportTables.from_ledger(ledger, run_id=run_id)

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.extract import cache as word_cache
-from doccheck.ledger import Ledger, document_row, record_plan_group, recorded_rows, set_run_products
-from doccheck.ledger.word_cache import LedgerWordStore
+from doccheck.ledger import Ledger, LedgerWordStore, document_row, record_plan_group, recorded_rows, set_run_products
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, plan_one, resolve_campaign

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from doccheck.ledger.claims import new_owner_id
+from doccheck.ledger import new_owner_id
 from doccheck.pipeline._batch_result import BatchResult
 
 __all__ = ["Attempt", "begin_attempt", "count_done", "end_attempt"]

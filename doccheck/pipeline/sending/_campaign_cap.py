@@ -2,7 +2,7 @@
 
 :class:`~doccheck.pipeline.sending._budget.Budget` is the value the caller passes (a cap, and the
 run's own counters); :func:`bind_budget` ties it to the campaign's row in the ledger
-(:mod:`doccheck.ledger.campaign_budget`) for one batch. A document is sent only when both
+(:mod:`doccheck.ledger._campaign_budget`) for one batch. A document is sent only when both
 the run's counters and the campaign's row accept its estimate; the campaign's row counts
 each check's real charge once, when the answer is recorded, and the document's
 reservation is released then (or at once on a refusal).
@@ -10,8 +10,7 @@ reservation is released then (or at once on a refusal).
 
 from __future__ import annotations
 
-from doccheck.ledger import Ledger
-from doccheck.ledger import campaign_budget as ledger_budget
+from doccheck.ledger import Ledger, keep_budget_until_priced, reclaim_budget_holds, release_budget, reserve_budget
 from doccheck.pipeline.sending._budget import Budget
 
 
@@ -22,7 +21,7 @@ class CampaignBudget:
         self.local = local
         self.ledger = ledger
         self.campaign = campaign
-        ledger_budget.reclaim_expired(ledger, campaign)
+        reclaim_budget_holds(ledger, campaign)
 
     @property
     def max_spend_cents(self) -> int:
@@ -34,7 +33,7 @@ class CampaignBudget:
         when either would go over the cap."""
         if not self.local.reserve(cents):
             return False
-        if ledger_budget.reserve(self.ledger, self.campaign, key, cents, self.local.max_spend_cents):
+        if reserve_budget(self.ledger, self.campaign, key, cents, self.local.max_spend_cents):
             return True
         self.local.release(cents)
         return False
@@ -43,18 +42,18 @@ class CampaignBudget:
         """The answer is recorded (its charge already counted in the campaign's row by the
         ledger, once per check): drop the reservation."""
         self.local.settle(reserved, actual)
-        ledger_budget.release(self.ledger, self.campaign, key)
+        release_budget(self.ledger, self.campaign, key)
 
     def keep_estimate(self, reserved: int, key: str) -> None:
         """The check was made but its price is not known yet (cost 0 on the create answer):
         the run and the campaign count the estimate until the price is recorded."""
         self.local.settle(reserved, reserved)
-        ledger_budget.keep_until_priced(self.ledger, self.campaign, key)
+        keep_budget_until_priced(self.ledger, self.campaign, key)
 
     def release(self, reserved: int, key: str) -> None:
         """The request was refused and charged nothing: give the reservation back."""
         self.local.release(reserved)
-        ledger_budget.release(self.ledger, self.campaign, key)
+        release_budget(self.ledger, self.campaign, key)
 
 
 def bind_budget(budget: Budget | None, ledger: Ledger, campaign: str) -> CampaignBudget | None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from doccheck.ledger.transient import retry_transient
+from doccheck.ledger import retry_transient
 
 if TYPE_CHECKING:
     from doccheck.ledger import Ledger

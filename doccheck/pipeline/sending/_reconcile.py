@@ -49,7 +49,7 @@ from doccheck.client import (
 )
 from doccheck.client import assumptions as A
 from doccheck.errors import NetworkError
-from doccheck.ledger.claims import Doubt
+from doccheck.ledger import Doubt
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from doccheck.client import RetryPolicy
 from doccheck.config import Settings
-from doccheck.ledger.transient import RETRY_SECONDS
+from doccheck.ledger import RETRY_SECONDS
 from doccheck.pipeline._options import DEFAULT_SUBMIT_DEADLINE_SECONDS
 
 __all__ = ["TASK_RETRIES", "TASK_RETRY_DELAYS", "RetryBudget", "retry_budget"]

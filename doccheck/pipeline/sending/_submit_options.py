@@ -13,7 +13,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from doccheck.ledger.claims import DEFAULT_LEASE_SECONDS
+from doccheck.ledger import DEFAULT_LEASE_SECONDS
 from doccheck.pipeline._options import DEFAULT_CONCURRENCY, DEFAULT_SUBMIT_DEADLINE_SECONDS, SubmissionOptions
 from doccheck.pipeline._progress import ProgressCallback
 from doccheck.pipeline.sending._budget import Budget

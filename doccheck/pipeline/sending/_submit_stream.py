@@ -22,8 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from doccheck.client import AsyncDocCheckClient
-from doccheck.ledger import Ledger
-from doccheck.ledger.bulk import previous_submissions, record_documents
+from doccheck.ledger import Ledger, previous_submissions, record_documents
 from doccheck.pipeline._batch_result import BatchResult
 from doccheck.pipeline._failures import first_error
 from doccheck.pipeline._gc_freeze import collections_skip_older_objects

@@ -17,11 +17,7 @@ from sqlalchemy import func, select
 
 from doccheck.extract import Extracted, count_words, extract, extract_text
 from doccheck.extract import cache as word_cache
-from doccheck.ledger import Ledger
-from doccheck.ledger._sqltypes import table_of
-from doccheck.ledger.purge import execute_purge, plan_purge
-from doccheck.ledger.tables import ExtractedWordsRow
-from doccheck.ledger.word_cache import LedgerWordStore
+from doccheck.ledger import ExtractedWordsRow, Ledger, LedgerWordStore, execute_purge, plan_purge
 from doccheck.pipeline import load_plan, read_batch, record_plan
 from doccheck.pipeline.planning._plan_stream import file_paths
 from tests.hostile_documents import docx_package, para
@@ -76,7 +72,7 @@ def test_files_are_extracted_once_and_never_again_while_their_bytes_stay(tmp_pat
         (tmp_path / "term" / "docs" / "b.docx").write_bytes(docx_package(para("rewritten, now six words long")))
         record_plan(ledger, manifest, campaign="t", batch_size=2)
         assert extracted[3:] == ["b.docx"]
-        t = table_of(ExtractedWordsRow)
+        t = ExtractedWordsRow
         with ledger.engine.connect() as conn:
             assert conn.execute(select(func.count()).select_from(t)).scalar_one() == 4
         execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["t"]))

@@ -1,4 +1,4 @@
-"""Claims on keys in flight (``doccheck.ledger.claims``) and the no-downgrade rule, on SQLite.
+"""Claims on keys in flight (``doccheck.ledger._claims``) and the no-downgrade rule, on SQLite.
 
 tests/integration/test_claims_postgres.py re-runs every test here on PostgreSQL.
 """
@@ -124,10 +124,10 @@ def test_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(ledger: Ledg
     import subprocess
     import sys
 
-    from doccheck.ledger.claims import new_owner_id
+    from doccheck.ledger._claims import new_owner_id
 
     child = subprocess.run(
-        [sys.executable, "-c", "from doccheck.ledger.claims import new_owner_id; print(new_owner_id())"],
+        [sys.executable, "-c", "from doccheck.ledger._claims import new_owner_id; print(new_owner_id())"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     dead = child.stdout.strip()  # that process has exited

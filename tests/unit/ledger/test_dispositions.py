@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from doccheck.cli import app
 from doccheck.errors import DispositionError
 from doccheck.ledger import Ledger
-from doccheck.ledger.purge import execute_purge, plan_purge
-from doccheck.ledger.tables import DocumentRow
+from doccheck.ledger._data_purge import execute_purge, plan_purge
+from doccheck.ledger._tables import DocumentRow
 from doccheck.outputs.instructor import write_instructor_files
 from doccheck.outputs.reports import ReportTables, write_reports
 
@@ -104,7 +104,7 @@ def test_purge_removes_dispositions_and_leaves_no_note_in_the_file(tmp_path: Pat
     ledger = Ledger(f"sqlite:///{db}")
     _document(ledger, "r1", "s1", "h1")
     _document(ledger, "r9", "k1", "h9", campaign="kept")
-    from doccheck.ledger.tables import RunRow
+    from doccheck.ledger._tables import RunRow
 
     with ledger.session() as s:
         s.add(RunRow(id="r1", campaign="course"))

@@ -1,5 +1,5 @@
 """Issue 41: the report says a file was misnamed. What each file was read as is kept per campaign,
-document and bytes (``doccheck.ledger.document_reads``), reported as ``read_as``/``named_as``/
+document and bytes (``doccheck.ledger._document_reads``), reported as ``read_as``/``named_as``/
 ``misnamed``, counted in the tally, and said again by a rerun that reads nothing; an existing
 ledger without the table gains it."""
 
@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from doccheck.extract import cache as word_cache
 from doccheck.extract.parse import read_as_named
 from doccheck.ledger import Ledger
-from doccheck.ledger.document_reads import count_misnamed, read_columns, reads_for_documents, reads_for_hashes
+from doccheck.ledger._document_reads import count_misnamed, read_columns, reads_for_documents, reads_for_hashes
 from doccheck.pipeline import load_plan, record_plan
 from tests import generated_documents as gen
 from tests.factories import essay
@@ -98,7 +98,7 @@ def test_the_functions_on_their_own(ledger: Ledger) -> None:
     run_id = ledger.start_run(campaign="t", manifest="m.csv", products=["ai"])
     docs = [SimpleNamespace(document_id="a", content_hash="h1", read_as=".odt", named_as=".docx"),
             SimpleNamespace(document_id="b", content_hash="h2", read_as=None, named_as="")]  # fmt: skip
-    from doccheck.ledger.document_reads import record_reads
+    from doccheck.ledger._document_reads import record_reads
 
     with ledger.engine.begin() as conn:
         assert record_reads(conn, "t", run_id, docs) == 1  # b was not read: nothing kept

@@ -242,7 +242,7 @@ def test_no_text_is_stored(ledger: Ledger, tmp_path: Path) -> None:
 
 
 def test_repr_hides_password() -> None:
-    from doccheck.ledger.engine import normalize_url, redact_url
+    from doccheck.ledger._engine import normalize_url, redact_url
 
     assert normalize_url("postgresql://u:pw@h/db").startswith("postgresql+psycopg://")
     assert "pw" not in redact_url("postgresql://u:pw@h/db")
@@ -298,12 +298,12 @@ def test_the_facade_composes_one_object_per_job_and_delegates_every_public_metho
     method added to a part without its delegate fails here)."""
     import inspect
 
-    from doccheck.ledger.claims import Claims
-    from doccheck.ledger.events import Events
-    from doccheck.ledger.outcomes import Outcomes
-    from doccheck.ledger.queries import Queries
-    from doccheck.ledger.runs import Runs
-    from doccheck.ledger.submissions import Submissions
+    from doccheck.ledger._claims import Claims
+    from doccheck.ledger._outcomes import Outcomes
+    from doccheck.ledger._queries import Queries
+    from doccheck.ledger._run_rows import Runs
+    from doccheck.ledger._submissions import Submissions
+    from doccheck.ledger._webhook_events import Events
 
     parts = {"runs": Runs, "submissions": Submissions, "webhook_events": Events, "queries": Queries}
     for attribute, cls in parts.items():
@@ -327,7 +327,7 @@ def test_document_metadata_is_read_as_it_is_used(ledger: Ledger, tmp_path: Path)
     reads the ledger (walks it in chunks, or one query per chunk of ids) and says its columns."""
     import pyarrow.parquet as pq
 
-    from doccheck.ledger.runs import RunMetadata
+    from doccheck.ledger._run_rows import RunMetadata
     from doccheck.outputs.reports import write_reports
 
     run_id = ledger.start_run(campaign="c1")
@@ -378,7 +378,7 @@ def test_one_of_finds_what_in_finds_as_one_short_statement(ledger: Ledger) -> No
 
     from doccheck.ledger._in_list import one_of
     from doccheck.ledger._sqltypes import table_of
-    from doccheck.ledger.tables import SubmissionRow
+    from doccheck.ledger._tables import SubmissionRow
 
     keys = [f"k{i}" for i in range(30)]
     for key in keys:

@@ -1,4 +1,4 @@
-"""Grouped answers (``doccheck.ledger.bulk``) leave the ledger exactly as one-by-one writes do."""
+"""Grouped answers (``doccheck.ledger._bulk``) leave the ledger exactly as one-by-one writes do."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from doccheck.client import Check
 from doccheck.ledger import Ledger
-from doccheck.ledger.bulk import (
+from doccheck.ledger._bulk import (
     Answer,
     ClaimRequest,
     Prepare,
@@ -20,7 +20,7 @@ from doccheck.ledger.bulk import (
     record_claims,
     record_prepares,
 )
-from doccheck.ledger.tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
+from doccheck.ledger._tables import MONEY_TABLES, ClaimRow, OutcomeRow, SubmissionRow
 from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 from tests.factories import check_json
 
@@ -161,7 +161,7 @@ def test_grouped_charges_equal_record_charge(ledgers: tuple[Ledger, Ledger]) -> 
     """The multi-row charges: a stated refund, a charge stored before the answer (an event
     or a poll came first: ``ON CONFLICT`` sends it to ``record_charge``), a campaign whose
     budget row exists and one whose row does not."""
-    from doccheck.ledger.money import record_charge
+    from doccheck.ledger._money import record_charge
 
     cases = [
         ("m-refund", "c1", check_json("chk-r", ("ai", "similarity"),
@@ -195,7 +195,7 @@ def test_grouped_charges_equal_record_charge(ledgers: tuple[Ledger, Ledger]) -> 
 def test_claims_then_prepare_equal_claim_submitting_sending(ledgers: tuple[Ledger, Ledger]) -> None:
     """One transaction claims every key and prepares exactly the ones a one-by-one
     submitter would send at once: won, never recorded, and asked to."""
-    from doccheck.ledger.bulk import record_claims_then_prepare
+    from doccheck.ledger._bulk import record_claims_then_prepare
 
     def prep(key: str) -> Prepare:
         return Prepare(key, "c1", f"d-{key}", ("ai",), "text", OWNER)
@@ -233,7 +233,7 @@ def test_claims_then_prepare_equal_claim_submitting_sending(ledgers: tuple[Ledge
 def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, Ledger]) -> None:
     """One round (answers of the requests back + claims of the next documents) leaves the
     ledger as the two separate group commits do, and answers each item in its place."""
-    from doccheck.ledger.bulk import record_answers_and_claims, record_claims_then_prepare
+    from doccheck.ledger._bulk import record_answers_and_claims, record_claims_then_prepare
 
     done = [f"a{i}" for i in range(3)]
     for led in ledgers:
@@ -257,8 +257,8 @@ def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, 
 def test_grouped_documents_equal_ledger_record_documents(ledgers: tuple[Ledger, Ledger]) -> None:
     """``bulk.record_documents`` writes the rows ``Ledger.record_documents`` writes, and is
     idempotent per run (a rerun of the batch adds nothing)."""
-    from doccheck.ledger.bulk import record_documents
-    from doccheck.ledger.tables import DocumentRow
+    from doccheck.ledger._bulk import record_documents
+    from doccheck.ledger._tables import DocumentRow
     from tests.factories import planned
 
     batch = [planned(f"d{i}", row=i) for i in range(1, 6)]
@@ -283,7 +283,7 @@ def test_a_round_compiles_its_statements_once(tmp_path: Path) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine.interfaces import CacheStats
 
-    from doccheck.ledger.bulk import record_answers_and_claims
+    from doccheck.ledger._bulk import record_answers_and_claims
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     hits: list[tuple[str, Any]] = []

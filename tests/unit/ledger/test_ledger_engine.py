@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from doccheck.ledger.engine import READ_ONLY, create_ledger_engine
+from doccheck.ledger._engine import READ_ONLY, create_ledger_engine
 
 
 def test_a_read_only_connection_reads_while_a_writer_holds_the_lock(tmp_path: Path) -> None:

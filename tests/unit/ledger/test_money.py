@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from doccheck.ledger import Ledger
-from doccheck.ledger.money import campaign_money, total_money
+from doccheck.ledger._money import campaign_money, total_money
 from tests.factories import BOTH, apply_event, check_json, planned
 
 
@@ -98,7 +98,7 @@ def test_an_event_before_the_answer_is_refunded_when_the_charge_arrives(ledger: 
 
 
 def test_the_campaign_budget_counts_each_check_once(ledger: Ledger) -> None:
-    from doccheck.ledger.campaign_budget import budget_state
+    from doccheck.ledger._campaign_budget import budget_state
 
     run_id = ledger.start_run(campaign="c1")
     _submit(ledger, run_id, "d1", "chk-1", key="k-same")
@@ -111,14 +111,14 @@ def test_reservations_never_exceed_the_cap_under_contention(ledger: Ledger) -> N
     """16 threads race for 3-cent reservations under a 20-cent cap: exactly 6 win."""
     import concurrent.futures
 
-    from doccheck.ledger import campaign_budget as cb
+    from doccheck.ledger import _campaign_budget as cb
 
     urls = [ledger.database_url] * 16
 
     def one(i: int) -> bool:
         other = Ledger(urls[i])  # its own engine and connection, like another process
         try:
-            return cb.reserve(other, "c1", f"k{i}", 3, 20)
+            return cb.reserve_budget(other, "c1", f"k{i}", 3, 20)
         finally:
             other.close()
 
@@ -131,29 +131,29 @@ def test_reservations_never_exceed_the_cap_under_contention(ledger: Ledger) -> N
 def test_holds_are_adopted_released_and_reclaimed(ledger: Ledger) -> None:
     from datetime import timedelta
 
-    from doccheck.ledger import campaign_budget as cb
+    from doccheck.ledger import _campaign_budget as cb
 
-    assert cb.reserve(ledger, "c1", "k1", 5, 10)
-    assert cb.reserve(ledger, "c1", "k1", 5, 10)  # a resume of the same key adopts its hold
+    assert cb.reserve_budget(ledger, "c1", "k1", 5, 10)
+    assert cb.reserve_budget(ledger, "c1", "k1", 5, 10)  # a resume of the same key adopts its hold
     assert cb.budget_state(ledger, "c1").reserved_cents == 5
-    assert cb.reserve(ledger, "c1", "k2", 5, 10)
-    assert not cb.reserve(ledger, "c1", "k3", 1, 10)  # full
+    assert cb.reserve_budget(ledger, "c1", "k2", 5, 10)
+    assert not cb.reserve_budget(ledger, "c1", "k3", 1, 10)  # full
     assert cb.budget_state(ledger, "c1").holds == 2  # the refused one holds nothing
-    assert cb.release(ledger, "c1", "k2") == 5 and cb.release(ledger, "c1", "k2") == 0
-    assert cb.reclaim_expired(ledger, "c1", lease=timedelta(seconds=-1)) == 5  # k1's process "died"
+    assert cb.release_budget(ledger, "c1", "k2") == 5 and cb.release_budget(ledger, "c1", "k2") == 0
+    assert cb.reclaim_budget_holds(ledger, "c1", lease=timedelta(seconds=-1)) == 5  # k1's process "died"
     assert cb.budget_state(ledger, "c1") == cb.BudgetState("c1", 0, 0, 0)
 
 
 def test_charges_count_against_the_cap_of_later_reservations(ledger: Ledger) -> None:
-    from doccheck.ledger import campaign_budget as cb
+    from doccheck.ledger import _campaign_budget as cb
 
     run_id = ledger.start_run(campaign="c1")
-    assert cb.reserve(ledger, "c1", "key-d1-ai-similarity", 3, 5)
+    assert cb.reserve_budget(ledger, "c1", "key-d1-ai-similarity", 3, 5)
     _submit(ledger, run_id, "d1", "chk-1")  # charged 3: counted in spent
-    assert cb.release(ledger, "c1", "key-d1-ai-similarity") == 3
+    assert cb.release_budget(ledger, "c1", "key-d1-ai-similarity") == 3
     assert cb.budget_state(ledger, "c1").spent_cents == 3
-    assert not cb.reserve(ledger, "c1", "k2", 3, 5)  # 3 spent + 3 > 5
-    assert cb.reserve(ledger, "c1", "k2", 2, 5)
+    assert not cb.reserve_budget(ledger, "c1", "k2", 3, 5)  # 3 spent + 3 > 5
+    assert cb.reserve_budget(ledger, "c1", "k2", 2, 5)
 
 
 def test_a_price_known_only_at_completion_is_recorded_when_seen(ledger: Ledger) -> None:
@@ -171,7 +171,7 @@ def test_a_price_known_only_at_completion_is_recorded_when_seen(ledger: Ledger) 
     assert _money(ledger, "chk-late") == (18, 0, 18)
     ledger.record_check(check_json("chk-late", BOTH, cost=zero), source="poll")  # never lowered
     assert _money(ledger, "chk-late") == (18, 0, 18)
-    from doccheck.ledger.campaign_budget import budget_state
+    from doccheck.ledger._campaign_budget import budget_state
 
     assert budget_state(ledger, "c1").spent_cents == 18
 

@@ -12,8 +12,8 @@ import pytest
 
 from doccheck.client import Check
 from doccheck.ledger import Ledger
-from doccheck.ledger.money import total_money
-from doccheck.ledger.tables import ContradictionRow
+from doccheck.ledger._money import total_money
+from doccheck.ledger._tables import ContradictionRow
 from tests.factories import check_json, planned, record
 from tests.fixtures.events import event_body
 from tests.unit.ledger.test_ledger import submit

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from doccheck.ledger._merge import event_product_data, merge_product, product_fields
-from doccheck.ledger.tables import OutcomeRow
+from doccheck import domain
+from doccheck.ledger._merge import PRODUCTS, event_product_data, merge_product, product_fields
+from doccheck.ledger._tables import OutcomeRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FULL_AI = {"status": "completed", "score": 0.91, "label": "likely_ai"}
@@ -69,3 +70,8 @@ def test_similarity_is_fetched_only_with_score_and_sources() -> None:
 
 def test_other_event_types_say_nothing_final() -> None:
     assert event_product_data("check.processing", {"check": {"ai": {}}}, "ai") is None
+
+
+def test_the_products_merged_are_the_domain_modules() -> None:
+    """One list of products (``doccheck.domain``): the ledger reads it, it keeps no copy."""
+    assert PRODUCTS is domain.PRODUCTS

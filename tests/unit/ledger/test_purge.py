@@ -1,4 +1,4 @@
-"""doccheck.ledger.purge without a service: selection by age, folder safety, age parsing."""
+"""doccheck.ledger._data_purge without a service: selection by age, folder safety, age parsing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import text
 from doccheck.commands.purge import parse_age
 from doccheck.errors import PurgeError
 from doccheck.ledger import Ledger
-from doccheck.ledger.purge import execute_purge, plan_purge
+from doccheck.ledger._data_purge import execute_purge, plan_purge
 
 
 @pytest.mark.parametrize(("given", "age"), [("30", timedelta(days=30)), ("30d", timedelta(days=30)),
@@ -53,7 +53,7 @@ def test_age_selection_and_folder_safety(tmp_path: Path) -> None:
 
 
 def test_unknown_check_bodies_are_emptied_after_a_week(tmp_path: Path) -> None:
-    from doccheck.ledger.purge import UNKNOWN_BODY_TTL, drop_event_bodies
+    from doccheck.ledger._data_purge import UNKNOWN_BODY_TTL, drop_event_bodies
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
     try:
@@ -75,7 +75,7 @@ def test_unknown_check_bodies_are_emptied_after_a_week(tmp_path: Path) -> None:
 
 
 def test_a_run_folder_with_group_pages_is_a_report_folder(tmp_path: Path) -> None:
-    from doccheck.ledger.purge import _report_folder_problem
+    from doccheck.ledger._data_purge import _report_folder_problem
 
     folder = tmp_path / "c-20261125T101010123Z-abcd1234"
     (folder / "groups").mkdir(parents=True)
@@ -90,7 +90,7 @@ def test_event_ids_outlive_a_purge_for_the_retry_window(tmp_path: Path) -> None:
     """Issue 39: a campaign purge and a 1-day retention empty event bodies, but an id received
     within the retry window (3 days by default) is kept: its redelivery stays a duplicate."""
     from doccheck.config import Settings
-    from doccheck.ledger.purge import drop_event_bodies
+    from doccheck.ledger._data_purge import drop_event_bodies
     from tests.factories import planned, record
     from tests.fixtures.events import event_body
     from tests.unit.ledger.test_ledger import submit

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.signatures import DocumentSignatureRow, replace_cohort_matches
+from doccheck.ledger import DocumentSignatureRow, Ledger, replace_cohort_matches
 from doccheck.matching import LedgerStore, MatchOptions, MemoryStore, match_cohort
 from doccheck.matching.shingles import pack_u32, shingle_hashes, to_u32, unpack_u32
 from doccheck.outputs.markdown import escape_markdown

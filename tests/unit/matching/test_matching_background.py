@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.ledger.ledger import Ledger
+from doccheck.ledger import Ledger
 from doccheck.matching.background import BATCH, match_in_background
 from doccheck.matching.cohort import match_cohort
 from doccheck.matching.runs import match_stream

@@ -9,8 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import DocumentRow
+from doccheck.ledger import DocumentRow, Ledger
 from doccheck.outputs.instructor.evidence import (
     MAX_PASSAGES,
     MAX_WORDS,

@@ -125,8 +125,7 @@ def test_render_report_states_the_gate_for_given_rules() -> None:
 
 
 def test_reference_scores_are_read_from_the_ledger(tmp_path: Path) -> None:
-    from doccheck.ledger import Ledger
-    from doccheck.ledger.tables import OutcomeRow, SubmissionRow
+    from doccheck.ledger import Ledger, OutcomeRow, SubmissionRow
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'ref.db'}")
     with ledger.session() as s:

@@ -132,7 +132,7 @@ def test_an_earlier_runs_rewrite_leaves_latest_alone(tmp_path: Path) -> None:
 
 
 def test_purge_finds_an_interrupted_runs_partial_folder(tmp_path: Path) -> None:
-    from doccheck.ledger.purge_residue import scan_run_folders
+    from doccheck.ledger import scan_run_folders
 
     run_id = "abcd1234-0000-0000-0000-000000000000"
     complete, partial = (

@@ -20,8 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlmodel import select
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import DocumentRow, RejectionRow
+from doccheck.ledger import DocumentRow, Ledger, RejectionRow
 from doccheck.pipeline import Plan, PlanTally, iter_planned, load_plan
 from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
 from doccheck.sources.manifest import ManifestError, RejectCode
@@ -275,7 +274,7 @@ def test_a_bad_manifest_records_no_run(tmp_path: Path) -> None:
         with pytest.raises(ManifestError, match="document_id"):
             record_plan(ledger, manifest)
         with ledger.session() as s:
-            from doccheck.ledger.tables import RunRow
+            from doccheck.ledger import RunRow
 
             assert s.exec(select(RunRow)).all() == []
 
@@ -472,7 +471,7 @@ def test_a_batch_whose_keys_all_have_checks_is_not_read_again(tmp_path: Path, mo
     as already done; one unsettled key, or an edited manifest, and the batch is read as before."""
     import os
 
-    from doccheck.ledger.tables import SubmissionRow
+    from doccheck.ledger import SubmissionRow
     from doccheck.pipeline.planning import _batches as batches
 
     manifest = _write_csv(tmp_path / "term.csv", bom=False, newline="\n")

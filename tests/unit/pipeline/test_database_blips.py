@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DisconnectionError, IntegrityError, OperationalError
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.transient import is_transient, on_wait, retry_transient
+from doccheck.ledger import Ledger, is_transient, on_wait, retry_transient
 from doccheck.pipeline import BatchResult, SubmitOptions
 from doccheck.pipeline.sending._attempts import begin_attempt, count_done, end_attempt
 
@@ -109,7 +108,7 @@ def test_a_retry_takes_its_predecessors_claims_without_waiting() -> None:
 def test_the_async_retry_waits_without_blocking_the_loop() -> None:
     import asyncio
 
-    from doccheck.ledger.transient import retry_transient_async
+    from doccheck.ledger import retry_transient_async
 
     calls: list[int] = []
     ticks: list[int] = []

@@ -18,8 +18,7 @@ import pytest
 from sqlmodel import select
 
 from doccheck.errors import RecordingStopped
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import DocumentRow
+from doccheck.ledger import DocumentRow, Ledger
 from doccheck.pipeline._overlap import _Handover
 from doccheck.pipeline.planning._batches import BatchRef, start_recording
 

@@ -1,5 +1,5 @@
 """Issue 41: a type the service refused is remembered for the next process, by the service's
-base URL, in the ledger (``doccheck.ledger.refused_types``), adopted before sending
+base URL, in the ledger (``doccheck.ledger._refused_types``), adopted before sending
 (``doccheck.pipeline._learnt_types``) and shown by ``doccheck probe``."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import pytest
 
 from doccheck.client import _profile as service_profile
 from doccheck.commands.probe import _keeping_types, file_type_lines, learnt_refusals
-from doccheck.ledger import Ledger
-from doccheck.ledger.refused_types import refused_types, remember_refused_type, service_key
+from doccheck.ledger import Ledger, refused_types, remember_refused_type, service_key
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal
 
 SERVICE = "http://127.0.0.1:8080/api/v1"

@@ -9,8 +9,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, select
 
-from doccheck.ledger import Ledger
-from doccheck.ledger.tables import ClaimRow, SubmissionRow
+from doccheck.ledger import ClaimRow, Ledger, SubmissionRow
 from doccheck.pipeline import SubmitOptions, submit_batch
 from tests.fakes import FakeClient, docs, run
 
@@ -70,16 +69,16 @@ class SlowClient(FakeClient):
 
 def rounds_of(monkeypatch: Any) -> list[int]:
     """Sizes (answers + claims) of the batch's ledger rounds, as committed."""
-    from doccheck.ledger import bulk
+    from doccheck import ledger as ledger_surface
 
     sizes: list[int] = []
-    original = bulk.record_answers_and_claims
+    original = ledger_surface.record_answers_and_claims
 
     def counted(ledger: Ledger, items: list[Any]) -> list[Any]:
         sizes.append(len(items))
         return original(ledger, items)
 
-    monkeypatch.setattr(bulk, "record_answers_and_claims", counted)
+    monkeypatch.setattr(ledger_surface, "record_answers_and_claims", counted)
     return sizes
 
 
