@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:  # `python deployments/serve.py` from anywhere
 
 from doccheck.config import Settings, load_settings  # noqa: E402  (after the path is set)
 
-#: Event names the receiver emits (``doccheck.receiver.prefect_events``).
+#: Event names the receiver emits (``doccheck.receiver._prefect_events``).
 CHECK_EVENTS = ("doccheck.check.completed", "doccheck.check.failed")
 
 

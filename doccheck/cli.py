@@ -22,7 +22,7 @@ from doccheck.commands.resolve import resolve
 from doccheck.commands.review import review
 from doccheck.commands.run import run
 from doccheck.emulator.command import emulator
-from doccheck.receiver.command import receiver
+from doccheck.receiver import receiver
 
 #: Commands that read no setting: they run with whatever the environment holds.
 _NO_SETTINGS = {"emulator"}

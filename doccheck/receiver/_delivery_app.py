@@ -32,7 +32,7 @@ from doccheck.errors import (
     StaleSignature,
 )
 from doccheck.ledger import Ledger
-from doccheck.receiver.group_commit import GroupWriter
+from doccheck.receiver._group_commit import GroupWriter
 from doccheck.webhooks import SIGNATURE_HEADER, parse_event, verify
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def create_app(
     event, 401 wrong or stale signature, 413 body over ``max_body_bytes``, 503 when no
     secret is configured or the ledger is unavailable (the service retries later).
     ``on_stored(event)`` runs after the answer has been sent, for new events only
-    (``doccheck.receiver.prefect_events``), so it never delays or fails a delivery.
+    (``doccheck.receiver._prefect_events``), so it never delays or fails a delivery.
     ``clock`` is "now" for the signature's age (default the system clock; a test hands it
     the emulator's, which moves by days).
     """

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from doccheck.receiver.app import DEFAULT_MAX_BODY_BYTES
+from doccheck.receiver._delivery_app import DEFAULT_MAX_BODY_BYTES
 
 #: Seconds the deliveries in flight have to finish after a stop (the service wants an answer within 10 s).
 DRAIN_SECONDS = 10
@@ -104,7 +104,7 @@ def receiver(
 
     from doccheck.config import load_settings
     from doccheck.ledger import redact_url
-    from doccheck.receiver.app import create_app
+    from doccheck.receiver._delivery_app import create_app
 
     console = Console(stderr=True, soft_wrap=True)
     settings = load_settings(database_url=database_url, webhook_secret_file=webhook_secret_file)
@@ -162,7 +162,7 @@ def _secrets_provider(
     try:
         reader = None
         if block:
-            from doccheck.receiver.prefect_events import prefect_api_from_environment, secret_block_provider
+            from doccheck.receiver._prefect_events import prefect_api_from_environment, secret_block_provider
 
             api_url, api_key = prefect_api_from_environment(prefect_api_url)
             reader = secret_block_provider(api_url, block, api_key, ttl=refresh)
@@ -176,7 +176,7 @@ def _events_hook(console: Any, ledger: Any, enabled: bool, prefect_api_url: str 
     """``--prefect-events``: the emitter called for each new verified delivery, and a note for the banner."""
     if not enabled:
         return None, ""
-    from doccheck.receiver.prefect_events import emitter_from_environment, ledger_campaign_lookup
+    from doccheck.receiver._prefect_events import emitter_from_environment, ledger_campaign_lookup
 
     try:
         emitter = emitter_from_environment(prefect_api_url, campaign_of=ledger_campaign_lookup(ledger))

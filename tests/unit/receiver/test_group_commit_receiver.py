@@ -14,7 +14,7 @@ from doccheck.client._models import Event
 from doccheck.client._probe import list_order_of
 from doccheck.config import Settings
 from doccheck.ledger import Ledger
-from doccheck.receiver.group_commit import GroupWriter
+from doccheck.receiver._group_commit import GroupWriter
 from tests.fixtures.events import event_body
 
 

@@ -11,7 +11,7 @@ import httpx
 from pydantic import SecretStr
 
 from doccheck.client import Event
-from doccheck.receiver.prefect_events import PrefectEventEmitter, event_name, prefect_event
+from doccheck.receiver._prefect_events import PrefectEventEmitter, event_name, prefect_event
 
 SERVICE_EVENT = {
     "id": "evt_123",
@@ -82,7 +82,7 @@ def test_receiver_app_calls_on_stored_after_answer_for_new_events_only(tmp_path:
     from starlette.testclient import TestClient
 
     from doccheck.ledger import Ledger
-    from doccheck.receiver.app import create_app
+    from doccheck.receiver._delivery_app import create_app
     from doccheck.webhooks import SIGNATURE_HEADER, sign
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
@@ -106,7 +106,7 @@ def test_receiver_app_calls_on_stored_after_answer_for_new_events_only(tmp_path:
 def test_secret_block_read_over_rest_and_cached() -> None:
     import pytest
 
-    from doccheck.receiver.prefect_events import read_secret_block, secret_block_provider
+    from doccheck.receiver._prefect_events import read_secret_block, secret_block_provider
 
     calls: list[httpx.Request] = []
     value = {"v": "whsec_one, whsec_two"}
@@ -127,7 +127,7 @@ def test_secret_block_read_over_rest_and_cached() -> None:
         read_secret_block("http://p/api", "missing", transport=transport)
     assert "whsec" not in str(info.value)
 
-    import doccheck.receiver.prefect_events as pe
+    import doccheck.receiver._prefect_events as pe
 
     original = pe.read_secret_block
     pe.read_secret_block = lambda url, name, key=None: original(url, name, key, transport=transport)  # type: ignore[assignment]
@@ -145,7 +145,7 @@ def test_webhook_secret_block_read_over_rest_when_no_secret_block() -> None:
 
     import pytest
 
-    from doccheck.receiver.prefect_events import read_secret_block
+    from doccheck.receiver._prefect_events import read_secret_block
 
     until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     blocks = {

@@ -15,7 +15,7 @@ with warnings.catch_warnings():  # starlette 1.x nags about httpx; the in-proces
     from starlette.testclient import TestClient
 
 from doccheck.ledger import Ledger
-from doccheck.receiver.app import create_app
+from doccheck.receiver._delivery_app import create_app
 from doccheck.webhooks import SecretFile, file_secrets_provider, sign
 from tests.fixtures.events import event_body
 
@@ -156,7 +156,7 @@ def test_default_ports_of_receiver_and_emulator_do_not_collide() -> None:
 
     from doccheck.emulator.command import emulator
     from doccheck.emulator.runtime import EmulatorConfig
-    from doccheck.receiver.command import receiver
+    from doccheck.receiver._receiver_command import receiver
 
     emulator_default = inspect.signature(emulator).parameters["port"].default
     receiver_default = inspect.signature(receiver).parameters["port"].default
