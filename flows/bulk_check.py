@@ -132,7 +132,7 @@ async def bulk_check(
 async def _dry_run(options: RunOptions, logger: Any) -> RunSummary:
     """Validate, plan and cohort-match as a stream (``doccheck.pipeline.planning._dry_run``); nothing recorded."""
     from doccheck.pipeline import export_work_dir
-    from doccheck.sources.lms.derive import as_manifest
+    from doccheck.sources.lms import as_manifest
 
     source = options.source
     manifest, _ = as_manifest(

@@ -25,7 +25,7 @@ def manifest(
     attempts: Annotated[str, typer.Option(help="Blackboard exports: latest (default) or all attempts.")] = "latest",
 ) -> None:
     """Write the manifest derived from EXPORT (documents copied beside it) and print what was recognised."""
-    from doccheck.sources.lms.derive import export_campaign, review_manifest
+    from doccheck.sources.lms import export_campaign, review_manifest
 
     console, err = Console(), Console(stderr=True)
     if not export.exists():

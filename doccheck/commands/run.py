@@ -267,8 +267,7 @@ def export_manifest(
     console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
 ) -> Path:
     """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
-    from doccheck.sources.lms.derive import as_manifest
-    from doccheck.sources.lms.roster import no_submission_lines
+    from doccheck.sources.lms import as_manifest, no_submission_lines
 
     try:
         # the roster's email, section and "no submission" rows go in the reports (the export's sidecar)

@@ -2,7 +2,7 @@
 
 A run of an LMS export reads the manifest derived from it; the students' names and ids are
 not in what the run sends nor in the ledger's metadata (``--metadata-columns`` decides that).
-They are in the export's sidecar (:mod:`doccheck.sources.lms.sidecar`) beside the derived
+They are in the export's sidecar (:func:`doccheck.sources.lms.read_sidecar`) beside the derived
 manifest the run recorded, and joined here by ``document_id`` into ``submissions.parquet``
 (and from it ``documents.parquet``/``.csv``): ``lms, student_id, student, late, attempt,
 submitted_file`` and the roster's ``email, section``. Null for a manifest's rows.
@@ -69,7 +69,7 @@ def lms_values(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_sidecar(ledger: Any, run_id: str) -> dict[str, Any] | None:
     """The sidecar of the manifest ``run_id`` recorded (None for a manifest that is not an export's)."""
-    from doccheck.sources.lms.sidecar import read_sidecar
+    from doccheck.sources.lms import read_sidecar
 
     run = ledger.get_run(run_id)
     return read_sidecar(run.manifest if run is not None else None)

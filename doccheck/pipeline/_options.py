@@ -111,7 +111,7 @@ class SourceOptions(_Group):
     @field_validator("products")
     @classmethod
     def _known_products(cls, value: list[str]) -> list[str]:
-        from doccheck.sources.manifest.products import parse_products
+        from doccheck.sources.manifest import parse_products
 
         return list(parse_products(value or None, default=DEFAULT_PRODUCTS))
 
@@ -120,7 +120,7 @@ class SourceOptions(_Group):
         """The run's campaign: the given one, else the manifest's file name without extension."""
         from pathlib import Path
 
-        from doccheck.sources.lms.derive import export_campaign, is_export
+        from doccheck.sources.lms import export_campaign, is_export
 
         default = export_campaign(self.manifest) if is_export(self.manifest) else Path(self.manifest).stem
         return (self.campaign or "").strip() or default

@@ -359,7 +359,7 @@ def start_run_recording(
 ) -> PlanRecording:
     """The first half of :func:`prepare_run`: the manifest checked as a whole (an LMS export
     derived) and the run started; ``on_batch`` hears of each batch once it is recorded."""
-    from doccheck.sources.lms.derive import as_manifest
+    from doccheck.sources.lms import as_manifest
 
     source = options.source
     adopt_for_planning(ledger, options.connection.base_url)  # a type an earlier run was refused: planned as text

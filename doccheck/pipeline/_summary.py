@@ -33,11 +33,11 @@ def notice_fields(counts: dict[str, Any]) -> dict[str, Any]:
 def export_rejections(manifest: str | None) -> list[dict[str, str | int | None]]:
     """The refused entries of the LMS export ``manifest`` was derived from, as summary rejections.
 
-    They are in the export's sidecar (:mod:`doccheck.sources.lms.sidecar`), not in the
+    They are in the export's sidecar (:func:`doccheck.sources.lms.read_sidecar`), not in the
     manifest: a hostile, unsupported or nested-zip entry never becomes a manifest row. Empty
     for a manifest that is not an export's.
     """
-    from doccheck.sources.lms.sidecar import read_sidecar
+    from doccheck.sources.lms import read_sidecar
 
     sidecar = read_sidecar(manifest) or {}
     return [

@@ -22,8 +22,7 @@ from typing import Any
 from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
 from doccheck.outputs.instructor.evidence import PairTexts, template_grams
-from doccheck.sources.manifest import read_rows  # the raw rows: no file is hashed or extracted
-from doccheck.sources.manifest.limits import MAX_FILE_BYTES
+from doccheck.sources.manifest import MAX_FILE_BYTES, read_rows  # the raw rows: no file is hashed or extracted
 
 __all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
 

@@ -28,10 +28,15 @@ from doccheck.ledger import Ledger, LedgerWordStore, document_row, record_plan_g
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
-from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection
-from doccheck.sources.manifest.limits import MULTIPART_MAX_BYTES
-from doccheck.sources.manifest.stream import iter_manifest
-from doccheck.sources.manifest.types import RowCursor, RowStart
+from doccheck.sources.manifest import (
+    MULTIPART_MAX_BYTES,
+    ManifestDocument,
+    ManifestError,
+    Rejection,
+    RowCursor,
+    RowStart,
+    iter_manifest,
+)
 
 __all__ = [
     "MANIFEST_CHANGED",

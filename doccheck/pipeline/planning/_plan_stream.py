@@ -26,10 +26,16 @@ from doccheck.pipeline.planning._plan import (
     plan_document,
     run_defaults,
 )
-from doccheck.sources.manifest import ManifestDocument, ManifestError, Rejection
-from doccheck.sources.manifest.columns import canonical_column
-from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES, MAX_ROW_CHARS
-from doccheck.sources.manifest.stream import iter_manifest
+from doccheck.sources.manifest import (
+    MAX_DEPTH,
+    MAX_LINE_BYTES,
+    MAX_ROW_CHARS,
+    ManifestDocument,
+    ManifestError,
+    Rejection,
+    canonical_column,
+    iter_manifest,
+)
 
 __all__ = ["PlanTally", "file_paths", "iter_planned", "plan_one", "resolve_campaign"]
 

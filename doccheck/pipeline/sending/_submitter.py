@@ -69,7 +69,7 @@ from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation, with_reference
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
-from doccheck.sources.manifest.limits import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
+from doccheck.sources.manifest import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
 
 if TYPE_CHECKING:
     from doccheck.ledger import SubmissionRow

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from doccheck.sources.lms.model import EntryKind, Parsed
+from doccheck.sources.lms._model import EntryKind, Parsed
 
 __all__ = ["LMS", "parse", "recognises"]
 

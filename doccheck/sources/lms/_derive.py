@@ -21,11 +21,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from doccheck.sources.lms._model import ExportResult, SubmittedFile
 from doccheck.sources.lms._read import read_export
-from doccheck.sources.lms.model import ExportResult, SubmittedFile
-from doccheck.sources.lms.roster import read_roster
-from doccheck.sources.lms.sidecar import write_sidecar
-from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, copy_member
+from doccheck.sources.lms._roster import read_roster
+from doccheck.sources.lms._sidecar import write_sidecar
+from doccheck.sources.lms._walk import DEFAULT_LIMITS, ExportLimits, copy_member
 
 __all__ = [
     "LMS_COLUMNS",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from doccheck.sources.lms.model import Parsed
+from doccheck.sources.lms._model import Parsed
 
 __all__ = ["LMS", "parse", "recognises"]
 

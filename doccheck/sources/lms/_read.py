@@ -9,8 +9,8 @@ from pathlib import Path, PurePosixPath
 from doccheck.extract import extension_of, is_supported
 from doccheck.extract.parse import IMAGE
 from doccheck.extract.sniff import IMAGE_TYPES
-from doccheck.sources.lms import blackboard, canvas, moodle
-from doccheck.sources.lms.model import (
+from doccheck.sources.lms import _blackboard, _canvas, _moodle
+from doccheck.sources.lms._model import (
     Entry,
     EntryKind,
     ExportResult,
@@ -18,10 +18,10 @@ from doccheck.sources.lms.model import (
     SubmittedFile,
     make_document_id,
 )
-from doccheck.sources.lms.walk import DEFAULT_LIMITS, ExportLimits, Refused, walk_export
+from doccheck.sources.lms._walk import DEFAULT_LIMITS, ExportLimits, Refused, walk_export
 
 LMS_NAMES = ("moodle", "canvas", "blackboard", "plain")
-_RECOGNISERS = {"moodle": moodle.recognises, "canvas": canvas.recognises, "blackboard": blackboard.recognises}
+_RECOGNISERS = {"moodle": _moodle.recognises, "canvas": _canvas.recognises, "blackboard": _blackboard.recognises}
 
 
 def detect_lms(names: list[str]) -> str:
@@ -32,11 +32,11 @@ def detect_lms(names: list[str]) -> str:
 
 def _parse(lms: str, name: str, groups: bool) -> Parsed | None:
     if lms == "moodle":
-        return moodle.parse(name, groups=groups)
+        return _moodle.parse(name, groups=groups)
     if lms == "canvas":
-        return canvas.parse(name)
+        return _canvas.parse(name)
     if lms == "blackboard":
-        return blackboard.parse(name)
+        return _blackboard.parse(name)
     return Parsed("plain", name, PurePosixPath(name).name, PurePosixPath(name).name)
 
 

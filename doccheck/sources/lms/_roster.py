@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from doccheck.errors import RosterError
-from doccheck.sources.lms.model import EntryKind, ExportResult
+from doccheck.sources.lms._model import EntryKind, ExportResult
 
 __all__ = ["RosterEntry", "missing_from", "no_submission_lines", "read_roster"]
 

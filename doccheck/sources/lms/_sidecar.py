@@ -20,8 +20,8 @@ import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from doccheck.sources.lms.model import EntryKind, ExportResult, SubmittedFile
-from doccheck.sources.lms.roster import RosterEntry, missing_from
+from doccheck.sources.lms._model import EntryKind, ExportResult, SubmittedFile
+from doccheck.sources.lms._roster import RosterEntry, missing_from
 
 __all__ = ["MAX_SIDECAR_BYTES", "ROSTER_COLUMNS", "read_sidecar", "sidecar_path", "write_sidecar"]
 

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 from doccheck.errors import UnsafeExport
 from doccheck.extract.limits import MAX_COMPRESSION_RATIO, RATIO_FLOOR_BYTES
-from doccheck.sources.lms.model import Entry
-from doccheck.sources.manifest.limits import MAX_FILE_BYTES
+from doccheck.sources.lms._model import Entry
+from doccheck.sources.manifest._limits import MAX_FILE_BYTES
 
 __all__ = ["ExportLimits", "Refused", "copy_member", "walk_export"]
 

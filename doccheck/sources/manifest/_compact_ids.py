@@ -25,7 +25,7 @@ def _digest(key: str) -> int:
 
 
 class CompactIds:
-    """The ``seen_ids`` mapping of :func:`doccheck.sources.manifest.validate.validate_row`, compact.
+    """The ``seen_ids`` mapping of :func:`doccheck.sources.manifest._validate.validate_row`, compact.
 
     Supports exactly what validation uses: ``key in ids``, ``ids[key]`` → ``(first row,
     spelling)``, ``ids[key] = (row, spelling)`` and ``setdefault``.

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import IO
 
 from doccheck.errors import ManifestError
-from doccheck.sources.manifest.columns import canonical_columns
-from doccheck.sources.manifest.limits import MAX_ID_CHARS, MAX_ROW_CHARS
-from doccheck.sources.manifest.types import RejectCode, Row, RowCursor, RowProblem, RowStart
+from doccheck.sources.manifest._column_names import canonical_columns
+from doccheck.sources.manifest._limits import MAX_ID_CHARS, MAX_ROW_CHARS
+from doccheck.sources.manifest._types import RejectCode, Row, RowCursor, RowProblem, RowStart
 
 __all__ = ["read_csv"]
 

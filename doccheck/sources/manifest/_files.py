@@ -24,9 +24,9 @@ from doccheck.extract import (
 from doccheck.extract import cache as word_cache
 from doccheck.extract.parse import IMAGE, read_as_named
 from doccheck.extract.sniff import IMAGE_TYPES
-from doccheck.sources.manifest.limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
-from doccheck.sources.manifest.types import RejectCode
-from doccheck.sources.manifest.values import show
+from doccheck.sources.manifest._limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
+from doccheck.sources.manifest._types import RejectCode
+from doccheck.sources.manifest._values import show
 
 __all__ = ["check_file"]
 

@@ -2,8 +2,8 @@
 
 A JSONL file is a list of independent records, often concatenated from several exports, so
 every problem of a line stays with that line: bytes that are not UTF-8, a line longer than
-:data:`~doccheck.sources.manifest.limits.MAX_LINE_BYTES` (skipped without being held), nesting deeper
-than :data:`~doccheck.sources.manifest.limits.MAX_DEPTH` (found by a pre-scan before the recursive
+:data:`~doccheck.sources.manifest._limits.MAX_LINE_BYTES` (skipped without being held), nesting deeper
+than :data:`~doccheck.sources.manifest._limits.MAX_DEPTH` (found by a pre-scan before the recursive
 parser could exhaust the stack), a number literal of thousands of digits (kept as text by
 ``parse_int``/``parse_float``, never converted), ``NaN``/``Infinity`` and a key given twice.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.errors import CellProblem, ManifestError
-from doccheck.sources.manifest.columns import canonical_column
-from doccheck.sources.manifest.limits import MAX_DEPTH, MAX_LINE_BYTES
-from doccheck.sources.manifest.types import RejectCode, Row, RowCursor, RowProblem, RowStart
-from doccheck.sources.manifest.values import JsonNumber, NonFinite, cell_text
+from doccheck.sources.manifest._column_names import canonical_column
+from doccheck.sources.manifest._limits import MAX_DEPTH, MAX_LINE_BYTES
+from doccheck.sources.manifest._types import RejectCode, Row, RowCursor, RowProblem, RowStart
+from doccheck.sources.manifest._values import JsonNumber, NonFinite, cell_text
 
 __all__ = ["iter_jsonl", "parse_line"]
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.errors import CellProblem, ManifestError
-from doccheck.sources.manifest.columns import canonical_columns
-from doccheck.sources.manifest.types import Row, RowCursor, RowProblem, RowStart
-from doccheck.sources.manifest.values import cell_text
+from doccheck.sources.manifest._column_names import canonical_columns
+from doccheck.sources.manifest._types import Row, RowCursor, RowProblem, RowStart
+from doccheck.sources.manifest._values import cell_text
 
 __all__ = ["read_parquet"]
 

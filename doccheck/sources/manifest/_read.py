@@ -10,11 +10,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from doccheck.errors import ManifestError
-from doccheck.sources.manifest.columns import RESERVED_COLUMNS, canonical_column
-from doccheck.sources.manifest.csv_reader import read_csv
-from doccheck.sources.manifest.jsonl_reader import iter_jsonl
-from doccheck.sources.manifest.parquet_reader import read_parquet
-from doccheck.sources.manifest.types import (
+from doccheck.sources.manifest._column_names import RESERVED_COLUMNS, canonical_column
+from doccheck.sources.manifest._csv_reader import read_csv
+from doccheck.sources.manifest._jsonl_reader import iter_jsonl
+from doccheck.sources.manifest._parquet_reader import read_parquet
+from doccheck.sources.manifest._types import (
     ManifestDocument,
     ManifestResult,
     Rejection,
@@ -37,7 +37,7 @@ def read_manifest(
     is the allowlist of columns sent to the service as metadata (``document_id`` always is).
     Raises :class:`ManifestError` for problems of the whole manifest or configuration.
     """
-    from doccheck.sources.manifest.stream import iter_manifest  # the one row-by-row judge; it uses this package
+    from doccheck.sources.manifest._stream import iter_manifest  # the one row-by-row judge; it uses this package
 
     documents: list[ManifestDocument] = []
     rejections: list[Rejection] = []

@@ -4,7 +4,7 @@ Why: ``read_manifest`` returns every document with its text, which is what made 
 100,000-row term cost 1.75 GB to plan (issue 10). :func:`iter_manifest` yields each row's
 :class:`ManifestDocument` or :class:`Rejection` as soon as it is judged, with the same
 whole-manifest checks up front (``document_id`` column, allowlisted columns) and duplicate
-ids tracked in :class:`~doccheck.sources.manifest.compact_ids.CompactIds` (~12 bytes per row), so a
+ids tracked in :class:`~doccheck.sources.manifest._compact_ids.CompactIds` (~12 bytes per row), so a
 caller that keeps only what it needs (counts, keys, hashes) plans in memory that does not
 grow with the documents' texts. CSV and JSONL are read row by row, Parquet by record batch
 (JSONL's columns come from a first pass over its keys that stops once the needed ones are seen).
@@ -19,12 +19,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from doccheck.errors import ManifestError
+from doccheck.sources.manifest._column_names import header_hint
+from doccheck.sources.manifest._compact_ids import CompactIds
+from doccheck.sources.manifest._products import parse_products
 from doccheck.sources.manifest._read import _clean_allowlist, read_rows
-from doccheck.sources.manifest.columns import header_hint
-from doccheck.sources.manifest.compact_ids import CompactIds
-from doccheck.sources.manifest.products import parse_products
-from doccheck.sources.manifest.types import ManifestDocument, Rejection, RowCursor, RowStart
-from doccheck.sources.manifest.validate import validate_row
+from doccheck.sources.manifest._types import ManifestDocument, Rejection, RowCursor, RowStart
+from doccheck.sources.manifest._validate import validate_row
 
 __all__ = ["iter_manifest"]
 

@@ -16,17 +16,17 @@ from pathlib import Path
 
 from doccheck.errors import CellProblem
 from doccheck.extract import count_words
-from doccheck.sources.manifest.files import check_file
-from doccheck.sources.manifest.limits import (
+from doccheck.sources.manifest._files import check_file
+from doccheck.sources.manifest._limits import (
     JSON_BODY_MAX_BYTES,
     JSON_BODY_RESERVE_BYTES,
     MAX_ID_CHARS,
     MAX_METADATA_CHARS,
     MAX_NAME_CHARS,
 )
-from doccheck.sources.manifest.products import parse_products
-from doccheck.sources.manifest.types import ManifestDocument, RejectCode, Rejection, Row, RowProblem
-from doccheck.sources.manifest.values import show, unsafe_text
+from doccheck.sources.manifest._products import parse_products
+from doccheck.sources.manifest._types import ManifestDocument, RejectCode, Rejection, Row, RowProblem
+from doccheck.sources.manifest._values import show, unsafe_text
 
 __all__ = ["validate_row"]
 

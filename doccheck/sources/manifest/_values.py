@@ -20,8 +20,8 @@ import re
 from typing import Any
 
 from doccheck.errors import CellProblem
-from doccheck.sources.manifest.limits import MAX_NUMBER_CHARS
-from doccheck.sources.manifest.types import RejectCode
+from doccheck.sources.manifest._limits import MAX_NUMBER_CHARS
+from doccheck.sources.manifest._types import RejectCode
 
 __all__ = ["JsonNumber", "NonFinite", "cell_text", "show", "unsafe_text"]
 

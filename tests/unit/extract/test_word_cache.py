@@ -36,7 +36,7 @@ def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return counting(data, filename, *args, **kwargs).text
 
     monkeypatch.setattr(word_cache, "extract", counting)
-    monkeypatch.setattr("doccheck.sources.manifest.files.extract", counting)
+    monkeypatch.setattr("doccheck.sources.manifest._files.extract", counting)
     monkeypatch.setattr("doccheck.matching.cohort.extract_text", counting_text)
     yield names
 
@@ -109,7 +109,7 @@ def test_the_prefetch_reads_a_hostile_manifest_within_the_readers_limits(tmp_pat
     """The prefetch reads the manifest before the reader judges it: a JSON line nested past the
     recursion limit is skipped (the reader rejects that row), an unclosed CSV quote stops it
     after one row's limit, and neither raises (the run once died here with a RecursionError)."""
-    from doccheck.sources.manifest.limits import MAX_ROW_CHARS
+    from doccheck.sources.manifest import MAX_ROW_CHARS
 
     (tmp_path / "a.txt").write_text("words of a\n")
     (tmp_path / "b.txt").write_text("words of b\n")

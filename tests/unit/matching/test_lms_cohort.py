@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from doccheck.domain import document_owner
 from doccheck.matching import match_cohort
-from doccheck.sources.lms.model import make_document_id
+from doccheck.sources.lms import make_document_id
 from tests.matching_corpus import essay
 
 

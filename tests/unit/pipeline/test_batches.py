@@ -23,9 +23,8 @@ from sqlmodel import select
 from doccheck.ledger import DocumentRow, Ledger, RejectionRow
 from doccheck.pipeline import Plan, PlanTally, iter_planned, load_plan
 from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
-from doccheck.sources.manifest import ManifestError, RejectCode
-from doccheck.sources.manifest import stream as manifest_stream
-from doccheck.sources.manifest.compact_ids import CompactIds
+from doccheck.sources.manifest import CompactIds, ManifestError, RejectCode
+from doccheck.sources.manifest import _stream as manifest_stream  # patched: a merge every 512 ids
 from tests.factories import random_text_manifest
 
 SAMPLE = Path(__file__).parents[3] / "sample_data" / "manifest.csv"

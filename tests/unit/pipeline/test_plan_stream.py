@@ -9,8 +9,7 @@ import unicodedata
 from pathlib import Path
 
 from doccheck.pipeline import PlanTally, dry_run, iter_planned, load_plan
-from doccheck.sources.manifest import RejectCode
-from doccheck.sources.manifest.compact_ids import CompactIds
+from doccheck.sources.manifest import CompactIds, RejectCode
 from tests.factories import random_text_manifest
 
 SAMPLE = Path(__file__).parents[3] / "sample_data" / "manifest.csv"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from doccheck.sources.lms.derive import derive_manifest, export_campaign
+from doccheck.sources.lms._derive import derive_manifest, export_campaign
 from doccheck.sources.manifest import read_manifest
 
 MEMBERS = {

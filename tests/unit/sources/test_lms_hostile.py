@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from doccheck.sources.lms import UnsafeExport, read_export
-from doccheck.sources.lms.model import EntryKind
-from doccheck.sources.lms.model import make_document_id as ID
-from doccheck.sources.lms.walk import ExportLimits, copy_member
+from doccheck.sources.lms._model import EntryKind
+from doccheck.sources.lms._model import make_document_id as ID
+from doccheck.sources.lms._walk import ExportLimits, copy_member
 
 
 def _hostile_zip(path: Path) -> Path:

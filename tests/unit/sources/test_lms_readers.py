@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from doccheck.sources.lms import read_export
-from doccheck.sources.lms.model import EntryKind
-from doccheck.sources.lms.model import make_document_id as ID
+from doccheck.sources.lms._model import EntryKind
+from doccheck.sources.lms._model import make_document_id as ID
 
 
 def _zip(tmp_path: Path, members: dict[str, bytes], name: str = "export.zip") -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from doccheck.errors import RosterError
 from doccheck.sources.lms import read_export
-from doccheck.sources.lms.roster import RosterEntry, missing_from, read_roster
+from doccheck.sources.lms._roster import RosterEntry, missing_from, read_roster
 
 
 def test_canvas_gradebook_skips_points_possible(tmp_path: Path) -> None:

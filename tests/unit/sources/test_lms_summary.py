@@ -7,7 +7,7 @@ from pathlib import Path
 
 from doccheck.pipeline import dry_run
 from doccheck.pipeline._summary import EXPORT_ENTRY, RunSummary, export_rejections, with_export_rejections
-from doccheck.sources.lms.derive import derive_manifest
+from doccheck.sources.lms._derive import derive_manifest
 
 MEMBERS = {
     "Ada Lovelace_101_assignsubmission_file/essay.txt": b"An essay about rivers and floods in growing cities.",

@@ -187,7 +187,7 @@ def test_large_files_sparse(tmp_path: Path) -> None:
 @pytest.fixture()
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> int:
     """Shrink the multipart limit and the read chunk, so streaming paths run on small files."""
-    import doccheck.sources.manifest.files as manifest
+    import doccheck.sources.manifest._files as manifest
 
     monkeypatch.setattr(manifest, "MULTIPART_MAX_BYTES", 64 * 1024)
     monkeypatch.setattr(manifest, "_CHUNK", 4099)  # odd, so multi-byte characters get split

@@ -17,15 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.sources.manifest import (
-    ManifestError,
-    RejectCode,
-    Rejection,
-    csv_reader,
-    jsonl_reader,
-    limits,
-    read_manifest,
-)
+from doccheck.sources.manifest import ManifestError, RejectCode, Rejection, read_manifest
+from doccheck.sources.manifest import _csv_reader as csv_reader
+from doccheck.sources.manifest import _jsonl_reader as jsonl_reader
+from doccheck.sources.manifest import _limits as limits
 from tests.unit.hostile_manifests import ESSAY, good_line, hostile_jsonl, hostile_lines
 
 
@@ -380,7 +375,7 @@ def test_parquet_non_finite_and_binary_cells(tmp_path: Path) -> None:
 
 
 def test_parquet_is_read_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from doccheck.sources.manifest import parquet_reader
+    from doccheck.sources.manifest import _parquet_reader as parquet_reader
 
     monkeypatch.setattr(parquet_reader, "_BATCH_ROWS", 3)
     ids = [f"d{i}" for i in range(10)]
