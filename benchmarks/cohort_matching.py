@@ -163,8 +163,9 @@ def compare(n: int) -> dict[str, object]:
     import rensa
     from datasketch import LeanMinHash, MinHashLSH
 
-    from doccheck.matching import minhash
-    from doccheck.matching.shingles import WordHasher, shingle_hashes, to_u32
+    # an instrument: it measures the matcher's own signing against datasketch's, inside the package
+    from doccheck.matching import _minhash as minhash
+    from doccheck.matching._shingles import WordHasher, shingle_hashes, to_u32
 
     c = corpus(n, seed=2)
     hasher = WordHasher()

@@ -99,7 +99,7 @@ def file_type_lines(base_url: str, database_url: str | None) -> list[str]:
 def learnt_refusals(base_url: str, database_url: str | None) -> dict[str, datetime] | None:
     """The refusals the ledger keeps for ``base_url`` (None: no ledger; a missing SQLite file is not created)."""
     from doccheck.ledger import refused_types
-    from doccheck.matching.store import existing_ledger
+    from doccheck.matching import existing_ledger
 
     ledger = existing_ledger(database_url)
     if ledger is None:

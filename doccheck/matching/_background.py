@@ -95,7 +95,7 @@ def match_in_background(
 
 _BOOTSTRAP = (
     "import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
-    "from doccheck.matching.background import _child_main; _child_main()"
+    "from doccheck.matching._background import _child_main; _child_main()"
 )
 
 

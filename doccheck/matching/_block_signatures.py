@@ -8,8 +8,8 @@ that cross two documents are dropped), distinct values are found with one sort o
 ``(document, hash)`` keys, and signatures are taken for a few documents at a time.
 
 The results are exactly those of the per-document functions
-(:func:`~doccheck.matching.shingles.document_shingles`, :func:`~doccheck.matching.minhash.signature`,
-:func:`~doccheck.matching.shingles.sampled`); ``tests/unit/matching/test_matching_fast.py`` holds them equal.
+(:func:`~doccheck.matching._shingles.document_shingles`, :func:`~doccheck.matching._minhash.signature`,
+:func:`~doccheck.matching._shingles.sampled`); ``tests/unit/matching/test_matching_fast.py`` holds them equal.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from doccheck.extract.words import word_tokens
-from doccheck.matching import minhash
-from doccheck.matching.shingles import MAX_WORDS, SAMPLE_MOD, SHINGLE, WordHasher, _raw_shingles, _splitmix64
+from doccheck.matching import _minhash as minhash
+from doccheck.matching._shingles import MAX_WORDS, SAMPLE_MOD, SHINGLE, WordHasher, _raw_shingles, _splitmix64
 
 __all__ = ["BLOCK", "Signed", "sign_block"]
 

@@ -4,7 +4,7 @@ The service compares a document only with what it had indexed before, so a cohor
 one run is never compared with itself. This module does that comparison locally:
 
 1. each new document → distinct 5-word shingles (32-bit hashes) minus named template text
-   → MinHash signature + hash-sampled shingles, stored (:mod:`doccheck.matching.store`);
+   → MinHash signature + hash-sampled shingles, stored (:mod:`doccheck.matching._signature_store`);
    documents of earlier runs come back from the store as signatures and samples only;
 2. identical documents: same content hash (they share one check at the service);
 3. candidates: MinHash LSH (Jaccard) ∪ the sampled-shingle index (containment);
@@ -13,10 +13,10 @@ one run is never compared with itself. This module does that comparison locally:
 5. kind: ``near_duplicate`` when Jaccard ≥ ``min_jaccard`` or the overlap covers ≥ ``min_both``
    of each side, else ``copied_section`` when it covers ≥ ``min_containment`` of one side.
 
-Memory: ~60 bytes of columns per document of the campaign (:mod:`doccheck.matching.columns`;
+Memory: ~60 bytes of columns per document of the campaign (:mod:`doccheck.matching._cohort_columns`;
 band keys, ids and samples wait in temporary files); full shingle sets only for the documents
 of candidate pairs, and a streamed count for boilerplate. New documents are signed 128 at a
-time (:mod:`doccheck.matching.signing`).
+time (:mod:`doccheck.matching._block_signatures`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import numpy as np
 from doccheck.domain import document_owner
 from doccheck.extract import cache as word_cache
 from doccheck.extract import extract_text
-from doccheck.matching import minhash
-from doccheck.matching.columns import CampaignColumns, DigestSet
-from doccheck.matching.shingles import (
+from doccheck.matching import _minhash as minhash
+from doccheck.matching._block_signatures import BLOCK, sign_block
+from doccheck.matching._cohort_columns import CampaignColumns, DigestSet
+from doccheck.matching._shingles import (
     SAMPLE_MOD,
     SHINGLE,
     WordHasher,
@@ -46,8 +47,7 @@ from doccheck.matching.shingles import (
     to_u32,
     unpack_u32,
 )
-from doccheck.matching.signing import BLOCK, sign_block
-from doccheck.matching.store import MemoryStore, SignatureStore
+from doccheck.matching._signature_store import MemoryStore, SignatureStore
 
 __all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
 

@@ -7,9 +7,9 @@ document (a tuple, two numpy arrays, a dict entry: ~3.7 KB) are replaced by
 * ``array`` / ``bytearray`` columns: row id, words, shingle count, run (a code), this-run flag,
   and a 16-byte BLAKE2b digest of the content hash (identical documents are equal digests);
 * on disk, in temporary files: the document ids (read back for candidate pairs only), the LSH
-  band keys, ``bands`` × uint32 (:func:`doccheck.matching.minhash.band_keys`, computed per
+  band keys, ``bands`` × uint32 (:func:`doccheck.matching._minhash.band_keys`, computed per
   block of signatures, which are then dropped, and read back one band at a time), and the
-  sampled shingles (a :class:`~doccheck.matching.containment.SampleSpill`).
+  sampled shingles (a :class:`~doccheck.matching._containment.SampleSpill`).
 
 :class:`DigestSet` is the matcher's set of this run's documents in 16 bytes each.
 """
@@ -25,8 +25,8 @@ from typing import IO
 
 import numpy as np
 
-from doccheck.matching import minhash
-from doccheck.matching.containment import SampleSpill
+from doccheck.matching import _minhash as minhash
+from doccheck.matching._containment import SampleSpill
 
 __all__ = ["CampaignColumns", "DigestSet"]
 

@@ -8,7 +8,7 @@ loaded back into any of its sketches or indexes; at ~0.1 ms a document datasketc
 10,000 essays in under a second of CPU, a small part of the budget.
 
 Signatures are computed over the 32-bit shingle hashes the ledger keeps (see
-:mod:`doccheck.matching.shingles`), so they can always be recomputed from stored data.
+:mod:`doccheck.matching._shingles`), so they can always be recomputed from stored data.
 
 Since issue 10 the matcher computes datasketch's scheme itself (same permutations, same
 pre-mix, same affine map: :func:`signature`), several documents at a time, and imports

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from doccheck.matching.cohort import CohortResult, MatchOptions, match_cohort
-from doccheck.matching.store import LedgerStore, MemoryStore, OverlayStore, SignatureStore
+from doccheck.matching._cohort import CohortResult, MatchOptions, match_cohort
+from doccheck.matching._signature_store import LedgerStore, MemoryStore, OverlayStore, SignatureStore
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -107,12 +107,12 @@ def match_stream(
     """A dry run's cohort matching of streamed documents: :func:`summary_of` the result.
 
     Compared with the campaign's earlier runs when ``database_url`` names an existing ledger
-    (read only); this run's rows wait in a :class:`~doccheck.matching.spill.SpillStore`.
+    (read only); this run's rows wait in a :class:`~doccheck.matching._spill.SpillStore`.
     Module level and light to import (no planning, no pyarrow), so that
-    :mod:`doccheck.matching.background` can run it in its child process.
+    :mod:`doccheck.matching._background` can run it in its child process.
     """
-    from doccheck.matching.spill import SpillStore
-    from doccheck.matching.store import existing_ledger
+    from doccheck.matching._signature_store import existing_ledger
+    from doccheck.matching._spill import SpillStore
 
     options = MatchOptions()
     if templates:

@@ -1,6 +1,6 @@
 """A dry run's signature store that keeps its rows in temporary files, not in memory.
 
-Why: :class:`~doccheck.matching.store.MemoryStore` keeps every document's row (ids,
+Why: :class:`~doccheck.matching._signature_store.MemoryStore` keeps every document's row (ids,
 signature, samples, full shingle set: ~3 KB for 400 words) although the matcher reads them
 back only once, streamed, and the shingle sets only for candidate pairs. For a 100,000-row
 dry run that grew with the manifest (issue 10). :class:`SpillStore` answers the same five
@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from doccheck.matching.store import StoredSignature
+from doccheck.matching._signature_store import StoredSignature
 
 __all__ = ["SpillStore"]
 

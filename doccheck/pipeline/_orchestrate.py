@@ -378,8 +378,7 @@ def record_and_match(
 ) -> Prepared:
     """The second half of :func:`prepare_run`: the rows read, recorded and cohort-matched in one
     pass (``documents``: the recording's stream, or a wrapper of it), the run's products stored."""
-    from doccheck.matching import summary_of
-    from doccheck.matching.runs import match_documents
+    from doccheck.matching import match_documents, summary_of
 
     result = match_documents(recording.documents() if documents is None else documents, recording.campaign,
                              run_id=recording.run_id, ledger=ledger, templates=options.source.templates)  # fmt: skip

@@ -2,7 +2,7 @@
 
 Why: a cohort pair's percentage tells an instructor that two students' work overlaps, not
 what overlaps; a panel wants to read the copied sentences side by side. The ledger keeps
-32-bit shingle hashes only (never enough to rebuild a text, :mod:`doccheck.matching.shingles`),
+32-bit shingle hashes only (never enough to rebuild a text, :mod:`doccheck.matching._shingles`),
 so the passages are found again here, from the texts themselves, each time a page is written,
 and nothing of them is stored.
 

@@ -78,7 +78,7 @@ def dry_run(
     ``base_url`` (default: the settings') refuses are planned as text, as the run will send them.
     Raises ``ManifestError`` for
     configuration errors, as ``load_plan`` does. ``background``: match in a second process
-    fed while the manifest is planned (:mod:`doccheck.matching.background`); None = when the
+    fed while the manifest is planned (:func:`doccheck.matching.match_in_background`); None = when the
     manifest is at least :data:`BACKGROUND_BYTES`, the machine has two cores or more and
     ``DOCCHECK_MATCH_BACKGROUND`` is on (``submission.match_background``). Off by default: on the shared 2-core machine it
     did not lower the wall time of a 100,000-row dry run and adds the child's ~40 MB
@@ -90,7 +90,7 @@ def dry_run(
     documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
     cohort: dict[str, Any] = {}
     if match:
-        from doccheck.matching.runs import match_stream
+        from doccheck.matching import match_stream
 
         run = partial(match_stream, campaign=tally.campaign, database_url=database_url, templates=tuple(templates))
         if background is None:
@@ -100,7 +100,7 @@ def dry_run(
                 and Path(manifest).stat().st_size >= BACKGROUND_BYTES
             )
         if background:
-            from doccheck.matching.background import match_in_background
+            from doccheck.matching import match_in_background
 
             cohort = match_in_background(documents, run)
         else:
@@ -132,7 +132,7 @@ def dry_run(
 def _adopt_learnt(database_url: str | None, base_url: str | None) -> None:
     """The types the ledger learnt the service refuses, so the dry run plans their files as text
     (read only: a SQLite file that does not exist is not created)."""
-    from doccheck.matching.store import existing_ledger
+    from doccheck.matching import existing_ledger
     from doccheck.pipeline._learnt_types import adopt_for_planning
 
     ledger = existing_ledger(database_url)

@@ -37,7 +37,7 @@ def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(word_cache, "extract", counting)
     monkeypatch.setattr("doccheck.sources.manifest._files.extract", counting)
-    monkeypatch.setattr("doccheck.matching.cohort.extract_text", counting_text)
+    monkeypatch.setattr("doccheck.matching._cohort.extract_text", counting_text)
     yield names
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from doccheck.ledger import DocumentSignatureRow, Ledger, replace_cohort_matches
 from doccheck.matching import LedgerStore, MatchOptions, MemoryStore, match_cohort
-from doccheck.matching.shingles import pack_u32, shingle_hashes, to_u32, unpack_u32
+from doccheck.matching._shingles import pack_u32, shingle_hashes, to_u32, unpack_u32
 from doccheck.outputs.markdown import escape_markdown
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
@@ -195,7 +195,7 @@ def test_dry_run_reads_an_existing_ledger_and_writes_nothing(ledger: Ledger, tmp
     from types import SimpleNamespace
 
     from doccheck.matching import match_plan
-    from doccheck.matching.store import existing_ledger
+    from doccheck.matching._signature_store import existing_ledger
 
     rng = random.Random(6)
     old = essay(rng, 400)

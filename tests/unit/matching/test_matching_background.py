@@ -1,4 +1,4 @@
-"""Cohort matching in a second process (doccheck.matching.background): same summary, errors come back.
+"""Cohort matching in a second process (doccheck.matching._background): same summary, errors come back.
 
 Real child processes (a plain interpreter on pipes), no mocks: the dry run of a manifest with
 planted pairs gives the same summary in the background as in process, including pairs with
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from doccheck.ledger import Ledger
-from doccheck.matching.background import BATCH, match_in_background
-from doccheck.matching.cohort import match_cohort
-from doccheck.matching.runs import match_stream
-from doccheck.matching.store import LedgerStore
+from doccheck.matching._background import BATCH, match_in_background
+from doccheck.matching._cohort import match_cohort
+from doccheck.matching._run_matching import match_stream
+from doccheck.matching._signature_store import LedgerStore
 from doccheck.pipeline import dry_run
 
 sys.path.insert(0, str(Path(__file__).parents[2]))

@@ -11,8 +11,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doccheck.matching import minhash
-from doccheck.matching.shingles import (
+from doccheck.matching import _minhash as minhash
+from doccheck.matching._block_signatures import sign_block
+from doccheck.matching._shingles import (
     WordHasher,
     document_shingles,
     remove,
@@ -21,7 +22,6 @@ from doccheck.matching.shingles import (
     to_u32,
     words_for_matching,
 )
-from doccheck.matching.signing import sign_block
 
 WORDS = st.sampled_from(["the", "The", "cat", "don't", "well-known", "naïve", "ΟΔΟΣ", "日本", "--", "_x", "42", "a’b"])
 TEXTS = st.one_of(
@@ -85,7 +85,7 @@ _EMPTY = np.empty(0, dtype=np.uint32)
 def test_digest_set_holds_what_was_added_across_merges() -> None:
     import hashlib
 
-    from doccheck.matching.columns import DigestSet
+    from doccheck.matching._cohort_columns import DigestSet
 
     digests = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(1000)]
     ds = DigestSet(merge_every=64)
@@ -102,7 +102,7 @@ def test_digest_set_looks_up_many_as_one_at_a_time() -> None:
     that share their first half (the sorted column then holds a run of equal values)."""
     import hashlib
 
-    from doccheck.matching.columns import DigestSet
+    from doccheck.matching._cohort_columns import DigestSet
 
     digests = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(1000)]
     twins = [digests[7][:8] + bytes([i]) * 8 for i in range(4)]  # same first half as digests[7]
@@ -132,7 +132,7 @@ def test_matching_does_not_import_datasketch() -> None:
     import sys
 
     code = (
-        "import sys; from doccheck.matching.cohort import match_cohort; from doccheck.matching.store import MemoryStore\n"
+        "import sys; from doccheck.matching._cohort import match_cohort; from doccheck.matching._signature_store import MemoryStore\n"
         "class D:\n  def __init__(s, i, t): s.document_id, s.content_hash, s.text = i, i, t\n"
         "t = ' '.join(f'w{i}' for i in range(60))\n"
         "r = match_cohort([D('a', t), D('b', t + ' more')], campaign='c', run_id='r')\n"
@@ -160,8 +160,8 @@ def test_matching_memory_is_flat_in_the_number_of_documents() -> None:
     import random
     import tracemalloc
 
-    from doccheck.matching.cohort import match_cohort
-    from doccheck.matching.spill import SpillStore
+    from doccheck.matching._cohort import match_cohort
+    from doccheck.matching._spill import SpillStore
 
     vocabulary = [f"w{i}" for i in range(3000)]
 

@@ -420,9 +420,7 @@ def test_recording_a_batch_again_looks_up_only_its_own_ids(tmp_path: Path) -> No
 
 def test_cohort_matching_rides_along_the_recording(tmp_path: Path) -> None:
     """One pass: match_cohort consumes recording.documents() while the batches are recorded."""
-    from doccheck.matching import match_plan
-    from doccheck.matching.cohort import match_cohort
-    from doccheck.matching.store import LedgerStore
+    from doccheck.matching import LedgerStore, match_cohort, match_plan
     from doccheck.pipeline.planning._batches import start_recording
 
     plan = load_plan(SAMPLE, products="ai,similarity")

@@ -93,9 +93,7 @@ def test_planning_memory_is_flat_in_the_manifests_size(tmp_path: Path) -> None:
 
 
 def test_spill_store_matches_like_the_memory_store() -> None:
-    from doccheck.matching.cohort import match_cohort
-    from doccheck.matching.spill import SpillStore
-    from doccheck.matching.store import MemoryStore
+    from doccheck.matching import MemoryStore, SpillStore, match_cohort
 
     plan = load_plan(SAMPLE)
     spill = SpillStore()
