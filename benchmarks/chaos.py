@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:
 from pipeline_throughput import WORDS  # noqa: E402 - the same vocabulary (benchmarks/ is on sys.path)
 
 from doccheck.client import DocCheckClient  # noqa: E402
-from doccheck.commands.services import Service, doccheck_command, free_port, prefect_command, start_service  # noqa: E402
+from doccheck.commands import Service, doccheck_command, free_port, prefect_command, start_service  # noqa: E402
 from doccheck.ledger import Ledger, SubmissionRow, campaign_money  # noqa: E402
 from doccheck.webhooks import SecretFile  # noqa: E402
 

@@ -68,7 +68,7 @@ from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from pipeline_throughput import API_KEY, start_emulator, write_manifest  # noqa: E402
 from submit_marginal import raw_loop  # noqa: E402
 
-from doccheck.commands.services import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
+from doccheck.commands import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
 from doccheck.pipeline import load_plan  # noqa: E402
 
 

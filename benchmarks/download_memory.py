@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from doccheck.commands.services import free_port, wait_healthy  # noqa: E402
+from doccheck.commands import free_port, wait_healthy  # noqa: E402
 
 
 def serve(port: int) -> None:

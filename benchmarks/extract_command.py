@@ -44,7 +44,7 @@ for extra in (ROOT, ROOT / "benchmarks"):
 
 from pipeline_throughput import API_KEY, WORDS, start_emulator  # noqa: E402
 
-from doccheck.commands.services import doccheck_command  # noqa: E402
+from doccheck.commands import doccheck_command  # noqa: E402
 from doccheck.extract.limits import DEFAULT_LIMITS  # noqa: E402
 from doccheck.extract.parse import parse  # noqa: E402
 

@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from doccheck.client import AsyncDocCheckClient, ConnectionLanes  # noqa: E402
-from doccheck.commands.services import Service, doccheck_command, free_port, start_service  # noqa: E402
+from doccheck.commands import Service, doccheck_command, free_port, start_service  # noqa: E402
 from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.pipeline import (  # noqa: E402
     Plan,

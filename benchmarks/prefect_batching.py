@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(json.dumps(child(args.child, args.n, args.batch_size, args.parallel, args.settle_timeout)))
         return {}
 
-    from doccheck.commands.services import free_port, prefect_command, start_service
+    from doccheck.commands import free_port, prefect_command, start_service
 
     home = Path(tempfile.mkdtemp(prefix="doccheck-bench-prefect-"))
     port = free_port()

@@ -3,7 +3,7 @@
 Run:  .venv/bin/python benchmarks/profile_command.py [--small 1000] [--large 3000] [--concurrency 16]
           [--latency-ms 20] [--ledger sqlite|postgres] [--profile out.pstats] [--top 25]
 
-The command's own path without a Prefect server (``doccheck.commands.local_run``: ``run_checks`` with
+The command's own path without a Prefect server (``doccheck.commands._local_run``: ``run_checks`` with
 ``LocalSteps``), in this process, against one ``doccheck emulator`` subprocess with ``--latency-ms``.
 Each phase of the run is timed by wrapping the steps (prepare = read + record + cohort match;
 submit = every batch; close = the summary from the ledger; outputs = reports), at two sizes, so the
@@ -85,7 +85,7 @@ def instrument(clock: PhaseClock) -> None:
 def run_once(manifest: Path, base_url: str, database_url: str, out: Path, concurrency: int, **extra: Any) -> float:
     from rich.console import Console
 
-    from doccheck.commands.local_run import run_without_prefect
+    from doccheck.commands._local_run import run_without_prefect
 
     options = RunOptions.from_flat(manifest=str(manifest), wait=False, concurrency=concurrency,
                                    base_url=base_url, database_url=database_url, out_dir=str(out), **extra)  # fmt: skip
@@ -175,7 +175,7 @@ def compare(args: argparse.Namespace, folder: Path, base_url: str, pg: str | Non
     """Marginal docs/s of the raw loop, the overlapped run and the sequential run, interleaved."""
     from submit_marginal import raw_loop
 
-    from doccheck.commands import local_run
+    from doccheck.commands import _local_run as local_run
     from doccheck.pipeline import OverlappingLocalSteps, load_plan
 
     rates: dict[str, list[float]] = {}

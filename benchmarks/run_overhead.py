@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk_bench_overhead"
 sys.path.insert(0, str(ROOT))
 
-from doccheck.commands.services import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
+from doccheck.commands import doccheck_command, free_port, prefect_command, wait_healthy  # noqa: E402
 
 BASELINE = """
 import asyncio, sys

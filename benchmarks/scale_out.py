@@ -44,7 +44,7 @@ for extra in (ROOT, ROOT / "benchmarks"):
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from pipeline_throughput import API_KEY, emulator_checks, start_emulator, write_manifest  # noqa: E402
 
-from doccheck.commands.services import free_port, prefect_command, start_service  # noqa: E402
+from doccheck.commands import free_port, prefect_command, start_service  # noqa: E402
 from doccheck.pipeline import RunOptions  # noqa: E402
 from tests.fixtures.fleet import create_pool, deploy_shard, start_worker, stop_worker  # noqa: E402
 

@@ -245,7 +245,7 @@ def make_files(folder: Path, n: int, seed: int = 29) -> Path:
 
 def start_term_emulator(work: Path) -> tuple[Any, str]:
     """An emulator that holds every result back for a day (the run does not wait anyway)."""
-    from doccheck.commands.services import doccheck_command, free_port, start_service
+    from doccheck.commands import doccheck_command, free_port, start_service
 
     port, storage_port = free_port(), free_port()
     args = doccheck_command(
@@ -261,7 +261,7 @@ def start_term_emulator(work: Path) -> tuple[Any, str]:
 
 def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str]) -> dict[str, float]:
     """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its own peak RSS."""
-    from doccheck.commands.services import doccheck_command
+    from doccheck.commands import doccheck_command
 
     args = doccheck_command("run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
                             "--metadata-columns", "course", "--group-by", "course", "--database-url", database_url,
@@ -283,7 +283,7 @@ def profiled_run(manifest: Path, *, database_url: str, out: Path, env: dict[str,
     overlapped run's threads, and running them inline deadlocks the hand-over."""
     import shutil
 
-    from doccheck.commands.services import doccheck_command
+    from doccheck.commands import doccheck_command
 
     spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
     if spy is None:

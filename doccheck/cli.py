@@ -12,15 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from doccheck.commands.collect import collect
-from doccheck.commands.config import config
-from doccheck.commands.demo import demo
-from doccheck.commands.manifest import manifest
-from doccheck.commands.probe import probe
-from doccheck.commands.purge import purge
-from doccheck.commands.resolve import resolve
-from doccheck.commands.review import review
-from doccheck.commands.run import run
+from doccheck.commands import collect, config, demo, manifest, probe, purge, resolve, review, run
 from doccheck.emulator.command import emulator
 from doccheck.receiver import receiver
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from doccheck.commands._local_run import collect_without_prefect, use_prefect
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
@@ -25,7 +26,6 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.commands.local_run import collect_without_prefect, use_prefect
 from doccheck.outputs.downloads import parse_kinds
 
 

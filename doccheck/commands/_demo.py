@@ -37,7 +37,7 @@ from doccheck.commands._runner import (
     run_flow,
     summary_table,
 )
-from doccheck.commands.services import (
+from doccheck.commands._services import (
     Service,
     doccheck_command,
     ensure_prefect_server,

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from doccheck.commands._runner import database_waits
-from doccheck.commands.services import running_prefect_server
+from doccheck.commands._services import running_prefect_server
 from doccheck.pipeline import (
     DEFAULT_CONCURRENCY,
     OverlappingLocalSteps,

@@ -24,6 +24,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from doccheck.commands._local_run import run_without_prefect, use_prefect
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
@@ -36,7 +37,6 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.commands.local_run import run_without_prefect, use_prefect
 from doccheck.pipeline import DEFAULTS, RunOptions, option_error
 
 #: Exit status of a run that left documents unsent (documented in README and the docstring).

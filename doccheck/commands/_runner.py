@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from doccheck.commands.services import running_prefect_server
+from doccheck.commands._services import running_prefect_server
 from doccheck.ledger import describe_contradiction, describe_failure
 
 PHASE_LABELS = {"submit": "submitting", "wait": "waiting for results", "poll": "polling"}
@@ -193,9 +193,9 @@ def one_line_errors(
 ) -> Iterator[None]:
     """Inside, a fatal error becomes one ``error:`` line and exit 1, and a stop by signal
     (Ctrl-C, SIGTERM as a scheduler sends it) one line with the resume hint and 130/143
-    (``doccheck.commands.signals``); ``cleanup`` runs on the way out, bounded after a signal.
+    (``doccheck.commands._signals``); ``cleanup`` runs on the way out, bounded after a signal.
     ``ledger`` (:func:`ledger_label`) is named when the ledger's disk is full."""
-    from doccheck.commands.signals import exit_after_stop, exit_code_for, stop_message, stop_on_signals
+    from doccheck.commands._signals import exit_after_stop, exit_code_for, stop_message, stop_on_signals
 
     stopped: int | None = None  # 130/143 when a signal stopped the command
     try:

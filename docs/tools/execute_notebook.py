@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from doccheck.commands.services import doccheck_command, free_port, start_service  # noqa: E402
+from doccheck.commands import doccheck_command, free_port, start_service  # noqa: E402
 
 SOURCE = ROOT / "examples" / "notebook.ipynb"
 TARGET = ROOT / "docs" / "notebook.ipynb"

@@ -32,7 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from doccheck.commands.services import doccheck_command, free_port, prefect_command, start_service  # noqa: E402
+from doccheck.commands import doccheck_command, free_port, prefect_command, start_service  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "images"
 CAMPAIGN = "course-essays-week-12"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from doccheck.commands.services import prefect_command
+from doccheck.commands import prefect_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 

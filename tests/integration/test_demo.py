@@ -17,7 +17,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.commands.services import ensure_prefect_server, running_prefect_server, stop_prefect_server
+from doccheck.commands import ensure_prefect_server, running_prefect_server, stop_prefect_server
 
 pytestmark = [pytest.mark.integration]
 

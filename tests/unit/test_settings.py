@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from doccheck.cli import app
-from doccheck.commands.config import configuration_markdown, default_text
+from doccheck.commands._show_settings import configuration_markdown, default_text
 from doccheck.config import SECRET_MASK, SettingsField, fields, load_settings, sources_of
 from doccheck.errors import SettingsError
 

@@ -1,4 +1,4 @@
-"""doccheck.ledger._data_purge without a service: selection by age, folder safety, age parsing."""
+"""doccheck.ledger._data_purge without a service: selection by age, folder safety."""
 
 from __future__ import annotations
 
@@ -8,22 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from doccheck.commands.purge import parse_age
 from doccheck.errors import PurgeError
 from doccheck.ledger import Ledger
 from doccheck.ledger._data_purge import execute_purge, plan_purge
-
-
-@pytest.mark.parametrize(("given", "age"), [("30", timedelta(days=30)), ("30d", timedelta(days=30)),
-                                            ("12h", timedelta(hours=12)), ("0.5d", timedelta(hours=12))])  # fmt: skip
-def test_parse_age(given: str, age: timedelta) -> None:
-    assert parse_age(given) == age
-
-
-@pytest.mark.parametrize("bad", ["", "soon", "-3", "3w", "1e3"])
-def test_parse_age_refuses(bad: str) -> None:
-    with pytest.raises(ValueError, match="--older-than"):
-        parse_age(bad)
 
 
 def test_age_selection_and_folder_safety(tmp_path: Path) -> None:

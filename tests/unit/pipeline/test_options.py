@@ -9,7 +9,7 @@ import pytest
 import typer
 from pydantic import ValidationError
 
-from doccheck.commands.run import run as run_command
+from doccheck.commands import run as run_command
 from doccheck.notebook import acheck_dataframe, check_dataframe
 from doccheck.pipeline import DEFAULTS, RunOptions, SourceOptions, SubmissionOptions, option_error
 

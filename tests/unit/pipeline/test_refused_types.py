@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from doccheck.client import _profile as service_profile
-from doccheck.commands.probe import _keeping_types, file_type_lines, learnt_refusals
+from doccheck.commands._probe_service import _keeping_types, file_type_lines, learnt_refusals
 from doccheck.ledger import Ledger, refused_types, remember_refused_type, service_key
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal
 

@@ -46,7 +46,7 @@ def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, s
 def test_command_notebook_and_flow_open_the_same_ledger_and_client(
     opened: list[tuple[str, str, str | None]], tmp_path: Path
 ) -> None:
-    from doccheck.commands.local_run import _service
+    from doccheck.commands._local_run import _service
     from doccheck.notebook import check_dataframe
     from prefect_doccheck.tasks.pipeline import open_client
     from prefect_doccheck.tasks.service_access import resolve_database_url

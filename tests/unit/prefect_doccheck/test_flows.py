@@ -89,40 +89,10 @@ def test_summary_markdown_has_no_secrets_and_the_counts(monkeypatch: pytest.Monk
         assert key not in text and whsec not in text
 
 
-def test_cli_error_lines_are_single_and_safe() -> None:
-    from doccheck.client import AuthenticationError, ConfigurationError, NetworkError
-    from doccheck.commands._runner import describe_error
-    from doccheck.sources.manifest import ManifestError
-
-    assert describe_error(ConfigurationError("no API key: set DOCCHECK_API_KEY")) == "no API key: set DOCCHECK_API_KEY"
-    assert describe_error(ManifestError("manifest x.csv:\n  missing column")) == "manifest x.csv: missing column"
-    line = describe_error(AuthenticationError("unknown API key", status_code=401, code="unauthorized"))
-    assert line.startswith("AuthenticationError: 401 unauthorized") and "\n" not in line
-    assert describe_error(NetworkError("GET /checks failed")).startswith("the service did not answer")
-
-
-def test_summary_and_rejection_tables_render(tmp_path: Path) -> None:
-    from rich.console import Console
-
-    from doccheck.commands._runner import rejections_table, summary_table
-
-    summary = RunSummary(
-        status="finished", campaign="c1", run_id="r1", documents=2, submitted=2, spent_cents=123,
-        products={"ai": {"completed": 2}}, report_dir="reports/x", latest_dir="reports/latest",
-        rejections=[{"row": 3, "document_id": "d3", "field": "text", "code": "empty_document", "reason": "row 3: empty"}],
-    )  # fmt: skip
-    console = Console(record=True, width=120)
-    console.print(summary_table(summary))
-    console.print(rejections_table(summary))
-    text = console.export_text()
-    assert "$1.23" in text and "completed 2" in text and "row 3: empty" in text and "reports/x" in text
-    assert rejections_table(RunSummary(status="planned", campaign="c")) is None
-
-
 def test_stale_local_server_state_is_ignored(tmp_path: Path) -> None:
     import json
 
-    from doccheck.commands.services import free_port, port_is_free, running_prefect_server, stop_prefect_server
+    from doccheck.commands import free_port, port_is_free, running_prefect_server, stop_prefect_server
 
     assert running_prefect_server(tmp_path) is None  # no state file
     (tmp_path / "doccheck-server.json").write_text(json.dumps({"pid": 2**22 + 7, "api_url": "http://127.0.0.1:9/api"}))
