@@ -99,7 +99,7 @@ def describe_error(exc: BaseException, ledger: str | None = None) -> str:
     Library errors are built without request data (the client never puts the key in a
     message), so their text is safe to show.
     """
-    from doccheck.guards.environment_errors import describe_environment_error
+    from doccheck.guards import describe_environment_error
 
     environment = describe_environment_error(exc, ledger)
     if environment is not None:

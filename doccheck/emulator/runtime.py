@@ -44,7 +44,7 @@ class EmulatorConfig:
     delivery_backoff_s: float = 10.0
     delivery_timeout_s: float = 10.0
     tick_s: float = 0.05
-    header_timeout_s: float = 10.0  # request line + headers (doccheck.guards.slow_clients)
+    header_timeout_s: float = 10.0  # request line + headers (doccheck.guards.deadline_protocol)
     body_timeout_s: float = 120.0  # a whole request body (a 50 MB upload on a slow link)
     idle_timeout_s: float = 15.0  # between two body chunks
 

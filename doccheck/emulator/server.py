@@ -20,7 +20,7 @@ from doccheck.emulator.app import create_app
 from doccheck.emulator.runtime import Emulator, EmulatorConfig
 from doccheck.emulator.storage import StorageOrigin
 from doccheck.extract import sandbox as extraction
-from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
+from doccheck.guards import BodyDeadline, deadline_protocol
 
 
 class _Server(uvicorn.Server):

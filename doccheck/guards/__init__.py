@@ -1,8 +1,8 @@
 """Bounds for bytes and peers from outside, shared by our programs (the emulator, the receiver).
 
-:mod:`.bounded_json` parses JSON with a budget (size, depth, strictness); :mod:`.slow_clients`
-gives our uvicorn servers read deadlines so a slow client cannot hold a connection;
-:mod:`.environment_errors` names a full disk or a missing folder in words. Pure helpers:
+:mod:`.bounded_json` parses JSON with a budget (size, depth, strictness); ``BodyDeadline`` and
+``deadline_protocol`` give our uvicorn servers read deadlines so a slow client cannot hold a connection;
+``describe_environment_error`` and ``naming`` name a full disk or a missing folder in words. Pure helpers:
 nothing here imports the client, the ledger or the pipeline, so the emulator may use them.
 
 This ``__init__`` imports nothing on its own: each name below is imported on first use, so
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from doccheck.guards import bounded_json
-    from doccheck.guards.environment_errors import describe_environment_error, naming
-    from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
+    from doccheck.guards._environment_errors import describe_environment_error, naming
+    from doccheck.guards._slow_clients import BodyDeadline, deadline_protocol
 
 __all__ = ["BodyDeadline", "bounded_json", "deadline_protocol", "describe_environment_error", "naming"]
 
@@ -25,10 +25,10 @@ _PUBLIC_MODULES = ("bounded_json",)
 
 #: Name → the module that defines it, imported by ``__getattr__`` on first use.
 _LAZY = {
-    "BodyDeadline": "doccheck.guards.slow_clients",
-    "deadline_protocol": "doccheck.guards.slow_clients",
-    "describe_environment_error": "doccheck.guards.environment_errors",
-    "naming": "doccheck.guards.environment_errors",
+    "BodyDeadline": "doccheck.guards._slow_clients",
+    "deadline_protocol": "doccheck.guards._slow_clients",
+    "describe_environment_error": "doccheck.guards._environment_errors",
+    "naming": "doccheck.guards._environment_errors",
 }
 
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from doccheck.errors import ReportError
-from doccheck.guards.environment_errors import naming
+from doccheck.guards import naming
 from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
 from doccheck.outputs.report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
 from doccheck.sources.manifest import Rejection

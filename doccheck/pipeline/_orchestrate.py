@@ -477,7 +477,7 @@ class LocalSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         """The run folder as ``doccheck run`` writes it (reports, files, report.html)."""
-        from doccheck.guards.environment_errors import naming
+        from doccheck.guards import naming
         from doccheck.pipeline.collecting._results import report_tables
 
         if not self._write_files or summary.run_id is None:

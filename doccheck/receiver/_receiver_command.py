@@ -191,7 +191,7 @@ def _serve(app: Any, host: str, port: int, *, header_timeout: float, body_timeou
     the server, which knows the signal that stopped it."""
     import uvicorn
 
-    from doccheck.guards.slow_clients import BodyDeadline, deadline_protocol
+    from doccheck.guards import BodyDeadline, deadline_protocol
 
     bounded = BodyDeadline(app, body_timeout=body_timeout, idle_timeout=min(body_timeout, 10.0))
     config = uvicorn.Config(bounded, host=host, port=port, http=deadline_protocol(header_timeout),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from doccheck.guards.environment_errors import naming
+from doccheck.guards import naming
 from doccheck.outputs.calibration import AiRules
 from doccheck.outputs.catalog import refresh_catalog, write_run_file
 from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows

@@ -11,14 +11,14 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 
 from doccheck.commands._runner import describe_error, ledger_label
-from doccheck.guards.environment_errors import describe_environment_error
+from doccheck.guards import describe_environment_error
 
 CHILD = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 from doccheck.commands._runner import describe_error, ledger_label
-from doccheck.guards.environment_errors import naming
+from doccheck.guards import naming
 try:
     with naming(sys.argv[1]), open(sys.argv[1], "wb") as f:
         f.write(b"x" * 100_000)

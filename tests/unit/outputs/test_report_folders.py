@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.guards.environment_errors import describe_environment_error
+from doccheck.guards import describe_environment_error
 from doccheck.outputs.instructor.outputs import write_run_outputs
 from doccheck.outputs.instructor.writer import write_instructor_files
 from doccheck.outputs.report_folders import STALE_PARTIAL, leftover_partials, staging_dir, work_dir
