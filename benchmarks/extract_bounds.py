@@ -3,7 +3,7 @@
 Three tables:
 
 1. Per-document overhead of the sandbox: the same small DOCX extracted N times in-process
-   (``doccheck.extract.parse.parse``, the baseline) and through the reused worker pool
+   (``doccheck.extract._parse.parse``, the baseline) and through the reused worker pool
    (``extract_text``); ms per document and the ratio.
 2. Hostile files (generated as in the tests) with the default limits: wall time of the
    refusal, the reason, and the worker's peak memory (VmHWM from /proc) afterwards.
@@ -25,9 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from doccheck.extract import ExtractionError, count_words, extract_text, sandbox  # noqa: E402
-from doccheck.extract.limits import DEFAULT_LIMITS  # noqa: E402
-from doccheck.extract.parse import parse as _parse  # noqa: E402
+from doccheck.extract import (  # noqa: E402
+    DEFAULT_LIMITS,
+    ExtractionError,
+    count_words,
+    extract_text,
+    shutdown_workers,
+    worker_pids,
+)
+
+# The baseline is the reader itself, in this process: an instrument needs the private module.
+from doccheck.extract._parse import parse as _parse  # noqa: E402
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream  # noqa: E402
 
 
@@ -54,7 +62,7 @@ def overhead(n: int) -> None:
     print(f"| in-process (baseline) | {inproc:.2f} |\n| reused worker process | {pooled:.2f} |")
     print(f"ratio worker/in-process: {pooled / inproc:.2f}x, overhead {pooled - inproc:.2f} ms per document")
     started = time.perf_counter()
-    sandbox.shutdown()
+    shutdown_workers()
     extract_text(data, "cold.docx")
     print(f"a cold start (new worker, imports lxml and pypdf): {(time.perf_counter() - started) * 1000:.0f} ms")
 
@@ -77,10 +85,10 @@ def hostile() -> None:
         except ExtractionError as exc:
             reason = str(exc)
         elapsed = time.perf_counter() - started
-        pids = sandbox.worker_pids()
+        pids = worker_pids()
         peak = f"{_vmhwm_mib(pids[0]):.0f}" if pids else "(killed)"
         print(f"| {label} | {len(data):,} | {elapsed:.2f} | {reason} | {peak} |")
-        sandbox.shutdown()  # a fresh worker per row, so each peak is that file's
+        shutdown_workers()  # a fresh worker per row, so each peak is that file's
 
 
 def real_docx(extra_path: str | None) -> None:

@@ -323,7 +323,7 @@ class RetentionSettings(_Group):
 
 
 class ExtractionSettings(_Group):
-    """How much reading one student file may cost (`doccheck.extract.limits`; docs/extraction.md).
+    """How much reading one student file may cost (`doccheck.extract.ExtractionLimits`; docs/extraction.md).
 
     Every file is read in a worker process under these bounds, at planning and when a file is
     sent as its text; a file past one is that row's rejection with the limit named, never the run's."""

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from doccheck.extract.types import ALIASES, SUPPORTED_TYPES, extension_of
+from doccheck.extract import SUPPORTED_TYPES, TYPE_ALIASES, extension_of
 
 log = logging.getLogger("doccheck.client")
 
@@ -113,7 +113,7 @@ class ServiceProfile(BaseModel):
         (an alias such as ``.ott`` for ``.odt`` counts) and no create in this process was
         refused as an unsupported type (:func:`learn_refused_type`)."""
         ext = extension_of(filename)
-        family = {ext, ALIASES.get(ext, ext)}
+        family = {ext, TYPE_ALIASES.get(ext, ext)}
         return bool(family & self.accepted_types) and not family & _REFUSED_TYPES
 
     def status_word(self, value: object) -> str:
@@ -176,7 +176,7 @@ def adopt_refused_types(extensions: Iterable[str]) -> None:
     for ext in extensions:
         ext = ext.lower()
         _REFUSED_TYPES.add(ext)
-        _REFUSED_TYPES.add(ALIASES.get(ext, ext))
+        _REFUSED_TYPES.add(TYPE_ALIASES.get(ext, ext))
 
 
 def refused_in_process() -> frozenset[str]:

@@ -19,7 +19,7 @@ import uvicorn
 from doccheck.emulator.app import create_app
 from doccheck.emulator.runtime import Emulator, EmulatorConfig
 from doccheck.emulator.storage import StorageOrigin
-from doccheck.extract import sandbox as extraction
+from doccheck.extract import shutdown_workers
 from doccheck.guards import BodyDeadline, deadline_protocol
 
 
@@ -81,7 +81,7 @@ async def serve(
     def stop() -> None:
         api.should_exit = True
         storage.should_exit = True
-        extraction.shutdown()  # in-flight extractions end now (503), not at their time limit
+        shutdown_workers()  # in-flight extractions end now (503), not at their time limit
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -6,14 +6,16 @@ unreadable or hostile file) before any money is spent. Sharing one implementatio
 two sides' word counts, and so the predicted cost, equal.
 
 Reading a document is bounded (``docs/extraction.md``): plain text is decoded in-process
-(linear in its size); every other type is recognised by its bytes (:mod:`.sniff`) and parsed in a reused worker process
-(:mod:`doccheck.extract.sandbox`) under the limits of :mod:`doccheck.extract.limits`, so a
-hostile file costs at most the wall time, CPU and memory those allow, and fails as one
-:class:`ExtractionError` with a reason.
+(linear in its size); every other type is recognised by its bytes and parsed in a reused worker
+process (``python -m doccheck.extract.worker``, :func:`shutdown_workers` ends them all) under the
+limits of :class:`ExtractionLimits`, so a hostile file costs at most the wall time, CPU and memory
+those allow, and fails as one :class:`ExtractionError` with a reason.
 
-The package's modules: :mod:`.types` (what is accepted), :mod:`.parse` (text out of bytes),
-:mod:`.words` (the word rule), :mod:`.sandbox` and :mod:`.worker` (the bounded worker),
-:mod:`.limits` (its errors live in :mod:`doccheck.errors`).
+Callers import from here; the modules are private (``_file_types``: what is accepted,
+``_parse``: text out of bytes, ``_words``: the word rule, ``_sandbox``: the worker pool,
+``_read_limits``: the limits; the readers one a format) but for two: :mod:`.cache`, the word
+store a run shares (``from doccheck.extract import cache as word_cache``), and :mod:`.worker`,
+the worker process's entry. The errors live in :mod:`doccheck.errors`.
 """
 
 from __future__ import annotations
@@ -30,16 +32,33 @@ from doccheck.errors import (
     PasswordProtected,
     UnsupportedFileType,
 )
-from doccheck.extract.limits import DEFAULT_LIMITS, ExtractionLimits
-from doccheck.extract.parse import Extracted, extract, extract_text
-from doccheck.extract.types import SUPPORTED_TYPES, content_type_for, extension_of, is_supported
+from doccheck.extract._file_types import ALIASES as TYPE_ALIASES
+from doccheck.extract._file_types import SUPPORTED_TYPES, content_type_for, extension_of, is_supported, same_format
+from doccheck.extract._parse import IMAGE, Extracted, extract, extract_text, read_as_named
+from doccheck.extract._pdf import IMAGE_ONLY
+from doccheck.extract._read_limits import (
+    DEFAULT_LIMITS,
+    MAX_COMPRESSION_RATIO,
+    RATIO_FLOOR_BYTES,
+    ExtractionLimits,
+)
+from doccheck.extract._sniff import IMAGE_TYPES
 
 if TYPE_CHECKING:
-    from doccheck.extract.words import WORD_RE, count_words, words_of
+    from doccheck.extract import cache
+    from doccheck.extract._sandbox import shutdown as shutdown_workers
+    from doccheck.extract._sandbox import worker_pids
+    from doccheck.extract._words import WORD_RE, count_words, word_tokens, words_of
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "IMAGE",
+    "IMAGE_ONLY",
+    "IMAGE_TYPES",
+    "MAX_COMPRESSION_RATIO",
+    "RATIO_FLOOR_BYTES",
     "SUPPORTED_TYPES",
+    "TYPE_ALIASES",
     "WORD_RE",
     "ExtractionError",
     "ExtractionLimitExceeded",
@@ -51,25 +70,46 @@ __all__ = [
     "NotMachineReadable",
     "PasswordProtected",
     "UnsupportedFileType",
+    "cache",
     "content_type_for",
     "count_words",
     "extension_of",
     "extract",
     "extract_text",
     "is_supported",
+    "read_as_named",
+    "same_format",
+    "shutdown_workers",
+    "word_tokens",
+    "worker_pids",
     "words_of",
 ]
 
 
-#: Names served by ``__getattr__`` on first use.
-_LAZY = ("WORD_RE", "count_words", "words_of")
+#: Names served by ``__getattr__`` on first use: name → (private module, its name there).
+_LAZY = {
+    "WORD_RE": ("_words", "WORD_RE"),
+    "count_words": ("_words", "count_words"),
+    "word_tokens": ("_words", "word_tokens"),
+    "words_of": ("_words", "words_of"),
+    "shutdown_workers": ("_sandbox", "shutdown"),
+    "worker_pids": ("_sandbox", "worker_pids"),
+}
+
+#: A public submodule, imported on first use: the word store's functions read best as
+#: ``word_cache.using(...)``, ``word_cache.cached_words(...)``.
+_PUBLIC_MODULES = ("cache",)
 
 
 def __getattr__(name: str) -> object:
     """The word rule is imported on first use: it needs numpy, which the extraction worker
-    (``python -m doccheck.extract.worker``, started per core) never does (~0.15 s of CPU each)."""
-    if name in _LAZY:
-        from doccheck.extract import words
+    (``python -m doccheck.extract.worker``, started per core) never does (~0.15 s of CPU each);
+    the worker pool too, so that a worker does not load the pool that starts it."""
+    import importlib
 
-        return getattr(words, name)
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    if name in _PUBLIC_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,8 +23,7 @@ import zipfile
 from collections.abc import Iterator
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import ExtractionLimits
-from doccheck.extract.package import (
+from doccheck.extract._package import (
     Budget,
     Depth,
     Events,
@@ -35,6 +34,7 @@ from doccheck.extract.package import (
     split_tag,
     stream_part,
 )
+from doccheck.extract._read_limits import ExtractionLimits
 
 _W_NAMESPACES = {
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",  # transitional

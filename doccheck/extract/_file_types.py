@@ -1,7 +1,7 @@
 """Which files the service accepts, by extension, and the MIME type it expects for each.
 
 :data:`SUPPORTED_TYPES` is what doccheck reads (and what the bundled emulator accepts); what a
-file *is* is decided by its bytes (:mod:`doccheck.extract.sniff`), the extension only names
+file *is* is decided by its bytes (:mod:`doccheck.extract._sniff`), the extension only names
 the formats without a signature (plain text, Markdown, HTML).
 """
 

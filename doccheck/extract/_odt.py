@@ -7,7 +7,7 @@ tabs and line breaks. Not counted: annotations (a reviewer's comments), tracked 
 stored deletions (``text:tracked-changes``), note citation marks (the "1" of a footnote),
 and the templates' headers and footers in ``styles.xml``.
 
-Reading is bounded by :mod:`doccheck.extract.package` (member count, inflated size and ratio,
+Reading is bounded by :mod:`doccheck.extract._package` (member count, inflated size and ratio,
 depth, no entities).
 """
 
@@ -16,8 +16,7 @@ from __future__ import annotations
 from lxml import etree
 
 from doccheck.errors import ExtractionError
-from doccheck.extract.limits import ExtractionLimits
-from doccheck.extract.package import (
+from doccheck.extract._package import (
     Budget,
     Depth,
     Events,
@@ -28,6 +27,7 @@ from doccheck.extract.package import (
     split_tag,
     stream_part,
 )
+from doccheck.extract._read_limits import ExtractionLimits
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"

@@ -27,7 +27,7 @@ from io import BytesIO
 from typing import Any
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded, PasswordProtected, UnsupportedFileType
-from doccheck.extract.limits import ExtractionLimits
+from doccheck.extract._read_limits import ExtractionLimits
 
 _LABEL = ".doc"
 _ASK = "ask the student for a copy without a password"

@@ -21,8 +21,8 @@ from typing import Protocol
 from lxml import etree
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import RATIO_FLOOR_BYTES, ExtractionLimits, mib
-from doccheck.extract.sniff import declared_zip_members
+from doccheck.extract._read_limits import RATIO_FLOOR_BYTES, ExtractionLimits, mib
+from doccheck.extract._sniff import declared_zip_members
 
 _CHUNK = 64 * 1024
 #: Small bookkeeping parts (relationships, manifests) are read whole, up to this size.

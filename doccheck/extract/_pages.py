@@ -9,8 +9,8 @@ limits. Without it the file is said to be unsupported, with what to do (export a
 from __future__ import annotations
 
 from doccheck.errors import ExtractionError, UnsupportedFileType
-from doccheck.extract.limits import ExtractionLimits
-from doccheck.extract.package import check_declared, open_package
+from doccheck.extract._package import check_declared, open_package
+from doccheck.extract._read_limits import ExtractionLimits
 
 _PREVIEWS = ("QuickLook/Preview.pdf", "preview.pdf", "Preview.pdf")
 NO_PREVIEW = "unsupported format: a .pages file without an embedded PDF preview (export it from Pages as PDF or Word)"
@@ -33,6 +33,6 @@ def pages_to_text(data: bytes, limits: ExtractionLimits) -> str:
     if len(pdf) > limits.max_part_bytes:
         check_declared(info, limits)  # the declared size lied: refuse by the same rule
         raise ExtractionError(f"not a readable .pages file ({preview} is larger than it declares)")
-    from doccheck.extract.pdf import pdf_to_text
+    from doccheck.extract._pdf import pdf_to_text
 
     return pdf_to_text(pdf, limits)

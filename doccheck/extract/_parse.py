@@ -1,7 +1,7 @@
 """Plain text out of a document's bytes, read as what the bytes are: in this process for plain
 text, in a bounded worker otherwise.
 
-The file's type is sniffed from its bytes (:mod:`doccheck.extract.sniff`): a ``.docx`` that is
+The file's type is sniffed from its bytes (:mod:`doccheck.extract._sniff`): a ``.docx`` that is
 really RTF is read as RTF, and :class:`Extracted` says which type was read and whether the
 name disagreed, so a report can say "read as .rtf". The name decides only for the formats
 without a signature (plain text, Markdown, HTML).
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded, ImageWithoutText, UnsupportedFileType
-from doccheck.extract.limits import ExtractionLimits, limits_in_force, mib
-from doccheck.extract.sniff import IMAGE_TYPES, LOCKED_OFFICE, OTHER_OLE, OTHER_ZIP, magic, sniff
-from doccheck.extract.types import IN_PROCESS, SUPPORTED_TYPES, extension_of, same_format
+from doccheck.extract._file_types import IN_PROCESS, SUPPORTED_TYPES, extension_of, same_format
+from doccheck.extract._read_limits import ExtractionLimits, limits_in_force, mib
+from doccheck.extract._sniff import IMAGE_TYPES, LOCKED_OFFICE, OTHER_OLE, OTHER_ZIP, magic, sniff
 
 IMAGE = (
     "image without machine-readable text (a photo or scan, e.g. handwriting): no AI or similarity result; "
@@ -55,7 +55,7 @@ def extract(data: bytes, filename: str, *, limits: ExtractionLimits | None = Non
     password) with the reason in words, :class:`~doccheck.errors.ExtractionLimitExceeded`
     when reading would pass a limit, and :class:`~doccheck.errors.ExtractionError` (with
     a reason) when the bytes are not readable — never a library-specific exception. ``limits``:
-    the settings' (:func:`~doccheck.extract.limits.limits_in_force`) unless given.
+    the settings' (:func:`~doccheck.extract._read_limits.limits_in_force`) unless given.
     """
     limits = limits if limits is not None else limits_in_force()
     ext = extension_of(filename)
@@ -69,7 +69,7 @@ def extract(data: bytes, filename: str, *, limits: ExtractionLimits | None = Non
     if head is None and ext in IN_PROCESS:
         text, kind = parse(data, filename, limits)
     else:
-        from doccheck.extract.sandbox import run_sandboxed
+        from doccheck.extract._sandbox import run_sandboxed
 
         text, kind = run_sandboxed(data, filename, limits)
     return Extracted(text=text, read_as=kind, misnamed=not same_format(ext, kind))
@@ -90,38 +90,38 @@ def parse(data: bytes, filename: str, limits: ExtractionLimits) -> tuple[str, st
 
 
 def _read(kind: str, data: bytes, limits: ExtractionLimits) -> str:  # noqa: PLR0911 - one line a format
-    from doccheck.extract import text as plain
+    from doccheck.extract import _text as plain
 
     if kind in (".txt", ".md"):
         return plain.decode_text(data)
     if kind in (".html", ".htm"):
         return plain.html_to_text(plain.decode_text(data))
     if kind == ".docx":
-        from doccheck.extract.docx import docx_to_text
+        from doccheck.extract._docx import docx_to_text
 
         return docx_to_text(data, limits)
     if kind == ".pdf":
-        from doccheck.extract.pdf import pdf_to_text
+        from doccheck.extract._pdf import pdf_to_text
 
         return pdf_to_text(data, limits)
     if kind in (".odt", ".ott"):
-        from doccheck.extract.odt import odt_to_text
+        from doccheck.extract._odt import odt_to_text
 
         return odt_to_text(data, limits)
     if kind == ".pptx":
-        from doccheck.extract.pptx import pptx_to_text
+        from doccheck.extract._pptx import pptx_to_text
 
         return pptx_to_text(data, limits)
     if kind == ".rtf":
-        from doccheck.extract.rtf import rtf_to_text
+        from doccheck.extract._rtf import rtf_to_text
 
         return rtf_to_text(data, limits)
     if kind == ".doc":
-        from doccheck.extract.ole import doc_to_text
+        from doccheck.extract._ole import doc_to_text
 
         return doc_to_text(data, limits)
     if kind == ".pages":
-        from doccheck.extract.pages import pages_to_text
+        from doccheck.extract._pages import pages_to_text
 
         return pages_to_text(data, limits)
     raise _unreadable(kind)

@@ -3,10 +3,10 @@
 Why PDFium (pypdfium2: Chromium's PDF engine, Apache-2.0/BSD, no further dependencies): on
 8-page essays it reads the same words for about a third of pypdf's CPU (docs/benchmarks.md),
 and PDFs are most of a term. PDFium is not thread-safe: it runs only in the extraction
-worker *processes* (:mod:`doccheck.extract.sandbox`), one document at a time each.
+worker *processes* (:mod:`doccheck.extract._sandbox`), one document at a time each.
 
 Bounds with PDFium: before any page is loaded, the page count, the object count and the
-content bytes the pages would parse (a raw bound, :mod:`doccheck.extract.pdf_cost`, and the
+content bytes the pages would parse (a raw bound, :mod:`doccheck.extract._pdf_cost`, and the
 exact count below only when that bound passes the limit); the characters as pages are read;
 and the worker's wall-time, CPU and memory limits for whatever a page costs beyond that.
 A user-password PDF is :class:`PasswordProtected`; pages that hold images and no text are an
@@ -14,12 +14,12 @@ A user-password PDF is :class:`PasswordProtected`; pages that hold images and no
 
 pypdf is the fallback for files PDFium refuses as damaged (it repairs some cross-reference
 tables PDFium does not), and for files whose reading crashed PDFium's native code (the worker
-died of a signal no limit explains: :mod:`doccheck.extract.sandbox` reads them again in a new
+died of a signal no limit explains: :mod:`doccheck.extract._sandbox` reads them again in a new
 worker with :func:`pypdf_to_text`, once). Its text extraction re-interprets a page's content stream for each
 page that draws it, so a 31 KB file whose 40 pages share one 8 MB stream costs 40 x 8 MB of
 interpretation: before extracting anything it counts pages, cross-reference objects and the
 content bytes every page would interpret (a shared stream counts once per page) and refuses
-past :mod:`doccheck.extract.limits`.
+past :mod:`doccheck.extract._read_limits`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded, ImageOnlyPdf, PasswordProtected
-from doccheck.extract.limits import ExtractionLimits, mib
+from doccheck.extract._read_limits import ExtractionLimits, mib
 
 IMAGE_ONLY = (
     "image-only PDF (scanned pages without machine-readable text): no AI or similarity result; "
@@ -66,7 +66,7 @@ def pypdf_to_text(data: bytes, limits: ExtractionLimits) -> str:
 
 def _check_cost(data: bytes, pages: int, limits: ExtractionLimits) -> None:
     """Pages, objects, and the content bytes pages would parse (exactly, only when the raw bound says it may pass)."""
-    from doccheck.extract.pdf_cost import raw_cost
+    from doccheck.extract._pdf_cost import raw_cost
 
     if pages > limits.max_pdf_pages:
         raise ExtractionLimitExceeded(f"the PDF has {pages} pages, over the limit of {limits.max_pdf_pages}")

@@ -9,7 +9,7 @@ ordinary essay. So this module bounds it from above in one pass over the bytes:
     pages x (the largest decoded stream in the file)
 
 Only a file over that bound (a real essay is ~100x under it) gets the exact count
-(:func:`doccheck.extract.pdf.check_content_bytes`, with pypdf), which refuses with the page
+(:func:`doccheck.extract._pdf.check_content_bytes`, with pypdf), which refuses with the page
 named. Every stream's decoded size is found by inflating it with a cap, never whole; the
 object count is the ``N 0 obj`` headers plus the objects that object streams declare.
 """

@@ -5,7 +5,7 @@ paragraph by paragraph, in the order ``ppt/presentation.xml`` lists the slides (
 of the zip, nor the slide file numbers, which change as slides are moved). Not counted: speaker
 notes, comments, slide masters and layouts (template text such as "Click to add title").
 
-Bounds: :mod:`doccheck.extract.package` (members, inflation, depth, no entities), and the
+Bounds: :mod:`doccheck.extract._package` (members, inflation, depth, no entities), and the
 slide count, checked from the presentation part before any slide is read.
 """
 
@@ -15,8 +15,7 @@ import posixpath
 import zipfile
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import ExtractionLimits
-from doccheck.extract.package import (
+from doccheck.extract._package import (
     Budget,
     Depth,
     Events,
@@ -28,6 +27,7 @@ from doccheck.extract.package import (
     split_tag,
     stream_part,
 )
+from doccheck.extract._read_limits import ExtractionLimits
 
 _LABEL = ".pptx"
 _A = "http://schemas.openxmlformats.org/drawingml/2006/main"

@@ -4,7 +4,7 @@ Students' files are untrusted: a 600 KB DOCX can inflate to gigabytes and a 30 K
 make every page re-parse one 8 MB content stream. The structural limits (sizes, counts) are
 checked by the parsers while they stream; the resource limits (wall time, CPU time, memory)
 are enforced on the worker process by the operating system and by a kill from the parent
-(:mod:`doccheck.extract.sandbox`), because a thread cannot be stopped.
+(:mod:`doccheck.extract._sandbox`), because a thread cannot be stopped.
 
 The defaults accept any real coursework we have seen (the largest real DOCX part in the
 test corpora inflates to about 3 MB, the largest PDF page stream to about 200 KB) with a wide

@@ -20,7 +20,7 @@ import codecs
 import re
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import ExtractionLimits
+from doccheck.extract._read_limits import ExtractionLimits
 
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\([^a-zA-Z'])|([{}])|([^\\{}\r\n]+)|[\r\n]+"

@@ -37,7 +37,7 @@ from doccheck.errors import (
     PasswordProtected,
     UnsupportedFileType,
 )
-from doccheck.extract.limits import WORKERS, ExtractionLimits
+from doccheck.extract._read_limits import WORKERS, ExtractionLimits
 from doccheck.extract.worker import _LEN, READY
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import zipfile
 from io import BytesIO
 
 from doccheck.errors import ExtractionError, ExtractionLimitExceeded
-from doccheck.extract.limits import ExtractionLimits
+from doccheck.extract._read_limits import ExtractionLimits
 
 __all__ = ["IMAGE_TYPES", "LOCKED_OFFICE", "magic", "sniff"]
 
@@ -151,7 +151,7 @@ def _odf_mimetype(archive: zipfile.ZipFile, names: list[str]) -> str | None:
 
 def _ole_kind(data: bytes) -> str:
     """``.doc``, ``.ppt``, :data:`LOCKED_OFFICE` or :data:`OTHER_OLE`, from the OLE directory's names."""
-    from doccheck.extract.ole import stream_names
+    from doccheck.extract._ole import stream_names
 
     names = {name.lower() for name in stream_names(data)}
     if "encryptedpackage" in names:

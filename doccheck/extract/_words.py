@@ -3,7 +3,7 @@
 Why: ``len(WORD_RE.findall(text))`` built a Python string per word only to count them; it
 was the largest cost of planning a term (~55 µs for a 400-word row, issue 10), and the
 cohort matcher ran the same regex again and lower-cased every word. The rule itself is
-unchanged (``doccheck.extract.words.WORD_RE``: ``[^\\W_]+(?:['’\\-][^\\W_]+)*``):
+unchanged (``doccheck.extract.WORD_RE``: ``[^\\W_]+(?:['’\\-][^\\W_]+)*``):
 
 * a word is a maximal run of alphanumeric characters (``str.isalnum``, which is what the
   regex's ``[^\\W_]`` means for ``str`` patterns), where a single joiner (``'``, ``’`` or

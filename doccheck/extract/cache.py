@@ -11,7 +11,7 @@ The store is the caller's (the ledger keeps it in a table of its own, purged wit
 campaign; ``doccheck.ledger._word_cache``): this layer only asks it. :func:`using` makes one
 store the active one for the code below it (the manifest reader asks :func:`cached_words`
 and tells :func:`remember`), and :func:`prefetch` fills it for many files at once with every
-extraction worker busy (``doccheck.extract.sandbox``: the per-document limits stay those of
+extraction worker busy (``doccheck.extract._sandbox``: the per-document limits stay those of
 each worker).
 
 A count is kept under :func:`key_for` of the digest: the SHA-256 of the bytes *and* of
@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Protocol
 
 from doccheck.errors import ExtractionError
-from doccheck.extract.limits import WORKERS
-from doccheck.extract.parse import extract
-from doccheck.extract.words import count_words
+from doccheck.extract._parse import extract
+from doccheck.extract._read_limits import WORKERS
+from doccheck.extract._words import count_words
 
 __all__ = [
     "WordStore",

@@ -1,6 +1,6 @@
 """The extraction worker: a child process that reads documents under OS limits.
 
-Run as ``python -m doccheck.extract.worker`` by :mod:`doccheck.extract.sandbox`. It takes
+Run as ``python -m doccheck.extract.worker`` by :mod:`doccheck.extract._sandbox`. It takes
 one job at a time from stdin and answers on its own copy of stdout (fd 1 is pointed at
 stderr so that no library print can corrupt the protocol). Before each job it sets
 ``RLIMIT_CPU`` to the CPU it has used plus the job's budget (the kernel kills it with
@@ -81,9 +81,9 @@ def main() -> None:
         NotMachineReadable,
         UnsupportedFileType,
     )
-    from doccheck.extract.limits import ExtractionLimits, mib
-    from doccheck.extract.parse import parse as _parse
-    from doccheck.extract.pdf import pypdf_to_text
+    from doccheck.extract._parse import parse as _parse
+    from doccheck.extract._pdf import pypdf_to_text
+    from doccheck.extract._read_limits import ExtractionLimits, mib
 
     idle = _address_space()
     out.write(READY)

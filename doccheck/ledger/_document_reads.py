@@ -1,6 +1,6 @@
 """What each document's file was read as, kept per campaign, document and bytes (issue 41).
 
-Why: doccheck reads a file as what its bytes are (``doccheck.extract.sniff``), so an
+Why: doccheck reads a file as what its bytes are (``doccheck.extract``), so an
 OpenDocument file named ``essay.docx`` is read as ``.odt``; the reports say so ("read as
 OpenDocument text: the file is named .docx") long after the run that read it, and a rerun of
 the same bytes says it again without reading them (the word store's cache hit). Kept in a table
@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from doccheck.extract.types import same_format
+from doccheck.extract import same_format
 from doccheck.ledger._bulk_sql import chunks, insert_absent
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import DocumentReadRow, DocumentRow, utcnow

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from doccheck.extract.words import word_tokens
+from doccheck.extract import word_tokens
 from doccheck.matching import _minhash as minhash
 from doccheck.matching._shingles import MAX_WORDS, SAMPLE_MOD, SHINGLE, WordHasher, _raw_shingles, _splitmix64
 

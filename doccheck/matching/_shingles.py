@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from doccheck.extract.words import (
+from doccheck.extract import (
     WORD_RE,  # one definition of a word for the whole project
     word_tokens,
 )
@@ -129,7 +129,7 @@ def document_shingles(text: str, hasher: WordHasher) -> tuple[int, np.ndarray]:
     """(words, stored shingles) of a text: ``len(words_for_matching(text))`` and
     ``to_u32(shingle_hashes(text, hasher))``, without a Python string per word.
 
-    The matcher's hot path (issue 10): words come from :func:`doccheck.extract.words.word_tokens`
+    The matcher's hot path (issue 10): words come from :func:`doccheck.extract.word_tokens`
     (bytes, lower-cased, the same words), and the top 32 bits are kept before the one sort.
     ``tests/unit/matching/test_matching_fast.py`` holds it equal to the reference functions.
     """

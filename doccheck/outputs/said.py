@@ -14,8 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from doccheck.extract.parse import IMAGE
-from doccheck.extract.pdf import IMAGE_ONLY
+from doccheck.extract import IMAGE, IMAGE_ONLY
 
 __all__ = [
     "CHECKED",

@@ -20,7 +20,8 @@ from doccheck.extract import (
     ExtractionLimits,
     count_words,
     extract_text,
-    sandbox,
+    shutdown_workers,
+    worker_pids,
 )
 from tests.hostile_documents import docx_bomb, docx_package, nested_tables, para, pdf_shared_stream
 
@@ -93,13 +94,13 @@ def _forge_declared_size(data: bytes, member: str, size: int) -> bytes:
 
 
 def test_docx_bomb_stopped_by_wall_clock_when_structural_limits_are_lifted(bomb: bytes) -> None:
-    sandbox.shutdown()  # one warm worker, whatever earlier tests of the session left in the pool
+    shutdown_workers()  # one warm worker, whatever earlier tests of the session left in the pool
     _warm()
-    before = sandbox.worker_pids()
+    before = worker_pids()
     message, elapsed = _timed_rejection(bomb, "bomb.docx", ExtractionLimits(**_LIFTED, wall_seconds=1.5))
     assert message == "extraction took over 1.5 s"
     assert elapsed < 5
-    assert not set(before) & set(sandbox.worker_pids())  # the runaway worker was killed, not reused
+    assert not set(before) & set(worker_pids())  # the runaway worker was killed, not reused
     _warm()  # and a fresh one serves the next document
 
 
@@ -207,7 +208,7 @@ def test_shutdown_ends_a_running_extraction_at_once(bomb: bytes) -> None:
     thread.start()
     time.sleep(0.5)  # a real process is working; no emulator clock applies here
     started = time.monotonic()
-    sandbox.shutdown()
+    shutdown_workers()
     thread.join(timeout=10)
     assert not thread.is_alive() and time.monotonic() - started < 5
     assert type(outcome[0]).__name__ == "ExtractionStopped"
@@ -226,19 +227,19 @@ def test_concurrent_documents_share_the_pool() -> None:
     for t in threads:
         t.join(timeout=60)
     assert results == [3] * 8
-    assert len(sandbox.worker_pids()) <= 2
+    assert len(worker_pids()) <= 2
 
 
 def test_a_structural_refusal_keeps_the_worker() -> None:
     """Only the OS-level limits cost a new process; a refused bomb does not."""
     _warm()
-    sandbox.shutdown()  # one warm worker, whatever earlier tests of the session left in the pool
+    shutdown_workers()  # one warm worker, whatever earlier tests of the session left in the pool
     _warm()
-    before = sandbox.worker_pids()
+    before = worker_pids()
     with pytest.raises(ExtractionLimitExceeded):
         extract_text(docx_package(nested_tables(200)), "deep.docx")
     _warm()
-    assert sandbox.worker_pids() == before
+    assert worker_pids() == before
 
 
 def test_a_worker_that_died_while_idle_is_replaced_without_failing_the_document() -> None:
@@ -246,7 +247,7 @@ def test_a_worker_that_died_while_idle_is_replaced_without_failing_the_document(
     import signal
 
     _warm()
-    for pid in sandbox.worker_pids():
+    for pid in worker_pids():
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.2)  # let the kernel reap them; a real process, no emulator clock applies
     assert count_words(extract_text(docx_package(para("still served")), "s.docx")) == 2

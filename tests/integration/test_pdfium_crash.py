@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.extract import ExtractionError, count_words, extract_text, sandbox
+from doccheck.extract import ExtractionError, count_words, extract_text, shutdown_workers
 from tests import generated_documents as gen
 
 pytestmark = pytest.mark.integration
@@ -31,10 +31,10 @@ pypdfium2.PdfDocument = _Crash
 def crashing_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     (tmp_path / "sitecustomize.py").write_text(CRASHING_PDFIUM)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p))
-    sandbox.shutdown()  # the next workers start with the crashing PDFium
+    shutdown_workers()  # the next workers start with the crashing PDFium
     yield
     monkeypatch.delenv("PYTHONPATH")
-    sandbox.shutdown()  # later tests get the real one
+    shutdown_workers()  # later tests get the real one
 
 
 def test_a_pdf_that_crashes_pdfium_is_read_with_pypdf(crashing_workers: None) -> None:

@@ -6,7 +6,7 @@ what overlaps; a panel wants to read the copied sentences side by side. The ledg
 so the passages are found again here, from the texts themselves, each time a page is written,
 and nothing of them is stored.
 
-How: both texts are cut into the project's words (:data:`doccheck.extract.words.WORD_RE`,
+How: both texts are cut into the project's words (:data:`doccheck.extract.WORD_RE`,
 lower-cased, as matching does); every :data:`ANCHOR`-word run of the first text that also
 occurs in the second is extended word by word as far as both agree; the longest runs of at
 least ``min_words`` words are kept. Work per pair is linear and bounded: at most
@@ -28,7 +28,7 @@ from urllib.parse import quote
 from jinja2 import Environment, Template, select_autoescape
 from markupsafe import Markup
 
-from doccheck.extract.words import WORD_RE
+from doccheck.extract import WORD_RE
 
 __all__ = [
     "ANCHOR",

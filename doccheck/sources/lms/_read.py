@@ -6,9 +6,7 @@ import os
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from doccheck.extract import extension_of, is_supported
-from doccheck.extract.parse import IMAGE
-from doccheck.extract.sniff import IMAGE_TYPES
+from doccheck.extract import IMAGE, IMAGE_TYPES, extension_of, is_supported
 from doccheck.sources.lms import _blackboard, _canvas, _moodle
 from doccheck.sources.lms._model import (
     Entry,

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from doccheck.errors import UnsafeExport
-from doccheck.extract.limits import MAX_COMPRESSION_RATIO, RATIO_FLOOR_BYTES
+from doccheck.extract import MAX_COMPRESSION_RATIO, RATIO_FLOOR_BYTES
 from doccheck.sources.lms._model import Entry
 from doccheck.sources.manifest._limits import MAX_FILE_BYTES
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from doccheck.errors import CellProblem
 from doccheck.extract import (
+    IMAGE,
+    IMAGE_TYPES,
     SUPPORTED_TYPES,
     ExtractionError,
     NotMachineReadable,
@@ -20,10 +22,9 @@ from doccheck.extract import (
     count_words,
     extension_of,
     extract,
+    read_as_named,
 )
 from doccheck.extract import cache as word_cache
-from doccheck.extract.parse import IMAGE, read_as_named
-from doccheck.extract.sniff import IMAGE_TYPES
 from doccheck.sources.manifest._limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest._types import RejectCode
 from doccheck.sources.manifest._values import show

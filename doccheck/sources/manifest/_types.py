@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from doccheck.extract.types import extension_of, same_format
+from doccheck.extract import extension_of, same_format
 
 __all__ = [
     "ManifestDocument",

@@ -22,8 +22,8 @@ from doccheck.extract import (
     count_words,
     extract,
 )
-from doccheck.extract.parse import parse
-from doccheck.extract.sniff import magic
+from doccheck.extract._parse import parse
+from doccheck.extract._sniff import magic
 from tests import generated_documents as gen
 
 ESSAY = [

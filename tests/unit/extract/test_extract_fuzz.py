@@ -1,6 +1,6 @@
 """Mutated real documents: the readers either return text or raise ExtractionError, nothing else.
 
-In-process (``doccheck.extract.parse.parse``) so that hypothesis can run many cases fast; the worker adds only
+In-process (``doccheck.extract._parse.parse``) so that hypothesis can run many cases fast; the worker adds only
 process limits around the same code. A handful go through the worker at the end.
 """
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from doccheck.extract import DEFAULT_LIMITS, ExtractionError, extract_text
-from doccheck.extract.parse import parse as _parse
+from doccheck.extract._parse import parse as _parse
 from tests import generated_documents as gen
 
 DOCUMENTS = Path(__file__).parents[2] / "data" / "documents"

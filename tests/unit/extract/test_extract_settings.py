@@ -10,7 +10,7 @@ import pytest
 from doccheck.config import load_settings
 from doccheck.errors import SettingsError
 from doccheck.extract import DEFAULT_LIMITS, ExtractionLimitExceeded, extract_text
-from doccheck.extract.limits import MiB, limits_in_force
+from doccheck.extract._read_limits import MiB, limits_in_force
 from doccheck.sources.manifest import read_manifest
 from tests import generated_documents as gen
 

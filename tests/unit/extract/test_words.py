@@ -1,4 +1,4 @@
-"""The numpy word rule (doccheck.extract.words) equals the regex that defines it.
+"""The numpy word rule (doccheck.extract._words) equals the regex that defines it.
 
 The price depends on the count (the service bills words by this rule), so the fast version
 must agree with ``len(WORD_RE.findall(text))`` on every text, and the matcher's tokens with
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from doccheck.extract import WORD_RE, count_words, words_of
-from doccheck.extract.words import count_words as fast_count
-from doccheck.extract.words import word_tokens
+from doccheck.extract._words import count_words as fast_count
+from doccheck.extract._words import word_tokens
 
 EDGY = "aZ09 _-'’\t\n.,;:!?\"()—–-ßİıΣσςΟΔΟΣé\u0301\u0307日本語١٢٣Ⅻ½²\u00a0\u2028\U0001f600"
 TEXTS = st.one_of(

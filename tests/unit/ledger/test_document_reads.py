@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from doccheck.extract import cache as word_cache
-from doccheck.extract.parse import read_as_named
+from doccheck.extract import read_as_named
 from doccheck.ledger import Ledger
 from doccheck.ledger._document_reads import count_misnamed, read_columns, reads_for_documents, reads_for_hashes
 from doccheck.pipeline import load_plan, record_plan
