@@ -37,9 +37,13 @@ if str(ROOT) not in sys.path:
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from doccheck.outputs.catalog import connect, rebuild_catalog, write_run_file  # noqa: E402
-from doccheck.outputs.instructor.table import documents_schema  # noqa: E402
-from doccheck.outputs.reports import SUBMISSIONS_SCHEMA  # noqa: E402
+from doccheck.outputs import (  # noqa: E402
+    SUBMISSIONS_SCHEMA,  # noqa: E402
+    connect_catalog,
+    rebuild_catalog,
+    write_run_file,
+)
+from doccheck.outputs.instructor import documents_schema  # noqa: E402
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{rows:,} rows in the runs' documents.parquet (reruns repeat); built in {time.perf_counter() - start:.1f} s")  # fmt: skip
         rebuild_s, _ = timed(lambda: rebuild_catalog(out))
         size = (out / "catalog.duckdb").stat().st_size
-        query_s, answer = timed(lambda: connect(out).execute(QUERY).fetchall())
+        query_s, answer = timed(lambda: connect_catalog(out).execute(QUERY).fetchall())
         base_s, expected = timed(lambda: baseline(out), repeat=3)
         assert [tuple(v if isinstance(v, str) else int(v) for v in row) for row in answer] == expected
         assert sum(int(r[1]) for r in answer) == args.documents // args.runs * args.runs

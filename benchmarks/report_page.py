@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from doccheck.outputs import ReportTables, write_reports  # noqa: E402
 from doccheck.outputs.instructor import write_instructor_files  # noqa: E402
-from doccheck.outputs.reports import ReportTables, write_reports  # noqa: E402
 
 BASELINE_COMMIT = "44c522c"
 
@@ -81,8 +81,7 @@ def baseline_page(folder: Path, n: int, groups: int) -> Path:
     assets = (env.from_string((old / "assets/report.html.j2").read_text()), (old / "assets/report.css").read_text(),
               (old / "assets/report.js").read_text())  # fmt: skip
     module._assets = lambda: assets
-    from doccheck.outputs.instructor.table import build_documents
-    from doccheck.outputs.instructor.writer import read_run_tables
+    from doccheck.outputs.instructor import build_documents, read_run_tables
 
     meta = {f"d{i:06d}": {"course": f"C{i % groups:03d}"} for i in range(n)}
     paths = write_reports(folder / "base", "run-1", tables(n), metadata=meta)

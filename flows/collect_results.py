@@ -12,9 +12,7 @@ import time
 from prefect import flow, get_run_logger
 
 from doccheck.client import ConfigurationError
-from doccheck.outputs.calibration import rules_from_params
-from doccheck.outputs.downloads import parse_kinds
-from doccheck.outputs.reports import run_label
+from doccheck.outputs import parse_kinds, rules_from_params, run_label
 from doccheck.pipeline import RunSummary, as_list, collected_summary, describe_poll_errors, ledger_for, runs_to_collect
 from prefect_doccheck.credentials import DocCheckCredentials
 from prefect_doccheck.tasks.artifacts import publish_run_artifacts

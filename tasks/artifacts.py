@@ -28,8 +28,7 @@ import pyarrow.parquet as pq
 
 from doccheck import domain
 from doccheck.domain import estimate_cost_cents
-from doccheck.outputs.markdown import escape_markdown
-from doccheck.outputs.reports import REPORT_FILES
+from doccheck.outputs import REPORT_FILES, escape_markdown
 from doccheck.pipeline import Progress
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ def top_scores(tables: Mapping[str, Sequence[Mapping[str, Any]]], product: str, 
 
 
 def _md(value: Any) -> str:
-    """An untrusted value as literal markdown text (doccheck.outputs.markdown); numbers as written."""
+    """An untrusted value as literal markdown text (doccheck.outputs.escape_markdown); numbers as written."""
     if value is None:
         return "-"
     return str(value) if isinstance(value, (int, float)) else escape_markdown(value)

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from prefect.events import emit_event
 from prefect.types.names import MAX_ASSET_KEY_LENGTH, RESTRICTED_ASSET_CHARACTERS
 
-from doccheck.outputs.catalog import SCHEMA_VERSION, TABLE_FILES
+from doccheck.outputs import SCHEMA_VERSION, TABLE_FILES
 from doccheck.pipeline import RunSummary
 
 log = logging.getLogger("doccheck.flows")

@@ -16,9 +16,8 @@ from uuid import UUID
 
 from prefect import task
 
-from doccheck.outputs.downloads import parse_kinds
-from doccheck.outputs.instructor.outputs import write_run_outputs
-from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs import escape_markdown, parse_kinds
+from doccheck.outputs.instructor import write_run_outputs
 from doccheck.pipeline import ledger_for
 from prefect_doccheck.tasks.artifacts import artifact_key
 from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client

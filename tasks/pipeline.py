@@ -31,7 +31,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from doccheck.client import AsyncDocCheckClient
-from doccheck.outputs.reports import ReportPaths, write_reports
+from doccheck.outputs import ReportPaths, write_reports
 from doccheck.pipeline import (
     DEFAULT_SUBMIT,
     TASK_RETRIES,

@@ -30,8 +30,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect.events import emit_event
 
-from doccheck.outputs.calibration import AiRules
-from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
+from doccheck.outputs import AiRules
+from doccheck.outputs.instructor import FLAG_SIMILARITY_SCORE
 from doccheck.pipeline import RunSummary
 from prefect_doccheck.tasks.assets import emit_table_assets
 
@@ -79,7 +79,7 @@ def _threshold(run_dir: str | Path) -> float:
 
 
 def _reasons(row: dict[str, Any], threshold: float) -> list[str]:
-    """Why the page flagged the row (the rule of ``doccheck.outputs.instructor.table.is_flagged``)."""
+    """Why the page flagged the row (the rule of ``doccheck.outputs.instructor.is_flagged``)."""
     reasons = []
     judged = row.get("ai_band") != "too_short"
     score = row.get("ai_score")

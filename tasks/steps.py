@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from doccheck.ledger import Ledger
-from doccheck.outputs.calibration import RULE_OPTIONS
+from doccheck.outputs import RULE_OPTIONS
 from doccheck.pipeline import (
     BatchResult,
     Prepared,
@@ -162,7 +162,7 @@ class TaskSteps:
 
     async def write_outputs(self, summary: RunSummary, options: RunOptions) -> RunSummary:
         assert summary.run_id is not None
-        from doccheck.outputs.reports import run_label
+        from doccheck.outputs import run_label
 
         label = run_label(summary.campaign, summary.run_id)
         # staged: the folder and latest/ are published by the instructor report, once complete

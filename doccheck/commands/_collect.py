@@ -26,7 +26,7 @@ from doccheck.commands._runner import (
     summary_table,
     use_local_prefect_server_if_running,
 )
-from doccheck.outputs.downloads import parse_kinds
+from doccheck.outputs import parse_kinds
 
 
 def collect(

@@ -90,7 +90,7 @@ def purge(
         if plan is not None:
             done = execute_purge(engine, plan, event_window=window) if yes else None
             if done is not None:  # the catalogs of the --out folders concerned name no removed run
-                from doccheck.outputs.catalog import rebuild_catalogs
+                from doccheck.outputs import rebuild_catalogs
 
                 for catalog in rebuild_catalogs(folder.parent for folder in done.folders):
                     console.print(f"catalog rebuilt: {catalog}")

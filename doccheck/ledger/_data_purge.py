@@ -53,8 +53,8 @@ from doccheck.ledger._purge_residue import (
 
 CHUNK = 500
 REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
-FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.downloads)
-GROUPS_SUBDIR = "groups"  # one report page per group (doccheck.outputs.instructor.groups, --group-by)
+FILES_SUBDIR = "files"  # downloads of the service's files (doccheck.outputs.download_files)
+GROUPS_SUBDIR = "groups"  # one report page per group (doccheck.outputs.instructor, --group-by)
 RUNS_TABLE = "runs"
 EVENTS_TABLE = "webhook_events"
 LEGACY_SECRETS_TABLE = "webhook_secrets"

@@ -2,7 +2,7 @@
 never recorded, and the deleted text that a database keeps readable after DELETE.
 
 - Folders: a run's reports are ``<out>/<campaign>-<stamp>-<run id prefix>/``
-  (``doccheck.outputs.reports.run_label``). Older runs stored their summary before the
+  (``doccheck.outputs.run_label``). Older runs stored their summary before the
   reports were written, so their ``report_dir`` is empty; :func:`scan_run_folders`
   finds their folders in the ``--out`` roots recorded by any run of the campaign.
 - SQLite: a DELETE leaves the text in free pages of the main file and in the ``-wal``
@@ -43,7 +43,7 @@ def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path
         for child in sorted(root.iterdir()):
             if child.is_symlink() or not child.is_dir() or not _LABEL_STAMP.search(child.name):
                 continue
-            name = child.name.removesuffix(".partial")  # an incomplete run folder (doccheck.outputs.report_folders)
+            name = child.name.removesuffix(".partial")  # an incomplete run folder (doccheck.outputs._report_folders)
             if name.rsplit("-", 1)[-1] in prefixes:
                 found.append(child)
     return found

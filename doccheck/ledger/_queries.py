@@ -155,7 +155,7 @@ class Queries:
     def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:
         """The completed AI scores of a campaign's submitted checks, one per check, of texts of
         at least ``min_words`` words (an unknown length counts): the known-human reference of
-        :func:`doccheck.outputs.calibration.calibrate`, judged by the same length gate."""
+        :func:`doccheck.outputs._calibration.calibrate`, judged by the same length gate."""
         stmt = (
             select(OutcomeRow.check_id, OutcomeRow.score)
             .join(SubmissionRow, col(SubmissionRow.check_id) == col(OutcomeRow.check_id))

@@ -1,7 +1,7 @@
 """Report rows built from the ledger alone, so ``collect_results`` can rewrite the
 reports of a run long after the manifest and the process that planned it are gone.
 
-The column names are the issue's report schemas (``doccheck.outputs.reports`` owns the pyarrow
+The column names are the issue's report schemas (``doccheck.outputs`` owns the pyarrow
 types); every accepted document of the run appears in ``submissions`` (with its state,
 or the reason it was not sent), every rejected row too, and every product of every
 check appears in the product tables, as ``pending`` with its check id until it is final.

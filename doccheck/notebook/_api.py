@@ -4,7 +4,7 @@ Why: data teams live in notebooks. ``check_dataframe(df)`` does what ``doccheck 
 validate every row, submit with deterministic Idempotency-Keys recorded in the ledger (a
 rerun of the same cell charges nothing), wait for results; and returns the four report
 tables as DataFrames with the SAME schemas as the Parquet reports
-(``doccheck.outputs.reports.to_dataframes``). ``plan_dataframe(df)`` is the dry run (what would be
+(``doccheck.outputs.to_dataframes``). ``plan_dataframe(df)`` is the dry run (what would be
 sent and what it would cost). No Prefect needed: the run is the same orchestration as the
 flow's (``doccheck.pipeline.run_checks``) with its steps called directly, and the
 arguments become the same options model (``doccheck.pipeline.RunOptions``).
@@ -233,7 +233,7 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
 
 def _read_back(ledger: Any, summary: RunSummary, display: RunProgress) -> tuple[dict[str, pd.DataFrame], Any]:
     """The run's tables as DataFrames, in the DataFrame's row order, and the wide table."""
-    from doccheck.outputs.reports import to_dataframes
+    from doccheck.outputs import to_dataframes
     from doccheck.pipeline import report_tables
 
     run_id = summary.run_id
@@ -292,8 +292,8 @@ def _documents_frame(ledger: Any, run_id: str, summary: RunSummary) -> pd.DataFr
 
     if summary.report_dir:
         return pq.read_table(Path(summary.report_dir) / "documents.parquet").to_pandas(types_mapper=pd.ArrowDtype)
+    from doccheck.outputs import to_tables
     from doccheck.outputs.instructor import build_documents, documents_table, names_from_ledger
-    from doccheck.outputs.reports import to_tables
     from doccheck.pipeline import report_tables
 
     tables = to_tables(report_tables(ledger, run_id), ledger.document_metadata(run_id) or None)
@@ -488,7 +488,7 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from doccheck.outputs.reports import REPORT_FILES, SCHEMAS
+    from doccheck.outputs import REPORT_FILES, SCHEMAS
     from doccheck.pipeline import prefect_integration
 
     options = prepared.options

@@ -1,6 +1,6 @@
 """``doccheck.catalog()``: the term's DuckDB catalog, opened read-only, in one call.
 
-A thin door onto :mod:`doccheck.outputs.catalog` so that a notebook's first line needs neither
+A thin door onto ``doccheck.outputs.connect_catalog`` so that a notebook's first line needs neither
 the catalog's file name nor DuckDB's ``file_search_path`` (the views' paths are relative)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from doccheck.outputs.catalog import connect
+from doccheck.outputs import connect_catalog
 
 if TYPE_CHECKING:
     import duckdb
@@ -20,4 +20,4 @@ def catalog(out_dir: str | os.PathLike[str] = "reports") -> duckdb.DuckDBPyConne
     """The catalog of ``out_dir`` (the runs' ``--out`` folder), read-only: ``.sql(...)`` away
     from a term's numbers, e.g. ``doccheck.catalog().sql("SELECT campaign, count(*) FROM
     documents GROUP BY ALL")``. Raises ``CatalogError`` when no run wrote one there yet."""
-    return connect(os.fspath(out_dir))
+    return connect_catalog(os.fspath(out_dir))

@@ -9,7 +9,7 @@ ignored. Caller metadata is joined back by ``document_id`` as extra string colum
 The run folder is written as ``<out>/.<run>.partial/`` and renamed when complete; ``latest/``
 is refreshed by writing a complete temporary folder and then swapping it in with renames, so a
 reader sees either the previous complete reports or the new ones
-(:mod:`doccheck.outputs.report_folders`).
+(:mod:`doccheck.outputs._report_folders`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 
 from doccheck.errors import ReportError
 from doccheck.guards import naming
-from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
-from doccheck.outputs.report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
+from doccheck.outputs._lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
+from doccheck.outputs._report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
 from doccheck.sources.manifest import Rejection
 
 __all__ = [
@@ -73,7 +73,7 @@ SUBMISSIONS_SCHEMA = pa.schema(
         pa.field("charged_cents", pa.int64()),
         pa.field("refunded_cents", pa.int64()),
         pa.field("net_cents", pa.int64()),
-        *LMS_FIELDS,  # an LMS export's student columns (doccheck.outputs.lms_columns); null for a manifest's rows
+        *LMS_FIELDS,  # an LMS export's student columns (doccheck.outputs._lms_columns); null for a manifest's rows
         NEW_FIELD,  # new_this_run: this run made the check (true) or reused an earlier run's (false)
         # original: the file (or a text row's text) was sent; text: the service does not take the
         # file's type, so the text doccheck read from it was checked; null: nothing sent (rejected)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote
 
-from doccheck.outputs.report_folders import swap_in
+from doccheck.outputs._report_folders import swap_in
 
 __all__ = ["TABLES_DIR", "rebuild_run_tables"]
 
@@ -35,7 +35,7 @@ TABLES_DIR = "tables"
 
 
 class _Run(Protocol):
-    """A run of the catalog (``doccheck.outputs.catalog.RunEntry``): its id, campaign and folder."""
+    """A run of the catalog (``doccheck.outputs._term_catalog.RunEntry``): its id, campaign and folder."""
 
     @property
     def run_id(self) -> str: ...

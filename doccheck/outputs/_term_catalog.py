@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from doccheck.errors import CatalogError
-from doccheck.outputs.instructor.table import DOCUMENTS_SCHEMA
-from doccheck.outputs.reports import LATEST, SCHEMAS
-from doccheck.outputs.run_tables import TABLES_DIR, rebuild_run_tables
+from doccheck.outputs._parquet_reports import LATEST, SCHEMAS
+from doccheck.outputs._run_tables import TABLES_DIR, rebuild_run_tables
+from doccheck.outputs.instructor._documents_table import DOCUMENTS_SCHEMA
 
 if TYPE_CHECKING:
     import duckdb

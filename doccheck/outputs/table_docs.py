@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from doccheck.outputs.catalog import RUN_FILE, SCHEMA_VERSION, describe_views
-from doccheck.outputs.instructor.table import DOCUMENTS_SCHEMA
-from doccheck.outputs.reports import SCHEMAS
+from doccheck.outputs._parquet_reports import SCHEMAS
+from doccheck.outputs._term_catalog import RUN_FILE, SCHEMA_VERSION, describe_views
+from doccheck.outputs.instructor._documents_table import DOCUMENTS_SCHEMA
 
 __all__ = ["MEANINGS", "render"]
 

@@ -176,7 +176,7 @@ class OutputOptions(_Group):
         default_factory=list,
         description="Files of finished checks to fetch into <run>/files/: similarity_pdf, pdf, original.",
     )
-    # The report's AI rules (doccheck.outputs.calibration; docs/instructor.md explains each)
+    # The report's AI rules (doccheck.outputs.AiRules; docs/instructor.md explains each)
     min_ai_words: int = Field(default=300, ge=0, description="Documents under this many words are too short to judge.")
     ai_band_elevated: float = Field(
         default=0.5, ge=0, le=1, description="AI score where 'elevated' (and the flag) starts."
@@ -200,7 +200,7 @@ class OutputOptions(_Group):
     @field_validator("download", mode="before")
     @classmethod
     def _kinds(cls, value: Any) -> list[str]:
-        from doccheck.outputs.downloads import parse_kinds
+        from doccheck.outputs import parse_kinds
 
         return list(parse_kinds(as_list(value)))  # a typo fails before anything is sent
 
@@ -238,9 +238,8 @@ class RunOptions(_Group):
     @model_validator(mode="after")
     def _group_by_is_a_column(self) -> RunOptions:
         """``--group-by`` must name a column the reports will have: caught before anything is paid."""
-        from doccheck.outputs.instructor.table import documents_schema
-        from doccheck.outputs.instructor.tally import group_column
-        from doccheck.outputs.reports import META_PREFIX
+        from doccheck.outputs import META_PREFIX
+        from doccheck.outputs.instructor import documents_schema, group_column
 
         meta = [META_PREFIX + c for c in self.source.metadata_columns]
         group_column(self.output.group_by, documents_schema(meta).names)  # ValueError names the choices

@@ -490,9 +490,8 @@ class LocalSteps:
         """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
         from pathlib import Path
 
-        from doccheck.outputs.calibration import RULE_OPTIONS
-        from doccheck.outputs.instructor.outputs import write_run_outputs
-        from doccheck.outputs.reports import run_label, write_reports
+        from doccheck.outputs import RULE_OPTIONS, run_label, write_reports
+        from doccheck.outputs.instructor import write_run_outputs
 
         assert summary.run_id is not None
         paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,

@@ -12,8 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, computed_field
 
 from doccheck.ledger import describe_contradiction, describe_failure
-from doccheck.outputs.markdown import escape_markdown
-from doccheck.outputs.said import count_by_reason
+from doccheck.outputs import count_by_reason, escape_markdown
 
 #: ``field`` of a summary's rejection that is an LMS export's refused entry, not a manifest row.
 EXPORT_ENTRY = "export entry"
@@ -143,7 +142,7 @@ class RunSummary(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def not_checked(self) -> dict[str, int]:
-        """The rows not checked, by reason in words (:func:`doccheck.outputs.said.count_by_reason`)."""
+        """The rows not checked, by reason in words (:func:`doccheck.outputs.count_by_reason`)."""
         return count_by_reason(self.rejections)
 
     def as_markdown(self) -> str:

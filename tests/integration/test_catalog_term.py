@@ -19,7 +19,7 @@ import pytest
 import doccheck
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.outputs.catalog import CATALOG_FILE
+from doccheck.outputs import CATALOG_FILE
 from doccheck.pipeline import collect_runs
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.ledger import DocumentSignatureRow, Ledger
-from doccheck.outputs.reports import COHORT_MATCHES_SCHEMA
+from doccheck.outputs import COHORT_MATCHES_SCHEMA
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 from prefect_doccheck.tasks.artifacts import artifact_key

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs import escape_markdown
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually
 from tests.fixtures.serve import start_serve, stop_serve, wait_for_deployment
@@ -165,7 +165,9 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
             f"bulk-check-{slug}-progress"} <= keys  # fmt: skip
     assert float(by_type["progress"].data) == 100.0
     by_key = {a.key: a for a in artifacts}
-    markdown = by_key[f"bulk-check-{slug}"].data  # ids and paths are markdown-escaped (doccheck.outputs.markdown)
+    markdown = by_key[
+        f"bulk-check-{slug}"
+    ].data  # ids and paths are markdown-escaped (doccheck.outputs.escape_markdown)
     assert escape_markdown("r-4") in markdown and "Highest AI scores" in markdown
     assert escape_markdown(run_dir) in markdown
     assert by_type["image"].data.startswith("data:image/png;base64,")

@@ -15,7 +15,7 @@ import pytest
 
 import doccheck
 from doccheck.client import AsyncDocCheckClient, RetryPolicy
-from doccheck.outputs.downloads import DownloadTarget, download_files
+from doccheck.outputs import DownloadTarget, download_files
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import doccheck
-from doccheck.outputs.reports import SCHEMAS
+from doccheck.outputs import SCHEMAS
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from doccheck.outputs.catalog import connect
+from doccheck.outputs import connect_catalog
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import PrefectServer
 
@@ -84,7 +84,7 @@ def test_purge_leaves_no_trace(
     roots = [_ledger_files(ledger_url, tmp_path), tmp_path / "out", prefect_server.home]
     assert _files_holding([tmp_path / "out"], needles[1:]), "the run should have written the name into reports"
     assert _files_holding([_ledger_files(ledger_url, tmp_path)], needles[1:]), "the ledger should hold the name"
-    catalog = connect(tmp_path / "out")  # written by the run (the flow: the Prefect server is there)
+    catalog = connect_catalog(tmp_path / "out")  # written by the run (the flow: the Prefect server is there)
     assert catalog.execute("SELECT campaign, documents FROM runs").fetchall() == [(f"quarry-{tag}", 1)]
     catalog.close()
 
@@ -97,6 +97,6 @@ def test_purge_leaves_no_trace(
     assert ("write-ahead log truncated" if ledger_url.startswith("sqlite") else "vacuumed") in purged.stdout
     assert not (tmp_path / "out" / "latest").exists()
     assert "catalog rebuilt" in purged.stdout  # it names no removed folder; the grep below reads it too
-    assert connect(tmp_path / "out").execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
+    assert connect_catalog(tmp_path / "out").execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
     roots[0] = _ledger_files(ledger_url, tmp_path)  # after a new checkpoint
     assert _files_holding(roots, needles) == []

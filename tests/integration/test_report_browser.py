@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from doccheck.outputs.instructor import write_instructor_files
-from doccheck.outputs.instructor.evidence import PairTexts
-from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
+from doccheck.outputs import ReportTables, rejection_rows, write_reports
+from doccheck.outputs.instructor import PairTexts, write_instructor_files
 from doccheck.sources.manifest import Rejection
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import insert
 
 from doccheck.ledger import Ledger, OutcomeRow, SubmissionRow
-from doccheck.outputs.instructor.writer import write_instructor_files
-from doccheck.outputs.reports import LedgerReportTables, write_reports
+from doccheck.outputs import LedgerReportTables, write_reports
+from doccheck.outputs.instructor import write_instructor_files
 from doccheck.sources.manifest import Rejection
 from tests.factories import planned
 
@@ -124,7 +124,7 @@ def test_streamed_outputs_carry_names_and_rows_of_the_ledger(tmp_path: Path) -> 
     as the in-memory report."""
     import asyncio
 
-    from doccheck.outputs.instructor.outputs import write_run_outputs
+    from doccheck.outputs.instructor import write_run_outputs
 
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:

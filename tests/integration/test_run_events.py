@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from doccheck.outputs.catalog import connect
+from doccheck.outputs import connect_catalog
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.drain import drain_prefect
 from prefect_doccheck.tasks.assets import MATERIALIZED, asset_key
@@ -87,7 +87,7 @@ def test_flagged_and_run_events_trigger_an_automation(
     assert tables["documents"]["payload"]["rows"] == 4 and tables["documents"]["payload"]["run_id"] == summary.run_id
     roles = {r["prefect.resource.role"] for r in tables["documents"]["related"]}
     assert {"asset", "asset-materialized-by", "flow-run"} <= roles, roles
-    with connect(out) as catalog:
+    with connect_catalog(out) as catalog:
         assert catalog.execute("SELECT run_id, documents FROM runs").fetchall() == [(summary.run_id, 4)]
 
     triggered = _wait_for(prefect_server.api_url, f"prefect.automation.{automation.id}", "prefect.automation.triggered")

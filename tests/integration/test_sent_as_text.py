@@ -130,7 +130,7 @@ def test_the_run_writes_sent_as_and_the_status_in_words(isolated_emulator: Emula
     import pyarrow.parquet as pq
 
     from doccheck.client import lanes_for
-    from doccheck.outputs.said import CHECKED_AS_TEXT, REASON_WORDS
+    from doccheck.outputs import CHECKED_AS_TEXT, REASON_WORDS
     from doccheck.pipeline import LocalSteps, RunOptions, run_checks
 
     emu = isolated_emulator

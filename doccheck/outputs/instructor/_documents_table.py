@@ -23,10 +23,10 @@ from typing import Any
 import pyarrow as pa
 
 from doccheck.ledger import Disposition
-from doccheck.outputs.calibration import AiRules
-from doccheck.outputs.lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
-from doccheck.outputs.reports import META_PREFIX
-from doccheck.outputs.said import status_text
+from doccheck.outputs._calibration import AiRules
+from doccheck.outputs._lms_columns import LMS_FIELDS, NEW_FIELD, lms_values
+from doccheck.outputs._parquet_reports import META_PREFIX
+from doccheck.outputs._said import status_text
 
 __all__ = [
     "DOCUMENTS_SCHEMA",
@@ -52,7 +52,7 @@ FILE_COLUMNS: dict[str, str] = {
     "original": "file_original",
 }
 
-# --- AI judging (issue 25): the length gate and the band; see doccheck.outputs.calibration ---
+# --- AI judging (issue 25): the length gate and the band; see doccheck.outputs._calibration ---
 JUDGING_FIELDS = [
     pa.field("ai_words", pa.int64()),  # the words the service counted (the gate's input)
     pa.field("ai_band", pa.string()),  # too_short | low | elevated | high (null: no AI score yet)
@@ -298,7 +298,7 @@ class DocumentsBuilder:
             row.update({k: sub.get(k) for k in ("read_as", "named_as", "misnamed")})
             row["status_text"] = status_text(row)
             row["flagged"] = is_flagged(row, self.rules)
-            row.update(lms_values(sub))  # the LMS columns (doccheck.outputs.lms_columns)
+            row.update(lms_values(sub))  # the LMS columns (doccheck.outputs._lms_columns)
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
                 row[column] = doc_files.get(kind)

@@ -12,7 +12,7 @@ occurs in the second is extended word by word as far as both agree; the longest 
 least ``min_words`` words are kept. Work per pair is linear and bounded: at most
 :data:`MAX_WORDS` words of each text are read, and the first text is scanned once (a match
 is skipped past once found). Pure functions: the caller supplies the texts (see
-:mod:`doccheck.outputs.instructor.evidence_texts`) and the page escapes what is shown.
+:mod:`doccheck.outputs.instructor._evidence_texts`) and the page escapes what is shown.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
-from doccheck.outputs.instructor.evidence import PairTexts, template_grams
+from doccheck.outputs.instructor._evidence import PairTexts, template_grams
 from doccheck.sources.manifest import MAX_FILE_BYTES, read_rows  # the raw rows: no file is hashed or extracted
 
 __all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
@@ -33,7 +33,7 @@ _Key = tuple[str, str]  # (run_id, document_id)
 
 
 class ManifestTexts:
-    """``text_of(document_id, run_id)`` for :func:`doccheck.outputs.instructor.evidence.pair_evidence`.
+    """``text_of(document_id, run_id)`` for :func:`doccheck.outputs.instructor._evidence.pair_evidence`.
 
     ``run_id`` is the run whose page is written; a pair's ``matched_run_id`` names an
     earlier run of the campaign, whose own manifest is read.

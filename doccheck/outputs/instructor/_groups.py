@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from doccheck.outputs.instructor.page import generate_group_page
-from doccheck.outputs.instructor.tally import GroupCounts, PageTally, group_key
+from doccheck.outputs.instructor._page import generate_group_page
+from doccheck.outputs.instructor._tally import GroupCounts, PageTally, group_key
 
 __all__ = ["GROUPS_FOLDER", "MAX_PAGE_WORKERS", "PARALLEL_MIN_ROWS", "PageWorkers", "page_workers", "write_group_pages"]
 

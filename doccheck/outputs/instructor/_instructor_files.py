@@ -1,12 +1,12 @@
 """Write a run's instructor files: ``report.html``, ``documents.parquet``, ``documents.csv``.
 
-Called after the Parquet reports are written (``doccheck.outputs.reports.write_reports``) and the
-files downloaded (``doccheck.outputs.downloads``): it reads the run folder's reports back, so the
+Called after the Parquet reports are written (``doccheck.outputs._parquet_reports.write_reports``) and the
+files downloaded (``doccheck.outputs._downloads``): it reads the run folder's reports back, so the
 same code serves ``bulk_check``, ``collect_results`` and the notebook. The three files go in
 the run folder and a copy in ``latest/``, where the page's file links point back into the
 run folder (``../<run>/files/...``), since the files are not copied. A staged run folder
 (``write_reports(staged=True)``: ``.<run>.partial/``) is renamed and ``latest/`` swapped only
-after every file is written (:mod:`doccheck.outputs.report_folders`).
+after every file is written (:mod:`doccheck.outputs._report_folders`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from doccheck.ledger import Disposition
-from doccheck.outputs.calibration import AiRules, calibrate, write_calibration
-from doccheck.outputs.downloads import FILE_KINDS, files_by_document
-from doccheck.outputs.instructor.evidence import PairTexts, evidence_section
-from doccheck.outputs.instructor.groups import PageWorkers, write_group_pages
-from doccheck.outputs.instructor.page import generate_report
-from doccheck.outputs.instructor.spreadsheet import CsvChunks
-from doccheck.outputs.instructor.table import (
+from doccheck.outputs._calibration import AiRules, calibrate, write_calibration
+from doccheck.outputs._downloads import FILE_KINDS, files_by_document
+from doccheck.outputs._parquet_reports import META_PREFIX, REPORT_FILES
+from doccheck.outputs._report_folders import begin_latest, discarding, final_dir, publish, work_dir
+from doccheck.outputs.instructor._documents_table import (
     DocumentsBuilder,
     TopSources,
     apply_dispositions,
@@ -38,9 +36,11 @@ from doccheck.outputs.instructor.table import (
     documents_schema,
     documents_table,
 )
-from doccheck.outputs.instructor.tally import PageTally, group_column
-from doccheck.outputs.report_folders import begin_latest, discarding, final_dir, publish, work_dir
-from doccheck.outputs.reports import META_PREFIX, REPORT_FILES
+from doccheck.outputs.instructor._evidence import PairTexts, evidence_section
+from doccheck.outputs.instructor._groups import PageWorkers, write_group_pages
+from doccheck.outputs.instructor._page import generate_report
+from doccheck.outputs.instructor._spreadsheet import CsvChunks
+from doccheck.outputs.instructor._tally import PageTally, group_column
 
 __all__ = [
     "CALIBRATION_JSON",
@@ -57,7 +57,7 @@ __all__ = [
 REPORT_HTML = "report.html"
 DOCUMENTS_PARQUET = "documents.parquet"
 DOCUMENTS_CSV = "documents.csv"
-#: The expected false flags (doccheck.outputs.calibration), the page's numbers for data teams.
+#: The expected false flags (doccheck.outputs._calibration), the page's numbers for data teams.
 CALIBRATION_JSON = "calibration.json"
 #: Written by the cohort comparison when it ran (optional input).
 COHORT_MATCHES_FILE = "cohort_matches.parquet"
@@ -137,7 +137,7 @@ def write_instructor_files(
     or more, ``report.html`` lists the groups and each has its page in ``<run>/groups/``
     (ValueError naming the columns when there is no such column).
     ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
-    (:mod:`doccheck.outputs.instructor.evidence`; none without it).
+    (:mod:`doccheck.outputs.instructor._evidence`; none without it).
     """
     final = final_dir(Path(run_dir))
     folder = work_dir(final)  # the ``.partial`` folder of a staged run, published at the end

@@ -12,7 +12,7 @@ Every value from the manifest or the service goes through Jinja2 with autoescapi
 student's file name is untrusted input); the JSON summary embedded in the page escapes
 ``<``, ``>`` and ``&`` so ``</script>`` in a value cannot close its block. The documents
 table's rows are embedded as data and shown a screenful at a time (see
-:mod:`doccheck.outputs.instructor.table_view`), so a page opens at once at any run size.
+:mod:`doccheck.outputs.instructor._table_view`), so a page opens at once at any run size.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from doccheck.outputs.calibration import AiRules, Calibration
-from doccheck.outputs.instructor.table import FLAG_SIMILARITY_SCORE
-from doccheck.outputs.instructor.table_view import columns, row_html, row_json
-from doccheck.outputs.instructor.tally import GroupCounts, PageTally, checked
+from doccheck.outputs._calibration import AiRules, Calibration
+from doccheck.outputs.instructor._documents_table import FLAG_SIMILARITY_SCORE
+from doccheck.outputs.instructor._table_view import columns, row_html, row_json
+from doccheck.outputs.instructor._tally import GroupCounts, PageTally, checked
 
 __all__ = ["PageTally", "generate_group_page", "generate_report", "render_report"]
 
@@ -212,7 +212,7 @@ def render_report(
 ) -> str:
     """The HTML text of an ungrouped report.
 
-    ``documents``: rows of :func:`doccheck.outputs.instructor.table.build_documents` (rejected rows
+    ``documents``: rows of :func:`doccheck.outputs.instructor._documents_table.build_documents` (rejected rows
     included; they are listed in their own section). ``link_prefix`` goes before each file
     link (``""`` in the run folder, ``"../<run folder>/"`` in ``latest/``).
     """
@@ -250,7 +250,7 @@ def generate_report(
     the groups, each linked to ``group_prefix + groups/<slug>.html``, and has no documents
     table; else ``documents()`` yields the rows again while the table's data is written.
     A value is never split across pieces, so a piece can be edited on its own.
-    ``evidence_html``: the cohort pairs' shared passages (:mod:`doccheck.outputs.instructor.evidence`).
+    ``evidence_html``: the cohort pairs' shared passages (:mod:`doccheck.outputs.instructor._evidence`).
     """
     env, _, _ = _assets()
     rules = rules or tally.rules

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.guards import naming
-from doccheck.outputs.calibration import AiRules
-from doccheck.outputs.catalog import refresh_catalog, write_run_file
-from doccheck.outputs.downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
-from doccheck.outputs.instructor.evidence_texts import manifest_texts
-from doccheck.outputs.instructor.writer import (
+from doccheck.outputs._calibration import AiRules
+from doccheck.outputs._downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
+from doccheck.outputs._report_folders import final_dir, work_dir
+from doccheck.outputs._term_catalog import refresh_catalog, write_run_file
+from doccheck.outputs.instructor._evidence_texts import manifest_texts
+from doccheck.outputs.instructor._instructor_files import (
     InstructorPaths,
     names_from_ledger,
     read_run_tables,
     write_instructor_files,
 )
-from doccheck.outputs.report_folders import final_dir, work_dir
 
 #: The report columns the download targets are chosen from (read alone: the rest stays on disk).
 TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
@@ -55,7 +55,7 @@ async def write_run_outputs(
     then write ``report.html`` and ``documents.parquet``/``.csv`` (run folder + latest),
     built from the run folder's reports in chunks (see ``write_instructor_files``).
 
-    ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs.calibration.RULE_OPTIONS`);
+    ``rules``: the ``OutputOptions`` AI fields (:data:`~doccheck.outputs._calibration.RULE_OPTIONS`);
     the reference campaign's AI scores are read from ``ledger`` (none without one: rate unknown).
     ``group_by``: a column with one report page per value (``--group-by``; else ``rules["group_by"]``)."""
     kinds = parse_kinds(download)

@@ -23,9 +23,9 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-from doccheck.outputs.calibration import BANDS
-from doccheck.outputs.instructor.table import FILE_COLUMNS
-from doccheck.outputs.reports import META_PREFIX
+from doccheck.outputs._calibration import BANDS
+from doccheck.outputs._parquet_reports import META_PREFIX
+from doccheck.outputs.instructor._documents_table import FILE_COLUMNS
 
 __all__ = ["STATIC_ROWS", "ConcernRows", "columns", "concern", "row_cells", "row_html", "row_json"]
 

@@ -4,7 +4,7 @@ and, when the run is grouped (``--group-by``), the same counts per group.
 
 Counting as the rows stream past is what lets a 100,000-document run write its pages
 without holding its rows: a group's figures are a few integers, the histograms 8 bytes a
-score, and only :data:`~doccheck.outputs.instructor.table_view.STATIC_ROWS` rows are kept.
+score, and only :data:`~doccheck.outputs.instructor._table_view.STATIC_ROWS` rows are kept.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from doccheck.outputs.calibration import AiRules
-from doccheck.outputs.instructor.table_view import ConcernRows, concern
-from doccheck.outputs.lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED
-from doccheck.outputs.reports import META_PREFIX
-from doccheck.outputs.said import reason_key
+from doccheck.outputs._calibration import AiRules
+from doccheck.outputs._lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED
+from doccheck.outputs._parquet_reports import META_PREFIX
+from doccheck.outputs._said import reason_key
+from doccheck.outputs.instructor._table_view import ConcernRows, concern
 
 __all__ = ["NOT_CHECKED", "NO_GROUP", "GroupCounts", "PageTally", "checked", "group_column", "group_key", "group_slug"]
 
@@ -140,7 +140,7 @@ class PageTally:
         return sorted(self.groups.values(), key=lambda g: (-g.undecided, -g.flagged, g.name))
 
     def add(self, documents: Iterable[Mapping[str, Any]]) -> None:
-        """Count these rows of :func:`doccheck.outputs.instructor.table.build_documents`."""
+        """Count these rows of :func:`doccheck.outputs.instructor._documents_table.build_documents`."""
         seen = set(self.meta)
         for r in documents:
             for k in r:

@@ -13,8 +13,7 @@ from typing import Any
 
 from doccheck.client import ConfigurationError
 from doccheck.ledger import Ledger
-from doccheck.outputs.calibration import rules_from_params
-from doccheck.outputs.reports import ReportPaths, run_label, write_reports
+from doccheck.outputs import ReportPaths, rules_from_params, run_label, write_reports
 from doccheck.pipeline._summary import (
     RunSummary,
     money_fields,
@@ -102,7 +101,7 @@ async def collect_runs(
 ) -> RunSummary:
     """``collect_results`` as library calls in this process: apply stored events, poll what is not
     final, rewrite the reports of the runs concerned and the instructor's files."""
-    from doccheck.outputs.instructor.outputs import write_run_outputs
+    from doccheck.outputs.instructor import write_run_outputs
 
     started = time.monotonic()
     run, earlier = runs_to_collect(ledger, campaign=campaign, run_id=run_id)

@@ -18,7 +18,7 @@ from typing import Any
 
 from doccheck.client import AsyncDocCheckClient, AuthenticationError, DocCheckError, current_profile
 from doccheck.ledger import Ledger, PendingCheck, retry_transient_async
-from doccheck.outputs.reports import LedgerReportTables
+from doccheck.outputs import LedgerReportTables
 from doccheck.pipeline._failures import first_error
 from doccheck.pipeline._options import DEFAULT_CONCURRENCY
 from doccheck.pipeline._progress import ProgressCallback, report

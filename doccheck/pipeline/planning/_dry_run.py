@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field
 
 from doccheck.config import load_settings
-from doccheck.outputs.said import count_by_reason
+from doccheck.outputs import count_by_reason
 from doccheck.pipeline._summary import with_export_rejections
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned, resolve_campaign
 

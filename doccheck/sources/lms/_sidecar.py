@@ -6,7 +6,7 @@ student_id, student, late, attempt, submitted_file`` and the roster's ``email, s
 the entries refused with their reason and student, the entries listed but not checked
 (links, receipts, older attempts), the roster's students without work, and the export's
 ``lms`` and ``export_name``. The run never reads it to send anything (metadata stays the ``--metadata-columns``
-allowlist); the reports join it back by document id (:mod:`doccheck.outputs.lms_columns`).
+allowlist); the reports join it back by document id (``doccheck.outputs.lms_rows``).
 
 Under blind marking the roster's names and emails are never joined: the pseudonym the export
 wrote (``Participant <id>``) is the only name the file, and thus the reports, hold.

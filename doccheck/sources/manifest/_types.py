@@ -1,7 +1,7 @@
 """The values a manifest read produces: documents, rejections, their codes, and the one error.
 
 Kept apart from the readers so that every reader and the validation share one vocabulary,
-and so that ``doccheck.outputs.reports`` and the ledger can import :class:`Rejection` cheaply.
+and so that ``doccheck.outputs`` and the ledger can import :class:`Rejection` cheaply.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from doccheck.errors import DispositionError
 from doccheck.ledger import Ledger
 from doccheck.ledger._data_purge import execute_purge, plan_purge
 from doccheck.ledger._tables import DocumentRow
+from doccheck.outputs import ReportTables, write_reports
 from doccheck.outputs.instructor import write_instructor_files
-from doccheck.outputs.reports import ReportTables, write_reports
 
 NOTE = "Talked to the student 2026-11-20; drafts in the LMS history match. UNIQUE-NOTE-7f3a"
 

@@ -12,7 +12,7 @@ import pytest
 
 from doccheck.client import Check, Event
 from doccheck.ledger import Ledger
-from doccheck.outputs.reports import LedgerReportTables
+from doccheck.outputs import LedgerReportTables
 from doccheck.pipeline import PlannedDocument
 from doccheck.sources.manifest import Rejection
 from tests.factories import check_json, planned, record
@@ -261,7 +261,7 @@ def test_concurrent_duplicate_events_stored_once(ledger: Ledger) -> None:
 def test_report_tables_write_parquet_with_the_report_schemas(ledger: Ledger, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from doccheck.outputs.reports import SCHEMAS, ReportTables, write_reports
+    from doccheck.outputs import SCHEMAS, ReportTables, write_reports
 
     run_id = ledger.start_run(campaign="c1")
     submit(ledger, run_id, planned("d1", ("ai", "similarity")), "chk-1")
@@ -328,7 +328,7 @@ def test_document_metadata_is_read_as_it_is_used(ledger: Ledger, tmp_path: Path)
     import pyarrow.parquet as pq
 
     from doccheck.ledger._run_rows import RunMetadata
-    from doccheck.outputs.reports import write_reports
+    from doccheck.outputs import write_reports
 
     run_id = ledger.start_run(campaign="c1")
     docs = [planned(f"d{i}", row=i, metadata={"document_id": f"d{i}", "course": f"c{i % 3}", **({"late": "yes"}

@@ -15,7 +15,7 @@ import pytest
 from doccheck.ledger import DocumentSignatureRow, Ledger, replace_cohort_matches
 from doccheck.matching import LedgerStore, MatchOptions, MemoryStore, match_cohort
 from doccheck.matching._shingles import pack_u32, shingle_hashes, to_u32, unpack_u32
-from doccheck.outputs.markdown import escape_markdown
+from doccheck.outputs import escape_markdown
 from tests.matching_corpus import TEMPLATE, copy_section, edit, essay, planted_corpus
 
 

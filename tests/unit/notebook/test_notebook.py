@@ -16,7 +16,7 @@ from doccheck.client import ConfigurationError
 from doccheck.notebook import CheckResult, check_dataframe, plan_dataframe, progress_display
 from doccheck.notebook._api import _manifest_rows, _prepare, _resolve_columns, _run_sync, _write_manifest
 from doccheck.notebook._progress import ProgressState
-from doccheck.outputs.reports import ReportTables, to_dataframes
+from doccheck.outputs import ReportTables, to_dataframes
 from doccheck.pipeline import load_plan
 
 LONG = "The harbour lights came on one by one as the fishing boats returned in the evening. " * 4

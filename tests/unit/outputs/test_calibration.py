@@ -1,4 +1,4 @@
-"""The length gate, the bands and the expected false flags (doccheck.outputs.calibration)."""
+"""The length gate, the bands and the expected false flags (doccheck.outputs._calibration)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import beta, binomtest
 
-from doccheck.outputs.calibration import (
+from doccheck.outputs._calibration import (
     BandBounds,
     ai_band,
     ai_flagged,
@@ -91,7 +91,7 @@ def test_calibration_json_holds_the_fields_the_page_states(tmp_path: Path) -> No
 
 
 def test_a_runs_recorded_rules_are_read_back_for_collect() -> None:
-    from doccheck.outputs.calibration import JUDGING_PARAM, RULE_OPTIONS, AiRules, rules_from_params
+    from doccheck.outputs._calibration import JUDGING_PARAM, RULE_OPTIONS, AiRules, rules_from_params
     from doccheck.pipeline import RunOptions
 
     options = RunOptions.from_flat(manifest="m.csv", min_ai_words=120, ai_band_elevated=0.7,

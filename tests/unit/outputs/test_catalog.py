@@ -1,4 +1,4 @@
-"""The term's catalog (doccheck.outputs.catalog) over run folders written as a run writes them:
+"""The term's catalog (doccheck.outputs._term_catalog) over run folders written as a run writes them:
 the current-state ``documents`` view counts each document once, a reader holding the catalog
 open is never blocked and keeps a whole catalog, a copied folder opens from anywhere, a column
 added by a later run is read, and no student data is copied into the catalog."""
@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.errors import CatalogError
-from doccheck.outputs.catalog import CATALOG_FILE, connect, rebuild_catalog, rebuild_catalogs, write_run_file
-from doccheck.outputs.instructor.table import documents_schema
-from doccheck.outputs.reports import SUBMISSIONS_SCHEMA
+from doccheck.outputs._parquet_reports import SUBMISSIONS_SCHEMA
+from doccheck.outputs._term_catalog import CATALOG_FILE, connect, rebuild_catalog, rebuild_catalogs, write_run_file
+from doccheck.outputs.instructor._documents_table import documents_schema
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 
@@ -173,7 +173,7 @@ def test_an_empty_out_folder_gives_a_catalog_of_empty_views(tmp_path: Path) -> N
 
 
 def test_the_catalog_setting_turns_the_rebuild_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from doccheck.outputs.catalog import refresh_catalog
+    from doccheck.outputs._term_catalog import refresh_catalog
 
     _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
     monkeypatch.setenv("DOCCHECK_CATALOG", "false")

@@ -1,4 +1,4 @@
-"""``doccheck.outputs.downloads`` without a service: kinds, safe names, targets, and the cache /
+"""``doccheck.outputs._downloads`` without a service: kinds, safe names, targets, and the cache /
 resume / failure bookkeeping over a fake client (the real one is tested end to end in
 tests/integration/test_downloads.py)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from doccheck.errors import NotFoundError, ServerError
-from doccheck.outputs.downloads import (
+from doccheck.outputs._downloads import (
     DownloadTarget,
     download_files,
     files_of,

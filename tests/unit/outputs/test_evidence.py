@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from doccheck.ledger import DocumentRow, Ledger
-from doccheck.outputs.instructor.evidence import (
+from doccheck.outputs.instructor._evidence import (
     MAX_PASSAGES,
     MAX_WORDS,
     PairTexts,
@@ -20,7 +20,7 @@ from doccheck.outputs.instructor.evidence import (
     shared_passages,
     template_grams,
 )
-from doccheck.outputs.instructor.evidence_texts import ManifestTexts
+from doccheck.outputs.instructor._evidence_texts import ManifestTexts
 
 SHARED = (
     "The industrial revolution changed the relation between labour and time, because the factory clock "

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from doccheck.outputs._parquet_reports import ReportTables, rejection_rows, write_reports
 from doccheck.outputs.instructor import (
     DOCUMENTS_SCHEMA,
     build_documents,
@@ -22,9 +23,8 @@ from doccheck.outputs.instructor import (
     render_report,
     write_instructor_files,
 )
-from doccheck.outputs.instructor.page import script_json
-from doccheck.outputs.instructor.spreadsheet import CsvChunks, csv_text
-from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
+from doccheck.outputs.instructor._page import script_json
+from doccheck.outputs.instructor._spreadsheet import CsvChunks, csv_text
 from doccheck.sources.manifest import Rejection
 
 EVIL = "<script>window.__pwned = 1</script>"
@@ -63,7 +63,7 @@ METADATA = {"s1": {"student": EVIL, "section": "A"}, "s2": {"student": "Zoë", "
 
 
 def rows_of(tables: ReportTables, metadata: dict[str, Any] | None = METADATA) -> dict[str, list[dict[str, Any]]]:
-    from doccheck.outputs.reports import to_tables
+    from doccheck.outputs._parquet_reports import to_tables
 
     return {name: t.to_pylist() for name, t in to_tables(tables, metadata).items()}
 

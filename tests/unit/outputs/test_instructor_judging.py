@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.outputs.calibration import AiRules, BandBounds, exact_interval
+from doccheck.outputs._calibration import AiRules, BandBounds, exact_interval
+from doccheck.outputs._parquet_reports import ReportTables, write_reports
 from doccheck.outputs.instructor import build_documents, is_flagged, render_report, write_instructor_files
-from doccheck.outputs.instructor.page import base_rate_text
-from doccheck.outputs.reports import ReportTables, write_reports
+from doccheck.outputs.instructor._page import base_rate_text
 
 
 def _doc(doc: str, words: int, score: float | None, label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -36,7 +36,7 @@ def judging_tables() -> ReportTables:
 
 
 def _rows(rules: AiRules | None = None) -> dict[str, dict[str, Any]]:
-    from doccheck.outputs.reports import to_tables
+    from doccheck.outputs._parquet_reports import to_tables
 
     tables = {name: t.to_pylist() for name, t in to_tables(judging_tables()).items()}
     return {r["document_id"]: r for r in build_documents(tables, rules=rules)}
@@ -111,7 +111,7 @@ def test_max_false_flag_rate_picks_the_threshold_from_the_reference(tmp_path: Pa
 
 def test_base_rate_sentence_without_and_with_reference() -> None:
     assert "unknown" in base_rate_text(None, 4) and "4 AI flags" in base_rate_text(None, 4)
-    from doccheck.outputs.calibration import calibrate
+    from doccheck.outputs._calibration import calibrate
 
     text = base_rate_text(calibrate("ref", [0.9] * 10 + [0.1] * 90, 0.5, 200), 30)
     assert "10 of 100 known-human documents" in text and "10.0 %" in text
@@ -153,7 +153,7 @@ def test_reference_scores_are_read_from_the_ledger(tmp_path: Path) -> None:
 def test_write_run_outputs_takes_the_rules_as_option_values(tmp_path: Path) -> None:
     import asyncio
 
-    from doccheck.outputs.instructor.outputs import write_run_outputs
+    from doccheck.outputs.instructor._run_outputs import write_run_outputs
 
     class _Ledger:
         def ai_scores(self, campaign: str, *, min_words: int = 0) -> list[float]:

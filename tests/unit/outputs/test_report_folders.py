@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.guards import describe_environment_error
-from doccheck.outputs.instructor.outputs import write_run_outputs
-from doccheck.outputs.instructor.writer import write_instructor_files
-from doccheck.outputs.report_folders import STALE_PARTIAL, leftover_partials, staging_dir, work_dir
-from doccheck.outputs.reports import ReportTables, write_reports
+from doccheck.outputs._parquet_reports import ReportTables, write_reports
+from doccheck.outputs._report_folders import STALE_PARTIAL, leftover_partials, staging_dir, work_dir
+from doccheck.outputs.instructor._instructor_files import write_instructor_files
+from doccheck.outputs.instructor._run_outputs import write_run_outputs
 
 
 def _tables(n: int, *, noise: int = 0) -> ReportTables:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from doccheck.outputs._parquet_reports import ReportTables, rejection_rows, write_reports
 from doccheck.outputs.instructor import write_instructor_files
-from doccheck.outputs.instructor.table_view import STATIC_ROWS
-from doccheck.outputs.instructor.tally import NO_GROUP, group_column, group_slug
-from doccheck.outputs.reports import ReportTables, rejection_rows, write_reports
+from doccheck.outputs.instructor._table_view import STATIC_ROWS
+from doccheck.outputs.instructor._tally import NO_GROUP, group_column, group_slug
 from doccheck.pipeline import RunOptions
 from doccheck.sources.manifest import Rejection
 
@@ -58,7 +58,7 @@ def test_entry_page_links_every_group_and_each_group_page_holds_exactly_its_docu
     paths = write_reports(tmp_path, "run-1", tables, metadata=metadata)
     given = None
     if not from_folder:
-        from doccheck.outputs.instructor.writer import read_run_tables
+        from doccheck.outputs.instructor._instructor_files import read_run_tables
 
         given = read_run_tables(paths.run_dir)
     written = write_instructor_files(paths.run_dir, paths.latest_dir, campaign="term", run_id="r1",
@@ -90,7 +90,7 @@ def test_group_pages_written_by_worker_processes_are_the_ones_written_here(
 ) -> None:
     """A large run's pages come from spawned workers (``page_workers``); they must be the same
     pages, the spilled rows gone, whatever process wrote them."""
-    from doccheck.outputs.instructor import groups
+    from doccheck.outputs.instructor import _groups as groups
 
     tables, metadata = term(60, COURSES)
     pages: dict[str, dict[str, str]] = {}
@@ -162,7 +162,7 @@ def test_group_slugs_are_safe_file_names_and_unique() -> None:
 def test_an_export_page_names_the_export_counts_students_and_lists_what_was_not_checked(tmp_path: Path) -> None:
     """Issue 24 on the page: which LMS export, one student with two files is one student, late
     work marked, and the roster's student without work (and a link entry) listed, not counted."""
-    from doccheck.outputs.instructor.writer import read_run_tables
+    from doccheck.outputs.instructor._instructor_files import read_run_tables
 
     tables, _ = term(3, ["x"])
     paths = write_reports(tmp_path, "run-1", tables)
@@ -193,7 +193,7 @@ def test_a_chunk_is_split_by_group_in_file_order_whatever_the_values() -> None:
     file order, and values that share a group (None and "", True and "true") in one slice."""
     import pyarrow as pa
 
-    from doccheck.outputs.instructor.groups import _by_group
+    from doccheck.outputs.instructor._groups import _by_group
 
     values = ["b", None, "a", "", "b", "true", "a", None]
     batch = pa.record_batch({"course": pa.array(values, pa.string()), "i": pa.array(range(len(values)))})

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.errors import ReportError
-from doccheck.outputs.reports import (
+from doccheck.outputs._parquet_reports import (
     AI_RESULTS_SCHEMA,
     SCHEMAS,
     SIMILARITY_RESULTS_SCHEMA,
@@ -222,7 +222,7 @@ def test_a_column_of_native_values_is_built_as_each_value_would_be_coerced() -> 
     """The one-call Arrow path (issue 28: the reports of a term) gives the same column as the
     per-value coercion, and values it cannot take exactly (a bool among ints, 2.5 for an int,
     an ISO string) still go through the coercion and its error messages."""
-    from doccheck.outputs.reports import _build_table, _coerce
+    from doccheck.outputs._parquet_reports import _build_table, _coerce
 
     schema = pa.schema([("n", pa.int64()), ("x", pa.float64()), ("s", pa.string()), ("b", pa.bool_()),
                         ("t", pa.timestamp("us", tz="UTC"))])  # fmt: skip

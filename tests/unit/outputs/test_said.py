@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from doccheck.outputs._parquet_reports import ReportTables, rejection_rows, to_tables
+from doccheck.outputs._said import CHECKED, CHECKED_AS_TEXT, REASON_WORDS, count_by_reason, status_text
 from doccheck.outputs.instructor import build_documents, render_report
-from doccheck.outputs.reports import ReportTables, rejection_rows, to_tables
-from doccheck.outputs.said import CHECKED, CHECKED_AS_TEXT, REASON_WORDS, count_by_reason, status_text
 from doccheck.pipeline import RunSummary
 from doccheck.pipeline.planning._dry_run import DryRunSummary
 from doccheck.sources.manifest import Rejection
@@ -91,7 +91,7 @@ def test_summaries_count_what_is_not_checked_by_reason_before_anything_is_paid()
 
 
 def test_a_misnamed_file_is_said_with_what_it_was_read_as() -> None:
-    from doccheck.outputs.said import misnamed_words
+    from doccheck.outputs._said import misnamed_words
 
     assert misnamed_words("odt", "docx") == "read as OpenDocument text: the file is named .docx"
     assert misnamed_words(".rtf", None) == "read as Rich Text Format (RTF): the file's name has no type"

@@ -83,8 +83,8 @@ def test_a_run_records_its_options_in_one_shape() -> None:
         assert params["origin"] == origin and "connection" not in params
         assert params["source"]["templates"] == ["t.txt"] and params["submission"]["concurrency"] == 4
         assert set(params["output"]) >= {"min_ai_words", "ai_band_elevated", "ai_band_high", "group_by"}
-    from doccheck.outputs.calibration import rules_from_params
-    from doccheck.outputs.instructor.evidence_texts import templates_of
+    from doccheck.outputs import rules_from_params
+    from doccheck.outputs.instructor import templates_of
 
     recorded = options.recorded("flow")
     assert templates_of(recorded) == ["t.txt"]

@@ -8,8 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from markdown_it import MarkdownIt
 
-from doccheck.outputs.markdown import escape_markdown
-from doccheck.outputs.reports import ReportTables, write_reports
+from doccheck.outputs import ReportTables, escape_markdown, write_reports
 from doccheck.pipeline import Progress
 from prefect_doccheck.tasks.artifacts import (
     RunProgress,

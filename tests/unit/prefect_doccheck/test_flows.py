@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.outputs.markdown import escape_markdown
-from doccheck.outputs.reports import run_label
+from doccheck.outputs import escape_markdown, run_label
 from doccheck.pipeline import RunSummary, SourceOptions, as_list
 from doccheck.pipeline._summary import products_from_summary
 from prefect_doccheck.flows.bulk_check import bulk_check

@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from doccheck.outputs.instructor.writer import write_instructor_files
-from doccheck.outputs.lms_columns import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED, lms_rows
+from doccheck.outputs import NO_SUBMISSION, NOT_A_DOCUMENT, SUPERSEDED, lms_rows
+from doccheck.outputs.instructor import write_instructor_files
 from doccheck.sources.lms._derive import derive_manifest
 from doccheck.sources.lms._sidecar import read_sidecar, sidecar_path
 from doccheck.sources.manifest import read_manifest
