@@ -96,7 +96,15 @@ class GroupCommit(Generic[T, R]):
         self.nudge()
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        return await asyncio.shield(future)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The caller is gone (its batch was cancelled) but the group's commit goes on; what
+            # that commit raises (a writer closed meanwhile: "cannot schedule new futures after
+            # shutdown") has no reader left, so it is read here rather than logged at exit as
+            # "Future exception was never retrieved". A cancelled write leaves what a crash leaves.
+            future.add_done_callback(_read_outcome)
+            raise
 
     def nudge(self) -> None:
         """Commit now if the group is big enough or nothing else can join it (call it
@@ -135,3 +143,9 @@ class GroupCommit(Generic[T, R]):
             for i, (_, future) in enumerate(group):
                 if not future.done():
                     future.set_result(results[i] if results else None)
+
+
+def _read_outcome(future: asyncio.Future[Any]) -> None:
+    """Mark a finished future's exception as read (its waiter was cancelled)."""
+    if not future.cancelled():
+        future.exception()

@@ -4,6 +4,7 @@ else can join it, and otherwise after at most ``max_wait`` (issue 10)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import Any
 
@@ -73,3 +74,29 @@ def test_a_nudge_commits_a_waiting_group_once_nothing_else_can_join() -> None:
     finally:
         commit.writer.close()
     assert groups == [[4]]
+
+
+def test_a_cancelled_waiter_leaves_no_unread_error_when_the_writer_closed_meanwhile() -> None:
+    """A batch cancelled while its group commit waits, its writer closed before the commit
+    runs: the commit's error ("cannot schedule new futures after shutdown") has no reader,
+    and must not be logged at exit as "Future exception was never retrieved"."""
+    unread: list[dict[str, Any]] = []
+    writer = LedgerWriter()
+    state = {"idle": False}
+    commit = GroupCommit(None, writer, committed([]), target=100, max_wait=30.0, idle=lambda: state["idle"])  # type: ignore[arg-type]
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: unread.append(context))
+        waiter = asyncio.create_task(commit.record(1))
+        await asyncio.sleep(0.01)  # the group waits for more items (max_wait 30 s)
+        waiter.cancel()
+        writer.close()
+        state["idle"] = True
+        commit.nudge()  # nothing else will join: the commit runs, on a closed writer
+        for _ in range(20):
+            await asyncio.sleep(0)
+        del waiter
+
+    asyncio.run(main())
+    gc.collect()  # an unread future's error is logged when the future is collected
+    assert not [c for c in unread if "never retrieved" in str(c.get("message"))], unread
