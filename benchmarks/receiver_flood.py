@@ -3,7 +3,7 @@
 A real ``doccheck receiver`` process (SQLite ledger in a temporary folder, secret in an
 owner-only file) takes N events' deliveries at once, C in flight, in two floods in the same
 run: the emulator's own sender (the baseline), then the mixed senders of
-:mod:`doccheck.emulator.senders` in turn (late failures, other product spellings, error
+:mod:`doccheck.emulator._senders` in turn (late failures, other product spellings, error
 shapes, thin summaries, several ``v1``, millisecond ``t``, every event three times with
 fresh ids and again with its own id). Prints answer latency p50/p95/p99 of each flood and
 the ratio, the answers by status, and whether each valid event id is stored exactly once
@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from doccheck.emulator.senders import SENDERS, Planned, plan_deliveries, sign  # noqa: E402
+from doccheck.emulator._senders import SENDERS, Planned, plan_deliveries, sign  # noqa: E402
 from tests.fixtures.receiver import start_receiver, stop_receiver  # noqa: E402
 
 SECRET = "whsec_" + "b" * 40

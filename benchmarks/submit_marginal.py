@@ -14,7 +14,7 @@ alternately (raw, pipeline, raw, pipeline: ``--rounds``):
   that server; ``--start-postgres``: a throwaway local cluster, see ``pg_cluster.py``), at
   the same concurrency: claims, ``submitting``, the answer, the release.
 
-The emulator sets TCP_NODELAY on its sockets (``doccheck.emulator.server.bind``); before it
+The emulator sets TCP_NODELAY on its sockets (``doccheck.emulator._server.bind``); before it
 did, every request also waited ~40 ms for a delayed ACK, which hid the pipeline's own costs.
 
 Every round sends N new checks (fresh keys), so both sides do the same work at the

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from doccheck.commands import collect, config, demo, manifest, probe, purge, resolve, review, run
-from doccheck.emulator.command import emulator
+from doccheck.emulator import emulator
 from doccheck.receiver import receiver
 
 #: Commands that read no setting: they run with whatever the environment holds.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from doccheck.emulator.errors import ApiError
-from doccheck.emulator.runtime import Emulator
-from doccheck.emulator.store import Account
+from doccheck.emulator._api_errors import ApiError
+from doccheck.emulator._runtime import Emulator
+from doccheck.emulator._store import Account
 
 
 def emulator_of(request: Request) -> Emulator:

@@ -13,10 +13,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
-from doccheck.emulator.auth import emulator_of
-from doccheck.emulator.clock import iso
-from doccheck.emulator.errors import ApiError, invalid_input
-from doccheck.emulator.inputs import read_json_object
+from doccheck.emulator._api_errors import ApiError, invalid_input
+from doccheck.emulator._bearer_auth import emulator_of
+from doccheck.emulator._clock import iso
+from doccheck.emulator._inputs import read_json_object
 
 router = APIRouter(prefix="/_emulator", include_in_schema=False)
 
@@ -85,8 +85,8 @@ async def reset_faults(request: Request) -> Response:
 @router.post("/profile")
 async def set_profile(request: Request) -> Response:
     """``{"name": NAME}`` for the whole emulator, or ``{"name": NAME, "api_key": KEY}`` for one
-    account (tests share one emulator): answer as that variant (``doccheck.emulator.variants``)."""
-    from doccheck.emulator.variants import check_name
+    account (tests share one emulator): answer as that variant (``doccheck.emulator._variants``)."""
+    from doccheck.emulator._variants import check_name
 
     state = request.app.state.variants
     body = await read_json_object(request, limit=4096)

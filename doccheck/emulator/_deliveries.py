@@ -18,12 +18,12 @@ from typing import Any, Protocol
 
 import httpx
 
-from doccheck.emulator.clock import VirtualClock, iso
-from doccheck.emulator.faults import Faults
-from doccheck.emulator.scheduler import Scheduler
-from doccheck.emulator.senders import sign
-from doccheck.emulator.store import Store
-from doccheck.emulator.webhook_urls import WebhookUrlError, vet_url
+from doccheck.emulator._clock import VirtualClock, iso
+from doccheck.emulator._faults import Faults
+from doccheck.emulator._scheduler import Scheduler
+from doccheck.emulator._senders import sign
+from doccheck.emulator._store import Store
+from doccheck.emulator._webhook_urls import WebhookUrlError, vet_url
 from doccheck.webhooks import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
 
 MAX_CONCURRENT_DELIVERIES = 50
@@ -47,7 +47,7 @@ class Delivery:
     last_http_status: int | None = None
     last_error: str | None = None
     next_attempt_at: float | None = None
-    style: str = "default"  # how it is signed (doccheck.emulator.senders.sign)
+    style: str = "default"  # how it is signed (doccheck.emulator._senders.sign)
 
     def state(self) -> dict[str, Any]:
         """This delivery's entry in ``GET /_emulator/state``."""

@@ -10,10 +10,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from doccheck.emulator import ai_heuristic
-from doccheck.emulator.errors import ApiError, invalid_input
-from doccheck.emulator.similarity import ShingleIndex, compare_hashes, shingle_hashes
-from doccheck.emulator.store import Account, Upload
+from doccheck.emulator import _ai_heuristic as ai_heuristic
+from doccheck.emulator._api_errors import ApiError, invalid_input
+from doccheck.emulator._similarity import ShingleIndex, compare_hashes, shingle_hashes
+from doccheck.emulator._store import Account, Upload
 from doccheck.extract import (
     ExtractionError,
     ExtractionStopped,

@@ -21,11 +21,11 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from doccheck.emulator import control
-from doccheck.emulator.errors import ApiError, error_response
-from doccheck.emulator.routes import checks, uploads, webhook
-from doccheck.emulator.runtime import Emulator
-from doccheck.emulator.variants import VariantEdge, VariantState
+from doccheck.emulator import _control as control
+from doccheck.emulator._api_errors import ApiError, error_response
+from doccheck.emulator._routes import checks, uploads, webhook
+from doccheck.emulator._runtime import Emulator
+from doccheck.emulator._variants import VariantEdge, VariantState
 
 API_PREFIX = "/api/v1"
 _NO_FAULT_PATHS = {f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/docs"}
@@ -82,7 +82,7 @@ class ApiEdge:
 
 def create_app(emu: Emulator, profile: str = "default") -> FastAPI:
     """The FastAPI app serving ``/api/v1`` and ``/_emulator`` for ``emu``, answering as the
-    variant ``profile`` (:mod:`doccheck.emulator.variants`)."""
+    variant ``profile`` (:mod:`doccheck.emulator._variants`)."""
     app = FastAPI(
         title="Document check service (doccheck emulator)",
         version="1",

@@ -50,10 +50,10 @@ def emulator(
     ] = "default",
 ) -> None:
     """Run a local, real-HTTP emulator of the document-check service (a sandbox: no money, no network)."""
-    from doccheck.emulator.faults import FaultSettings
-    from doccheck.emulator.runtime import DEFAULT_API_KEY, EmulatorConfig
-    from doccheck.emulator.server import run
-    from doccheck.emulator.variants import check_name
+    from doccheck.emulator._faults import FaultSettings
+    from doccheck.emulator._runtime import DEFAULT_API_KEY, EmulatorConfig
+    from doccheck.emulator._server import run
+    from doccheck.emulator._variants import check_name
 
     try:
         check_name(profile)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from doccheck.emulator.errors import ApiError
+from doccheck.emulator._api_errors import ApiError
 
 
 class FaultSettings(BaseModel):

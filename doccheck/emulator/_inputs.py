@@ -16,8 +16,8 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from doccheck.emulator.errors import ApiError, invalid_input, too_large
-from doccheck.emulator.limits import (
+from doccheck.emulator._api_errors import ApiError, invalid_input, too_large
+from doccheck.emulator._service_limits import (
     DRAIN_LIMIT,
     JSON_BODY_LIMIT,
     MULTIPART_FILE_LIMIT,
@@ -28,7 +28,7 @@ from doccheck.emulator.limits import (
     body_chunks,
     drain,
 )
-from doccheck.emulator.store import PRODUCTS
+from doccheck.emulator._store import PRODUCTS
 from doccheck.errors import JsonRejected
 from doccheck.guards import bounded_json
 

@@ -1,4 +1,4 @@
-"""OpenAPI fragments for routes whose bodies are parsed by hand (see :mod:`inputs`).
+"""OpenAPI fragments for routes whose bodies are parsed by hand (see :mod:`._inputs`).
 
 The routes read ``Request`` directly so that every error keeps the service's shape; these
 fragments put the real request bodies back into ``/api/v1/openapi.json`` so that clients

@@ -3,7 +3,7 @@
 A product finishes ``processing_seconds`` of service time after creation. It fails with
 ``product_failure_rate`` (its cents are refunded and it carries ``error``), otherwise its
 result (computed off the event loop when the check was accepted, see
-:func:`doccheck.emulator.documents.analyse`) is revealed. When every product has finished the check becomes
+:func:`doccheck.emulator._documents.analyse`) is revealed. When every product has finished the check becomes
 ``completed`` (all completed) or ``failed`` (one failed), ``completed_at`` is set and the
 ``files`` flags turn true. Each finished product emits its own event.
 """
@@ -14,13 +14,13 @@ import functools
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from doccheck.emulator.billing import product_cents
-from doccheck.emulator.clock import iso
-from doccheck.emulator.senders import plan_deliveries
-from doccheck.emulator.store import Account, Check
+from doccheck.emulator._billing import product_cents
+from doccheck.emulator._clock import iso
+from doccheck.emulator._senders import plan_deliveries
+from doccheck.emulator._store import Account, Check
 
 if TYPE_CHECKING:
-    from doccheck.emulator.runtime import Emulator
+    from doccheck.emulator._runtime import Emulator
 
 
 def schedule_products(emu: Emulator, account: Account, check: Check) -> None:

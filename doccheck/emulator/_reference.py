@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from doccheck.emulator.similarity import ShingleIndex, SourceInfo
+from doccheck.emulator._similarity import ShingleIndex, SourceInfo
 from doccheck.extract import words_of
 
 

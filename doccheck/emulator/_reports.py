@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from doccheck.emulator.clock import iso
+from doccheck.emulator._clock import iso
 
 if TYPE_CHECKING:
     from fpdf import FPDF

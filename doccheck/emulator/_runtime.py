@@ -15,11 +15,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from doccheck.emulator.clock import VirtualClock
-from doccheck.emulator.deliveries import Dispatcher
-from doccheck.emulator.faults import Faults, FaultSettings
-from doccheck.emulator.scheduler import Scheduler
-from doccheck.emulator.store import Store
+from doccheck.emulator._clock import VirtualClock
+from doccheck.emulator._deliveries import Dispatcher
+from doccheck.emulator._faults import Faults, FaultSettings
+from doccheck.emulator._scheduler import Scheduler
+from doccheck.emulator._store import Store
 
 DEFAULT_API_KEY = "sk_test_emulator"
 
@@ -71,7 +71,7 @@ class Emulator:
         )
         self.upload_secret = secrets.token_bytes(32)
         #: The profile of an account (``create_app`` points it at its variants): the webhook
-        #: sender it plays (:mod:`doccheck.emulator.senders`).
+        #: sender it plays (:mod:`doccheck.emulator._senders`).
         self.profile_of: Callable[[str], str] = lambda _key: "default"
         self.events_made = 0
         self._tasks: set[asyncio.Task[Any]] = set()

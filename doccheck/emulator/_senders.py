@@ -3,7 +3,7 @@
 Why: the interface shows the event's fields but not the value set of ``product``, the shape
 of ``error``, how deliveries are retried or how a rotation signs; real senders differ on
 each (issue 39). A sender profile (selected like the answer profiles of
-:mod:`doccheck.emulator.variants`, per account) turns one finished product into the
+:mod:`doccheck.emulator._variants`, per account) turns one finished product into the
 deliveries such a sender makes: which bodies, which event ids, when (service time), and
 how each is signed. The service's truth (the check, its cost) never changes with it.
 """

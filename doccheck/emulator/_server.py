@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from doccheck.emulator.app import create_app
-from doccheck.emulator.runtime import Emulator, EmulatorConfig
-from doccheck.emulator.storage import StorageOrigin
+from doccheck.emulator._emulator_app import create_app
+from doccheck.emulator._runtime import Emulator, EmulatorConfig
+from doccheck.emulator._storage_origin import StorageOrigin
 from doccheck.extract import shutdown_workers
 from doccheck.guards import BodyDeadline, deadline_protocol
 
@@ -64,7 +64,7 @@ async def serve(
     config: EmulatorConfig, sockets: tuple[socket.socket, socket.socket] | None = None, profile: str = "default"
 ) -> None:
     """Serve until SIGINT/SIGTERM (on ``sockets`` if given, else binding host:port and storage port),
-    answering as the variant ``profile`` (:mod:`doccheck.emulator.variants`)."""
+    answering as the variant ``profile`` (:mod:`doccheck.emulator._variants`)."""
     api_sock, storage_sock = sockets or (bind(config.host, config.port), bind(config.host, config.storage_port))
     emu = Emulator(config)
     protocol = deadline_protocol(config.header_timeout_s)  # slow clients are cut off, see slow_clients

@@ -17,13 +17,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from doccheck.emulator.clock import iso
-from doccheck.emulator.errors import error_body
-from doccheck.emulator.limits import DRAIN_LIMIT, UPLOAD_LIMIT, BodyIncomplete, ascii_int, body_chunks, drain
-from doccheck.emulator.store import Upload
+from doccheck.emulator._api_errors import error_body
+from doccheck.emulator._clock import iso
+from doccheck.emulator._service_limits import DRAIN_LIMIT, UPLOAD_LIMIT, BodyIncomplete, ascii_int, body_chunks, drain
+from doccheck.emulator._store import Upload
 
 if TYPE_CHECKING:
-    from doccheck.emulator.runtime import Emulator
+    from doccheck.emulator._runtime import Emulator
 
 
 def sign_upload(secret: bytes, upload_id: str, expires: int) -> str:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from doccheck import domain
-from doccheck.emulator.clock import iso
-from doccheck.emulator.similarity import ShingleIndex
+from doccheck.emulator._clock import iso
+from doccheck.emulator._similarity import ShingleIndex
 
 PRODUCTS = domain.PRODUCTS
 FILE_KINDS = ("similarity_pdf", "pdf", "original")

@@ -21,7 +21,7 @@ from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from doccheck.emulator.senders import SENDERS
+from doccheck.emulator._senders import SENDERS
 
 API = "/api/v1"
 #: Checks of the account's older history listed first by ``list-history-oldest-first``: more
@@ -54,7 +54,7 @@ VARIANTS: dict[str, str] = {
     "list-history-oldest-first": "GET /checks oldest first, opening on the account's older history "
     f"({HISTORY} checks other tools made in one second, two days before)",
     "no-odt": "takes no .odt/.ott files: a create or an upload naming one is refused 415 unsupported_file_type",
-    **SENDERS,  # webhook senders (doccheck.emulator.senders): the API answers as the default
+    **SENDERS,  # webhook senders (doccheck.emulator._senders): the API answers as the default
 }
 #: File types a profile does not take (as a service with a shorter list than the emulator's).
 REFUSED_TYPES: dict[str, tuple[str, ...]] = {"no-odt": (".odt", ".ott")}

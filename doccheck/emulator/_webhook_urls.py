@@ -14,7 +14,7 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from doccheck.emulator.errors import ApiError
+from doccheck.emulator._api_errors import ApiError
 
 MAX_URL_LENGTH = 2048
 RESOLVE_TIMEOUT_S = 5.0

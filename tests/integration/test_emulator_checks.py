@@ -85,7 +85,7 @@ def test_processing_completes_products_results_and_files(emulator: EmulatorHandl
 def test_similarity_is_computed_against_earlier_submissions_and_references(
     emulator: EmulatorHandle, emulator_account: str
 ) -> None:
-    from doccheck.emulator.reference import reference_text
+    from doccheck.emulator import reference_text
 
     reference = reference_text("ref-water-cycle")
     assert reference

@@ -1,6 +1,6 @@
 """Issue 39: whatever sender the service is, the results and the money are the service's.
 
-Each webhook sender profile of the emulator (:mod:`doccheck.emulator.senders`) runs through
+Each webhook sender profile of the emulator (:mod:`doccheck.emulator._senders`) runs through
 the whole path in one process: submit → the emulator finishes the products and delivers as
 that sender → the receiver verifies and stores → the ledger applies → polling fetches what
 a delivery could not settle → report rows. The truth is the emulator's own state.

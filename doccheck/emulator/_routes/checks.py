@@ -11,10 +11,11 @@ from functools import partial
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from doccheck.emulator import reports
-from doccheck.emulator.auth import authenticate, emulator_of
-from doccheck.emulator.billing import price
-from doccheck.emulator.documents import (
+from doccheck.emulator import _reports as reports
+from doccheck.emulator._api_errors import ApiError, invalid_input, not_found
+from doccheck.emulator._bearer_auth import authenticate, emulator_of
+from doccheck.emulator._billing import price
+from doccheck.emulator._documents import (
     Document,
     analyse,
     compare_similarity,
@@ -24,8 +25,7 @@ from doccheck.emulator.documents import (
     sha256,
     upload_of,
 )
-from doccheck.emulator.errors import ApiError, invalid_input, not_found
-from doccheck.emulator.inputs import (
+from doccheck.emulator._inputs import (
     MAX_ID_LENGTH,
     MAX_NAME_LENGTH,
     CheckInput,
@@ -35,14 +35,14 @@ from doccheck.emulator.inputs import (
     products_of,
     read_check_input,
 )
-from doccheck.emulator.limits import ascii_int
-from doccheck.emulator.openapi_docs import CHECK_RESPONSES, CREATE_CHECK_BODY, LIST_PARAMS
-from doccheck.emulator.processing import schedule_products
-from doccheck.emulator.reference import reference_index
-from doccheck.emulator.runtime import Emulator
-from doccheck.emulator.similarity import SourceInfo
-from doccheck.emulator.store import FILE_KINDS, Account, Check, IdempotencyRecord
-from doccheck.emulator.webhook_urls import vet_url_or_422
+from doccheck.emulator._openapi_docs import CHECK_RESPONSES, CREATE_CHECK_BODY, LIST_PARAMS
+from doccheck.emulator._processing import schedule_products
+from doccheck.emulator._reference import reference_index
+from doccheck.emulator._runtime import Emulator
+from doccheck.emulator._service_limits import ascii_int
+from doccheck.emulator._similarity import SourceInfo
+from doccheck.emulator._store import FILE_KINDS, Account, Check, IdempotencyRecord
+from doccheck.emulator._webhook_urls import vet_url_or_422
 
 router = APIRouter()
 MAX_IDEMPOTENCY_KEY = 255

@@ -8,13 +8,13 @@ import uuid
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from doccheck.emulator.auth import authenticate, emulator_of
-from doccheck.emulator.errors import ApiError, invalid_input, too_large
-from doccheck.emulator.inputs import optional_str, read_json_object
-from doccheck.emulator.limits import MAX_WAITING_UPLOADS, UPLOAD_LIMIT
-from doccheck.emulator.openapi_docs import CREATE_UPLOAD_BODY, ERROR_RESPONSES
-from doccheck.emulator.storage import upload_url
-from doccheck.emulator.store import Account, Upload
+from doccheck.emulator._api_errors import ApiError, invalid_input, too_large
+from doccheck.emulator._bearer_auth import authenticate, emulator_of
+from doccheck.emulator._inputs import optional_str, read_json_object
+from doccheck.emulator._openapi_docs import CREATE_UPLOAD_BODY, ERROR_RESPONSES
+from doccheck.emulator._service_limits import MAX_WAITING_UPLOADS, UPLOAD_LIMIT
+from doccheck.emulator._storage_origin import upload_url
+from doccheck.emulator._store import Account, Upload
 from doccheck.extract import content_type_for, extension_of
 
 router = APIRouter()

@@ -10,12 +10,12 @@ import secrets
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from doccheck.emulator.auth import authenticate, emulator_of
-from doccheck.emulator.errors import ApiError
-from doccheck.emulator.inputs import read_json_object
-from doccheck.emulator.openapi_docs import ERROR_RESPONSES, PUT_WEBHOOK_BODY
-from doccheck.emulator.store import Account, Webhook
-from doccheck.emulator.webhook_urls import vet_url_or_422
+from doccheck.emulator._api_errors import ApiError
+from doccheck.emulator._bearer_auth import authenticate, emulator_of
+from doccheck.emulator._inputs import read_json_object
+from doccheck.emulator._openapi_docs import ERROR_RESPONSES, PUT_WEBHOOK_BODY
+from doccheck.emulator._store import Account, Webhook
+from doccheck.emulator._webhook_urls import vet_url_or_422
 
 router = APIRouter()
 SECRET_NOTICE = "Store the signing secret now: it is not shown again (rotate to get a new one)."

@@ -26,6 +26,8 @@ from doccheck.sources.manifest._limits import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_LINE_BYTES,
+    MAX_METADATA_CHARS,
+    MAX_NAME_CHARS,
     MAX_ROW_CHARS,
     MULTIPART_MAX_BYTES,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_LINE_BYTES",
+    "MAX_METADATA_CHARS",
+    "MAX_NAME_CHARS",
     "MAX_ROW_CHARS",
     "MULTIPART_MAX_BYTES",
     "RESERVED_COLUMNS",

@@ -3,9 +3,9 @@
 Two kinds: what the service accepts (a row over these would be refused at send time, so it is
 rejected while validating), and what a reader spends on one untrusted row (so that no line
 can exhaust memory, the stack or the CPU). The interface leaves the text, name and metadata
-limits unshown; the values here are the emulator's (``doccheck.emulator.inputs`` and
-``limits``), repeated so the library does not import the emulator; a unit test fails if the
-two copies ever disagree.
+limits unshown; the values here are the emulator's (``doccheck.emulator._inputs`` and
+``_service_limits``), repeated so the library does not import the emulator; a unit test fails if
+the two copies ever disagree (``tests/unit/emulator/test_emulator_limits.py``).
 """
 
 from __future__ import annotations

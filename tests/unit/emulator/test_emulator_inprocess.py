@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 
-from doccheck.emulator.app import create_app
-from doccheck.emulator.limits import MB
-from doccheck.emulator.runtime import Emulator, EmulatorConfig
-from doccheck.emulator.storage import StorageOrigin, upload_url
-from doccheck.emulator.store import Upload
+from doccheck.emulator._emulator_app import create_app
+from doccheck.emulator._runtime import Emulator, EmulatorConfig
+from doccheck.emulator._service_limits import MB
+from doccheck.emulator._storage_origin import StorageOrigin, upload_url
+from doccheck.emulator._store import Upload
 
 
 async def _put_chunks(

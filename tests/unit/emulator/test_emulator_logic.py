@@ -8,15 +8,15 @@ from collections import deque
 
 import pytest
 
-from doccheck.emulator.ai_heuristic import label_for, score_text
-from doccheck.emulator.billing import price, product_cents
-from doccheck.emulator.clock import VirtualClock, iso
-from doccheck.emulator.errors import ApiError
-from doccheck.emulator.faults import Faults, FaultSettings
-from doccheck.emulator.reference import reference_index, reference_text
-from doccheck.emulator.scheduler import Scheduler
-from doccheck.emulator.similarity import ShingleIndex, SourceInfo, compare
-from doccheck.emulator.webhook_urls import WebhookUrlError, is_public_address, vet_url
+from doccheck.emulator._ai_heuristic import label_for, score_text
+from doccheck.emulator._api_errors import ApiError
+from doccheck.emulator._billing import price, product_cents
+from doccheck.emulator._clock import VirtualClock, iso
+from doccheck.emulator._faults import Faults, FaultSettings
+from doccheck.emulator._reference import reference_index, reference_text
+from doccheck.emulator._scheduler import Scheduler
+from doccheck.emulator._similarity import ShingleIndex, SourceInfo, compare
+from doccheck.emulator._webhook_urls import WebhookUrlError, is_public_address, vet_url
 from doccheck.extract import words_of
 
 

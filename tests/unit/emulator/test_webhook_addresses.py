@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from doccheck.emulator.webhook_urls import embedded_ipv4, is_public_address
+from doccheck.emulator._webhook_urls import embedded_ipv4, is_public_address
 
 PRIVATE = {
     "IPv4 loopback": "127.0.0.1",

@@ -57,6 +57,13 @@ def test_cost_rule() -> None:
     assert estimate_cost_cents(99, ["similarity"]) == 2
 
 
+def test_the_cost_rule_and_the_sizes_are_the_domain_modules() -> None:
+    from doccheck import domain
+
+    assert estimate_cost_cents is domain.estimate_cost_cents
+    assert MULTIPART_MAX_BYTES == domain.MULTIPART_MAX_BYTES and UPLOAD_MAX_BYTES == domain.UPLOAD_MAX_BYTES
+
+
 def _sparse(path: Path, size: int) -> None:
     with open(path, "wb") as f:
         f.truncate(size)

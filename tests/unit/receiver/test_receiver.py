@@ -154,9 +154,8 @@ def test_secret_file_opened_to_others_is_503_without_traceback(
 def test_default_ports_of_receiver_and_emulator_do_not_collide() -> None:
     import inspect
 
-    from doccheck.emulator.command import emulator
-    from doccheck.emulator.runtime import EmulatorConfig
-    from doccheck.receiver._receiver_command import receiver
+    from doccheck.emulator import EmulatorConfig, emulator
+    from doccheck.receiver import receiver
 
     emulator_default = inspect.signature(emulator).parameters["port"].default
     receiver_default = inspect.signature(receiver).parameters["port"].default

@@ -207,17 +207,6 @@ def test_values_over_the_service_limits(tmp_path: Path) -> None:
     assert "give its 'path' instead" in result.rejections[3].reason
 
 
-def test_limits_agree_with_the_emulator() -> None:
-    from doccheck.emulator import inputs
-    from doccheck.emulator import limits as service
-
-    assert limits.JSON_BODY_MAX_BYTES == service.JSON_BODY_LIMIT
-    assert limits.MULTIPART_MAX_BYTES == service.MULTIPART_FILE_LIMIT
-    assert limits.MAX_FILE_BYTES == service.UPLOAD_LIMIT
-    assert limits.MAX_NAME_CHARS == inputs.MAX_NAME_LENGTH
-    assert limits.MAX_METADATA_CHARS == inputs.MAX_METADATA_BYTES
-
-
 # --------------------------------------------------------------------------- CSV
 
 
