@@ -60,7 +60,7 @@ def child(mode: str, n: int, batch_size: int, parallel: int, settle_timeout: flo
     from prefect.cache_policies import NONE
     from prefect.runtime import flow_run
 
-    from prefect_doccheck.flows.drain import drain_prefect
+    from prefect_doccheck.flows import drain_prefect
 
     @task(name="hash item", cache_policy=NONE)
     def hash_item(i: int) -> str:

@@ -9,7 +9,7 @@ Each mode runs in a fresh Python process with its own SQLite ledger and its own 
 every mode sends every document as a new check), library only, no Prefect, and reports its
 peak RSS (``ru_maxrss``) after planning/recording and at the end, its seconds and its counts:
 
-* **whole** (the baseline, what ``tasks/pipeline.py`` does today): ``load_plan`` (every
+* **whole** (the baseline, what ``tasks/_pipeline.py`` does today): ``load_plan`` (every
   document with its text), ``start_run`` + ``record_documents`` + ``record_rejections``,
   then ``submit_batch`` over slices of ``plan.documents`` of ``--batch-size``;
 * **streamed**: ``doccheck.pipeline.record_plan`` (one streamed pass, grouped writes,

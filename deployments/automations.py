@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:  # `python deployments/automations.py` from anywhe
 
 from doccheck.config import load_settings  # noqa: E402  (after the path is set)
 
-#: The event a complete run emits (prefect_doccheck.tasks.run_events.RUN_COMPLETED).
+#: The event a complete run emits (``RUN_COMPLETED`` of the tasks' run events).
 RUN_COMPLETED = "doccheck.run.completed"
 
 

@@ -283,7 +283,7 @@ async def submit_sharded(
     """
     from pathlib import Path
 
-    from prefect_doccheck.tasks.rate_limit import ensure_rate_limit, rate_limit_from_env
+    from prefect_doccheck.tasks import ensure_rate_limit, rate_limit_from_env
 
     limit = rate_limit_from_env()
     await ensure_rate_limit(limit)

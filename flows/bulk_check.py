@@ -2,7 +2,7 @@
 
 The run's sequence is ``doccheck.pipeline.run_checks``, the same one ``doccheck
 run`` without a server and the notebook run; here each step is a Prefect task
-(``prefect_doccheck.tasks.steps``), so the UI shows ``record and submit <manifest>`` (the
+(``prefect_doccheck.tasks._steps``), so the UI shows ``record and submit <manifest>`` (the
 manifest recorded and cohort-matched while its recorded batches are sent: the phases overlap,
 issue 26), ``wait for results`` and ``write reports`` as task runs, and the flow adds artifacts
 and log lines. Closing the run in the ledger (the summary from the ledger's own counts) happens
@@ -17,7 +17,7 @@ other: ``record <manifest>``, then one ``submit batch 3/20`` task run per batch,
 
 The API key is never a parameter: ``credentials`` is a ``DocCheckCredentials`` block (or
 its name), ``api_key_block`` the name of a Secret block, and without either the key comes
-from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks.service_access``). The key itself never
+from ``DOCCHECK_API_KEY`` (``prefect_doccheck.tasks._service_access``). The key itself never
 reaches the Prefect API, a log, an artifact or a report.
 """
 
@@ -43,20 +43,22 @@ from doccheck.pipeline import (
 )
 from doccheck.pipeline import dry_run as plan_only
 from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.tasks.instructor import publish_report_link
-from prefect_doccheck.tasks.matching import publish_cohort
-from prefect_doccheck.tasks.pipeline import check_service
-from prefect_doccheck.tasks.run_events import emit_run_events
-from prefect_doccheck.tasks.run_tags import tag_flow_run
-from prefect_doccheck.tasks.service_access import (
+from prefect_doccheck.tasks import (
+    FlowObserver,
+    TaskSteps,
     base_url_of,
+    check_service,
+    emit_run_events,
+    log_plan,
+    publish_cohort,
+    publish_report_link,
+    publish_run_artifacts,
     resolve_api_key,
     resolve_base_url,
     resolve_credentials,
     resolve_database_url,
+    tag_flow_run,
 )
-from prefect_doccheck.tasks.steps import FlowObserver, TaskSteps, log_plan
 
 
 def _flow_run_name() -> str:
@@ -99,7 +101,7 @@ async def bulk_check(
     ``submission.submit_deadline``: seconds during which documents that met 429/5xx/network
     errors are requeued; what is still unsent then is ``retry_later`` and the run ``incomplete``.
     ``submission.shards`` > 1: the documents are submitted by that many runs of the
-    ``bulk-check-shard`` deployment on its work pool (``prefect_doccheck.flows.fan_out``;
+    ``bulk-check-shard`` deployment on its work pool (``prefect_doccheck.flows._fan_out``;
     PostgreSQL ledger). ``bulk_check(**RunOptions(...).flow_parameters())`` runs a :class:`RunOptions`.
     """
     options = RunOptions(source=source, submission=submission, waiting=waiting, output=output,

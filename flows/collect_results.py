@@ -15,17 +15,19 @@ from doccheck.client import ConfigurationError
 from doccheck.outputs import parse_kinds, rules_from_params, run_label
 from doccheck.pipeline import RunSummary, as_list, collected_summary, describe_poll_errors, ledger_for, runs_to_collect
 from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.tasks.artifacts import publish_run_artifacts
-from prefect_doccheck.tasks.instructor import instructor_report, publish_report_link
-from prefect_doccheck.tasks.pipeline import poll_results, write_run_reports
-from prefect_doccheck.tasks.run_events import emit_run_events
-from prefect_doccheck.tasks.run_tags import tag_flow_run
-from prefect_doccheck.tasks.service_access import (
+from prefect_doccheck.tasks import (
     base_url_of,
+    emit_run_events,
+    instructor_report,
+    poll_results,
+    publish_report_link,
+    publish_run_artifacts,
     resolve_api_key,
     resolve_base_url,
     resolve_credentials,
     resolve_database_url,
+    tag_flow_run,
+    write_run_reports,
 )
 
 

@@ -1,6 +1,6 @@
 """The ``bulk-check-shard`` flow: one shard of a recorded run, submitted from a worker.
 
-The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows.fan_out`)
+The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows._fan_out`)
 records the run and every document in the ledger, then starts N runs of this flow's
 deployment on a work pool. Each child streams the manifest itself
 (:func:`doccheck.pipeline.iter_planned`: texts never travel through the Prefect API,
@@ -41,14 +41,14 @@ from doccheck.pipeline import (
     iter_planned,
     validate_shard,
 )
-from prefect_doccheck.tasks.rate_limit import rate_limit_from_env
-from prefect_doccheck.tasks.service_access import (
+from prefect_doccheck.tasks import (
     base_url_of,
+    rate_limit_from_env,
     resolve_base_url,
     resolve_credentials,
     resolve_database_url,
+    submit_shard_batch,
 )
-from prefect_doccheck.tasks.shard_submit import submit_shard_batch
 
 __all__ = ["SHARD_RESULT_DESCRIPTION", "bulk_check_shard", "result_row"]
 
@@ -113,7 +113,7 @@ async def bulk_check_shard(
     """Submit the documents of shard ``shard`` of ``shards`` of the recorded run ``run_id``.
 
     ``campaign`` must be the parent's resolved campaign (it is part of every key).
-    ``rate_limit_*`` name the fleet's global concurrency limit (``tasks/rate_limit.py``);
+    ``rate_limit_*`` name the fleet's global concurrency limit (``tasks/_rate_limit.py``);
     the parent creates it. ``parallel_batches``: batches in flight at once, sharing
     ``concurrency`` (1: each batch gets all of it; a shard does not know its size ahead
     of the stream, so splitting would starve a shard of one batch).

@@ -58,22 +58,22 @@ def block_settings(credentials: str | None, api_key_block: str | None) -> dict[s
         block = cast(DocCheckCredentials, DocCheckCredentials.load(credentials, _sync=True))  # type: ignore[call-arg]
         return {"api_key": block.api_key, **({"base_url": block.base_url} if block.base_url else {})}
     if api_key_block:
-        from prefect_doccheck.tasks.service_access import load_secret_block
+        from prefect_doccheck.tasks import load_secret_block
 
         return {"api_key": load_secret_block(api_key_block, what="API key")}
     return {}
 
 
 def progress_hub() -> ModuleType:
-    """The module the flow's tasks report their progress to (``listening``)."""
+    """The package the flow's tasks report their progress to (its ``listening``)."""
     import importlib
 
-    return importlib.import_module("prefect_doccheck.tasks.progress")
+    return importlib.import_module("prefect_doccheck.tasks")
 
 
 def drain() -> None:
     """Let Prefect ship what it still holds (events, logs) before the process ends."""
-    from prefect_doccheck.flows.drain import drain_prefect
+    from prefect_doccheck.flows import drain_prefect
 
     drain_prefect()
 
@@ -82,7 +82,7 @@ def close_ledgers() -> None:
     """Dispose of the tasks' cached ledgers, if the tasks were ever imported."""
     import sys
 
-    if "prefect_doccheck.tasks.pipeline" in sys.modules:
+    if "prefect_doccheck.tasks" in sys.modules:
         from doccheck.pipeline import close_ledgers as close
 
         close()

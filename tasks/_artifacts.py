@@ -229,7 +229,7 @@ def png_data_url(png: bytes) -> str:
 class RunProgress:
     """A progress artifact that follows a run: submission, then (when waiting) results.
 
-    The library reports progress through ``prefect_doccheck.tasks.progress`` listeners, synchronously and
+    The library reports progress through ``prefect_doccheck.tasks._progress_hub`` listeners, synchronously and
     possibly from worker threads; :meth:`listener` only records numbers under a lock. A
     small coroutine (:meth:`run`) pushes the latest figure to the Prefect API at most
     once per ``interval`` seconds, so 10,000 documents do not mean 10,000 API calls.
@@ -248,7 +248,7 @@ class RunProgress:
         self._sent: tuple[float, str] | None = None
 
     def listener(self, event: Progress) -> None:
-        """``prefect_doccheck.tasks.progress`` listener: remember the run-wide counts of each phase."""
+        """``prefect_doccheck.tasks._progress_hub`` listener: remember the run-wide counts of each phase."""
         with self._lock:
             if event.phase == "submit":
                 self.submitted = min(event.done, self.documents) if self.documents else event.done
@@ -312,7 +312,7 @@ class RunProgress:
 
 class track_progress:  # noqa: N801 - used as ``async with track_progress(...)``
     """``async with track_progress(key, documents, products, wait=...) as p:`` creates the
-    progress artifact, listens to ``prefect_doccheck.tasks.progress`` and keeps the artifact current; on
+    progress artifact, listens to ``prefect_doccheck.tasks._progress_hub`` and keeps the artifact current; on
     exit it sends the final figure."""
 
     def __init__(self, key: str, documents: int, products: int, *, wait: bool, interval: float = 1.0) -> None:
@@ -321,7 +321,7 @@ class track_progress:  # noqa: N801 - used as ``async with track_progress(...)``
         self._listening: Any = None
 
     async def __aenter__(self) -> RunProgress:
-        from prefect_doccheck.tasks import progress as run_progress
+        from prefect_doccheck.tasks import _progress_hub as run_progress
 
         await self.progress.start()
         self._listening = run_progress.listening(self.progress.listener)

@@ -19,9 +19,9 @@ from prefect import task
 from doccheck.outputs import escape_markdown, parse_kinds
 from doccheck.outputs.instructor import write_run_outputs
 from doccheck.pipeline import ledger_for
-from prefect_doccheck.tasks.artifacts import artifact_key
-from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
-from prefect_doccheck.tasks.service_access import KeySource
+from prefect_doccheck.tasks._artifacts import artifact_key
+from prefect_doccheck.tasks._pipeline import TRANSIENT_RETRIES, open_client
+from prefect_doccheck.tasks._service_access import KeySource
 
 log = logging.getLogger("doccheck.tasks")
 

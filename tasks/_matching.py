@@ -7,7 +7,7 @@ from typing import Any
 from prefect import get_run_logger
 from prefect.artifacts import acreate_table_artifact
 
-from prefect_doccheck.tasks.artifacts import artifact_key
+from prefect_doccheck.tasks._artifacts import artifact_key
 
 
 async def publish_cohort(summary: dict[str, Any], campaign: str) -> None:

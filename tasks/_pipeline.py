@@ -3,7 +3,7 @@
 Why thin: the logic lives in ``doccheck.pipeline`` (usable from a notebook without
 Prefect). A task only adds what orchestration needs:
 
-- **retries for transient failures only** (``prefect_doccheck.tasks.retry_condition``): repeating a batch is safe
+- **retries for transient failures only** (``prefect_doccheck.tasks._retry_condition``): repeating a batch is safe
   because every submission has a deterministic Idempotency-Key and the ledger skips what
   is already submitted; a 401 or a bad manifest is never retried; ``record and submit`` is
   never retried at all (see :func:`record_and_submit_task`);
@@ -14,7 +14,7 @@ Prefect). A task only adds what orchestration needs:
   re-reads its rows, the overlapped ``record and submit`` task the run's options, so no student
   text is ever a parameter, a result or a state;
 - **no secrets in parameters**: tasks receive the service URL and the *name* of where the
-  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks.service_access``).
+  key lives; the key itself is resolved inside the task (``prefect_doccheck.tasks._service_access``).
 
 Each task opens its own client (an HTTP connection pool cannot travel between tasks);
 the ledger is shared per database URL within the process.
@@ -56,9 +56,9 @@ from doccheck.pipeline import (
     wait_for_results,
 )
 from prefect_doccheck.credentials import DocCheckCredentials
-from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.retry_condition import RETRY_DELAYS, retry_on_transient
-from prefect_doccheck.tasks.service_access import KeySource, resolve_api_key
+from prefect_doccheck.tasks import _progress_hub as progress
+from prefect_doccheck.tasks._retry_condition import RETRY_DELAYS, retry_on_transient
+from prefect_doccheck.tasks._service_access import KeySource, resolve_api_key
 
 
 def open_client(

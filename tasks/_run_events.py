@@ -8,7 +8,7 @@
   still pending, documents left unsent, or the run stopped): one per run (and per collect),
   about ``doccheck.run.<run id>``, with the counts, including how many documents are flagged.
 - ``prefect.asset.materialization.succeeded``: one per table the run wrote
-  (:mod:`prefect_doccheck.tasks.assets`). Every event is listed in docs/events.md.
+  (:mod:`prefect_doccheck.tasks._assets`). Every event is listed in docs/events.md.
 
 Bounded: a run of 20,000 documents may flag thousands, and an event each would flood the
 event feed and every automation watching it. So at most :data:`MAX_FLAG_EVENTS` documents
@@ -33,7 +33,7 @@ from prefect.events import emit_event
 from doccheck.outputs import AiRules
 from doccheck.outputs.instructor import FLAG_SIMILARITY_SCORE
 from doccheck.pipeline import RunSummary
-from prefect_doccheck.tasks.assets import emit_table_assets
+from prefect_doccheck.tasks._assets import emit_table_assets
 
 log = logging.getLogger("doccheck.flows")
 

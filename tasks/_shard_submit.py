@@ -17,9 +17,9 @@ from prefect import task
 
 from doccheck.client import AsyncDocCheckClient, lanes_for, tls_context
 from doccheck.pipeline import DEFAULT_SUBMIT, BatchResult, PacedTransport, SubmitOptions, ledger_for, submit_batch
-from prefect_doccheck.tasks.pipeline import TRANSIENT_RETRIES, open_client
-from prefect_doccheck.tasks.rate_limit import FleetRateLimit, fleet_pacer
-from prefect_doccheck.tasks.service_access import KeySource
+from prefect_doccheck.tasks._pipeline import TRANSIENT_RETRIES, open_client
+from prefect_doccheck.tasks._rate_limit import FleetRateLimit, fleet_pacer
+from prefect_doccheck.tasks._service_access import KeySource
 
 __all__ = ["open_paced_client", "submit_shard_batch"]
 

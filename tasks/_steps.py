@@ -32,11 +32,11 @@ from doccheck.pipeline import (
     WaitResult,
     ledger_for,
 )
-from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.artifacts import artifact_key, track_progress
-from prefect_doccheck.tasks.instructor import instructor_report
-from prefect_doccheck.tasks.matching import publish_cohort
-from prefect_doccheck.tasks.pipeline import (
+from prefect_doccheck.tasks import _progress_hub as progress
+from prefect_doccheck.tasks._artifacts import artifact_key, track_progress
+from prefect_doccheck.tasks._instructor import instructor_report
+from prefect_doccheck.tasks._matching import publish_cohort
+from prefect_doccheck.tasks._pipeline import (
     apply_webhook_events,
     record_and_submit_task,
     record_plan_task,
@@ -44,7 +44,7 @@ from prefect_doccheck.tasks.pipeline import (
     wait_results,
     write_run_reports,
 )
-from prefect_doccheck.tasks.service_access import KeySource
+from prefect_doccheck.tasks._service_access import KeySource
 
 __all__ = ["FlowObserver", "TaskSteps", "log_plan"]
 
@@ -138,7 +138,7 @@ class TaskSteps:
 
     async def submit_shards(self, prepared: Prepared, options: RunOptions) -> BatchResult:
         """Fan the submission out to ``bulk-check-shard`` flow runs (``flows.fan_out``)."""
-        from prefect_doccheck.flows.fan_out import submit_sharded
+        from prefect_doccheck.flows import submit_sharded
 
         source = options.source
         result: BatchResult = await submit_sharded(

@@ -115,7 +115,7 @@ def describe_error(exc: BaseException, ledger: str | None = None) -> str:
 
 @contextmanager
 def progress_bar(console: Console, enabled: bool = True) -> Iterator[None]:
-    """Show one rich progress bar per phase while a flow runs (fed by ``prefect_doccheck.tasks.progress``)."""
+    """Show one rich progress bar per phase while a flow runs (fed by ``prefect_doccheck.tasks.listening``)."""
     if not enabled:
         yield
         return

@@ -1,6 +1,6 @@
 """One call per place a user looks: match a planned run, keep what matching needs, show the pairs.
 
-The flow (through ``prefect_doccheck.tasks.matching``), the notebook API and the CLI call these, so each of
+The flow (through ``prefect_doccheck.tasks._matching``), the notebook API and the CLI call these, so each of
 them needs one line and the rules (what is stored, what a dry run touches) live here.
 """
 

@@ -4,7 +4,7 @@ Why one: the notebook used to re-implement the flow's sequence (record, match, s
 batches, wait, close, report), and the two drifted. Here the sequence is written once;
 what differs is *how* each step runs, behind :class:`Steps`:
 
-- the flow's steps are Prefect tasks (retries, names in the UI; ``prefect_doccheck.tasks.steps``);
+- the flow's steps are Prefect tasks (retries, names in the UI; ``prefect_doccheck.tasks._steps``);
 - the notebook's and ``doccheck run``'s without a server are the library functions called
   directly (``overlap.OverlappingLocalSteps``, :class:`LocalSteps`), so they need no Prefect.
 

@@ -20,7 +20,7 @@ before; the documents of the batches already recorded are sent, and the error is
 they are settled. A fatal submit error (a 401) stops the recording at its next row.
 
 Who runs it: ``doccheck run`` without a Prefect server and the notebook (:class:`OverlappingLocalSteps`), and the
-``bulk_check`` flow (``prefect_doccheck.tasks.steps.TaskSteps``: one ``record and submit`` task
+``bulk_check`` flow (``prefect_doccheck.tasks._steps.TaskSteps``: one ``record and submit`` task
 run calls :func:`record_and_submit`, and the flow hears of the recorded run through the observer
 to log the plan and open its progress artifact in its own context). Sharded runs and
 ``submission.overlap=False`` keep the sequential path.

@@ -307,7 +307,7 @@ def test_flow_runs_are_visible_in_prefect(
         batch_size=2,
         overlap=overlap,
     )
-    from prefect_doccheck.flows.drain import drain_prefect
+    from prefect_doccheck.flows import drain_prefect
 
     drain_prefect()
     api = prefect_server.api_url
@@ -332,7 +332,7 @@ def test_flow_runs_are_visible_in_prefect(
         else "record and submit " + manifest not in names
     )
     # The campaign tags the flow run; its task runs carry no tag, so Prefect makes no tag-concurrency
-    # round trip for them (which a SQLite-backed server may refuse, for a 2 s retry: tasks/run_tags.py).
+    # round trip for them (which a SQLite-backed server may refuse, for a 2 s retry: tasks/_run_tags.py).
     assert f"campaign:{campaign}" in runs[0]["tags"]
     assert not any(t["tags"] for t in task_runs), [t["tags"] for t in task_runs]
     logs = eventually(

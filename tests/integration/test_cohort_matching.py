@@ -21,7 +21,7 @@ from doccheck.ledger import DocumentSignatureRow, Ledger
 from doccheck.outputs import COHORT_MATCHES_SCHEMA
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
-from prefect_doccheck.tasks.artifacts import artifact_key
+from prefect_doccheck.tasks import artifact_key
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually
@@ -103,7 +103,7 @@ def test_planted_pairs_in_one_concurrent_run_then_a_second_run_from_stored_signa
     # Identical files share one check at the service: now they are named.
     assert emulator.account_state(key)["checks"] == len(texts) - 2
     # The Prefect run has a table artifact of the top pairs.
-    from prefect_doccheck.flows.drain import drain_prefect
+    from prefect_doccheck.flows import drain_prefect
 
     drain_prefect()
     found = eventually(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from prefect_doccheck.tasks.rate_limit import FleetRateLimit, ensure_rate_limit, fleet_pacer
+from prefect_doccheck.tasks import FleetRateLimit, ensure_rate_limit, fleet_pacer
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 

@@ -97,8 +97,8 @@ def test_api_key_and_webhook_secret_never_leave_their_blocks(
 ) -> None:
     from prefect.blocks.system import Secret
 
+    from prefect_doccheck.flows import drain_prefect
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.drain import drain_prefect
 
     # a distinctive key, created through the emulator's control surface
     api_key = f"sk_test_LEAKCANARY_{secrets.token_hex(8)}"
@@ -190,8 +190,8 @@ def test_api_key_from_a_doccheck_credentials_block_never_leaves_it(
     the block, nothing from the environment); the key is then searched for everywhere the
     run wrote, as above."""
     from prefect_doccheck import DocCheckCredentials
+    from prefect_doccheck.flows import drain_prefect
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.drain import drain_prefect
 
     api_key = f"sk_test_BLOCKCANARY_{secrets.token_hex(8)}"
     emulator._control("POST", "/accounts", {"api_key": api_key, "balance_cents": 100_000})

@@ -146,10 +146,9 @@ def test_the_flow_overlaps_its_phases_and_shows_its_progress(
     while the recording is held mid-file; the progress bar (the CLI's listener) advances before
     the recording ends and ends at every document; the plan line, the cohort pair and the
     progress artifact are the flow run's, as in the sequential flow."""
+    from prefect_doccheck.flows import drain_prefect
     from prefect_doccheck.flows.bulk_check import bulk_check
-    from prefect_doccheck.flows.drain import drain_prefect
-    from prefect_doccheck.tasks import progress
-    from prefect_doccheck.tasks.artifacts import artifact_key
+    from prefect_doccheck.tasks import artifact_key, listening
 
     monkeypatch.setenv("DOCCHECK_API_KEY", emulator.new_account())
     submitted = threading.Event()
@@ -167,7 +166,7 @@ def test_the_flow_overlaps_its_phases_and_shows_its_progress(
             if event.done:
                 submitted.set()
 
-    with progress.listening(listener):
+    with listening(listener):
         summary = asyncio.run(bulk_check(**options.flow_parameters()))
     assert waited == [True]  # a document was submitted while 30 rows were still to be read
     assert summary.status == "submitted" and summary.submitted == summary.documents == 50

@@ -70,7 +70,7 @@ def test_bulk_check_writes_report_page_files_and_link_artifact(
     csv_text = (run_dir / "documents.csv").read_text(encoding="utf-8-sig")
     assert "'=cmd|" in csv_text and "'@Ann" in csv_text  # formulas neutralised for spreadsheets
 
-    from prefect_doccheck.flows.drain import drain_prefect
+    from prefect_doccheck.flows import drain_prefect
 
     drain_prefect()
     api = prefect_server.api_url

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from doccheck.outputs import connect_catalog
+from prefect_doccheck.flows import drain_prefect
 from prefect_doccheck.flows.bulk_check import bulk_check
-from prefect_doccheck.flows.drain import drain_prefect
-from prefect_doccheck.tasks.assets import MATERIALIZED, asset_key
-from prefect_doccheck.tasks.run_events import FLAGGED, RUN_INCOMPLETE
+from prefect_doccheck.tasks import FLAGGED, MATERIALIZED, RUN_INCOMPLETE, asset_key
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually, server_events
@@ -79,7 +78,7 @@ def test_flagged_and_run_events_trigger_an_automation(
     assert run_event["payload"]["flagged"] == 2 and run_event["payload"]["flag_events"] == 2
     assert run_event["payload"]["status"] == "submitted" and run_event["payload"]["documents"] == 4
 
-    # Each table the run wrote is an asset (tasks/assets.py), and the flow rebuilt the catalog.
+    # Each table the run wrote is an asset (tasks/_assets.py), and the flow rebuilt the catalog.
     out = tmp_path / "reports"
     made = _wait_for(prefect_server.api_url, asset_key(out, ""), MATERIALIZED)
     tables = {e["resource"]["prefect.resource.name"]: e for e in made}

@@ -32,7 +32,7 @@ PROBE = """
 import tasks, flows
 assert (tasks.MARKER, flows.MARKER) == ("unrelated tasks", "unrelated flows"), (tasks, flows)
 import doccheck, prefect_doccheck
-import prefect_doccheck.flows.bulk_check, prefect_doccheck.tasks.pipeline, prefect_doccheck.deployments.serve
+import prefect_doccheck.flows.bulk_check, prefect_doccheck.tasks, prefect_doccheck.deployments.serve
 from importlib.resources import files
 assert files("prefect_doccheck.deployments").joinpath("prefect.yaml").is_file()
 assert files("prefect_doccheck").joinpath("logo.png").is_file()
@@ -69,7 +69,7 @@ def test_the_wheel_ships_two_top_level_packages_the_deployment_files_and_the_ent
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"doccheck", "prefect_doccheck"}, tops  # no top-level tasks, flows or deployments
     assert {"prefect_doccheck/deployments/prefect.yaml", "prefect_doccheck/logo.png"} <= set(names)
-    assert {"prefect_doccheck/flows/bulk_check.py", "prefect_doccheck/tasks/pipeline.py"} <= set(names)
+    assert {"prefect_doccheck/flows/bulk_check.py", "prefect_doccheck/tasks/_pipeline.py"} <= set(names)
     assert dict(points["prefect.collections"]) == {"prefect_doccheck": "prefect_doccheck"}
     assert points["console_scripts"]["doccheck"].startswith("doccheck.")
 

@@ -36,6 +36,8 @@ PACKAGES = [
     "doccheck.sources.manifest",
     "doccheck.webhooks",
     "prefect_doccheck",
+    "prefect_doccheck.flows",
+    "prefect_doccheck.tasks",
 ]
 
 #: Dunder names a package may export (as httpx exports ``__version__``).

@@ -1,5 +1,5 @@
 """One call after a run's Parquet reports: fetch the requested files, then write the
-instructor's files. Shared by the Prefect task (``prefect_doccheck.tasks.instructor``) and the notebook, so
+instructor's files. Shared by the Prefect task (``prefect_doccheck.tasks._instructor``) and the notebook, so
 both produce the same folder."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Why at the transport: every HTTP request the service sees passes there, including the
 client's own retries and the ``GET /checks`` of reconciliation, so what is paced is
 exactly what the service's rate limit counts. Why in chunks: the shared limit lives on
-a server (a Prefect global concurrency limit, ``prefect_doccheck.tasks.rate_limit``);
+a server (a Prefect global concurrency limit, ``prefect_doccheck.tasks._rate_limit``);
 one round trip per request would cost as much as the request, so slots are taken
 ``chunk`` at a time and spent locally. The library knows nothing of Prefect: the
 shared acquisition is an async callable ``acquire(n)`` that returns once ``n`` slots

@@ -48,8 +48,7 @@ def test_command_notebook_and_flow_open_the_same_ledger_and_client(
 ) -> None:
     from doccheck.commands._local_run import _service
     from doccheck.notebook import check_dataframe
-    from prefect_doccheck.tasks.pipeline import open_client
-    from prefect_doccheck.tasks.service_access import resolve_database_url
+    from prefect_doccheck.tasks import open_client, resolve_database_url
 
     async def command() -> None:
         async with _service(None, None, RunOptions(source={"manifest": "m.csv"}).submission.concurrency):  # type: ignore[arg-type]

@@ -129,19 +129,3 @@ def test_transport_waits_for_a_permit_before_each_request() -> None:
     pacer = asyncio.run(main())
     assert order == ["acquire 2", "send /r0", "send /r1", "acquire 2", "send /r2"]
     assert pacer.used == 3
-
-
-def test_fleet_rate_limit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect_doccheck.tasks.rate_limit import DEFAULT_NAME, rate_limit_from_env
-
-    for name in ("DOCCHECK_RATE_LIMIT_NAME", "DOCCHECK_RATE_LIMIT_PER_SECOND", "DOCCHECK_RATE_LIMIT_CHUNK"):
-        monkeypatch.delenv(name, raising=False)
-    assert not rate_limit_from_env().enabled and rate_limit_from_env().name == DEFAULT_NAME
-    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_PER_SECOND", "7.5")
-    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_NAME", "svc")
-    limit = rate_limit_from_env()
-    assert (limit.name, limit.per_second, limit.chunk, limit.capacity) == ("svc", 7.5, 10, 10)
-    assert rate_limit_from_env("other", 50, 5).capacity == 50  # parameters win; one second of burst
-    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_CHUNK", "many")
-    with pytest.raises(ValueError, match="DOCCHECK_RATE_LIMIT_CHUNK"):
-        rate_limit_from_env()

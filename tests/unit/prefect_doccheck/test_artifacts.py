@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 
 from doccheck.outputs import ReportTables, escape_markdown, write_reports
 from doccheck.pipeline import Progress
-from prefect_doccheck.tasks.artifacts import (
+from prefect_doccheck.tasks._artifacts import (
     RunProgress,
     artifact_key,
     outcome_rows,

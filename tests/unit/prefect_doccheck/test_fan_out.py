@@ -16,7 +16,7 @@ import pytest
 from prefect.client.schemas.objects import StateType
 
 from doccheck.errors import ShardsFailed
-from prefect_doccheck.flows import fan_out
+from prefect_doccheck.flows import _fan_out as fan_out
 from prefect_doccheck.flows.shard import SHARD_RESULT_DESCRIPTION
 
 

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from doccheck.pipeline import RunSummary
-from prefect_doccheck.tasks import assets
-from prefect_doccheck.tasks import run_events as events
-from prefect_doccheck.tasks.run_events import (
+from prefect_doccheck.tasks import _assets as assets
+from prefect_doccheck.tasks import _run_events as events
+from prefect_doccheck.tasks._run_events import (
     FLAGGED,
     MAX_FLAG_EVENTS,
     RUN_COMPLETED,

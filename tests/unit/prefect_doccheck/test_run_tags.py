@@ -8,7 +8,7 @@ import logging
 import prefect
 import pytest
 
-from prefect_doccheck.tasks.run_tags import tag_flow_run
+from prefect_doccheck.tasks._run_tags import tag_flow_run
 
 
 def test_outside_a_flow_run_there_is_nothing_to_tag(

@@ -18,9 +18,10 @@ from doccheck.client import (
 )
 from doccheck.pipeline import Progress
 from doccheck.sources.manifest import ManifestError
-from prefect_doccheck.tasks import progress
-from prefect_doccheck.tasks.retry_condition import is_transient, retry_on_transient
-from prefect_doccheck.tasks.service_access import resolve_api_key, resolve_base_url, resolve_database_url
+from prefect_doccheck.tasks import _progress_hub as progress
+from prefect_doccheck.tasks._rate_limit import DEFAULT_NAME, rate_limit_from_env
+from prefect_doccheck.tasks._retry_condition import is_transient, retry_on_transient
+from prefect_doccheck.tasks._service_access import resolve_api_key, resolve_base_url, resolve_database_url
 
 
 class _State:
@@ -168,7 +169,7 @@ def test_resolve_credentials_prefers_the_block_then_the_secret_name() -> None:
     import asyncio
 
     from prefect_doccheck import DocCheckCredentials
-    from prefect_doccheck.tasks.service_access import base_url_of, resolve_credentials
+    from prefect_doccheck.tasks._service_access import base_url_of, resolve_credentials
 
     block = DocCheckCredentials(base_url="http://127.0.0.1:9/api/v1", api_key="sk_test_unit_block")
     assert asyncio.run(resolve_credentials(block, "a-secret-block")) is block
@@ -176,3 +177,17 @@ def test_resolve_credentials_prefers_the_block_then_the_secret_name() -> None:
     assert asyncio.run(resolve_credentials(None, None)) is None
     assert resolve_api_key(block).get_secret_value() == "sk_test_unit_block"
     assert base_url_of(block) == "http://127.0.0.1:9/api/v1" and base_url_of("a-secret-block") is None
+
+
+def test_fleet_rate_limit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DOCCHECK_RATE_LIMIT_NAME", "DOCCHECK_RATE_LIMIT_PER_SECOND", "DOCCHECK_RATE_LIMIT_CHUNK"):
+        monkeypatch.delenv(name, raising=False)
+    assert not rate_limit_from_env().enabled and rate_limit_from_env().name == DEFAULT_NAME
+    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_PER_SECOND", "7.5")
+    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_NAME", "svc")
+    limit = rate_limit_from_env()
+    assert (limit.name, limit.per_second, limit.chunk, limit.capacity) == ("svc", 7.5, 10, 10)
+    assert rate_limit_from_env("other", 50, 5).capacity == 50  # parameters win; one second of burst
+    monkeypatch.setenv("DOCCHECK_RATE_LIMIT_CHUNK", "many")
+    with pytest.raises(ValueError, match="DOCCHECK_RATE_LIMIT_CHUNK"):
+        rate_limit_from_env()
