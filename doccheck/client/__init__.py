@@ -41,6 +41,8 @@ from doccheck.client._profile import (
     load_profile,
     normalise_check,
     read_error,
+    refused_in_process,
+    reset_profile,
     unsupported_type_refusal,
 )
 from doccheck.client._retry import RetryMode, RetryPolicy
@@ -129,6 +131,8 @@ __all__ = [
     "plan_document",
     "probe",
     "read_error",
+    "refused_in_process",
+    "reset_profile",
     "tls_context",
     "unsupported_type_refusal",
 ]

@@ -184,6 +184,13 @@ def refused_in_process() -> frozenset[str]:
     return frozenset(_REFUSED_TYPES)
 
 
+def reset_profile() -> None:
+    """Back to what a new process finds: no type learnt or adopted, the profile file read again
+    when next asked for (a notebook whose profile file changed; tests that play several processes)."""
+    _REFUSED_TYPES.clear()
+    _profile_from.cache_clear()
+
+
 def unsupported_type_refusal(status: int | None, code: str | None, message: str | None) -> bool:
     """Whether a refused create says "this file type is not taken" (415, or a 422 whose code or
     message names an unsupported type/format): nothing was made, the text can be sent instead."""

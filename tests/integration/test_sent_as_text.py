@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from doccheck.client import AsyncDocCheckClient
-from doccheck.client import _profile as service_profile
+from doccheck.client import AsyncDocCheckClient, reset_profile
 from doccheck.domain import estimate_cost_cents, text_key
 from doccheck.extract import count_words, extract_text
 from doccheck.ledger import Ledger
@@ -32,11 +31,9 @@ pytestmark = pytest.mark.integration
 def fresh_profile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts as a new process: no profile file, no type learnt."""
     monkeypatch.delenv("DOCCHECK_SERVICE_PROFILE", raising=False)
-    service_profile._profile_from.cache_clear()
-    service_profile._REFUSED_TYPES.clear()
+    reset_profile()
     yield
-    service_profile._profile_from.cache_clear()
-    service_profile._REFUSED_TYPES.clear()
+    reset_profile()
 
 
 def _manifest(folder: Path) -> Path:
@@ -92,7 +89,7 @@ def test_a_refused_odt_is_sent_once_as_its_text_with_one_charge(
     assert rerun.submitted == 0, rerun  # type: ignore[attr-defined]
     assert _sent_as(ledger, rerun_id)["odt"] == ("text", "submitted")
     # A new process learns it from the ledger (refused_types): no refusal, its text key is already done.
-    service_profile._REFUSED_TYPES.clear()
+    reset_profile()
     third_id, third = asyncio.run(_run(emu, key, ledger, manifest))
     assert third.submitted == 0 and third.failed == 0, third  # type: ignore[attr-defined]
     assert emu._control("GET", "/profile")["refused"][key] == 1  # the first run's one refusal, never again
@@ -207,7 +204,7 @@ def test_two_overlapping_runs_refused_the_same_files_make_one_check_each(
     db_url = f"sqlite:///{tmp_path / 'ledger.db'}"
 
     async def one_run() -> object:
-        service_profile._REFUSED_TYPES.clear()  # each run as a fresh process: the type not yet learnt
+        reset_profile()  # each run as a fresh process: the type not yet learnt
         ledger = Ledger(db_url)
         plan = load_plan(manifest, campaign="course", products="ai")
         run_id = ledger.start_run(campaign="course", manifest=str(manifest), products=["ai"])
@@ -248,7 +245,7 @@ def test_a_run_that_dies_between_the_refusal_and_the_text_makes_one_check(
     with pytest.raises(RuntimeError, match="died here"):
         asyncio.run(_run(emu, key, ledger, manifest))
     monkeypatch.undo()
-    service_profile._REFUSED_TYPES.clear()  # a new process
+    reset_profile()  # a new process
     assert emu.account_state(key)["checks"] <= 1  # the .txt may have been made; the .odt was refused
 
     run_id, result = asyncio.run(_run(emu, key, Ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), manifest))

@@ -1,5 +1,6 @@
 """The one settings model: every field's bad value is one line and exit 2, ``doccheck config``
-names each value's source and never a secret, the reference page and the README agree with it.
+names each value's source and never a secret (the reference page and the README agree with it:
+``tests/unit/commands/test_show_settings.py``).
 
 Parametrized over :func:`doccheck.config.fields`: a new field is covered by construction (it
 needs a bad value below, generated from its type, or a place in ``ANY_TEXT``).
@@ -15,7 +16,6 @@ import pytest
 from typer.testing import CliRunner
 
 from doccheck.cli import app
-from doccheck.commands._show_settings import configuration_markdown, default_text
 from doccheck.config import SECRET_MASK, SettingsField, fields, load_settings, sources_of
 from doccheck.errors import SettingsError
 
@@ -198,21 +198,6 @@ def test_config_states_the_retry_worst_case(monkeypatch: pytest.MonkeyPatch) -> 
     assert budget["sharded_seconds"] == budget["flow_seconds"] > budget["in_process_seconds"]
     text = CliRunner().invoke(app, ["config"], env={"COLUMNS": "200"}).output
     assert "Retry worst case for one document" in text
-
-
-def test_the_reference_page_is_generated_from_the_model() -> None:
-    page = (ROOT / "docs" / "configuration.md").read_text()
-    assert page == configuration_markdown(), "run: doccheck config --markdown > docs/configuration.md"
-    assert "configuration.md" in (ROOT / "mkdocs.yml").read_text()
-
-
-def test_the_readme_table_agrees_with_the_model() -> None:
-    by_env = {f.env: f for f in fields()}
-    rows = re.findall(r"^\| `(DOCCHECK_\w+)` \| [^|]+ \| ([^|]+) \|$", (ROOT / "README.md").read_text(), re.M)
-    assert len(rows) >= 5
-    for env, default in rows:
-        assert env in by_env, f"README names {env}, which no setting reads"
-        assert default.strip().startswith(default_text(by_env[env].default)), (env, default)
 
 
 def test_no_module_but_the_model_reads_a_doccheck_variable() -> None:

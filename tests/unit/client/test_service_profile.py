@@ -176,3 +176,14 @@ def test_an_unsupported_type_refusal_is_a_415_or_a_422_naming_the_type() -> None
     assert unsupported_type_refusal(422, "unsupported_format", "this file type is not supported")
     assert not unsupported_type_refusal(422, "invalid_input", "the document contains no words")
     assert not unsupported_type_refusal(409, "unsupported_file_type", "type")
+
+
+def test_the_lists_order_is_claimed_only_from_a_step() -> None:
+    from doccheck.client._probe import list_order_of
+
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    same = [t] * 5
+    assert list_order_of(same) is None  # a history made in one second shows no order
+    assert list_order_of([*same, t + timedelta(minutes=5)]) == "oldest_first"
+    assert list_order_of([t, t - timedelta(minutes=1)]) == "newest_first"
+    assert list_order_of([t, t - timedelta(minutes=1), t + timedelta(minutes=1)]) == "unknown"

@@ -36,8 +36,8 @@ def extracted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return counting(data, filename, *args, **kwargs).text
 
     monkeypatch.setattr(word_cache, "extract", counting)
-    monkeypatch.setattr("doccheck.sources.manifest._files.extract", counting)
-    monkeypatch.setattr("doccheck.matching._cohort.extract_text", counting_text)
+    monkeypatch.setattr("doccheck.extract.extract", counting)  # the manifest reader's reads
+    monkeypatch.setattr("doccheck.extract.extract_text", counting_text)  # cohort matching's
     yield names
 
 

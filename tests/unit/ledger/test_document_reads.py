@@ -81,7 +81,7 @@ def test_a_rerun_that_reads_nothing_still_says_it(tmp_path: Path, monkeypatch: p
             raise AssertionError("a rerun of unchanged files reads none of them")
 
         monkeypatch.setattr(word_cache, "extract", no_reading)
-        monkeypatch.setattr("doccheck.sources.manifest._files.extract", no_reading)
+        monkeypatch.setattr("doccheck.extract.extract", no_reading)
         (tmp_path / "term" / "renamed.docx").write_bytes((tmp_path / "term" / "copy.odt").read_bytes())
         with (tmp_path / "term" / "term.csv").open("a", encoding="utf-8") as fh:
             fh.write("r,renamed.docx\n")  # a new document, bytes the campaign read before under another name

@@ -8,7 +8,6 @@ rows; a file changed since the run was planned must not send what nobody planned
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import tracemalloc
@@ -24,7 +23,6 @@ from doccheck.ledger import DocumentRow, Ledger, RejectionRow
 from doccheck.pipeline import Plan, PlanTally, iter_planned, load_plan
 from doccheck.pipeline.planning._batches import MANIFEST_CHANGED, BatchRef, load_batch, read_batch, record_plan
 from doccheck.sources.manifest import CompactIds, ManifestError, RejectCode
-from doccheck.sources.manifest import _stream as manifest_stream  # patched: a merge every 512 ids
 from tests.factories import random_text_manifest
 
 SAMPLE = Path(__file__).parents[3] / "sample_data" / "manifest.csv"
@@ -370,7 +368,7 @@ def test_jsonl_streams_in_flat_memory(tmp_path: Path, monkeypatch: pytest.Monkey
     that dict, so the slope would measure the dict, not the index. Merging every 512 ids puts
     both sizes in the arrays' regime at a quarter of the rows the default needed (10k vs 40k).
     """
-    monkeypatch.setattr(manifest_stream, "CompactIds", functools.partial(CompactIds, merge_every=512))
+    monkeypatch.setattr(CompactIds, "MERGE_EVERY", 512)
     small = _jsonl_peak(tmp_path / "small.jsonl", 2_000)
     large = _jsonl_peak(tmp_path / "large.jsonl", 8_000)
     assert (large - small) / 6_000 < 64, (small, large)

@@ -1,18 +1,17 @@
 """Issue 41: a type the service refused is remembered for the next process, by the service's
 base URL, in the ledger (``doccheck.ledger._refused_types``), adopted before sending
-(``doccheck.pipeline._learnt_types``) and shown by ``doccheck probe``."""
+(``doccheck.pipeline._learnt_types``) and shown by ``doccheck probe``
+(``tests/unit/commands/test_probe_types.py``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from doccheck.client import _profile as service_profile
-from doccheck.commands._probe_service import _keeping_types, file_type_lines, learnt_refusals
+from doccheck.client import current_profile, refused_in_process, reset_profile
 from doccheck.ledger import Ledger, refused_types, remember_refused_type, service_key
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal
 
@@ -21,11 +20,11 @@ SERVICE = "http://127.0.0.1:8080/api/v1"
 
 @pytest.fixture(autouse=True)
 def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A new process: no profile file, no type learnt (the module's set replaced for the test)."""
+    """A new process: no profile file, no type learnt (forgotten before and after the test)."""
     monkeypatch.delenv("DOCCHECK_SERVICE_PROFILE", raising=False)
-    monkeypatch.setattr(service_profile, "_REFUSED_TYPES", set())
+    reset_profile()
     yield
-    service_profile._profile_from.cache_clear()
+    reset_profile()
 
 
 def test_one_service_one_key() -> None:
@@ -46,41 +45,15 @@ def test_a_refusal_is_kept_once_per_service_and_type(ledger: Ledger) -> None:
 
 
 def test_the_next_process_adopts_what_the_ledger_learnt(ledger: Ledger) -> None:
-    assert service_profile.current_profile().accepts_file("essay.odt")
+    assert current_profile().accepts_file("essay.odt")
     remember_refusal(ledger, SERVICE, ".odt", "emulator")
-    assert service_profile.current_profile().accepts_file("essay.odt")  # kept, not yet adopted here
+    assert current_profile().accepts_file("essay.odt")  # kept, not yet adopted here
     assert adopt_learnt_refusals(ledger, "http://other.example/api/v1") == frozenset()
     assert adopt_learnt_refusals(ledger, SERVICE) == {".odt"}
-    profile = service_profile.current_profile()
+    profile = current_profile()
     assert not profile.accepts_file("essay.odt") and not profile.accepts_file("template.ott")  # its alias too
     assert profile.accepts_file("essay.docx")
-    assert service_profile.refused_in_process() == {".odt"}
-
-
-def test_probe_says_where_the_types_come_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    assert learnt_refusals(SERVICE, url) is None and not (tmp_path / "l.db").exists()  # no ledger: none made
-    lines = file_type_lines(SERVICE, url)
-    assert "the default (the emulator's list" in lines[0] and "publishes no list" in lines[0]
-    assert lines[1].startswith("learned: no ledger to read")
-    with closing(Ledger(url)) as ledger:
-        remember_refusal(ledger, SERVICE, ".odt", "emulator")
-    profile_file = tmp_path / "profile.json"
-    profile_file.write_text(json.dumps({"name": "mine", "accepted_types": ["pdf", "DOCX", ".txt"]}))
-    monkeypatch.setenv("DOCCHECK_SERVICE_PROFILE", str(profile_file))
-    lines = file_type_lines(SERVICE, url)
-    assert lines[0].startswith("file types sent as files: .docx .pdf .txt; from the service profile's accepted_types")
-    assert len(lines) == 2 and lines[1].startswith("learned: service refuses .odt (since 20")
-    assert "UTC)" in lines[1]
-    learnt = service_profile.ServiceProfile(name="probed", list_max_page=50)
-    kept = _keeping_types(learnt)
-    assert kept.accepted_types == {".pdf", ".docx", ".txt"} and kept.list_max_page == 50  # the user's list kept
-
-
-def test_an_empty_ledger_says_nothing_was_learnt(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    Ledger(url).close()
-    assert file_type_lines(SERVICE, url)[1] == "learned: no refused type kept for this service in the ledger"
+    assert refused_in_process() == {".odt"}
 
 
 def test_a_dry_run_plans_a_learnt_type_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,6 @@ settings, open the same ledger and build the same client through ``doccheck.pipe
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +45,15 @@ def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, s
 def test_command_notebook_and_flow_open_the_same_ledger_and_client(
     opened: list[tuple[str, str, str | None]], tmp_path: Path
 ) -> None:
-    from doccheck.commands._local_run import _service
+    from typer.testing import CliRunner
+
+    from doccheck.cli import app
     from doccheck.notebook import check_dataframe
     from prefect_doccheck.tasks import open_client, resolve_database_url
 
-    async def command() -> None:
-        async with _service(None, None, RunOptions(source={"manifest": "m.csv"}).submission.concurrency):  # type: ignore[arg-type]
-            pass
-
-    with pytest.raises(_Opened):
-        asyncio.run(command())
+    # `doccheck collect` in this process opens its run's service first, as `doccheck run` does.
+    result = CliRunner().invoke(app, ["collect", "--campaign", "c", "--no-prefect", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "_Opened" in result.output, result.output  # the spy stopped it
     command_opened = list(opened)
     opened.clear()
     with pytest.raises(_Opened):

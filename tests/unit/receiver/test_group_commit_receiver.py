@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from doccheck.client._models import Event
-from doccheck.client._probe import list_order_of
+from doccheck.client import Event
 from doccheck.config import Settings
 from doccheck.ledger import Ledger
 from doccheck.receiver._group_commit import GroupWriter
@@ -63,17 +62,6 @@ def test_one_bad_delivery_fails_alone() -> None:
     results = asyncio.run(flood())
     assert results[0] is True and isinstance(results[1], RuntimeError) and results[2:] == [True, True]
     assert ledger.groups[0] == 4  # one group first, then one at a time
-
-
-def test_the_lists_order_is_claimed_only_from_a_step() -> None:
-    from datetime import UTC, datetime, timedelta
-
-    t = datetime(2026, 1, 1, tzinfo=UTC)
-    same = [t] * 5
-    assert list_order_of(same) is None  # a history made in one second shows no order
-    assert list_order_of([*same, t + timedelta(minutes=5)]) == "oldest_first"
-    assert list_order_of([t, t - timedelta(minutes=1)]) == "newest_first"
-    assert list_order_of([t, t - timedelta(minutes=1), t + timedelta(minutes=1)]) == "unknown"
 
 
 def test_the_event_window_is_a_setting_with_a_floor(monkeypatch: pytest.MonkeyPatch) -> None:
