@@ -52,7 +52,7 @@ CRASHING_RUN = textwrap.dedent(
         return original_round(ledger, items)
 
     bulk.record_answers_and_claims = crashing_round
-    from doccheck.pipeline._options import RunOptions
+    from doccheck.pipeline import RunOptions
     from prefect_doccheck.flows.bulk_check import bulk_check
 
     manifest, out_dir, base_url, db_url = sys.argv[1:5]

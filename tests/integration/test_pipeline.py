@@ -135,9 +135,7 @@ CRASH_CHILD = textwrap.dedent(
     import asyncio, os, sys
     from doccheck.client import AsyncDocCheckClient
     from doccheck.ledger import Ledger
-    from doccheck.pipeline import submit_batch
-    from doccheck.pipeline.sending._submit_options import SubmitOptions
-    from doccheck.pipeline.planning._plan import load_plan
+    from doccheck.pipeline import SubmitOptions, load_plan, submit_batch
 
     base_url, api_key, db_url, manifest, campaign, run_id, crash_at = sys.argv[1:8]
     calls = {"n": 0}

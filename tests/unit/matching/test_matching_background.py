@@ -72,7 +72,7 @@ def test_a_script_without_a_main_guard_can_match_in_the_background(tmp_path: Pat
     manifest, planted = _manifest(tmp_path / "term.csv", unrelated=10)
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "from doccheck.pipeline.planning._dry_run import dry_run\n"
+        "from doccheck.pipeline import dry_run\n"
         f"print(dry_run({str(manifest)!r}, background=True).cohort_matches['pairs'])\n",
         encoding="utf-8",
     )

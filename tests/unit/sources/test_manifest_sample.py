@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from doccheck.domain import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES
 from doccheck.extract import words_of
-from doccheck.pipeline.planning._plan import MULTIPART_MAX_BYTES, UPLOAD_MAX_BYTES, load_plan
+from doccheck.pipeline import load_plan
 
 SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
 MANIFESTS = ["manifest.csv", "manifest.jsonl", "manifest.parquet"]
