@@ -11,7 +11,9 @@ than the package's own unit tests) imports the names its ``__all__`` offers
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -111,16 +113,28 @@ def _reaches_inside(module: str, package: str, names: str = "") -> bool:
     return "._" in rest or re.search(r"(?<![\w.])_\w+", imported) is not None
 
 
-def _private_imports(text: str, package: str) -> list[str]:
-    """The lines of ``text`` that reach past ``package``'s ``__init__``."""
+def _reaching_lines(text: str) -> list[tuple[str, str]]:
+    """(package, line) for each line of ``text`` that reaches past a pinned package's ``__init__``."""
     found = [(match.group(1), match.group(2), match.group(0)) for match in FROM_IMPORT.finditer(text)]
     found += [(match.group(1), "", match.group(0)) for match in PLAIN_IMPORT.finditer(text)]
     found += [(match.group(1), "", match.group(0)) for match in PATCH_TARGET.finditer(text)]
     return [
-        line.strip()
+        (package, line.strip())
         for module, names, line in found
-        if _pinned_package(module) == package and _reaches_inside(module, package, names)
+        if (package := _pinned_package(module)) and _reaches_inside(module, package, names)
     ]
+
+
+@functools.cache
+def _reaching_callers() -> tuple[tuple[Path, str, str], ...]:
+    """(path, package, line) of every caller's line that reaches inside a package, read once."""
+    return tuple(
+        (path, package, line)
+        for folder in CALLERS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != Path(__file__).resolve()  # its examples below
+        for package, line in _reaching_lines(path.read_text(encoding="utf-8"))
+    )
 
 
 @pytest.mark.parametrize("package", sorted(PUBLIC_MODULES))
@@ -137,14 +151,12 @@ def test_the_modules_of_the_package_are_private(package: str) -> None:
 @pytest.mark.parametrize("package", sorted(PUBLIC_MODULES))
 def test_callers_outside_the_package_import_its_init_only(package: str) -> None:
     found = [
-        f"{path.relative_to(ROOT)}: {hit}"
-        for folder in CALLERS
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        if _home(package) not in path.parents
-        and path != Path(__file__).resolve()  # its examples below
+        f"{path.relative_to(ROOT)}: {line}"
+        for path, owner, line in _reaching_callers()
+        if owner == package
+        and _home(package) not in path.parents
         and _own_tests(package) not in path.parents
         and INSTRUMENTS.get(str(path.relative_to(ROOT))) != package
-        for hit in _private_imports(path.read_text(encoding="utf-8"), package)
     ]
     assert found == []
 
@@ -162,8 +174,8 @@ def test_the_rule_sees_each_way_of_reaching_inside() -> None:
         "from prefect_doccheck.flows.bulk_check import bulk_check\n"
         'monkeypatch.setattr("doccheck.extract.extract", counting)\n'
     )
-    found = {package: _private_imports(text, package) for package in PUBLIC_MODULES}
-    assert {package: len(hits) for package, hits in found.items() if hits} == {
+    found = Counter(package for package, _line in _reaching_lines(text))
+    assert found == {
         "doccheck.sources.manifest": 1,
         "doccheck.client": 2,
         "doccheck.emulator": 1,
