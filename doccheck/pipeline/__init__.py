@@ -66,7 +66,7 @@ from doccheck.pipeline.collecting._results import (
 )
 from doccheck.pipeline.collecting._waiting import verify_access
 from doccheck.pipeline.planning._batches import BatchRef, RecordedPlan, load_batch, read_batch, record_plan
-from doccheck.pipeline.planning._dry_run import dry_run
+from doccheck.pipeline.planning._dry_run import DryRunSummary, dry_run
 from doccheck.pipeline.planning._plan import Plan, PlannedDocument, load_plan, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned
 from doccheck.pipeline.planning._shards import check_shared_ledger, in_shard, validate_shard
@@ -92,6 +92,7 @@ __all__ = [
     "DEFAULT_SUBMIT",
     "DEFAULT_SUBMIT_DEADLINE_SECONDS",
     "DEFAULT_UPLOAD_CONCURRENCY",
+    "DryRunSummary",
     "FatalSubmitError",
     "OutputOptions",
     "OverlappingLocalSteps",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from doccheck.errors import ShardConfigError
 from doccheck.pipeline.planning._batches import BatchRef, RecordedPlan, load_batch, read_batch, record_plan
-from doccheck.pipeline.planning._dry_run import dry_run
+from doccheck.pipeline.planning._dry_run import DryRunSummary, dry_run
 from doccheck.pipeline.planning._plan import Plan, PlannedDocument, load_plan, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned
 from doccheck.pipeline.planning._shards import check_shared_ledger, in_shard, validate_shard
 
 __all__ = [
     "BatchRef",
+    "DryRunSummary",
     "Plan",
     "PlanTally",
     "PlannedDocument",

@@ -8,8 +8,7 @@ from typing import Any
 from doccheck.outputs._parquet_reports import ReportTables, rejection_rows, to_tables
 from doccheck.outputs._said import CHECKED, CHECKED_AS_TEXT, REASON_WORDS, count_by_reason, status_text
 from doccheck.outputs.instructor import build_documents, render_report
-from doccheck.pipeline import RunSummary
-from doccheck.pipeline.planning._dry_run import DryRunSummary
+from doccheck.pipeline import DryRunSummary, RunSummary
 from doccheck.sources.manifest import Rejection
 
 PHOTO = REASON_WORDS["image_without_text"]

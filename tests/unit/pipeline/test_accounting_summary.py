@@ -9,6 +9,7 @@ from pathlib import Path
 from doccheck.ledger import Ledger
 from doccheck.pipeline import BatchResult, Plan, RowFailure
 from doccheck.pipeline._orchestrate import Prepared, close_run
+from doccheck.pipeline._summary import products_from_summary
 from tests.factories import BOTH, apply_event, check_json, planned
 
 
@@ -43,3 +44,8 @@ def test_summary_counts_errors_recovered_since_and_checks_once(tmp_path: Path) -
     assert "| documents not submitted (errors) | 0 |" in md and "| checks | 2 |" in md
     assert "| net cost (cents) | 4 |" in md
     ledger.close()
+
+
+def test_products_from_ledger_counts() -> None:
+    raw = {"ai_completed": 3, "ai_failed": 1, "similarity_pending": 2}
+    assert products_from_summary(raw) == {"ai": {"completed": 3, "failed": 1}, "similarity": {"pending": 2}}

@@ -11,7 +11,6 @@ import pytest
 
 from doccheck.outputs import escape_markdown, run_label
 from doccheck.pipeline import RunSummary, SourceOptions, as_list
-from doccheck.pipeline._summary import products_from_summary
 from prefect_doccheck.flows.bulk_check import bulk_check
 from prefect_doccheck.flows.collect_results import collect_results
 
@@ -35,11 +34,6 @@ def test_products_accept_lists_and_strings() -> None:
     assert as_list("ai;similarity") == ["ai", "similarity"]
     assert as_list(["ai", " similarity "]) == ["ai", "similarity"]
     assert as_list(None) == []
-
-
-def test_products_from_ledger_counts() -> None:
-    raw = {"ai_completed": 3, "ai_failed": 1, "similarity_pending": 2}
-    assert products_from_summary(raw) == {"ai": {"completed": 3, "failed": 1}, "similarity": {"pending": 2}}
 
 
 def test_flows_never_take_the_api_key_as_a_parameter() -> None:
