@@ -31,7 +31,7 @@ from doccheck.client import (  # noqa: E402
     CheckList,
     Submission,  # noqa: E402
 )
-from doccheck.ledger import Claims, Ledger  # noqa: E402
+from doccheck.ledger import Ledger  # noqa: E402
 from doccheck.pipeline import PlannedDocument, SubmitOptions, submit_batch  # noqa: E402
 
 
@@ -58,16 +58,16 @@ class InstantClient:
         return CheckList(data=[], has_more=False)
 
 
-class NoClaims(Claims):
+class NoClaims(Ledger):
     """The baseline: no ownership bookkeeping at all."""
 
     def claim(self, key: str, owner: str, lease_seconds: float = 0) -> bool:
         return True
 
-    def renew(self, keys: Any, owner: str, lease_seconds: float = 0) -> int:
+    def renew_claims(self, keys: Any, owner: str, lease_seconds: float = 0) -> int:
         return 0
 
-    def release(self, key: str, owner: str, *, settled: bool = False) -> None:
+    def release_claim(self, key: str, owner: str, *, settled: bool = False) -> None:
         return None
 
     def mark_sending(self, key: str, owner: str) -> bool:
@@ -102,9 +102,7 @@ def documents(n: int, tag: str) -> list[PlannedDocument]:
 
 
 def measure(database_url: str, n: int, concurrency: int, claims: bool) -> float:
-    ledger = Ledger(database_url)
-    if not claims:
-        ledger.claims = NoClaims(ledger.engine)
+    ledger = Ledger(database_url) if claims else NoClaims(database_url)
     tag = uuid.uuid4().hex[:8]
     run_id = ledger.start_run(campaign=f"bench-{tag}")
     docs = documents(n, tag)

@@ -33,7 +33,7 @@ def review(
     err = Console(stderr=True)
     ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
-        decided = ledger.dispositions.set(campaign, document, status, note=note, decided_by=by or _login())
+        decided = ledger.set_disposition(campaign, document, status, note=note, decided_by=by or _login())
     except DispositionError as exc:
         err.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from None

@@ -61,7 +61,7 @@ def resolve(
             return
         table = Table("document", "mode", "first sent (UTC)", "search the account for metadata doccheck_ref")
         for row in rows:
-            doubt = ledger.claims.doubt(row.idempotency_key)
+            doubt = ledger.doubt(row.idempotency_key)
             sent = doubt.first_sent_at.isoformat(timespec="seconds") if doubt and doubt.first_sent_at else "-"
             table.add_row(row.document_id or "-", row.mode or "-", sent, reference_for(row.idempotency_key))
         console.print(table)
@@ -78,7 +78,7 @@ def resolve(
             else ("resend_accepted", "the user accepted a possible second charge; sent by the next run")
         )
         for row in rows:
-            ledger.claims.settle(row.idempotency_key)
+            ledger.settle(row.idempotency_key)
             ledger.mark_submit_failed(row.idempotency_key, code=code, message=why, state="failed")
         console.print(f"{len(rows)} documents settled: run `doccheck run` of campaign {campaign!r} again to send them.")
     finally:

@@ -30,7 +30,7 @@ from doccheck.ledger._campaign_budget import (
     release_budget,
     reserve_budget,
 )
-from doccheck.ledger._claims import DEFAULT_LEASE_SECONDS, Claims, Doubt, new_owner_id
+from doccheck.ledger._claims import DEFAULT_LEASE_SECONDS, Doubt, new_owner_id
 from doccheck.ledger._data_purge import drop_event_bodies, execute_purge, legacy_secret_rows, plan_purge
 from doccheck.ledger._dispositions import Disposition
 from doccheck.ledger._document_reads import count_misnamed
@@ -79,7 +79,6 @@ __all__ = [
     "Answer",
     "ClaimRequest",
     "ClaimRow",
-    "Claims",
     "Disposition",
     "DocumentRow",
     "DocumentSignatureRow",

@@ -1,19 +1,18 @@
-"""What every part of the :class:`~doccheck.ledger._facade.Ledger` shares: the engine, one
-short transaction at a time, and the JSON/time helpers used when storing service answers.
+"""What the ledger's modules share: the engine and one short transaction at a time
+(:class:`Database`, which :class:`~doccheck.ledger._facade.Ledger` is), and the JSON/time
+helpers used when storing service answers.
 
-Why one small class: the ledger is split by job (runs, submissions, outcomes, events,
-queries, claims) into objects composed by ``Ledger``; each receives the engine's
-:class:`Database` (engine, :meth:`Database.session`) and nothing else of the facade, so
-no part imports another part's module to reach it.
+The ledger's functions take the session (or, for Core statements, the connection) first and
+never open a transaction themselves: the facade's methods do, one short transaction each.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
@@ -22,8 +21,43 @@ from sqlmodel import Session, SQLModel
 from doccheck.ledger._engine import create_ledger_engine
 from doccheck.ledger._tables import LEDGER_TABLES
 
+if TYPE_CHECKING:
+    from doccheck.client import Check
 
-def dump(obj: Any) -> dict[str, Any]:
+#: A check as the service answered it (the client's model), or the same as a mapping (tools, tests).
+CheckLike: TypeAlias = "Check | Mapping[str, Any]"
+
+
+class ReadLike(Protocol):
+    """What the ledger keeps of how a file was read (sources' ``ManifestDocument``, planning's
+    ``PlannedDocument``): the pipeline is above the ledger, so the ledger names the fields it
+    reads, not the class."""
+
+    @property
+    def document_id(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str | None: ...
+
+    @property
+    def read_as(self) -> str | None: ...
+
+    @property
+    def named_as(self) -> str: ...
+
+
+class PlannedLike(ReadLike, Protocol):
+    """What the ledger reads of planning's ``PlannedDocument``; its other columns (row number,
+    name, mode, size, words, estimated cost, metadata) are read when present."""
+
+    @property
+    def products(self) -> Sequence[str]: ...
+
+    @property
+    def idempotency_key(self) -> str: ...
+
+
+def dump(obj: object) -> dict[str, Any]:
     """A JSON-able dict from a pydantic model (client models) or a mapping."""
     if obj is None:
         return {}

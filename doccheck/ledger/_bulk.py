@@ -10,7 +10,7 @@ written after the requests that produced them, before their claims are released 
 transaction), and a crash before the commit leaves ``submitting`` rows that the next run
 replays for free. Only the common case is grouped (a row written by ``mark_submitting``, a
 fresh check whose products are all processing, no outcomes yet); anything else goes
-through ``Ledger.mark_submitted`` and ``Claims.release`` one by one, as before.
+through ``Ledger.mark_submitted`` and ``Ledger.release_claim`` one by one, as before.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _dump(check: Any) -> dict[str, Any]:
 
 #: Marker: keep the row's mode (``mode`` None), as ``mark_submitted`` does.
 def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
-    """Record ``answers`` (as ``mark_submitted`` + ``claims.release(settled=True)`` each).
+    """Record ``answers`` (as ``mark_submitted`` + ``release_claim(settled=True)`` each).
 
     The common ones in one transaction; the others one by one after it.
     """
@@ -92,7 +92,7 @@ def _answers_after(ledger: Ledger, slow: list[Answer]) -> None:
     """The answers the grouped transaction left: one by one, with the ledger's own methods."""
     for a in slow:
         ledger.mark_submitted(a.key, a.check, mode=a.mode, upload_id=a.upload_id)
-        ledger.claims.release(a.key, a.owner, settled=True)
+        ledger.release_claim(a.key, a.owner, settled=True)
 
 
 def _answers_in(conn: Connection, answers: list[Answer]) -> list[Answer]:
@@ -183,7 +183,7 @@ def write_submitting(conn: Connection, items: Sequence[Prepare], now: datetime, 
 
 
 def mark_sending(conn: Connection, items: Sequence[Prepare], now: datetime) -> set[str]:
-    """The claims of ``items`` marked in doubt and sent by their owner (``Claims.mark_sending``),
+    """The claims of ``items`` marked in doubt and sent by their owner (``Ledger.mark_sending``),
     where that owner still holds them: the keys marked (another's: it must not send)."""
     by_owner: dict[str, list[str]] = {}
     for p in items:
@@ -210,7 +210,7 @@ def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
 
 @dataclass(frozen=True)
 class ClaimRequest:
-    """One key to claim for ``owner`` (``Claims.claim``), then its submission read afresh.
+    """One key to claim for ``owner`` (``Ledger.claim``), then its submission read afresh.
 
     ``prepare``: also record ``submitting`` + ``sending`` in the same transaction when the
     claim is won and the key has no submission row yet (nothing to reconcile, nothing
@@ -224,10 +224,10 @@ class ClaimRequest:
 
 
 def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any]]:
-    """``claims.claim`` then ``submission_for_key`` of each item, in one transaction.
+    """``Ledger.claim`` then ``submission_for_key`` of each item, in one transaction.
 
     Returns ``(won, submission row or None)`` per item. A key held by someone else is
-    tried again with ``Claims.claim`` after the transaction (its dead-owner take-over).
+    tried again with ``Ledger.claim`` after the transaction (its dead-owner take-over).
     """
     return [(won, row) for won, row, _ in record_claims_then_prepare(ledger, items)]
 
@@ -242,9 +242,9 @@ def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> lis
     claim; one ``INSERT … ON CONFLICT DO NOTHING RETURNING`` creates the claims never
     taken (a row that exists is held by another owner); one ``SELECT`` reads the
     submissions; then one ``INSERT … ON CONFLICT DO NOTHING`` of the ``submitting`` rows
-    and one ``UPDATE`` of their claims. Same rules as ``Claims.claim`` (rowcounts decide,
+    and one ``UPDATE`` of their claims. Same rules as ``Ledger.claim`` (rowcounts decide,
     no read-then-write), so atomic on SQLite and PostgreSQL alike. A key held by someone
-    else is tried again with ``Claims.claim`` after the transaction (its dead-owner
+    else is tried again with ``Ledger.claim`` after the transaction (its dead-owner
     take-over), and is then never prepared here.
     """
     if not items:
@@ -290,12 +290,12 @@ def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], d
 def _claims_after(
     ledger: Ledger, items: list[ClaimRequest], won: set[str], rows: dict[str, Any], prepared: set[str]
 ) -> list[tuple[bool, Any, bool]]:
-    """The result per item; a key held by another owner gets ``Claims.claim``'s dead-owner take-over."""
+    """The result per item; a key held by another owner gets ``Ledger.claim``'s dead-owner take-over."""
     out: list[tuple[bool, Any, bool]] = []
     for it in items:
         if it.key in won:
             out.append((True, rows.get(it.key), it.key in prepared))
-        elif ledger.claims.claim(it.key, it.owner, it.lease_seconds):  # a dead holder on this host
+        elif ledger.claim(it.key, it.owner, it.lease_seconds):  # a dead holder on this host
             out.append((True, ledger.submission_for_key(it.key), False))
         else:
             out.append((False, ledger.submission_for_key(it.key), False))

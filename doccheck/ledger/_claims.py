@@ -27,13 +27,11 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, insert, or_, select, update
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Connection
 
 from doccheck.domain import SubmissionState
 from doccheck.ledger._sqltypes import table_of
@@ -86,166 +84,151 @@ class Doubt:
     last_sent_at: datetime | None = None
 
 
-class Claims:
-    """Claim, renew and release keys; record sends and whether they are in doubt."""
+# -- the claims' statements, one transaction each (``Ledger.claim`` and its neighbours open it) ----
+#
+# Why a Connection first and not a Session: each of these is one Core compare-and-set (or a read of
+# two tables) whose rowcount IS the answer, with no ORM row involved; ``Connection.execute`` returns
+# that rowcount, and the grouped claims of a round (:mod:`doccheck.ledger._bulk`) run the same
+# statements on the round's Connection. A claim is several transactions on purpose (an insert that
+# loses a race fails with ``IntegrityError``, which on PostgreSQL aborts its transaction), so the
+# sequence lives in :meth:`~doccheck.ledger._facade.Ledger.claim`, one ``engine.begin()`` per step.
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
-    def claim(self, key: str, owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> bool:
-        """Take (or keep) ``key`` for ``owner``; False while another live owner holds it."""
-        now = utcnow()
-        expires = now + timedelta(seconds=lease_seconds)
-        with self.engine.begin() as conn:
-            won = conn.execute(
-                update(_T)
-                .where(
-                    _T.c.idempotency_key == key,
-                    or_(_T.c.owner.is_(None), _T.c.owner == owner, _T.c.expires_at < now),
-                )
-                .values(owner=owner, expires_at=expires, updated_at=now)
-            ).rowcount
-            if won:
-                return True
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(_T).values(
-                        idempotency_key=key, owner=owner, expires_at=expires, in_doubt=False, updated_at=now
-                    )
-                )
-            return True
-        except IntegrityError:  # the row exists: another owner holds it (or won the insert race)
-            pass
-        return self._take_over_dead(key, owner, expires)
-
-    def _take_over_dead(self, key: str, owner: str, expires: datetime) -> bool:
-        """Take ``key`` from a holder that died on this host (compare-and-set on its id)."""
-        with self.engine.connect() as conn:
-            holder = conn.execute(select(_T.c.owner).where(_T.c.idempotency_key == key)).scalar()
-            conn.rollback()
-        if not holder or holder == owner or not owner_is_dead_here(holder):
-            return False
-        with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(_T)
-                    .where(_T.c.idempotency_key == key, _T.c.owner == holder)
-                    .values(owner=owner, expires_at=expires, updated_at=utcnow())
-                ).rowcount
+def take(conn: Connection, key: str, owner: str, now: datetime, expires: datetime) -> bool:
+    """Take (or keep) an existing claim row that is free, ``owner``'s, or expired: one
+    conditional ``UPDATE`` whose rowcount says whether ``owner`` won."""
+    return bool(
+        conn.execute(
+            update(_T)
+            .where(
+                _T.c.idempotency_key == key,
+                or_(_T.c.owner.is_(None), _T.c.owner == owner, _T.c.expires_at < now),
             )
+            .values(owner=owner, expires_at=expires, updated_at=now)
+        ).rowcount
+    )
 
-    def renew(self, keys: Iterable[str], owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> int:
-        """Extend ``owner``'s claims on ``keys``; returns how many it still holds."""
-        keys = list(keys)
-        if not keys:
-            return 0
-        now = utcnow()
-        held = 0
-        with self.engine.begin() as conn:
-            for i in range(0, len(keys), 500):
-                held += conn.execute(
-                    update(_T)
-                    .where(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner == owner)
-                    .values(expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
-                ).rowcount
-        return held
 
-    def release(self, key: str, owner: str, *, settled: bool = False) -> None:
-        """Give ``key`` back (only if ``owner`` still holds it); ``settled`` also clears
-        ``in_doubt`` in the same statement (the hot path: one transaction, not two)."""
-        values: dict[str, object] = {"owner": None, "expires_at": None, "updated_at": utcnow()}
-        if settled:
-            values["in_doubt"] = False
-        with self.engine.begin() as conn:
-            conn.execute(update(_T).where(_T.c.idempotency_key == key, _T.c.owner == owner).values(**values))
+def add(conn: Connection, key: str, owner: str, now: datetime, expires: datetime) -> None:
+    """The first claim of a key never claimed; ``IntegrityError`` when its row exists (another
+    owner holds it, or won the insert race): the primary key decides."""
+    conn.execute(
+        insert(_T).values(idempotency_key=key, owner=owner, expires_at=expires, in_doubt=False, updated_at=now)
+    )
 
-    def mark_sending(self, key: str, owner: str) -> bool:
-        """Write, BEFORE a create-check request, that it may reach the service.
 
-        Sets ``first_sent_at`` once (the reconciliation pages back to it) and ``in_doubt``.
-        Returns False when ``owner`` no longer holds the claim: then it must not send.
-        """
-        now = utcnow()
-        with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(_T)
-                    .where(_T.c.idempotency_key == key, _T.c.owner == owner)
-                    .values(
-                        in_doubt=True,
-                        sent_by=owner,
-                        first_sent_at=func.coalesce(_T.c.first_sent_at, now),
-                        updated_at=now,
-                    )
-                ).rowcount
+def holder(conn: Connection, key: str) -> str | None:
+    """Who holds ``key``'s claim row now (None: nobody, or no row)."""
+    found = conn.execute(select(_T.c.owner).where(_T.c.idempotency_key == key)).scalar()
+    return None if found is None else str(found)
+
+
+def take_from(conn: Connection, key: str, held_by: str, owner: str, expires: datetime) -> bool:
+    """Take ``key`` from ``held_by`` (a holder that died on this host): compare-and-set on its id."""
+    return bool(
+        conn.execute(
+            update(_T)
+            .where(_T.c.idempotency_key == key, _T.c.owner == held_by)
+            .values(owner=owner, expires_at=expires, updated_at=utcnow())
+        ).rowcount
+    )
+
+
+def renew(conn: Connection, keys: list[str], owner: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> int:
+    """Extend ``owner``'s claims on ``keys``; returns how many it still holds."""
+    now = utcnow()
+    held = 0
+    for i in range(0, len(keys), 500):
+        held += conn.execute(
+            update(_T)
+            .where(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner == owner)
+            .values(expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
+        ).rowcount
+    return held
+
+
+def release(conn: Connection, key: str, owner: str, *, settled: bool = False) -> None:
+    """Give ``key`` back (only if ``owner`` still holds it); ``settled`` also clears
+    ``in_doubt`` in the same statement (the hot path: one transaction, not two)."""
+    values: dict[str, object] = {"owner": None, "expires_at": None, "updated_at": utcnow()}
+    if settled:
+        values["in_doubt"] = False
+    conn.execute(update(_T).where(_T.c.idempotency_key == key, _T.c.owner == owner).values(**values))
+
+
+def mark_sending(conn: Connection, key: str, owner: str) -> bool:
+    """Write, BEFORE a create-check request, that it may reach the service.
+
+    Sets ``first_sent_at`` once (the reconciliation pages back to it) and ``in_doubt``.
+    Returns False when ``owner`` no longer holds the claim: then it must not send.
+    """
+    now = utcnow()
+    return bool(
+        conn.execute(
+            update(_T)
+            .where(_T.c.idempotency_key == key, _T.c.owner == owner)
+            .values(
+                in_doubt=True,
+                sent_by=owner,
+                first_sent_at=func.coalesce(_T.c.first_sent_at, now),
+                updated_at=now,
             )
+        ).rowcount
+    )
 
-    def settle(self, key: str) -> None:
-        """The service answered for sure (a check, or a refusal): nothing left in doubt."""
-        with self.engine.begin() as conn:
-            conn.execute(update(_T).where(_T.c.idempotency_key == key).values(in_doubt=False, updated_at=utcnow()))
 
-    def doubt(self, key: str) -> Doubt | None:
-        """Whether an earlier request for ``key`` may have reached the service unrecorded.
+def settle(conn: Connection, key: str) -> None:
+    """The service answered for sure (a check, or a refusal): nothing left in doubt."""
+    conn.execute(update(_T).where(_T.c.idempotency_key == key).values(in_doubt=False, updated_at=utcnow()))
 
-        Also covers a ledger written before claims existed: a ``submitting``/``uploading``
-        row without a check id is in doubt since it was created.
-        """
-        s = table_of(SubmissionRow)
-        with self.engine.connect() as conn:
-            sub = conn.execute(
-                select(s.c.state, s.c.check_id, s.c.created_at, s.c.updated_at).where(s.c.idempotency_key == key)
-            ).first()
-            claim = conn.execute(
-                select(_T.c.in_doubt, _T.c.first_sent_at, _T.c.sent_by, _T.c.updated_at).where(
-                    _T.c.idempotency_key == key
-                )
-            ).first()
-            conn.rollback()
-        if sub is not None and sub.check_id:
-            return None
-        if claim is not None and claim.first_sent_at is not None:
-            if claim.in_doubt:
-                return Doubt(key, claim.first_sent_at, claim.sent_by, claim.updated_at)
-            return None
-        if sub is not None and sub.state in (SubmissionState.SUBMITTING, SubmissionState.UPLOADING):
-            return Doubt(key, sub.created_at, None, sub.updated_at)
+
+def doubt(conn: Connection, key: str) -> Doubt | None:
+    """Whether an earlier request for ``key`` may have reached the service unrecorded.
+
+    Also covers a ledger written before claims existed: a ``submitting``/``uploading``
+    row without a check id is in doubt since it was created.
+    """
+    s = table_of(SubmissionRow)
+    sub = conn.execute(
+        select(s.c.state, s.c.check_id, s.c.created_at, s.c.updated_at).where(s.c.idempotency_key == key)
+    ).first()
+    claim = conn.execute(
+        select(_T.c.in_doubt, _T.c.first_sent_at, _T.c.sent_by, _T.c.updated_at).where(_T.c.idempotency_key == key)
+    ).first()
+    if sub is not None and sub.check_id:
         return None
+    if claim is not None and claim.first_sent_at is not None:
+        if claim.in_doubt:
+            return Doubt(key, claim.first_sent_at, claim.sent_by, claim.updated_at)
+        return None
+    if sub is not None and sub.state in (SubmissionState.SUBMITTING, SubmissionState.UPLOADING):
+        return Doubt(key, sub.created_at, None, sub.updated_at)
+    return None
 
-    def first_sends_of_checks(self, check_ids: Iterable[str]) -> dict[str, datetime]:
-        """``check id → when its key's request first left this side`` for the checks the ledger
-        knows (a lower bound of when the service made them, on this side's clock): what lets
-        a walk of the service's list prove its order (:mod:`doccheck.pipeline.sending._reconcile`)."""
-        ids = sorted(set(check_ids))
-        if not ids:
-            return {}
-        s = table_of(SubmissionRow)
-        sent = func.coalesce(_T.c.first_sent_at, s.c.created_at)
-        stmt = (
-            select(s.c.check_id, sent)
-            .select_from(s.outerjoin(_T, _T.c.idempotency_key == s.c.idempotency_key))
-            .where(s.c.check_id.in_(ids))
-        )
-        with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
-            conn.rollback()
-        return {check_id: when for check_id, when in rows if when is not None}
 
-    def holders(self, keys: Iterable[str]) -> dict[str, str]:
-        """``key → owner`` for the keys currently held by a live owner (reports, tests)."""
-        keys = list(keys)
-        now = utcnow()
-        found: dict[str, str] = {}
-        with self.engine.connect() as conn:
-            for i in range(0, len(keys), 500):
-                rows = conn.execute(
-                    select(_T.c.idempotency_key, _T.c.owner).where(
-                        and_(
-                            _T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner.is_not(None), _T.c.expires_at >= now
-                        )
-                    )
-                ).all()
-                found.update({r.idempotency_key: r.owner for r in rows})
-            conn.rollback()
-        return found
+def first_sends_of_checks(conn: Connection, check_ids: list[str]) -> dict[str, datetime]:
+    """``check id → when its key's request first left this side`` for the checks the ledger
+    knows (a lower bound of when the service made them, on this side's clock): what lets
+    a walk of the service's list prove its order (:mod:`doccheck.pipeline.sending._reconcile`)."""
+    s = table_of(SubmissionRow)
+    sent = func.coalesce(_T.c.first_sent_at, s.c.created_at)
+    stmt = (
+        select(s.c.check_id, sent)
+        .select_from(s.outerjoin(_T, _T.c.idempotency_key == s.c.idempotency_key))
+        .where(s.c.check_id.in_(check_ids))
+    )
+    return {check_id: when for check_id, when in conn.execute(stmt).all() if when is not None}
+
+
+def holders(conn: Connection, keys: list[str]) -> dict[str, str]:
+    """``key → owner`` for the keys currently held by a live owner (reports, tests)."""
+    now = utcnow()
+    found: dict[str, str] = {}
+    for i in range(0, len(keys), 500):
+        rows = conn.execute(
+            select(_T.c.idempotency_key, _T.c.owner).where(
+                and_(_T.c.idempotency_key.in_(keys[i : i + 500]), _T.c.owner.is_not(None), _T.c.expires_at >= now)
+            )
+        ).all()
+        found.update({r.idempotency_key: r.owner for r in rows})
+    return found

@@ -383,7 +383,7 @@ def _row_money(check_id: str | None, sub: Any, money: dict[str, tuple[int, int]]
     return int(sub.cost_cents or 0) if sub is not None else 0, 0
 
 
-def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
+def summarize(s: Session, run_id: str) -> dict[str, Any]:
     """Counts for the end-of-run table and the run row's ``summary`` column.
 
     Counted by the database (report columns only, never a document's metadata nor a check's
@@ -391,7 +391,6 @@ def summarize(ledger: Database, s: Session, run_id: str) -> dict[str, Any]:
     checks with their first submission's charge, and their products grouped by status.
     Why in SQL: read row by row in pages, a 100,000-document run took 3 s of CPU to summarise.
     """
-    del ledger
     n_rejected = int(
         s.execute(select(func.count()).select_from(RejectionRow).where(RejectionRow.run_id == run_id)).scalar_one()
     )  # noqa: E501

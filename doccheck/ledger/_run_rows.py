@@ -1,13 +1,15 @@
-"""Runs, their accepted documents and their refused rows.
+"""Runs, their accepted documents and their refused rows: functions taking the session first.
 
-Part of the :class:`~doccheck.ledger._facade.Ledger` facade: what a run was asked to do,
-recorded before anything is sent, so the reports can say what happened to every row.
+What a run was asked to do, recorded before anything is sent, so the reports can say what
+happened to every row. :class:`~doccheck.ledger._facade.Ledger` opens the transaction and calls
+them; the documents' and rejections' one writer is :mod:`doccheck.ledger._bulk`.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import or_, text, update
@@ -15,105 +17,89 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from doccheck.domain import ProductState, SubmissionState
-from doccheck.ledger._base import Database, dump
+from doccheck.ledger._base import PlannedLike, dump
 from doccheck.ledger._bulk import document_row, write_documents, write_rejections
 from doccheck.ledger._in_list import one_of
+from doccheck.ledger._report_rows import summarize
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import DocumentRow, OutcomeRow, RunRow, SubmissionRow, utcnow
+from doccheck.sources.manifest import Rejection
 
 
-class Runs:
-    """Start, finish and look up runs; record their documents and rejections (idempotent)."""
+def start_run(
+    session: Session,
+    *,
+    campaign: str,
+    manifest: str | None = None,
+    products: Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+) -> str:
+    """Record the start of a run and return its id (a UUID unless given)."""
+    run = RunRow(
+        id=run_id or str(uuid.uuid4()),
+        campaign=campaign,
+        manifest=manifest,
+        products=list(products),
+        params=dump(params or {}),
+    )
+    session.add(run)
+    return run.id
 
-    def __init__(self, db: Database, summarize: Callable[[Session, str], dict[str, Any]]) -> None:
-        self.db = db
-        self.session = db.session
-        self._summary = summarize
 
-    def start_run(
-        self,
-        *,
-        campaign: str,
-        manifest: str | None = None,
-        products: Sequence[str] = (),
-        params: Mapping[str, Any] | None = None,
-        run_id: str | None = None,
-    ) -> str:
-        """Record the start of a run and return its id (a UUID unless given)."""
-        run = RunRow(
-            id=run_id or str(uuid.uuid4()),
-            campaign=campaign,
-            manifest=manifest,
-            products=list(products),
-            params=dump(params or {}),
-        )
-        with self.session() as s:
-            s.add(run)
-        return run.id
+def finish_run(
+    session: Session, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None
+) -> None:
+    """Close a run with its final status and a JSON summary (the run's counts, read in the same
+    transaction, when none is given)."""
+    run = session.get(RunRow, run_id)
+    if run is None:
+        raise KeyError(f"unknown run id {run_id!r}")
+    run.status = status
+    run.finished_at = utcnow()
+    run.summary = dump(summary) if summary is not None else summarize(session, run_id)
+    session.add(run)
 
-    def finish_run(self, run_id: str, *, status: str = "finished", summary: Mapping[str, Any] | None = None) -> None:
-        """Close a run with its final status and a JSON summary."""
-        with self.session() as s:
-            run = s.get(RunRow, run_id)
-            if run is None:
-                raise KeyError(f"unknown run id {run_id!r}")
-            run.status = status
-            run.finished_at = utcnow()
-            run.summary = dump(summary) if summary is not None else self._summary(s, run_id)
-            s.add(run)
 
-    def get_run(self, run_id: str) -> RunRow | None:
-        """The run row, or None."""
-        with self.session() as s:
-            return s.get(RunRow, run_id)
+def get_run(session: Session, run_id: str) -> RunRow | None:
+    """The run row, or None."""
+    return session.get(RunRow, run_id)
 
-    def latest_run(self, campaign: str) -> RunRow | None:
-        """The most recent run of a campaign (for ``collect_results`` by campaign)."""
-        with self.session() as s:
-            stmt = select(RunRow).where(RunRow.campaign == campaign)
-            return s.exec(stmt.order_by(col(RunRow.started_at).desc())).first()
 
-    def campaign_of(self, run_id: str) -> str:
-        """The campaign of a run (raises KeyError for an unknown run)."""
-        run = self.get_run(run_id)
-        if run is None:
-            raise KeyError(f"unknown run id {run_id!r}")
-        return run.campaign
+def latest_run(session: Session, campaign: str) -> RunRow | None:
+    """The most recent run of a campaign (for ``collect_results`` by campaign)."""
+    stmt = select(RunRow).where(RunRow.campaign == campaign)
+    return session.exec(stmt.order_by(col(RunRow.started_at).desc())).first()
 
-    # -- documents and rejections -----------------------------------------------------
 
-    def record_documents(self, run_id: str, documents: Iterable[Any]) -> int:
-        """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent.
-        The documents' one writer, :func:`~doccheck.ledger._bulk.write_documents`."""
-        campaign = self.campaign_of(run_id)
-        with self.db.engine.begin() as conn:
-            return write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
+def campaign_of(session: Session, run_id: str) -> str:
+    """The campaign of a run (raises KeyError for an unknown run)."""
+    run = get_run(session, run_id)
+    if run is None:
+        raise KeyError(f"unknown run id {run_id!r}")
+    return run.campaign
 
-    def send_as_text(self, run_id: str, key: str, text_key: str) -> int:
-        """The run's documents under ``key`` now go as their text, under ``text_key`` (the service
-        refused the file's type; no check was made for ``key``). How many rows moved."""
-        t = table_of(DocumentRow)
-        with self.db.engine.begin() as conn:
-            moved = conn.execute(
-                update(t)
-                .where(t.c.run_id == run_id, t.c.idempotency_key == key)
-                .values(idempotency_key=text_key, mode="text")
-            )
-            return int(moved.rowcount or 0)
 
-    def record_rejections(self, run_id: str, rejections: Iterable[Any]) -> int:
-        """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
-        Their one writer, :func:`~doccheck.ledger._bulk.write_rejections`."""
-        with self.db.engine.begin() as conn:
-            return write_rejections(conn, run_id, list(rejections))
+def send_as_text(session: Session, run_id: str, key: str, text_key: str) -> int:
+    """The run's documents under ``key`` now go as their text, under ``text_key`` (the service
+    refused the file's type; no check was made for ``key``). How many rows moved."""
+    t = table_of(DocumentRow)
+    moved = session.connection().execute(
+        update(t).where(t.c.run_id == run_id, t.c.idempotency_key == key).values(idempotency_key=text_key, mode="text")
+    )
+    return int(moved.rowcount or 0)
 
-    def document_metadata(self, run_id: str) -> RunMetadata:
-        """``document_id → metadata`` of a run, for joining caller columns into the reports.
 
-        A mapping read from the ledger as it is used (:class:`RunMetadata`), not a dict of the
-        whole run: a term's 100,000 documents held ~75 MB of dicts while the reports were written.
-        """
-        return RunMetadata(self.db, run_id)
+def add_documents(session: Session, run_id: str, campaign: str, documents: Iterable[PlannedLike]) -> int:
+    """Record the accepted rows of a run (planning's ``PlannedDocument``); idempotent. How many
+    were new. The documents' one writer, :func:`~doccheck.ledger._bulk.write_documents`."""
+    return write_documents(session.connection(), [document_row(run_id, campaign, doc) for doc in documents])
+
+
+def add_rejections(session: Session, run_id: str, rejections: Iterable[Rejection]) -> int:
+    """Record the rows refused before sending (planning's ``Rejection``); idempotent per run.
+    Their one writer, :func:`~doccheck.ledger._bulk.write_rejections`."""
+    return write_rejections(session.connection(), run_id, list(rejections))
 
 
 #: Each metadata key of a run once, ordered by where it is first seen: the first document (by row
@@ -144,15 +130,15 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
     #: Documents read per query when the whole run is walked.
     CHUNK = 2000
 
-    def __init__(self, db: Database, run_id: str) -> None:
-        self._db = db
+    def __init__(self, sessions: Callable[[], AbstractContextManager[Session]], run_id: str) -> None:
+        self._sessions = sessions  # ``Ledger.session``: one short transaction per read
         self.run_id = run_id
 
     def _rows(self) -> Iterable[tuple[str, Mapping[str, Any] | None]]:
         """Every ``(document_id, metadata)`` of the run, a chunk at a time (keyset on the row id)."""
         last = -1
         while True:
-            with self._db.session() as s:
+            with self._sessions() as s:
                 stmt = select(DocumentRow.id, DocumentRow.document_id, DocumentRow.doc_metadata).where(
                     DocumentRow.run_id == self.run_id, col(DocumentRow.id) > last
                 )
@@ -173,7 +159,7 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
     def __len__(self) -> int:
         from sqlalchemy import func
 
-        with self._db.session() as s:
+        with self._sessions() as s:
             stmt = select(func.count(func.distinct(DocumentRow.document_id))).where(DocumentRow.run_id == self.run_id)
             return int(s.exec(stmt).one())
 
@@ -187,7 +173,7 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
         """Metadata keys in first-seen order (``document_id`` excluded), found by the database in
         the stored JSON: the run's metadata is not read into Python for its keys (a term's
         100,000 documents: ~1 s of a PostgreSQL rerun; issue 28)."""
-        with self._db.session() as s:
+        with self._sessions() as s:
             postgres = s.get_bind().dialect.name == "postgresql"
             rows = s.execute(text(_PG_KEYS if postgres else _SQLITE_KEYS), {"run_id": self.run_id}).all()
         return [key for (key,) in rows if key != "document_id"]
@@ -196,7 +182,7 @@ class RunMetadata(Mapping[str, dict[str, Any]]):
         """The metadata of these documents (one query per 500 ids)."""
         ids = list(dict.fromkeys(str(i) for i in document_ids))
         found: dict[str, dict[str, Any]] = {}
-        with self._db.session() as s:
+        with self._sessions() as s:
             for i in range(0, len(ids), 500):
                 stmt = select(DocumentRow.document_id, DocumentRow.doc_metadata).where(
                     DocumentRow.run_id == self.run_id, one_of(col(DocumentRow.document_id), ids[i : i + 500], s)

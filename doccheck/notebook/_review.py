@@ -27,6 +27,6 @@ def set_disposition(
 
     ledger = Ledger(load_settings(database_url=database_url).ledger.database_url)
     try:
-        return ledger.dispositions.set(campaign, document_id, status, note=note, decided_by=decided_by)
+        return ledger.set_disposition(campaign, document_id, status, note=note, decided_by=decided_by)
     finally:
         ledger.close()

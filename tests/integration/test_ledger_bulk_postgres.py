@@ -163,10 +163,10 @@ def test_racing_grouped_claims_give_each_key_to_one_owner(postgres_database: str
     ledgers: list[Ledger] = []
     try:
         for key in keys[:20]:
-            assert setup.claims.claim(key, "host:9:old", lease_seconds=-1)  # expired
+            assert setup.claim(key, "host:9:old", lease_seconds=-1)  # expired
         for key in keys[20:40]:
-            assert setup.claims.claim(key, "host:9:old")
-            setup.claims.release(key, "host:9:old", settled=True)  # free
+            assert setup.claim(key, "host:9:old")
+            setup.release_claim(key, "host:9:old", settled=True)  # free
         ledgers += [Ledger(url) for _ in owners]
         barrier = threading.Barrier(len(owners))
         results: dict[str, list[tuple[bool, object]]] = {}

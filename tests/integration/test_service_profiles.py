@@ -67,12 +67,12 @@ async def _lose_answers(emulator: EmulatorHandle, key: str, ledger: Ledger, run_
         for doc in docs:
             ledger.mark_submitting(doc.idempotency_key, campaign="c", document_id=doc.document_id,
                                    products=list(doc.products), mode="text")  # fmt: skip
-            assert ledger.claims.claim(doc.idempotency_key, "dead-run") and ledger.claims.mark_sending(
+            assert ledger.claim(doc.idempotency_key, "dead-run") and ledger.mark_sending(
                 doc.idempotency_key, "dead-run"
             )
             await client.create_check(text=doc.text, products=list(doc.products), idempotency_key=doc.idempotency_key,
                                       metadata=with_reference(dict(doc.metadata), doc.idempotency_key))  # fmt: skip
-            ledger.claims.release(doc.idempotency_key, "dead-run")
+            ledger.release_claim(doc.idempotency_key, "dead-run")
 
 
 def _ledger_money(ledger: Ledger) -> tuple[int, int]:

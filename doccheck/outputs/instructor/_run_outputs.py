@@ -72,9 +72,8 @@ async def write_run_outputs(
     if ledger is not None and run_id is not None:
         rid: str = run_id
         names_of = lambda ids: names_from_ledger(ledger, rid, ids)  # noqa: E731
-        decided = getattr(ledger, "dispositions", None)
-        if decided is not None and decided.any_for_run(rid):
-            dispositions_of = lambda ids: decided.of_run(rid, ids)  # noqa: E731
+        if hasattr(ledger, "has_dispositions") and ledger.has_dispositions(rid):
+            dispositions_of = lambda ids: ledger.dispositions_of_run(rid, ids)  # noqa: E731
     ai_rules = AiRules.from_options(rules)
     reference: list[float] = []
     if ai_rules.reference_campaign and ledger is not None:

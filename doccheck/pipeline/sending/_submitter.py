@@ -266,7 +266,7 @@ class _BatchSubmitter:
             if key in self.released:
                 self.released.discard(key)
             else:
-                await self._db(self.ledger.claims.release, key, self.owner, settled=key in self.settled)
+                await self._db(self.ledger.release_claim, key, self.owner, settled=key in self.settled)
             self.settled.discard(key)
 
     async def _reconcile(self, doc: Any, current: SubmissionRow | None, *, fresh: bool = False) -> str:
@@ -276,7 +276,7 @@ class _BatchSubmitter:
         ``fresh``: look up now in a new walk (after a refusal that may be about this key)."""
         if current is None:  # never marked submitting, so never sent: nothing to look up
             return "send"
-        doubt = await self._db(self.ledger.claims.doubt, doc.idempotency_key)
+        doubt = await self._db(self.ledger.doubt, doc.idempotency_key)
         if doubt is None or not (fresh or needs_reconciliation(doubt, self.owner)):
             return "send"
         walk = self._walk() if fresh else self.reconciler
@@ -291,7 +291,7 @@ class _BatchSubmitter:
         log.info("adopted check %s of %s found by its reference (an earlier answer was lost)",
                  check.id, doc.document_id)  # fmt: skip
         await self._db(self.ledger.mark_submitted, doc.idempotency_key, check, mode=doc.mode, replayed=True)
-        await self._db(self.ledger.claims.settle, doc.idempotency_key)
+        await self._db(self.ledger.settle, doc.idempotency_key)
         self.result.replayed += 1
         self.result.reconciled += 1
         return "adopted"
@@ -300,7 +300,7 @@ class _BatchSubmitter:
         """A walk of the service's list that asks the ledger which listed checks are ours."""
 
         async def known_sends(check_ids: list[str]) -> dict[str, Any]:
-            sent: dict[str, Any] = await self._db(self.ledger.claims.first_sends_of_checks, check_ids)
+            sent: dict[str, Any] = await self._db(self.ledger.first_sends_of_checks, check_ids)
             return sent
 
         return Reconciler(self.client, deadline_at=self.deadline_at, known_sends=known_sends)
@@ -442,7 +442,7 @@ class _BatchSubmitter:
             return None
         if isinstance(exc, DocCheckError):
             await self._fail(doc, _error_code(exc), exc.message)
-            await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
+            await self._db(self.ledger.settle, doc.idempotency_key)  # a refusal: no check was made
         elif isinstance(exc, OSError):  # the file vanished or became unreadable since planning
             await self._fail(doc, "file_unreadable", f"cannot read {doc.name!r}: {exc.strerror or exc}")
         else:
@@ -472,7 +472,7 @@ class _BatchSubmitter:
             products=list(doc.products),
             mode=doc.mode,
         )
-        await self._db(self.ledger.claims.settle, doc.idempotency_key)  # a refusal: no check was made
+        await self._db(self.ledger.settle, doc.idempotency_key)  # a refusal: no check was made
         self.as_text[doc.idempotency_key] = await self._as_text(doc)
         return True
 
@@ -501,7 +501,7 @@ class _BatchSubmitter:
     async def _sending(self, doc: Any) -> None:
         """Record, before a create-check request, that it may reach the service; refuse to
         send a key whose claim was lost (a stalled process whose lease expired)."""
-        if not await self._db(self.ledger.claims.mark_sending, doc.idempotency_key, self.owner):
+        if not await self._db(self.ledger.mark_sending, doc.idempotency_key, self.owner):
             raise ClaimLost(doc.idempotency_key)
 
     async def renew_claims(self) -> None:
@@ -511,7 +511,7 @@ class _BatchSubmitter:
             if not self.held:
                 continue
             try:
-                await self._db(self.ledger.claims.renew, list(self.held), self.owner, self.lease_seconds)
+                await self._db(self.ledger.renew_claims, list(self.held), self.owner, self.lease_seconds)
             except Exception:  # noqa: BLE001 - a database blip: the next round renews (3 more before expiry)
                 log.warning("could not renew the claims of this batch; retrying", exc_info=True)
 

@@ -26,48 +26,45 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
 
 
 def test_second_owner_is_refused_until_release(ledger: Ledger) -> None:
-    c = ledger.claims
-    assert c.claim("k1", "a")
-    assert c.claim("k1", "a")  # re-entrant for the holder
-    assert not c.claim("k1", "b")
-    assert c.holders(["k1", "k2"]) == {"k1": "a"}
-    c.release("k1", "b")  # not b's to release
-    assert not c.claim("k1", "b")
-    c.release("k1", "a")
-    assert c.claim("k1", "b")
+    assert ledger.claim("k1", "a")
+    assert ledger.claim("k1", "a")  # re-entrant for the holder
+    assert not ledger.claim("k1", "b")
+    assert ledger.claim_holders(["k1", "k2"]) == {"k1": "a"}
+    ledger.release_claim("k1", "b")  # not b's to release
+    assert not ledger.claim("k1", "b")
+    ledger.release_claim("k1", "a")
+    assert ledger.claim("k1", "b")
 
 
 def test_dead_owner_lease_expires_and_renewal_keeps_it(ledger: Ledger) -> None:
-    c = ledger.claims
-    assert c.claim("k1", "dead", lease_seconds=0.2)
-    assert c.claim("k2", "alive", lease_seconds=0.2)
+    assert ledger.claim("k1", "dead", lease_seconds=0.2)
+    assert ledger.claim("k2", "alive", lease_seconds=0.2)
     time.sleep(0.1)
-    assert c.renew(["k2"], "alive", lease_seconds=60) == 1
+    assert ledger.renew_claims(["k2"], "alive", lease_seconds=60) == 1
     time.sleep(0.25)
-    assert c.claim("k1", "next")  # the dead owner's claim expired
-    assert not c.claim("k2", "next")  # the renewed one did not
-    assert c.renew(["k1"], "dead") == 0  # a lost claim is reported as such
+    assert ledger.claim("k1", "next")  # the dead owner's claim expired
+    assert not ledger.claim("k2", "next")  # the renewed one did not
+    assert ledger.renew_claims(["k1"], "dead") == 0  # a lost claim is reported as such
 
 
 def test_send_in_doubt_until_settled(ledger: Ledger) -> None:
-    c = ledger.claims
-    assert c.doubt("k1") is None
-    assert c.claim("k1", "a")
-    assert c.mark_sending("k1", "a")
-    first = c.doubt("k1")
+    assert ledger.doubt("k1") is None
+    assert ledger.claim("k1", "a")
+    assert ledger.mark_sending("k1", "a")
+    first = ledger.doubt("k1")
     assert first is not None and first.sent_by == "a" and first.first_sent_at is not None
-    c.release("k1", "a")
-    assert not c.mark_sending("k1", "b")  # no send without the claim
-    assert c.claim("k1", "b") and c.mark_sending("k1", "b")
-    again = c.doubt("k1")
+    ledger.release_claim("k1", "a")
+    assert not ledger.mark_sending("k1", "b")  # no send without the claim
+    assert ledger.claim("k1", "b") and ledger.mark_sending("k1", "b")
+    again = ledger.doubt("k1")
     assert again is not None and again.first_sent_at == first.first_sent_at and again.sent_by == "b"
-    c.settle("k1")
-    assert c.doubt("k1") is None
+    ledger.settle("k1")
+    assert ledger.doubt("k1") is None
 
 
 def test_legacy_submitting_row_is_in_doubt(ledger: Ledger) -> None:
     ledger.mark_submitting("k1", campaign="c", document_id="d1", products=["ai"], mode="text")
-    doubt = ledger.claims.doubt("k1")
+    doubt = ledger.doubt("k1")
     assert doubt is not None and doubt.sent_by is None and doubt.first_sent_at is not None
 
 
@@ -95,7 +92,7 @@ def test_submitted_is_never_moved_back(ledger: Ledger) -> None:
 def _race(database_url: str, owner: str, start: Any, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     led = Ledger(database_url)
     start.wait(timeout=60)  # every process has its engine open: all four claim at the same moment
-    won = [k for k in KEYS if led.claims.claim(k, owner)]
+    won = [k for k in KEYS if led.claim(k, owner)]
     led.close()
     out.put((owner, won))
 
@@ -117,7 +114,7 @@ def test_claims_race_between_processes_has_one_winner_per_key(ledger: Ledger) ->
             winners.setdefault(key, []).append(owner)
     assert sorted(winners) == sorted(KEYS)
     assert all(len(owners) == 1 for owners in winners.values()), winners
-    assert ledger.claims.holders(KEYS) == {k: owners[0] for k, owners in winners.items()}
+    assert ledger.claim_holders(KEYS) == {k: owners[0] for k, owners in winners.items()}
 
 
 def test_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(ledger: Ledger) -> None:
@@ -131,9 +128,9 @@ def test_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(ledger: Ledg
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     dead = child.stdout.strip()  # that process has exited
-    assert ledger.claims.claim("k1", dead, lease_seconds=3600)
-    assert ledger.claims.claim("k1", new_owner_id())  # no need to wait an hour
+    assert ledger.claim("k1", dead, lease_seconds=3600)
+    assert ledger.claim("k1", new_owner_id())  # no need to wait an hour
     live = new_owner_id()  # this very process: alive
-    assert ledger.claims.claim("k2", live, lease_seconds=3600)
-    assert not ledger.claims.claim("k2", "elsewhere:1:abc")
-    assert not ledger.claims.claim("k2", new_owner_id())
+    assert ledger.claim("k2", live, lease_seconds=3600)
+    assert not ledger.claim("k2", "elsewhere:1:abc")
+    assert not ledger.claim("k2", new_owner_id())

@@ -38,25 +38,25 @@ def _tables(*docs: str) -> ReportTables:
 def test_set_replaces_and_rejects_bad_input(ledger: Ledger) -> None:
     _document(ledger, "r1", "s1", "h1")
     with pytest.raises(DispositionError, match="status must be one of cleared, discussed, referred"):
-        ledger.dispositions.set("course", "s1", "ok")
+        ledger.set_disposition("course", "s1", "ok")
     with pytest.raises(DispositionError, match="campaign 'course' has no document 'nobody'"):
-        ledger.dispositions.set("course", "nobody", "cleared")
-    ledger.dispositions.set("course", "s1", "discussed", note="first look", decided_by="ana")
-    ledger.dispositions.set("course", "s1", "cleared", note=NOTE, decided_by="ben")
-    decided = ledger.dispositions.of_run("r1")
+        ledger.set_disposition("course", "nobody", "cleared")
+    ledger.set_disposition("course", "s1", "discussed", note="first look", decided_by="ana")
+    ledger.set_disposition("course", "s1", "cleared", note=NOTE, decided_by="ben")
+    decided = ledger.dispositions_of_run("r1")
     assert list(decided) == ["s1"]
     assert (decided["s1"].status, decided["s1"].note, decided["s1"].decided_by) == ("cleared", NOTE, "ben")
     assert decided["s1"].current is True
-    assert ledger.dispositions.of_run("r1", []) == {} and ledger.dispositions.of_run("r1", ["s2"]) == {}
+    assert ledger.dispositions_of_run("r1", []) == {} and ledger.dispositions_of_run("r1", ["s2"]) == {}
 
 
 def test_any_for_run_is_about_the_runs_campaign(ledger: Ledger) -> None:
     _document(ledger, "r1", "s1", "h1")
     _document(ledger, "r2", "s1", "h1", campaign="other")
-    assert not ledger.dispositions.any_for_run("r1") and not ledger.dispositions.any_for_run("r2")
-    ledger.dispositions.set("course", "s1", "discussed")
-    assert ledger.dispositions.any_for_run("r1")
-    assert not ledger.dispositions.any_for_run("r2") and not ledger.dispositions.any_for_run("no-such-run")
+    assert not ledger.has_dispositions("r1") and not ledger.has_dispositions("r2")
+    ledger.set_disposition("course", "s1", "discussed")
+    assert ledger.has_dispositions("r1")
+    assert not ledger.has_dispositions("r2") and not ledger.has_dispositions("no-such-run")
 
 
 def test_a_cleared_flag_survives_a_rerun_unless_the_document_changed(ledger: Ledger, tmp_path: Path) -> None:
@@ -64,15 +64,15 @@ def test_a_cleared_flag_survives_a_rerun_unless_the_document_changed(ledger: Led
     _document(ledger, "r1", "changed", "h-old")
     _document(ledger, "r1", "referred", "h-ref")
     for doc in ("same", "changed"):
-        ledger.dispositions.set("course", doc, "cleared", note=NOTE, decided_by="ana")
-    ledger.dispositions.set("course", "referred", "referred", note="to the panel")
+        ledger.set_disposition("course", doc, "cleared", note=NOTE, decided_by="ana")
+    ledger.set_disposition("course", "referred", "referred", note="to the panel")
     # the next run: same content for two, a new version of "changed"
     _document(ledger, "r2", "same", "h-same")
     _document(ledger, "r2", "changed", "h-new")
     _document(ledger, "r2", "referred", "h-ref")
     paths = write_reports(tmp_path, "run-2", _tables("same", "changed", "referred"))
     written = write_instructor_files(paths.run_dir, None, campaign="course", run_id="r2",
-                                     dispositions_of=lambda ids: ledger.dispositions.of_run("r2", ids))  # fmt: skip
+                                     dispositions_of=lambda ids: ledger.dispositions_of_run("r2", ids))  # fmt: skip
     rows = {r["document_id"]: r for r in pq.read_table(written.documents_parquet).to_pylist()}
     assert rows["same"]["review_status"] == "cleared" and rows["same"]["review_current"] is True
     assert rows["same"]["flagged"] is False and rows["same"]["review_note"] == NOTE
@@ -95,7 +95,7 @@ def test_review_command_records_and_refuses(tmp_path: Path) -> None:
                              "--by", "ana", "--database-url", url])  # fmt: skip
     assert ok.exit_code == 0, ok.stdout + ok.stderr
     assert "'s1' in 'course': cleared by ana" in ok.stdout
-    assert ledger.dispositions.of_run("r1")["s1"].note == NOTE
+    assert ledger.dispositions_of_run("r1")["s1"].note == NOTE
     ledger.close()
 
 
@@ -109,13 +109,13 @@ def test_purge_removes_dispositions_and_leaves_no_note_in_the_file(tmp_path: Pat
     with ledger.session() as s:
         s.add(RunRow(id="r1", campaign="course"))
         s.add(RunRow(id="r9", campaign="kept"))
-    ledger.dispositions.set("course", "s1", "cleared", note=NOTE)
-    ledger.dispositions.set("kept", "k1", "discussed", note="kept note")
+    ledger.set_disposition("course", "s1", "cleared", note=NOTE)
+    ledger.set_disposition("kept", "k1", "discussed", note="kept note")
     plan = plan_purge(ledger.engine, campaigns=["course"])
     assert plan.rows.get("review_dispositions") == 1
     execute_purge(ledger.engine, plan)
-    assert ledger.dispositions.of_run("r1") == {}
-    assert ledger.dispositions.of_run("r9")["k1"].note == "kept note"
+    assert ledger.dispositions_of_run("r1") == {}
+    assert ledger.dispositions_of_run("r9")["k1"].note == "kept note"
     ledger.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("purge.db*"))
     assert b"UNIQUE-NOTE-7f3a" not in raw and b"kept note" in raw
@@ -128,7 +128,7 @@ def test_notebook_set_disposition_uses_the_same_table(tmp_path: Path) -> None:
     ledger = Ledger(url)
     _document(ledger, "r1", "s1", "h1")
     decided = set_disposition("course", "s1", "discussed", note="met on Friday", decided_by="ana", database_url=url)
-    assert decided.status == "discussed" and ledger.dispositions.of_run("r1")["s1"].note == "met on Friday"
+    assert decided.status == "discussed" and ledger.dispositions_of_run("r1")["s1"].note == "met on Friday"
     with pytest.raises(DispositionError):
         set_disposition("course", "s1", "maybe", database_url=url)
     ledger.close()

@@ -52,10 +52,10 @@ def _cases() -> list[tuple[str, dict[str, Any], str | None, str | None, bool]]:
 def _prepare(ledger: Ledger) -> None:
     for key, _, mode, _, marked in _cases():
         owner = "host:2:other" if key == "k-other" else OWNER
-        assert ledger.claims.claim(key, owner)
+        assert ledger.claim(key, owner)
         if marked:
             ledger.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode=mode or "text")
-            assert ledger.claims.mark_sending(key, owner)
+            assert ledger.mark_sending(key, owner)
     with ledger.engine.begin() as conn:  # an earlier answer's outcome (an event, a poll) for chk-7
         conn.execute(OutcomeRow.__table__.insert(), {"check_id": "chk-7", "product": "ai", "campaign": "c1",
                                                     "status": "completed", "fetched": True, "score": 0.25})  # fmt: skip
@@ -76,7 +76,7 @@ def test_grouped_answers_equal_one_by_one_writes(ledgers: tuple[Ledger, Ledger])
     _prepare(grouped)
     for key, data, mode, upload_id, _ in _cases():
         one.mark_submitted(key, Check.model_validate(data), mode=mode, upload_id=upload_id)
-        one.claims.release(key, OWNER, settled=True)
+        one.release_claim(key, OWNER, settled=True)
     record_answers(
         grouped,
         [Answer(key, Check.model_validate(data), mode, upload_id, OWNER) for key, data, mode, upload_id, _ in _cases()],
@@ -98,7 +98,7 @@ def test_recorder_groups_concurrent_answers_into_few_transactions(fresh_url: str
     ledger = Ledger(fresh_url)
     keys = [f"k{i}" for i in range(40)]
     for key in keys:
-        assert ledger.claims.claim(key, OWNER)
+        assert ledger.claim(key, OWNER)
         ledger.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode="text")
     calls: list[int] = []
     writer = LedgerWriter()
@@ -120,7 +120,7 @@ def test_recorder_groups_concurrent_answers_into_few_transactions(fresh_url: str
     writer.close()
     assert sum(calls) == 40 and len(calls) <= 3, calls
     assert {r.state for r in ledger.submissions_for_keys(keys).values()} == {"submitted"}
-    assert ledger.claims.holders(keys) == {}
+    assert ledger.claim_holders(keys) == {}
     ledger.close()
 
 
@@ -130,7 +130,7 @@ def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, L
     items.append(Prepare("p-lost", "c1", "dl", ("ai",), "text", OWNER))  # claim held by another owner
     for led in ledgers:
         for p in items:
-            assert led.claims.claim(p.key, "host:2:other" if p.key == "p-lost" else OWNER)
+            assert led.claim(p.key, "host:2:other" if p.key == "p-lost" else OWNER)
         led.mark_submit_failed("p1", code="network_error", message="x", state="retry_later", campaign="c1",
                                document_id="d1", products=["ai"], mode="text")  # fmt: skip
     expected = []
@@ -138,7 +138,7 @@ def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, L
         one.mark_submitting(
             p.key, campaign=p.campaign, document_id=p.document_id, products=list(p.products), mode=p.mode
         )
-        expected.append(one.claims.mark_sending(p.key, p.owner))
+        expected.append(one.mark_sending(p.key, p.owner))
     assert record_prepares(grouped, items) == expected == [True, True, True, True, False]
     assert _snapshot(grouped) == _snapshot(one)
 
@@ -146,11 +146,11 @@ def test_grouped_prepares_equal_submitting_then_sending(ledgers: tuple[Ledger, L
 def test_grouped_claims_equal_claim_then_read(ledgers: tuple[Ledger, Ledger]) -> None:
     one, grouped = ledgers
     for led in ledgers:
-        assert led.claims.claim("held", "host:2:other")  # a live other owner (not this host's dead pid)
-        assert led.claims.claim("mine", OWNER)
+        assert led.claim("held", "host:2:other")  # a live other owner (not this host's dead pid)
+        assert led.claim("mine", OWNER)
         led.mark_submitting("mine", campaign="c1", document_id="m", products=["ai"], mode="text")
     items = [ClaimRequest(k, OWNER, 120.0) for k in ("new", "mine", "held")]
-    expected = [(one.claims.claim(i.key, i.owner, i.lease_seconds), one.submission_for_key(i.key)) for i in items]
+    expected = [(one.claim(i.key, i.owner, i.lease_seconds), one.submission_for_key(i.key)) for i in items]
     got = record_claims(grouped, items)
     assert [w for w, _ in got] == [w for w, _ in expected] == [True, True, False]
     assert [(r.state if r else None) for _, r in got] == [(r.state if r else None) for _, r in expected]
@@ -175,13 +175,13 @@ def test_grouped_charges_equal_record_charge(ledgers: tuple[Ledger, Ledger]) -> 
             record_charge(conn, "chk-k", None, check_json("chk-k")["cost"])  # known, no campaign yet
             record_charge(conn, "chk-old", "c1", check_json("chk-old")["cost"])  # c1's budget row exists
         for key, campaign, _ in cases:
-            assert led.claims.claim(key, OWNER)
+            assert led.claim(key, OWNER)
             led.mark_submitting(key, campaign=campaign, document_id=key, products=["ai"], mode="text")
-            assert led.claims.mark_sending(key, OWNER)
+            assert led.mark_sending(key, OWNER)
     one, grouped = ledgers
     for key, _, data in cases:
         one.mark_submitted(key, Check.model_validate(data), mode="text")
-        one.claims.release(key, OWNER, settled=True)
+        one.release_claim(key, OWNER, settled=True)
     record_answers(grouped, [Answer(key, Check.model_validate(data), "text", None, OWNER) for key, _, data in cases])
     got = _snapshot(grouped)
     assert got == _snapshot(one)
@@ -209,19 +209,19 @@ def test_claims_then_prepare_equal_claim_submitting_sending(ledgers: tuple[Ledge
         ClaimRequest("expired", OWNER, 120.0, prep("expired")),  # another owner's lease ran out
     ]
     for led in ledgers:
-        assert led.claims.claim("held", "host:2:other")
-        assert led.claims.claim("expired", "host:2:other", lease_seconds=-1)
+        assert led.claim("held", "host:2:other")
+        assert led.claim("expired", "host:2:other", lease_seconds=-1)
         led.mark_submit_failed("failed", code="x", message="y", state="retry_later", campaign="c1",
                                document_id="d-failed", products=["ai"], mode="text")  # fmt: skip
     one, grouped = ledgers
     expected = []
     for it in items:
-        won = one.claims.claim(it.key, it.owner, it.lease_seconds)
+        won = one.claim(it.key, it.owner, it.lease_seconds)
         row = one.submission_for_key(it.key)
         ready = won and row is None and it.prepare is not None
         if ready:
             one.mark_submitting(it.key, campaign="c1", document_id=f"d-{it.key}", products=["ai"], mode="text")
-            assert one.claims.mark_sending(it.key, OWNER)
+            assert one.mark_sending(it.key, OWNER)
         expected.append((won, row.state if row else None, ready))
     got = record_claims_then_prepare(grouped, items)
     assert [(w, r.state if r else None, p) for w, r, p in got] == expected
@@ -238,9 +238,9 @@ def test_answers_and_claims_in_one_transaction_equal_two(ledgers: tuple[Ledger, 
     done = [f"a{i}" for i in range(3)]
     for led in ledgers:
         for key in done:
-            assert led.claims.claim(key, OWNER)
+            assert led.claim(key, OWNER)
             led.mark_submitting(key, campaign="c1", document_id=key, products=["ai"], mode="text")
-            assert led.claims.mark_sending(key, OWNER)
+            assert led.mark_sending(key, OWNER)
     answers = [Answer(k, Check.model_validate(check_json(f"chk-{k}")), "text", None, OWNER) for k in done]
     claims = [ClaimRequest(f"n{i}", OWNER, 120.0, Prepare(f"n{i}", "c1", f"n{i}", ("ai",), "text", OWNER))
               for i in range(3)]  # fmt: skip

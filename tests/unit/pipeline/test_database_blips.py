@@ -97,10 +97,10 @@ def test_a_retry_takes_its_predecessors_claims_without_waiting() -> None:
     ledger = Ledger("sqlite://")
     try:
         first = begin_attempt("run-c", ["key"])
-        assert ledger.claims.claim("key", first.owner)  # then the attempt failed, its claim not released
+        assert ledger.claim("key", first.owner)  # then the attempt failed, its claim not released
         end_attempt(first)
-        assert not ledger.claims.claim("key", begin_attempt("run-c", ["other"]).owner)  # another batch waits
-        assert ledger.claims.claim("key", begin_attempt("run-c", ["key"]).owner)  # the retry holds it at once
+        assert not ledger.claim("key", begin_attempt("run-c", ["other"]).owner)  # another batch waits
+        assert ledger.claim("key", begin_attempt("run-c", ["key"]).owner)  # the retry holds it at once
     finally:
         ledger.close()
 

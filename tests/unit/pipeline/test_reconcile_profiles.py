@@ -171,10 +171,10 @@ def test_a_key_in_doubt_is_not_resent_and_the_run_says_so(tmp_path: Path) -> Non
     [doc] = docs(1)
     ledger.record_documents(run_id, [doc])
     ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
-    assert ledger.claims.claim(doc.idempotency_key, "crashed-owner")
-    assert ledger.claims.mark_sending(doc.idempotency_key, "crashed-owner")
+    assert ledger.claim(doc.idempotency_key, "crashed-owner")
+    assert ledger.mark_sending(doc.idempotency_key, "crashed-owner")
     client._create(doc.idempotency_key, doc.products, {"doccheck_ref": reference_for(doc.idempotency_key)})
-    ledger.claims.release(doc.idempotency_key, "crashed-owner")
+    ledger.release_claim(doc.idempotency_key, "crashed-owner")
     for _ in range(2):  # every rerun looks again, and never sends on absence of evidence
         result = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), [doc]))
         assert (result.in_doubt, result.submitted, result.incomplete) == (1, 0, 1)
@@ -194,8 +194,8 @@ def test_resolve_lists_then_settles_documents_in_doubt(tmp_path: Path) -> None:
     [doc] = docs(1)
     ledger.record_documents(ledger.start_run(campaign="c1"), [doc])
     ledger.mark_submitting(doc.idempotency_key, campaign="c1", document_id="d1", products=doc.products, mode="text")
-    assert ledger.claims.claim(doc.idempotency_key, "o") and ledger.claims.mark_sending(doc.idempotency_key, "o")
-    ledger.claims.release(doc.idempotency_key, "o")
+    assert ledger.claim(doc.idempotency_key, "o") and ledger.mark_sending(doc.idempotency_key, "o")
+    ledger.release_claim(doc.idempotency_key, "o")
     ledger.mark_submit_failed(doc.idempotency_key, code="in_doubt", message="?", state="in_doubt")
     runner = CliRunner()
     listed = runner.invoke(app, ["resolve", "--campaign", "c1", "--database-url", url], env={"COLUMNS": "200"})
@@ -204,7 +204,7 @@ def test_resolve_lists_then_settles_documents_in_doubt(tmp_path: Path) -> None:
     done = runner.invoke(app, ["resolve", "--campaign", "c1", "--database-url", url, "--confirm-not-created"])
     assert done.exit_code == 0, done.output
     assert ledger.submission_for_key(doc.idempotency_key).state == "failed"
-    assert ledger.claims.doubt(doc.idempotency_key) is None
+    assert ledger.doubt(doc.idempotency_key) is None
     client = FakeClient()
     result = run(submit_batch(client, ledger, ledger.start_run(campaign="c1"), [doc]))
     assert result.submitted == 1 and "list" not in client.calls  # the doubt is settled: sent, not looked up

@@ -54,7 +54,7 @@ def test_requests_in_flight_stay_within_concurrency_and_leave_after_their_commit
         assert owner is not None
     rows = ledger.submissions_for_keys(d.idempotency_key for d in batch)
     assert {r.state for r in rows.values()} == {"submitted"}
-    assert ledger.claims.holders(d.idempotency_key for d in batch) == {}
+    assert ledger.claim_holders(d.idempotency_key for d in batch) == {}
     client.engine.dispose()
     ledger.close()
 

@@ -53,7 +53,7 @@ def test_refusal_is_final_and_not_requeued(ledger: Ledger) -> None:
     client.flaky["d1"] = [ValidationError("bad", status_code=422, code="invalid_input")]
     result = run(submit_batch(client, ledger, run_id, docs(2)))
     assert (result.submitted, result.failed, result.requeued) == (1, 1, 0)
-    assert ledger.claims.doubt(docs(1)[0].idempotency_key) is None  # a refusal settles the key
+    assert ledger.doubt(docs(1)[0].idempotency_key) is None  # a refusal settles the key
 
 
 def test_unsent_at_the_deadline_is_retry_later_and_a_rerun_finishes(ledger: Ledger) -> None:
@@ -74,7 +74,7 @@ def test_unsent_at_the_deadline_is_retry_later_and_a_rerun_finishes(ledger: Ledg
 def test_key_held_by_another_live_process_is_not_sent(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     d1, d2 = docs(2)
-    assert ledger.claims.claim(d1.idempotency_key, "other-process")
+    assert ledger.claim(d1.idempotency_key, "other-process")
     result = run(submit_batch(client, ledger, run_id, [d1, d2], SubmitOptions(deadline_at=time.time() + 0.3)))
     assert (result.submitted, result.in_flight_elsewhere, result.incomplete) == (1, 1, 1)
     assert len(client.checks) == 1  # d1 was never sent by this run
@@ -85,7 +85,7 @@ def test_key_held_by_another_live_process_is_not_sent(ledger: Ledger) -> None:
 def test_key_finished_elsewhere_while_waiting_counts_as_done(ledger: Ledger) -> None:
     client, run_id = FakeClient(), ledger.start_run(campaign="c1")
     [d1] = docs(1)
-    assert ledger.claims.claim(d1.idempotency_key, "other-process")
+    assert ledger.claim(d1.idempotency_key, "other-process")
     ledger.mark_submitting(d1.idempotency_key, campaign="c1", document_id="d1", products=d1.products, mode="text")
     ledger.mark_submitted(d1.idempotency_key, client._create(d1.idempotency_key, d1.products, {"document_id": "d1"}))
     result = run(submit_batch(client, ledger, run_id, [d1], SubmitOptions(deadline_at=time.time() + 5)))
