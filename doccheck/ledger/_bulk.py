@@ -24,6 +24,7 @@ from sqlalchemy import Connection, insert, select
 
 from doccheck import domain
 from doccheck.ledger import _bulk_sql as sql
+from doccheck.ledger._base import CheckLike, PlannedLike, ReadLike
 from doccheck.ledger._document_reads import record_reads
 from doccheck.ledger._engine import READ_ONLY
 from doccheck.ledger._sqltypes import table_of
@@ -37,6 +38,7 @@ from doccheck.ledger._tables import (
 
 if TYPE_CHECKING:
     from doccheck.ledger._facade import Ledger
+    from doccheck.sources.manifest import Rejection
 
 _DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
 
@@ -65,13 +67,13 @@ class Answer:
     """One document's service answer, to record and then release its claim."""
 
     key: str
-    check: Any
+    check: CheckLike
     mode: str | None
     upload_id: str | None
     owner: str
 
 
-def _dump(check: Any) -> dict[str, Any]:
+def _dump(check: CheckLike) -> dict[str, Any]:
     return check.model_dump(mode="json", exclude_none=False) if hasattr(check, "model_dump") else dict(check)
 
 
@@ -357,7 +359,7 @@ def previous_submissions(ledger: Ledger, keys: Iterable[str]) -> tuple[set[str],
     return submitted, (ledger.submissions_for_keys(rest) if rest else {})
 
 
-def document_row(run_id: str, campaign: str, doc: Any) -> dict[str, Any]:
+def document_row(run_id: str, campaign: str, doc: PlannedLike) -> dict[str, Any]:
     """What the ledger keeps of a planned document (planning's ``PlannedDocument``): hash, size,
     words, mode, key and the caller's allowlisted metadata; never the text."""
     return {
@@ -383,7 +385,7 @@ def write_documents(conn: Connection, rows: Sequence[dict[str, Any]]) -> int:
     return len(added)
 
 
-def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[Any]) -> int:
+def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[PlannedLike]) -> int:
     """``write_documents`` of a batch's planned documents, in one transaction; how many were new."""
     with ledger.engine.begin() as conn:
         added = write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
@@ -391,7 +393,7 @@ def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequ
     return added
 
 
-def write_rejections(conn: Connection, run_id: str, rejections: Sequence[Any]) -> int:
+def write_rejections(conn: Connection, run_id: str, rejections: Sequence[Rejection]) -> int:
     """The one writer of a run's refused rows (planning's ``Rejection``), idempotent per run: a
     rejection already there (same row, document and code) is skipped. Only the rows in the
     batch's range are looked up, so a batch costs the same at row 100 and at row 100,000.
@@ -417,10 +419,10 @@ def record_plan_group(
     ledger: Ledger,
     run_id: str,
     documents: list[dict[str, Any]],
-    rejections: Sequence[Any],
+    rejections: Sequence[Rejection],
     *,
     campaign: str = "",
-    reads: Sequence[Any] = (),
+    reads: Sequence[ReadLike] = (),
 ) -> None:
     """A recorded plan's batch (``document_row``'s rows, the batch's rejections, and what each of
     its files in ``reads`` was read as) in one transaction; rows already there are skipped

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.cache_key import CacheKey
-from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.types import TypeDecorator
 
 from doccheck.client import assumptions
@@ -54,6 +54,7 @@ row_mode_placeholder = object()
 # more CPU than running the statement (~0.2 ms each, ~14 a round); a prebuilt statement
 # memoizes its cache key and its compiled form is reused.
 SUBMISSIONS_T, OUTCOMES_T, CLAIMS_T = table_of(SubmissionRow), table_of(OutcomeRow), table_of(ClaimRow)
+_T = TypeVar("_T")
 KEYS: BindParameter[Any] = bindparam("b_keys", expanding=True)
 NOW: BindParameter[Any] = bindparam("b_now")
 OWNER: BindParameter[Any] = bindparam("b_owner")
@@ -189,7 +190,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _add_spent(dialect: Any, budgets: Any) -> Any:
+def _add_spent(dialect: Any, budgets: Table) -> Any:
     """``ensure_budget_row`` + ``spent_cents += cents`` as one upsert (same row either way)."""
     stmt = dialect.insert(budgets)
     return stmt.on_conflict_do_update(
@@ -266,7 +267,7 @@ def release(conn: Connection, claims: list[tuple[str, str]], now: datetime) -> N
         conn.execute(RELEASE, [{"k": k, "o": o, "b_now": now} for k, o in claims])
 
 
-def chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
+def chunks(items: list[_T], size: int = 500) -> list[list[_T]]:
     """Bounded statements: SQLite allows 32,766 bound parameters, PostgreSQL 65,535."""
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -471,7 +472,7 @@ def pg_update(
     conn.execute(stmt, {**params, "n_rows": len(rows), **{f"f_{n}": v for n, v in fixed.items()}})
 
 
-def any_keys(column: Any, name: str = "b_keys") -> Any:
+def any_keys(column: ColumnElement[Any], name: str = "b_keys") -> ColumnElement[bool]:
     """``column = ANY(:name)``: one array parameter instead of an expanding ``IN`` list."""
     return column == any_(bindparam(name, type_=postgresql.ARRAY(String)))
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import MetaData, Table, and_, delete, false, func, or_, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
@@ -95,7 +95,7 @@ class PurgeResult:
     scrubbed: list[str] = field(default_factory=list)
 
 
-def _aware(value: Any) -> datetime | None:
+def _aware(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -201,7 +201,7 @@ def plan_purge(
     return plan
 
 
-def _exclusive_keys(conn: Any, metadata: MetaData, run_ids: list[str], selected: set[str]) -> list[str]:
+def _exclusive_keys(conn: Connection, metadata: MetaData, run_ids: list[str], selected: set[str]) -> list[str]:
     """Idempotency keys used by selected runs' documents and by no other run's."""
     documents = metadata.tables.get("documents")
     if documents is None or not run_ids or not {"run_id", "idempotency_key"} <= set(documents.c.keys()):
@@ -217,7 +217,7 @@ def _exclusive_keys(conn: Any, metadata: MetaData, run_ids: list[str], selected:
     return sorted({r.idempotency_key for r in rows} - kept)
 
 
-def _check_ids(conn: Any, metadata: MetaData, plan: PurgePlan) -> list[str]:
+def _check_ids(conn: Connection, metadata: MetaData, plan: PurgePlan) -> list[str]:
     """Check ids of the submissions and outcomes that go (they link events and signatures)."""
     found: set[str] = set()
     for name in ("submissions", "outcomes"):

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from doccheck.extract import same_format
+from doccheck.ledger._base import ReadLike
 from doccheck.ledger._bulk_sql import chunks, insert_absent
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import DocumentReadRow, DocumentRow, utcnow
@@ -28,7 +29,7 @@ __all__ = ["count_misnamed", "read_columns", "reads_for_documents", "reads_for_h
 _T = table_of(DocumentReadRow)
 
 
-def record_reads(conn: Connection, campaign: str, run_id: str | None, documents: Iterable[Any]) -> int:
+def record_reads(conn: Connection, campaign: str, run_id: str | None, documents: Iterable[ReadLike]) -> int:
     """Keep what each of ``documents`` was read as (those with a ``read_as``: files doccheck read);
     one already kept for the same campaign, document and bytes is left as it is. How many given."""
     rows = {

@@ -4,11 +4,12 @@ shared by several processes (the pipeline and the webhook receiver write concurr
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlmodel import create_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -49,7 +50,7 @@ def create_ledger_engine(database_url: str) -> Engine:
     engine = create_engine(url, **kwargs)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
         cursor = dbapi_connection.cursor()
         if not in_memory:
@@ -59,7 +60,7 @@ def create_ledger_engine(database_url: str) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(connection: Any) -> None:
+    def _on_begin(connection: Connection) -> None:
         # A connection that only reads begins deferred: no write lock, so in WAL mode it never
         # waits for the writer nor makes it wait (a rerun's pre-checks and its recording did).
         read_only = connection.get_execution_options().get(READ_ONLY)

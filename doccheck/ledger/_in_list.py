@@ -16,16 +16,18 @@ from typing import Any
 
 from sqlalchemy import any_, bindparam
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = ["one_of"]
 
 
-def one_of(column: Any, values: Iterable[Any], on: Any) -> ColumnElement[bool]:
+def one_of(column: Any, values: Iterable[Any], on: Engine | Connection | Session) -> ColumnElement[bool]:
     """``column IN (values)``, or ``column = ANY(:values)`` when ``on`` (an engine, a connection or
     a session) speaks PostgreSQL."""
     values = list(values)
-    dialect = on.dialect if hasattr(on, "dialect") else on.get_bind().dialect
+    dialect = on.get_bind().dialect if isinstance(on, Session) else on.dialect
     if dialect.name == "postgresql":
         clause: ColumnElement[bool] = column == any_(bindparam(None, values, type_=postgresql.ARRAY(column.type)))
         return clause

@@ -25,9 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.client import INVALID_RESPONSE, assumptions
 from doccheck.domain import ProductState
@@ -56,7 +57,7 @@ class Money:
         return self.charged_cents - self.refunded_cents
 
 
-def insert_ignore(conn: Connection, table: Any, values: Mapping[str, Any], keys: list[str]) -> int:
+def insert_ignore(conn: Connection, table: Table, values: Mapping[str, Any], keys: list[str]) -> int:
     """``INSERT … ON CONFLICT DO NOTHING`` on SQLite and PostgreSQL; returns rows inserted."""
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     stmt = dialect.insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
@@ -64,7 +65,7 @@ def insert_ignore(conn: Connection, table: Any, values: Mapping[str, Any], keys:
     return 1 if conn.execute(stmt.returning(*(table.c[k] for k in keys))).first() is not None else 0
 
 
-def insert_many_ignore(conn: Connection, table: Any, rows: list[dict[str, Any]], key: str) -> set[Any]:
+def insert_many_ignore(conn: Connection, table: Table, rows: list[dict[str, Any]], key: str) -> set[str]:
     """One multi-row ``INSERT … ON CONFLICT (key) DO NOTHING``; returns the keys inserted.
 
     Chunked so a statement stays under SQLite's parameter limit (32,766)."""
@@ -72,7 +73,7 @@ def insert_many_ignore(conn: Connection, table: Any, rows: list[dict[str, Any]],
         return set()
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     per = max(1, 30_000 // max(1, len(rows[0])))
-    inserted: set[Any] = set()
+    inserted: set[str] = set()
     for start in range(0, len(rows), per):
         stmt = dialect.insert(table).values(rows[start : start + per])
         stmt = stmt.on_conflict_do_nothing(index_elements=[key]).returning(table.c[key])
@@ -80,7 +81,7 @@ def insert_many_ignore(conn: Connection, table: Any, rows: list[dict[str, Any]],
     return inserted
 
 
-def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: Any) -> None:
+def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: object) -> None:
     """Store what ``check_id`` was charged (first answer wins) and count it, once, in its
     campaign's budget; then bring the refund up to date (an event may have come first)."""
     if cost is None:
@@ -115,7 +116,7 @@ def record_charge(conn: Connection, check_id: str, campaign: str | None, cost: A
     refresh_refund(conn, check_id, stated=stated)
 
 
-def _raise_charge(conn: Connection, check_id: str, cost: Any) -> None:
+def _raise_charge(conn: Connection, check_id: str, cost: object) -> None:
     """A later answer stating a higher charge than recorded (a service that prices a check
     at completion answers 0 on create): the higher one is what was charged. Never lowered:
     a service that takes refunds off ``total_cents`` keeps its refund in the refund. A
@@ -151,7 +152,7 @@ def _release_priced_holds(conn: Connection, check_id: str, campaign: str) -> Non
     release_holds_where(conn, campaign, _holds.c.idempotency_key.in_(keys))
 
 
-def release_holds_where(conn: Connection, campaign: str, condition: Any) -> int:
+def release_holds_where(conn: Connection, campaign: str, condition: ColumnElement[bool]) -> int:
     """Delete the campaign's holds matching ``condition`` and take their cents off its
     ``reserved_cents``, in the caller's transaction; returns the cents released."""
     gone = conn.execute(delete(_holds).where(_holds.c.campaign == campaign, condition).returning(_holds.c.cents))
@@ -194,7 +195,7 @@ def ensure_budget_row(conn: Connection, campaign: str) -> None:
     )
 
 
-def refresh_refund(conn: Connection, check_id: str, *, stated: Any = None) -> None:
+def refresh_refund(conn: Connection, check_id: str, *, stated: object = None) -> None:
     """Recompute ``refunded_cents`` of a check from its failed products (and the refund the
     service stated, if any). Idempotent; a check whose charge is not known yet is left for
     :func:`record_charge` to settle when the charge arrives."""

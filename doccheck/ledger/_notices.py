@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import and_, case, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
+from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.domain import ProductState
 from doccheck.ledger._sqltypes import table_of
@@ -51,7 +52,7 @@ def product_failures(s: Session, run_id: str, limit: int = NOTICE_LIMIT) -> list
     ]
 
 
-def _settled() -> Any:
+def _settled() -> ColumnElement[str | None]:
     """What the service said after a contradiction: the outcome's status once fetched again
     (a contradiction unfetches it; only a GET fetches it back), else NULL."""
     return case((_outs.c.fetched.is_(True), _outs.c.status), else_=None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import case, func, literal, tuple_
@@ -91,7 +92,7 @@ class _Submission(NamedTuple):
     error_code: str | None
     error_message: str | None
     cost_cents: int | None
-    submitted_at: Any
+    submitted_at: datetime | None
 
 
 _SUB_FIELDS = _Submission._fields

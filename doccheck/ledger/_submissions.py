@@ -237,7 +237,7 @@ def campaign_of_check(session: Session, check_id: str) -> str | None:
     return str(found) if found else None
 
 
-def submitted_times(session: Session, keys: Sequence[str]) -> dict[str, Any]:
+def submitted_times(session: Session, keys: Sequence[str]) -> dict[str, datetime | None]:
     """``idempotency key → submitted_at`` of these keys (the keys never submitted left out)."""
     stmt = select(SubmissionRow.idempotency_key, SubmissionRow.submitted_at)
     return dict(session.exec(stmt.where(one_of(col(SubmissionRow.idempotency_key), keys, session))).all())
