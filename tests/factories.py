@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -226,6 +227,30 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
         assert r["completed_at"] is not None
     for r in rows["similarity_results"]:
         assert r["status"] == "completed" and 0 <= r["score"] <= 100 and r["source_count"] is not None, r
+
+
+def doccheck_in_process(
+    args: list[str], env: dict[str, str] | None = None, *, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``doccheck ARGS`` run by typer's ``CliRunner`` in this process, answered as a subprocess
+    would be (exit code, stdout, stderr): the command's own code and output without a process's
+    seconds of imports, for a command that needs no crash, signal or overlap of its own.
+
+    The test's ``DOCCHECK_*`` variables are unset first, then ``env`` applied (``COLUMNS`` 200
+    unless given); ``cwd`` is the folder relative paths are read from. An exception other than
+    the command's exit fails here with its traceback."""
+    import contextlib
+    import os
+
+    from typer.testing import CliRunner
+
+    from doccheck.cli import app
+
+    blank: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
+    with contextlib.chdir(cwd or Path.cwd()):
+        result = CliRunner().invoke(app, args, env={**blank, "COLUMNS": "200", **(env or {})})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return subprocess.CompletedProcess(["doccheck", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def flow_kwargs(**flat: Any) -> dict[str, Any]:

@@ -5,6 +5,11 @@ Everything is real: ``doccheck run`` subprocesses (or a flow subprocess SIGKILLe
 requests are in flight) on one ledger, SQLite and PostgreSQL, against a private emulator
 whose faults and clock the tests move. The truth is the emulator's own state: the number
 of checks it created and the cents it charged.
+
+The same crash resumed against a list served oldest first that opens on the account's history
+(issue 39) is the reconciler's: tests/unit/pipeline/test_reconcile_decisions.py resumes that
+crash against every profile of the emulator, and tests/integration/test_service_profiles.py
+against the emulator over sockets.
 """
 
 from __future__ import annotations
@@ -222,31 +227,6 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
 
     # Two days pass: the service forgets the keys, and the dead run's claims (a 120 s
     # lease on this side's clock, which the emulator's clock cannot move) have expired.
-    emulator.advance(2 * 86400)
-    expire_claims(ledger)
-    code, out, err = finish(start_run(manifest, database_url, env))
-    assert code == 0, (out, err)
-    assert_one_check_per_document(ledger, emulator, key, n_docs)
-    ledger.close()
-
-
-def test_resume_past_retention_on_an_oldest_first_list_opening_on_history_bills_once(
-    prefect_server: Any, emulator: EmulatorHandle, database_url: str, tmp_path: Path
-) -> None:
-    """Issue 39: the same crash and two-day gap against a list served oldest first whose first
-    page is the account's older history (checks other tools made two days before). Before:
-    the walk read that page, saw only checks older than the first attempt, concluded "not
-    there" and resent: 8 of 40 documents billed twice."""
-    key = emulator.new_account()
-    emulator.set_profile("list-history-oldest-first", api_key=key)
-    n_docs = 40
-    manifest = write_manifest(tmp_path, n_docs)
-    env = cli_env(emulator, key)
-    emulator.set_faults(latency_ms=200)
-    crash_flow(CRASHING_RUN, tmp_path, env, str(manifest), database_url, emulator.base_url, emulator=emulator, key=key,
-               checks=6)  # fmt: skip
-    emulator.reset_faults()
-    ledger = Ledger(database_url)
     emulator.advance(2 * 86400)
     expire_claims(ledger)
     code, out, err = finish(start_run(manifest, database_url, env))

@@ -20,7 +20,7 @@ from doccheck.client import AsyncDocCheckClient, RetryPolicy
 from doccheck.ledger import Ledger, total_money
 from doccheck.pipeline import SubmitOptions, poll_pending, submit_batch
 from doccheck.pipeline.sending._reconcile import with_reference
-from tests.factories import planned
+from tests.factories import doccheck_in_process, planned
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_faults_after")]
@@ -266,3 +266,25 @@ def test_answers_lost_after_the_charge_are_recovered_not_failed(
     if profile == "reuse-refused-lost":
         assert result.reconciled >= 1  # the refused replays were looked up and adopted
     assert _ledger_money(ledger)[0] == state["charged_cents"]  # service = ledger
+
+
+def test_collect_against_a_service_without_get_by_id_names_the_missing_path(
+    emulator: EmulatorHandle, ledger: Ledger, tmp_path: Path
+) -> None:
+    """Nothing can be polled (every ``GET /checks/{id}`` answers 404): `doccheck collect` names the
+    missing path and the next step, not just "pending", and the money is what was charged at
+    creation (moved here from the crash matrix of test_service_profiles_money.py: no ledger write
+    of its own, so no crash of its own)."""
+    key = emulator.new_account()
+    emulator.set_profile("no-get-by-id", api_key=key)
+    asyncio.run(_submit(emulator, key, ledger, _docs(4, "unpolled")))
+    emulator.advance(120)  # every product finishes at the service
+    env = {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}
+    done = doccheck_in_process(["collect", "--campaign", "c", "--database-url", f"sqlite:///{tmp_path / 'ledger.db'}",
+                                "--out", str(tmp_path / "reports")], env)  # fmt: skip
+    out = done.stdout
+    assert done.returncode in (0, 3) and "Traceback" not in out + done.stderr, (out, done.stderr)
+    assert "warning: polling" in out and "no GET /checks/{id}" in out and "doccheck probe" in out, (out, done.stderr)
+    charged, net = _ledger_money(ledger)
+    report = ledger.report_rows(campaign="c")["submissions"]
+    assert net == emulator.account_state(key)["charged_cents"] == sum(r["net_cents"] for r in report)

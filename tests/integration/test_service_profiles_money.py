@@ -1,6 +1,6 @@
-"""Issue 22, "Done when": a `doccheck run` SIGKILLed with requests in flight, then two
-overlapping `doccheck run`s on the same ledger resuming it after more than the key retention,
-then `collect`, once for each kind of ledger write a service profile leads to, on SQLite and
+"""Issue 22, "Done when", with real processes: a `doccheck run` SIGKILLed with requests in
+flight, then two overlapping `doccheck run`s on the same ledger resuming it after more than the
+key retention, then `collect`, once for each kind of ledger write a resume makes, on SQLite and
 on PostgreSQL. 0 duplicate charges, and service = ledger = report; where the rule leaves
 documents ``in_doubt``, the run exits 3 naming ``doccheck resolve``, they are never resent,
 and once the user settled the ones without a check (``--confirm-not-created``) a rerun sends
@@ -10,15 +10,24 @@ The truth is the service's own list, read as the default profile (a user looking
 account): each document's ``doccheck_ref`` at most once, and every cent charged is in the
 ledger or on a document the report names ``in_doubt``.
 
-The other profiles differ only in what the client or the reconciler reads (error shapes, 202,
-no replay header, queued, status synonyms, list order, cursor, page size, metadata) and then
-write what one of these writes: the reconciler's reading of each is unit-tested
-(tests/unit/pipeline/test_reconcile_profiles.py), and every profile's resume past the retention runs
-against the emulator in tests/integration/test_service_profiles.py.
+The kinds of ledger write (issue 42: one real crash test each, on each backend):
+
+- a lost answer's check found in the list and adopted (its row ``submitted`` with the check's
+  id), its price known only at completion and written by ``collect`` over the estimate
+  (``price-at-completion``: the adoption of every proving list, and the late price, in one case);
+- keys kept ``in_doubt``, settled by ``resolve``, the ones without a check sent again
+  (``no-list``: the write of every list that cannot prove).
+
+What each profile decides (adopt, resend, keep in doubt) and charges after the same crash is the
+reconciler's: ``tests/unit/pipeline/test_reconcile_decisions.py`` runs that resume against every
+profile of the emulator in process; a lost answer's replay adopted, a refused replay looked up
+(``lost-answers``, ``reuse-refused-lost``) and the collect of a service without
+``GET /checks/{id}`` run against the emulator in ``tests/integration/test_service_profiles.py``,
+where every profile's resume past the retention runs too.
 
 Cost: one emulator for the module, one account per case, 12 documents; per case a crashing
 library run, two `doccheck run --no-prefect`s in parallel and `collect`/`resolve` in this
-process. 10 cases. The runs leave Prefect out: the ledger's writes are the library's either
+process. 4 cases. The runs leave Prefect out: the ledger's writes are the library's either
 way (tests/integration/test_run_without_prefect.py shows the two paths equal), and the flow's
 own crash and overlap are tests/integration/test_keys_in_flight.py's.
 
@@ -28,7 +37,6 @@ no way to adopt a check id); its cents are the only ones outside the ledger, cou
 
 from __future__ import annotations
 
-import os
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -38,6 +46,7 @@ import pytest
 
 from doccheck.ledger import Ledger
 from doccheck.pipeline import reference_for
+from tests.factories import doccheck_in_process
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.postgres import backend_url
 from tests.integration.test_keys_in_flight import (
@@ -54,16 +63,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.prefect_server, pytest.mark.s
 
 #: One profile for each kind of ledger write a crash and its resumes can end in.
 KINDS_OF_WRITE = {
-    "lost-answers": "a create answered after the answer was lost: the replay adopted",
-    "reuse-refused-lost": "a replay refused for reuse: the check looked up in the list and adopted",
+    "price-at-completion": "a lost answer's check adopted from the list, its price written at completion",
     "no-list": "keys kept in doubt, settled by resolve, the ones without a check sent again",
-    "price-at-completion": "the price known only at completion written over the estimate",
-    "no-get-by-id": "outcomes left pending: nothing can be polled, the missing path named",
 }
 #: Lists that can prove nothing: every key lost in the crash stays in doubt.
-BLIND = {"no-list", "list-no-metadata"}
+BLIND = {"no-list"}
 #: What the run says about why (the mismatch), besides the next step.
-MISMATCH = {"no-list": "the service has no list of checks", "list-no-metadata": "does not carry metadata"}
+MISMATCH = {"no-list": "the service has no list of checks"}
 N_DOCS = 12
 DAY = 86400
 
@@ -143,15 +149,9 @@ def _no_traceback(*outputs: str) -> None:
 
 def _cli(env: dict[str, str], *args: str) -> tuple[int, str, str]:
     """``doccheck collect`` / ``resolve`` in this process (a subprocess each would cost seconds of imports)."""
-    from typer.testing import CliRunner
-
-    from doccheck.cli import app
-
-    blank = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
-    result = CliRunner().invoke(app, list(args), env={**blank, **env})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    _no_traceback(result.stdout, result.stderr)
-    return result.exit_code, result.stdout, result.stderr
+    done = doccheck_in_process(list(args), env)
+    _no_traceback(done.stdout, done.stderr)
+    return done.returncode, done.stdout, done.stderr
 
 
 def _rows(ledger: Ledger) -> list[Any]:
@@ -244,10 +244,7 @@ def test_crash_then_overlapping_resumes_past_the_retention_bill_each_document_on
     code, out, err = _cli(env, "collect", "--campaign", "course", "--database-url", database_url,
                           "--out", str(tmp_path / "reports"))  # fmt: skip
     assert code in (0, 3), (profile, code, out, err)
-    if profile == "no-get-by-id":  # nothing can be polled: the 404s named with the next step, not just "pending"
-        assert "warning: polling" in out and "no GET /checks/{id}" in out and "doccheck probe" in out, (out, err)
-    else:  # every product's answer read, nothing left unread
-        assert ledger.outcome_counts(campaign="course")["pending"] == 0, (profile, out, err)
+    assert ledger.outcome_counts(campaign="course")["pending"] == 0, (profile, out, err)  # nothing left unread
     truth = service_truth(emulator, key, profile)
     unreachable = sum(truth[reference_for(r.idempotency_key)]["net_cents"] for r in still)
     with ledger.engine.connect() as conn:

@@ -139,8 +139,8 @@ def test_a_list_in_no_order_proves_nothing() -> None:
      (ServiceProfile(list_metadata=False), "the service's list of checks does not carry metadata")],
 )  # fmt: skip
 def test_the_reason_a_profile_cannot_prove_absence_is_what_the_run_says(profile: ServiceProfile, why: str) -> None:
-    """The mismatch a resume names beside ``doccheck resolve`` (the blind profiles of
-    tests/integration/test_service_profiles_money.py)."""
+    """The mismatch a resume names beside ``doccheck resolve`` (``no-list`` is
+    tests/integration/test_service_profiles_money.py's blind case)."""
     found = find(ListingService([None] * 3), "k", None, profile=profile)
     assert found.in_doubt and why in found.reason
 
