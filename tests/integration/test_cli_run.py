@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.factories import doccheck_in_process
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]
@@ -60,13 +61,7 @@ def _assert_one_line_error(out: subprocess.CompletedProcess[str], fragment: str)
 
 def _in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run the typer app in this process (configuration errors exit before any flow runs)."""
-    from typer.testing import CliRunner
-
-    from doccheck.cli import app
-
-    blank = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
-    result = CliRunner().invoke(app, args, env={**blank, **env, "COLUMNS": "200"})
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+    return doccheck_in_process(args, env)
 
 
 def test_configuration_errors_are_one_line(tmp_path: Path) -> None:

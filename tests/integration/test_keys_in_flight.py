@@ -1,10 +1,12 @@
 """Issue 8, defects 1, 2, 4 and 5: one billed check per document under concurrent runs, a
 crash with requests in flight resumed after two days, and transient refusals (429, 5xx).
 
-Everything is real: ``doccheck run`` subprocesses (or a flow subprocess SIGKILLed while its
-requests are in flight) on one ledger, SQLite and PostgreSQL, against a private emulator
-whose faults and clock the tests move. The truth is the emulator's own state: the number
-of checks it created and the cents it charged.
+Everything is real where it must be: ``doccheck run`` subprocesses overlapping on one ledger,
+a flow subprocess SIGKILLed while its requests are in flight (for each kind of ledger write:
+the answers' round, the manifest's recording), on SQLite and PostgreSQL, against a private
+emulator whose faults and clock the tests move. The rate-limit runs need no process of their
+own: the command runs in this process. The truth is the emulator's own state: the number of
+checks it created and the cents it charged.
 
 The same crash resumed against a list served oldest first that opens on the account's history
 (issue 39) is the reconciler's: tests/unit/pipeline/test_reconcile_decisions.py resumes that
@@ -28,6 +30,7 @@ import pandas as pd
 import pytest
 
 from doccheck.ledger import ClaimRow, Ledger
+from tests.factories import doccheck_in_process
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.postgres import ledger_url
 
@@ -73,6 +76,14 @@ def start_run(manifest: Path, database_url: str, env: dict[str, str], *extra: st
         [sys.executable, "-m", "doccheck.cli", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=manifest.parent,
     )  # fmt: skip
+
+
+def run_in_process(manifest: Path, database_url: str, env: dict[str, str], *extra: str) -> tuple[int, str, str]:
+    """:func:`start_run`'s command in this process, without a flow (``--no-prefect``)."""
+    args = ["run", str(manifest), "--campaign", "course", "--database-url", database_url, "--no-wait",
+            "--no-progress", "--out", str(manifest.parent / "reports"), "--no-prefect", *extra]  # fmt: skip
+    done = doccheck_in_process(args, env, cwd=manifest.parent)
+    return done.returncode, done.stdout, done.stderr
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
@@ -291,15 +302,16 @@ def test_flow_killed_mid_recording_with_requests_in_flight_resumes_one_check_eac
     ledger.close()
 
 
-def test_rate_limit_storm_is_ridden_out(prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_rate_limit_storm_is_ridden_out(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Defect 5: 5 requests/s against concurrency 16. Before: a quarter of the rows ended
-    `failed rate_limited` in a run that said `finished` and exited 0."""
+    `failed rate_limited` in a run that said `finished` and exited 0. (The command in this
+    process, without a flow: the pacing is the library's, and nothing here needs a process.)"""
     key = emulator.new_account()
     n_docs = 40
     manifest = write_manifest(tmp_path, n_docs)
     db_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     emulator.set_faults(rate_limit_per_s=5)
-    code, out, err = finish(start_run(manifest, db_url, cli_env(emulator, key), "--concurrency", "16"))
+    code, out, err = run_in_process(manifest, db_url, cli_env(emulator, key), "--concurrency", "16")
     emulator.reset_faults()
     assert code == 0, (out, err)
     ledger = Ledger(db_url)
@@ -308,18 +320,19 @@ def test_rate_limit_storm_is_ridden_out(prefect_server: Any, emulator: EmulatorH
 
 
 def test_unsent_at_the_deadline_exits_3_with_a_hint_and_a_rerun_finishes(
-    prefect_server: Any, emulator: EmulatorHandle, tmp_path: Path
+    emulator: EmulatorHandle, tmp_path: Path
 ) -> None:
     """Defect 5: what the service keeps refusing with 429 until the submit deadline is
     `retry_later` (not `failed`), the run says incomplete and exits 3 with the command to
-    continue; that command then sends the rest, one check per document."""
+    continue; that command then sends the rest, one check per document. (Both commands in this
+    process, without a flow: nothing here needs a process of its own.)"""
     key = emulator.new_account()
     n_docs = 12
     manifest = write_manifest(tmp_path, n_docs)
     db_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     env = cli_env(emulator, key)
     emulator.set_faults(rate_limit_per_s=1)
-    code, out, err = finish(start_run(manifest, db_url, env, "--concurrency", "8", "--submit-deadline", "1"))
+    code, out, err = run_in_process(manifest, db_url, env, "--concurrency", "8", "--submit-deadline", "1")
     emulator.reset_faults()
     assert code == 3, (out, err)
     assert "incomplete" in out and "doccheck run" in out and "--campaign course" in out, out
@@ -330,7 +343,7 @@ def test_unsent_at_the_deadline_exits_3_with_a_hint_and_a_rerun_finishes(
     subs = pd.read_parquet(tmp_path / "reports" / "latest" / "submissions.parquet")
     assert (subs["status"] == "retry_later").sum() == states["retry_later"]
 
-    code, out, err = finish(start_run(manifest, db_url, env))
+    code, out, err = run_in_process(manifest, db_url, env)
     assert code == 0, (out, err)
     assert_one_check_per_document(ledger, emulator, key, n_docs)
     ledger.close()
