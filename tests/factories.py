@@ -229,6 +229,35 @@ def assert_complete(rows: dict[str, list[dict[str, Any]]], n_docs: int) -> None:
         assert r["status"] == "completed" and 0 <= r["score"] <= 100 and r["source_count"] is not None, r
 
 
+#: A paragraph long enough to be judged, for the text manifests of the run tests.
+RUN_ESSAY = (
+    "Public transport that is free at the point of use changes how a city moves. When fares vanish, "
+    "buses fill with people who used to drive short distances, and the streets they leave behind become "
+    "quieter and safer for walking and cycling. Critics answer that the lost fare revenue must come from "
+    "somewhere, and that service quality matters more than price. Both sides agree that frequency, "
+    "reliability and coverage decide whether people leave their cars at home. "
+)
+
+
+def text_manifest(folder: Path) -> Path:
+    """``folder/manifest.csv``: three good text rows (t-1 and t-2 near-duplicates for similarity,
+    t-3 for ``ai`` only) and two bad rows (t-4 blank, t-5 an unknown product)."""
+    import pandas as pd
+
+    rows = [
+        {"document_id": "t-1", "text": RUN_ESSAY * 2, "products": "ai;similarity", "section": "A"},
+        {"document_id": "t-2", "text": RUN_ESSAY * 2 + "A small change at the end.", "products": "ai;similarity",
+         "section": "B"},
+        {"document_id": "t-3", "text": "A different short answer about trees and shade in cities. " * 5,
+         "products": "ai", "section": "A"},
+        {"document_id": "t-4", "text": "   ", "products": "ai", "section": "B"},
+        {"document_id": "t-5", "text": "Fine text.", "products": "plagiarism", "section": "C"},
+    ]  # fmt: skip
+    path = folder / "manifest.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
 def doccheck_in_process(
     args: list[str], env: dict[str, str] | None = None, *, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:

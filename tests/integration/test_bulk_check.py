@@ -5,6 +5,12 @@ Each test has its own emulator account and its own campaign (so idempotency keys
 ledger rows never collide between tests). The webhook tests use ``webhook_emulator``,
 whose virtual clock is never advanced far, so its signatures stay fresh for the
 real-time receiver; the flow writes to the receiver's own ledger, where the events land.
+
+The flow's sequence is ``run_checks``, shared with ``doccheck run`` without a server and the
+notebook: the scenarios of a run (a free rerun and a later collect, a budget, polling alone
+when every delivery is dropped) run once at that seam (tests/integration/test_run_scenarios.py).
+Here the flow's own: the whole sample corpus through webhooks into the reports, its dry run,
+and what Prefect shows of it.
 """
 
 from __future__ import annotations
@@ -23,10 +29,9 @@ import pytest
 
 from doccheck.client import DocCheckClient
 from doccheck.ledger import Ledger
-from doccheck.pipeline import RunSummary, load_plan
+from doccheck.pipeline import RunSummary
 from prefect_doccheck.flows.bulk_check import bulk_check
-from prefect_doccheck.flows.collect_results import collect_results
-from tests.factories import flow_kwargs
+from tests.factories import RUN_ESSAY, flow_kwargs, text_manifest
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.prefect_server import eventually, server_events
 from tests.fixtures.receiver import ReceiverHandle, scope_for
@@ -35,31 +40,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 
-ESSAY = (
-    "Public transport that is free at the point of use changes how a city moves. When fares vanish, "
-    "buses fill with people who used to drive short distances, and the streets they leave behind become "
-    "quieter and safer for walking and cycling. Critics answer that the lost fare revenue must come from "
-    "somewhere, and that service quality matters more than price. Both sides agree that frequency, "
-    "reliability and coverage decide whether people leave their cars at home. "
-)
-
 
 def _campaign() -> str:
     return f"test-{uuid.uuid4().hex[:10]}"
-
-
-def _text_manifest(folder: Path) -> Path:
-    """Three good text rows (two near-duplicates for similarity) and two bad rows."""
-    rows = [
-        {"document_id": "t-1", "text": ESSAY * 2, "products": "ai;similarity", "section": "A"},
-        {"document_id": "t-2", "text": ESSAY * 2 + "A small change at the end.", "products": "ai;similarity", "section": "B"},
-        {"document_id": "t-3", "text": "A different short answer about trees and shade in cities. " * 5, "products": "ai", "section": "A"},
-        {"document_id": "t-4", "text": "   ", "products": "ai", "section": "B"},
-        {"document_id": "t-5", "text": "Fine text.", "products": "plagiarism", "section": "C"},
-    ]  # fmt: skip
-    path = folder / "manifest.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
 
 
 def _run(**params: Any) -> RunSummary:
@@ -163,82 +146,6 @@ def _keys(out: Path) -> list[str]:
     return [k for k in subs["idempotency_key"] if isinstance(k, str)]
 
 
-def test_every_delivery_dropped_polling_alone_completes(
-    prefect_server: Any, webhook_emulator: EmulatorHandle, receiver: ReceiverHandle, hooked_account: str, tmp_path: Path
-) -> None:
-    webhook_emulator.set_faults(webhook_drop_rate=1.0)
-    try:
-        out = tmp_path / "reports"
-        summary = _run(
-            manifest=str(_text_manifest(tmp_path)),
-            out_dir=str(out),
-            campaign=_campaign(),
-            base_url=webhook_emulator.base_url,
-            database_url=receiver.database_url,
-            grace_seconds=0.5,
-            poll_interval=0.2,
-            wait_timeout=60,
-            concurrency=1,  # sequential, so t-2 is compared with an already indexed t-1
-        )
-    finally:
-        webhook_emulator.reset_faults()
-    assert summary.status == "finished", summary
-    assert summary.products == {"ai": {"completed": 3}, "similarity": {"completed": 2}}
-    deliveries = [d for d in webhook_emulator.state()["deliveries"] if d["url"] == receiver.webhook_url]
-    mine = {d["check_id"] for d in deliveries}
-    reports = _reports(out)
-    ids = set(reports["ai_results"]["check_id"])
-    assert all(d["status"] != "delivered" for d in deliveries if d["check_id"] in ids)
-    assert ids <= mine  # deliveries were attempted (and dropped) for every check
-    assert reports["ai_results"]["score"].notna().all()
-    sim = reports["similarity_results"].set_index("document_id")
-    assert sim.loc["t-2", "score"] > 50  # the near-duplicate pair is found
-    subs = reports["submissions"].set_index("document_id")
-    assert subs.loc["t-4", "status"] == "rejected" and subs.loc["t-5", "status"] == "rejected"
-    assert "plagiarism" in subs.loc["t-5", "error_message"]
-
-
-def test_rerun_makes_no_new_check_and_no_new_charge(
-    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    key = emulator.new_account()
-    monkeypatch.setenv("DOCCHECK_API_KEY", key)
-    params = dict(
-        manifest=str(_text_manifest(tmp_path)),
-        out_dir=str(tmp_path / "reports"),
-        campaign=_campaign(),
-        base_url=emulator.base_url,
-        database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
-        grace_seconds=0,
-        poll_interval=0.1,
-        wait=False,
-    )
-    first = _run(**params)
-    before = emulator.account_state(key)
-    assert first.submitted == 3 and before["checks"] == 3 and before["charged_cents"] == first.spent_cents > 0
-
-    second = _run(**params)
-    after = emulator.account_state(key)
-    assert second.submitted == 0 and second.reused == 3 and second.spent_cents == 0
-    assert after["checks"] == before["checks"] and after["charged_cents"] == before["charged_cents"]
-    assert after["balance_cents"] == before["balance_cents"]
-
-    # Later collection finishes the run without touching the service's billing.
-    emulator.advance(5)
-    collected = asyncio.run(
-        collect_results(
-            run_id=second.run_id,
-            out_dir=str(tmp_path / "reports"),
-            base_url=emulator.base_url,
-            database_url=params["database_url"],
-        )
-    )
-    assert collected.status == "finished" and collected.pending == 0
-    assert emulator.account_state(key)["charged_cents"] == before["charged_cents"]
-    ai = _reports(tmp_path / "reports")["ai_results"]
-    assert len(ai) == 3 and (ai["status"] == "completed").all()
-
-
 def test_dry_run_sends_and_records_nothing(
     prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -246,7 +153,7 @@ def test_dry_run_sends_and_records_nothing(
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     db = tmp_path / "ledger.db"
     summary = _run(
-        manifest=str(_text_manifest(tmp_path)),
+        manifest=str(text_manifest(tmp_path)),
         out_dir=str(tmp_path / "reports"),
         dry_run=True,
         base_url=emulator.base_url,
@@ -260,36 +167,6 @@ def test_dry_run_sends_and_records_nothing(
     assert not db.exists() and not (tmp_path / "reports").exists()
 
 
-def test_budget_leaves_documents_unsent_and_reported(
-    prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    key = emulator.new_account()
-    monkeypatch.setenv("DOCCHECK_API_KEY", key)
-    out = tmp_path / "reports"
-    manifest = _text_manifest(tmp_path)
-    costs = {d.document_id: d.estimated_cost_cents for d in load_plan(manifest).documents}
-    budget = costs["t-1"]  # enough for the first document only (sent one at a time)
-    summary = _run(
-        manifest=str(manifest),
-        out_dir=str(out),
-        campaign=_campaign(),
-        base_url=emulator.base_url,
-        database_url=f"sqlite:///{tmp_path / 'ledger.db'}",
-        max_spend_cents=budget,
-        concurrency=1,
-        wait=False,
-    )
-    account = emulator.account_state(key)
-    assert account["charged_cents"] == summary.spent_cents <= budget
-    assert summary.submitted == 1 and summary.unsent_budget == 2
-    subs = _reports(out)["submissions"]
-    unsent = subs[subs["status"] == "skipped_budget"]
-    assert len(unsent) == summary.unsent_budget
-    assert unsent["check_id"].isna().all() and (unsent["cost_cents"] == 0).all()
-    assert unsent["error_message"].str.contains("budget").all()
-    assert account["checks"] == summary.submitted
-
-
 @pytest.mark.parametrize("overlap", [True, False])  # one task run for the two phases, or one a batch
 def test_flow_runs_are_visible_in_prefect(
     prefect_server: Any, emulator: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, overlap: bool
@@ -298,7 +175,7 @@ def test_flow_runs_are_visible_in_prefect(
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     campaign = _campaign()
     _run(
-        manifest=str(_text_manifest(tmp_path)),
+        manifest=str(text_manifest(tmp_path)),
         out_dir=str(tmp_path / "reports"),
         campaign=campaign,
         base_url=emulator.base_url,
@@ -346,7 +223,7 @@ def test_flow_runs_are_visible_in_prefect(
     assert any(e["resource"]["prefect.resource.id"] == f"prefect.flow-run.{runs[0]['id']}" for e in events)
     for record in (runs, task_runs, logs, events):
         seen = json.dumps(record)
-        assert ESSAY[:60] not in seen and "trees and shade" not in seen
+        assert RUN_ESSAY[:60] not in seen and "trees and shade" not in seen
     # No score yet (wait=False): the outcomes and the summary, no histogram of nothing.
     artifacts = eventually(
         lambda: httpx.post(f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [runs[0]["id"]]}}}),
