@@ -4,9 +4,9 @@ crash with requests in flight resumed after two days, and transient refusals (42
 Everything is real where it must be: ``doccheck run`` subprocesses overlapping on one ledger,
 a flow subprocess SIGKILLed while its requests are in flight (for each kind of ledger write:
 the answers' round, the manifest's recording), on SQLite and PostgreSQL, against a private
-emulator whose faults and clock the tests move. The rate-limit runs need no process of their
-own: the command runs in this process. The truth is the emulator's own state: the number of
-checks it created and the cents it charged.
+emulator whose faults and clock the tests move. What needs no process of its own runs the
+command in this process: the reruns after a kill, the rate-limit runs. The truth is the
+emulator's own state: the number of checks it created and the cents it charged.
 
 The same crash resumed against a list served oldest first that opens on the account's history
 (issue 39) is the reconciler's: tests/unit/pipeline/test_reconcile_decisions.py resumes that
@@ -78,10 +78,14 @@ def start_run(manifest: Path, database_url: str, env: dict[str, str], *extra: st
     )  # fmt: skip
 
 
-def run_in_process(manifest: Path, database_url: str, env: dict[str, str], *extra: str) -> tuple[int, str, str]:
-    """:func:`start_run`'s command in this process, without a flow (``--no-prefect``)."""
+def run_in_process(
+    manifest: Path, database_url: str, env: dict[str, str], *extra: str, flow: bool = False
+) -> tuple[int, str, str]:
+    """:func:`start_run`'s command in this process: a rerun that needs no process of its own.
+    Without a flow (``--no-prefect``) unless ``flow``."""
     args = ["run", str(manifest), "--campaign", "course", "--database-url", database_url, "--no-wait",
-            "--no-progress", "--out", str(manifest.parent / "reports"), "--no-prefect", *extra]  # fmt: skip
+            "--no-progress", "--out", str(manifest.parent / "reports"), "--prefect" if flow else "--no-prefect",
+            *extra]  # fmt: skip
     done = doccheck_in_process(args, env, cwd=manifest.parent)
     return done.returncode, done.stdout, done.stderr
 
@@ -111,7 +115,9 @@ def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
     """Defects 1 and 4: two `doccheck run` of one manifest on one ledger while half the
     requests fail with 5xx. Before: a submitted row went back to submitting and ended
     `failed` (a billed check reported refused), rows ended `failed service_unavailable`,
-    and both runs uploaded the large files (a leaked waiting-upload slot)."""
+    and both runs uploaded the large files (a leaked waiting-upload slot). The two processes
+    run without a flow: the claims and the retries are the library's (two flow runs of one
+    campaign overlap in test_campaign_budget.py)."""
     key = emulator.new_account()
     n_text, n_large = 30, 1
     manifest = write_manifest(tmp_path, n_text, n_large=n_large)
@@ -120,7 +126,7 @@ def test_two_concurrent_runs_under_5xx_make_one_check_per_document(
     # has created a check when the other reads the ledger: both plan to send every document.
     emulator.set_faults(latency_ms=3000)
     ledger = Ledger(database_url)
-    runs = [start_run(manifest, database_url, env, "--concurrency", "6") for _ in range(2)]
+    runs = [start_run(manifest, database_url, env, "--concurrency", "6", "--no-prefect") for _ in range(2)]
     try:
         # 5xx start once both runs passed their start-up check (a run that cannot reach the
         # service at all fails fast by design) and hold their first requests in flight.
@@ -240,7 +246,7 @@ def test_crash_in_flight_resumed_after_two_days_adopts_instead_of_rebilling(
     # lease on this side's clock, which the emulator's clock cannot move) have expired.
     emulator.advance(2 * 86400)
     expire_claims(ledger)
-    code, out, err = finish(start_run(manifest, database_url, env))
+    code, out, err = run_in_process(manifest, database_url, env)  # a plain rerun: no process of its own needed
     assert code == 0, (out, err)
     assert_one_check_per_document(ledger, emulator, key, n_docs)
     ledger.close()
@@ -296,7 +302,7 @@ def test_flow_killed_mid_recording_with_requests_in_flight_resumes_one_check_eac
     assert recorded == 20 and 0 < at_crash < recorded, (recorded, at_crash)  # sent before the recording ended
 
     expire_claims(ledger)
-    code, out, err = finish(start_run(manifest, database_url, env))
+    code, out, err = run_in_process(manifest, database_url, env, flow=True)  # a plain rerun, a flow run too
     assert code == 0 and "Prefect flow run" in out, (out, err)
     assert_one_check_per_document(ledger, emulator, key, n_docs)
     ledger.close()
