@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.factories import doccheck_in_process
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]
@@ -56,14 +57,21 @@ def test_a_run_without_a_server_equals_the_flow(
 ) -> None:
     common = ["--no-progress", "--grace-seconds", "0", "--poll-interval", "0.1", "--products", "ai,similarity"]
     results = {}
-    runs = (("library", None, []), ("flow", os.environ["PREFECT_API_URL"], []), ("sequential", None, ["--no-overlap"]))
-    for name, api, extra in runs:
+    # The run without a server is a process of its own (nothing of Prefect may start in it); the
+    # flow and the sequential run are the same command in this process (what they print is read).
+    runs = (("library", None, []), ("flow", "in process", ["--prefect"]),
+            ("sequential", "in process", ["--no-prefect", "--no-overlap"]))  # fmt: skip
+    for name, where, extra in runs:
         folder = tmp_path / name
         folder.mkdir()
         key = emulator.new_account()
         args = [str(_manifest(folder)), "--database-url", f"sqlite:///{folder / 'l.db'}", "--out", "out", *common,
                 *extra]  # fmt: skip
-        done = _run(args, cwd=folder, key=key, base_url=emulator.base_url, prefect_api=api)
+        if where is None:
+            done = _run(args, cwd=folder, key=key, base_url=emulator.base_url, prefect_api=None)
+        else:
+            env = {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}
+            done = doccheck_in_process(["run", *args], env, cwd=folder)
         assert done.returncode == 0, done.stdout + done.stderr
         results[name] = (done, _submissions(folder / "out"), emulator.account_state(key))
 
@@ -102,8 +110,11 @@ def test_collect_without_a_server(emulator: EmulatorHandle, tmp_path: Path) -> N
     key = emulator.new_account()
     base = ["--database-url", f"sqlite:///{tmp_path / 'l.db'}", "--out", "out"]
     rules = ["--min-ai-words", "50", "--ai-band-high", "0.9"]  # the essays have 110 words: judged
-    sent = _run([str(_manifest(tmp_path)), "--no-wait", "--no-progress", *rules, *base], cwd=tmp_path, key=key,
-                base_url=emulator.base_url, prefect_api=None)  # fmt: skip
+    sent = doccheck_in_process(
+        ["run", str(_manifest(tmp_path)), "--no-wait", "--no-progress", "--no-prefect", *rules, *base],
+        {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key},
+        cwd=tmp_path,
+    )  # fmt: skip  (the collect below is the process without Prefect)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     emulator.advance(60)  # every check finishes at the service
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCCHECK_", "PREFECT_"))}
