@@ -270,14 +270,20 @@ def doccheck_in_process(
     the command's exit fails here with its traceback."""
     import contextlib
     import os
+    import signal
 
     from typer.testing import CliRunner
 
     from doccheck.cli import app
 
     blank: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DOCCHECK_")}
-    with contextlib.chdir(cwd or Path.cwd()):
-        result = CliRunner().invoke(app, args, env={**blank, "COLUMNS": "200", **(env or {})})
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with contextlib.chdir(cwd or Path.cwd()):
+            result = CliRunner().invoke(app, args, env={**blank, "COLUMNS": "200", **(env or {})})
+    finally:  # what the command set stays with it: a later subprocess inherits this process's dispositions
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     return subprocess.CompletedProcess(["doccheck", *args], result.exit_code, result.stdout, result.stderr)
 

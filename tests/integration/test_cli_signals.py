@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,23 @@ from tests.fixtures.emulator import EmulatorHandle
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
 DOCS = 3
+
+
+@pytest.fixture(autouse=True)
+def signals_as_a_shell_leaves_them() -> Iterator[None]:
+    """The run starts with SIGINT and SIGTERM as a shell leaves them: an ignored signal survives
+    exec, so a disposition an earlier test left in this worker (a command or a flow run in its
+    process) would reach the run and the signal never arrive: on main, run on two workers beside
+    test_cli_run, test_bulk_check and the profile money matrix, both SIGINT cases timed out so.
+    The worker's own are put back."""
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def _env(emulator: EmulatorHandle, key: str, tmp_path: Path) -> dict[str, str]:
