@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.fixtures.receiver",
     "tests.fixtures.postgres",
     "tests.fixtures.prefect_server",
+    "tests.fixtures.service_profile",
 ]
 
 

@@ -8,6 +8,7 @@ assertions for the integration tests; a small corpus and run helpers for the pip
 from __future__ import annotations
 
 import csv
+import random
 import re
 import subprocess
 import uuid
@@ -20,7 +21,18 @@ import pytest
 
 from doccheck.client import AsyncDocCheckClient, Event, RetryPolicy
 from doccheck.ledger import Ledger
-from doccheck.pipeline import Plan, PlannedDocument, SubmitOptions, load_plan, submit_batch, wait_for_results
+from doccheck.pipeline import (
+    LocalSteps,
+    Plan,
+    PlannedDocument,
+    RunOptions,
+    RunSummary,
+    SubmitOptions,
+    load_plan,
+    run_checks,
+    submit_batch,
+    wait_for_results,
+)
 
 # --- fake service answers (client unit tests, httpx.MockTransport) ----------------------
 
@@ -359,3 +371,15 @@ def random_text_manifest(path: Path, rows: int, *, words: int) -> Path:
         for i in range(rows):
             handle.write(f"student-{i:06d},{' '.join(rnd.choices(vocabulary, k=words))}\n")
     return path
+
+
+def random_essay(seed: int, words: int = 150) -> str:
+    """``words`` made-up words from ``seed``: texts that share no phrase (no similarity match)."""
+    rnd = random.Random(seed)
+    return " ".join(f"{rnd.choice('bcdfgklmnprstv')}{rnd.choice('aeiou')}{rnd.randrange(5000):x}" for _ in range(words))
+
+
+async def run_locally(ledger: Ledger, base_url: str, api_key: str, options: RunOptions) -> RunSummary:
+    """One run through the run seam with the local steps, as ``doccheck run --no-prefect --no-overlap``."""
+    async with AsyncDocCheckClient(base_url, api_key) as client:
+        return await run_checks(options, LocalSteps(ledger, client, params={"test": True}))

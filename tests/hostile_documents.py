@@ -128,18 +128,7 @@ def pdf_shared_stream(pages: int = 40, stream_bytes: int = 8 * 1024 * 1024, *, v
     for _ in range(pages):
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
                        b"/XObject << /X1 4 0 R >> >> /Contents " + contents + b" >>")  # fmt: skip
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
+    return _pdf_file(objects, header=b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
 
 
 def pdf_slow_page(draws: int = 2000, form_bytes: int = 1024 * 1024) -> bytes:
@@ -161,8 +150,13 @@ def pdf_slow_page(draws: int = 2000, form_bytes: int = 1024 * 1024) -> bytes:
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X1 3 0 R >> >> "
         b"/Contents 4 0 R >>",
     ]
+    return _pdf_file(objects)
+
+
+def _pdf_file(objects: list[bytes], header: bytes = b"%PDF-1.4\n") -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first the catalog) with its cross-reference table."""
     out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
+    out.write(header)
     offsets = []
     for number, body in enumerate(objects, start=1):
         offsets.append(out.tell())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 import zipfile
 from contextlib import closing
@@ -12,26 +11,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
-    LocalSteps,
     OutputOptions,
     RunOptions,
-    RunSummary,
     SourceOptions,
     SubmissionOptions,
     WaitingOptions,
-    run_checks,
 )
+from tests.factories import random_essay, run_locally
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]
-
-
-def _essay(seed: int, words: int = 120) -> str:
-    rnd = random.Random(seed)
-    return " ".join(f"{rnd.choice('bcdfgklmnprstv')}{rnd.choice('aeiou')}{rnd.randrange(5000):x}" for _ in range(words))
 
 
 def _moodle_zip(path: Path, members: dict[str, str]) -> Path:
@@ -42,8 +33,8 @@ def _moodle_zip(path: Path, members: dict[str, str]) -> Path:
     return path
 
 
-FIRST = {f"Student {i}_{100 + i}_assignsubmission_file/essay{i}.txt": _essay(i) for i in range(5)} | {
-    "Student 0_100_assignsubmission_onlinetext/onlinetext.html": f"<p>{_essay(50)}</p>"
+FIRST = {f"Student {i}_{100 + i}_assignsubmission_file/essay{i}.txt": random_essay(i, 120) for i in range(5)} | {
+    "Student 0_100_assignsubmission_onlinetext/onlinetext.html": f"<p>{random_essay(50, 120)}</p>"
 }
 
 
@@ -56,30 +47,25 @@ def _options(export: Path, out: Path) -> RunOptions:
     )
 
 
-async def _run(ledger: Ledger, emulator: EmulatorHandle, key: str, options: RunOptions) -> RunSummary:
-    async with AsyncDocCheckClient(emulator.base_url, key) as client:
-        return await run_checks(options, LocalSteps(ledger, client, params={"test": True}))
-
-
 def test_a_second_download_sends_only_new_and_changed_work(emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()
     tag = uuid.uuid4().hex[:8]
     second = dict(FIRST)
-    second["Student 3_103_assignsubmission_file/essay3.txt"] = _essay(333)  # replaced by the student
-    second["Late One_201_assignsubmission_file/late.txt"] = _essay(201)
-    second["Late Two_202_assignsubmission_file/late.txt"] = _essay(202)
+    second["Student 3_103_assignsubmission_file/essay3.txt"] = random_essay(333, 120)  # replaced by the student
+    second["Late One_201_assignsubmission_file/late.txt"] = random_essay(201, 120)
+    second["Late Two_202_assignsubmission_file/late.txt"] = random_essay(202, 120)
     week1 = _moodle_zip(tmp_path / "week1" / f"C101-Essay-{tag}.zip", FIRST)
     # The next week's download, unzipped by the browser's OS into a folder "... (1)".
     week2 = tmp_path / "week2" / f"C101-Essay-{tag} (1)"
     with zipfile.ZipFile(_moodle_zip(tmp_path / "w2.zip", second)) as zf:
         zf.extractall(week2)
     with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
-        one = asyncio.run(_run(ledger, emulator, key, _options(week1, tmp_path / "out")))
+        one = asyncio.run(run_locally(ledger, emulator.base_url, key, _options(week1, tmp_path / "out")))
         assert one.status == "finished", one
         assert (one.campaign, one.documents, one.submitted) == (f"C101-Essay-{tag}", 6, 6)
         charged = emulator.account_state(key)["checks"]
         assert charged == 6
-        two = asyncio.run(_run(ledger, emulator, key, _options(week2, tmp_path / "out")))
+        two = asyncio.run(run_locally(ledger, emulator.base_url, key, _options(week2, tmp_path / "out")))
     assert two.status == "finished", two
     assert two.campaign == one.campaign
     assert two.documents == 8
@@ -121,8 +107,8 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
     export = _moodle_zip(
         tmp_path / f"C102-Blind-{tag}.zip",
         {
-            "Participant_7_assignsubmission_file/essay.txt": _essay(7),
-            "Participant_8_assignsubmission_file/essay.txt": _essay(8),
+            "Participant_7_assignsubmission_file/essay.txt": random_essay(7, 120),
+            "Participant_8_assignsubmission_file/essay.txt": random_essay(8, 120),
             "Participant_8_assignsubmission_file/sources.zip": "PK not opened",
             "Participant_7_assignsubmission_file/tool.exe": "MZ",
         },
@@ -138,7 +124,7 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
     base = _options(export, tmp_path / "out")
     options = base.model_copy(update={"source": base.source.model_copy(update={"roster": str(roster)})})
     with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
-        summary = asyncio.run(_run(ledger, emulator, key, options))
+        summary = asyncio.run(run_locally(ledger, emulator.base_url, key, options))
     assert summary.status == "finished" and summary.submitted == 2, summary
     subs = pq.read_table(Path(str(summary.report_dir)) / "submissions.parquet").to_pylist()
     refused = {r["submitted_file"]: r for r in subs if r["status"] == "rejected"}
@@ -169,9 +155,9 @@ def test_blind_marking_keeps_real_names_out_and_lists_refusals_and_missing_stude
 def test_a_manifest_run_has_null_lms_columns(emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()
     manifest = tmp_path / f"plain-{uuid.uuid4().hex[:8]}.csv"
-    manifest.write_text(f"document_id,text,student\nd1,{_essay(1)},Alice Realname\n", encoding="utf-8")
+    manifest.write_text(f"document_id,text,student\nd1,{random_essay(1, 120)},Alice Realname\n", encoding="utf-8")
     with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
-        summary = asyncio.run(_run(ledger, emulator, key, _options(manifest, tmp_path / "out")))
+        summary = asyncio.run(run_locally(ledger, emulator.base_url, key, _options(manifest, tmp_path / "out")))
     assert summary.status == "finished", summary
     for table in ("submissions.parquet", "documents.parquet"):
         (row,) = pq.read_table(Path(str(summary.report_dir)) / table).to_pylist()
@@ -185,11 +171,11 @@ def test_purging_the_campaign_removes_the_copies_of_the_export(emulator: Emulato
     from doccheck.ledger import execute_purge, plan_purge
 
     key = emulator.new_account()
-    essay = _essay(4242)
+    essay = random_essay(4242, 120)
     export = _moodle_zip(tmp_path / f"C103-Purge-{uuid.uuid4().hex[:8]}.zip",
                          {"Student 1_101_assignsubmission_file/essay.txt": essay})  # fmt: skip
     with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
-        summary = asyncio.run(_run(ledger, emulator, key, _options(export, tmp_path / "out")))
+        summary = asyncio.run(run_locally(ledger, emulator.base_url, key, _options(export, tmp_path / "out")))
         assert summary.status == "finished", summary
         copies = list((tmp_path / "out" / "exports").iterdir())
         assert len(copies) == 1 and any(essay.encode() in p.read_bytes() for p in _files_under(copies[0]))

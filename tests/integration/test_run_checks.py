@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import random
 import uuid
 from contextlib import closing
 from pathlib import Path
@@ -31,23 +30,19 @@ from doccheck.pipeline import (
     dry_run,
     run_checks,
 )
+from tests.factories import random_essay, run_locally
 from tests.fixtures.emulator import EmulatorHandle
 
 pytestmark = [pytest.mark.integration]
 
 
-def _essay(seed: int, words: int = 150) -> str:
-    rnd = random.Random(seed)
-    return " ".join(f"{rnd.choice('bcdfgklmnprstv')}{rnd.choice('aeiou')}{rnd.randrange(5000):x}" for _ in range(words))
-
-
-ESSAY = _essay(999)
+ESSAY = random_essay(999)
 
 
 def _manifest(folder: Path) -> Path:
     """22 valid essays (two of them near-duplicates) and one row without an id, as row 6."""
     rows: list[dict[str, str]] = [
-        {"document_id": f"s-{i:02d}", "text": _essay(i), "section": str(i % 2)} for i in range(20)
+        {"document_id": f"s-{i:02d}", "text": random_essay(i), "section": str(i % 2)} for i in range(20)
     ]
     rows.insert(5, {"document_id": "", "text": "a row without an id", "section": "1"})
     rows.append({"document_id": "copy-1", "text": ESSAY, "section": "0"})
@@ -70,17 +65,12 @@ def _options(manifest: Path, campaign: str, out: Path) -> RunOptions:
     )  # fmt: skip
 
 
-async def _run(ledger: Ledger, emulator: EmulatorHandle, key: str, options: RunOptions) -> RunSummary:
-    async with AsyncDocCheckClient(emulator.base_url, key) as client:
-        return await run_checks(options, LocalSteps(ledger, client, params={"test": True}))
-
-
 def _same_run(database_url: str, emulator: EmulatorHandle, tmp_path: Path) -> None:
     key = emulator.new_account()
     manifest = _manifest(tmp_path)
     tag = uuid.uuid4().hex[:8]
     with closing(Ledger(database_url)) as ledger:
-        one = asyncio.run(_run(ledger, emulator, key, _options(manifest, f"run-{tag}", tmp_path / "s")))
+        one = asyncio.run(run_locally(ledger, emulator.base_url, key, _options(manifest, f"run-{tag}", tmp_path / "s")))
         planned = dry_run(manifest, campaign=f"run-{tag}", products=["ai", "similarity"], metadata_columns=["section"])
         assert one.status == "finished", one
         for name in ("documents", "rejected", "counts_by_mode", "total_words", "estimated_cost_cents"):

@@ -10,7 +10,6 @@ import asyncio
 import csv
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +23,7 @@ from tests import generated_documents as gen
 from tests.factories import essay
 from tests.fixtures.emulator import EmulatorHandle
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def fresh_profile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts as a new process: no profile file, no type learnt."""
-    monkeypatch.delenv("DOCCHECK_SERVICE_PROFILE", raising=False)
-    reset_profile()
-    yield
-    reset_profile()
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_service_profile")]
 
 
 def _manifest(folder: Path) -> Path:

@@ -4,26 +4,18 @@ service profile or the default, and the types the ledger learnt the service refu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from doccheck.client import ServiceProfile, reset_profile
+from doccheck.client import ServiceProfile
 from doccheck.commands._probe_service import _keeping_types, file_type_lines, learnt_refusals
 from doccheck.ledger import Ledger, remember_refused_type
 
 SERVICE = "http://127.0.0.1:8080/api/v1"
 
-
-@pytest.fixture(autouse=True)
-def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A new process: no profile file, no type learnt (forgotten before and after the test)."""
-    monkeypatch.delenv("DOCCHECK_SERVICE_PROFILE", raising=False)
-    reset_profile()
-    yield
-    reset_profile()
+pytestmark = pytest.mark.usefixtures("fresh_service_profile")
 
 
 def test_probe_says_where_the_types_come_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,26 +5,18 @@ base URL, in the ledger (``doccheck.ledger._refused_types``), adopted before sen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from doccheck.client import current_profile, refused_in_process, reset_profile
+from doccheck.client import current_profile, refused_in_process
 from doccheck.ledger import Ledger, refused_types, remember_refused_type, service_key
 from doccheck.pipeline._learnt_types import adopt_learnt_refusals, remember_refusal
 
 SERVICE = "http://127.0.0.1:8080/api/v1"
 
-
-@pytest.fixture(autouse=True)
-def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A new process: no profile file, no type learnt (forgotten before and after the test)."""
-    monkeypatch.delenv("DOCCHECK_SERVICE_PROFILE", raising=False)
-    reset_profile()
-    yield
-    reset_profile()
+pytestmark = pytest.mark.usefixtures("fresh_service_profile")
 
 
 def test_one_service_one_key() -> None:
