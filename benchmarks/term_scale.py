@@ -1,7 +1,7 @@
 """Term scale: a whole term through ``doccheck run`` (issue 28), and the dry run's memory (issue 10).
 
 Run:  .venv/bin/python benchmarks/term_scale.py [--n 100000] [--words 300] [--backends sqlite,postgres]
-          [--files 0] [--skip-page] [--profile-rerun FILE]
+          [--files 0] [--skip-page] [--no-catalog] [--profile-rerun FILE]
 
 **The term (issue 28)**: one CSV manifest of ``--n`` generated text rows in 200 courses (a
 ``course`` column), an emulator that holds the results back (``--processing-seconds`` a day), and
@@ -12,7 +12,10 @@ Each command is a subprocess; its wall seconds, CPU seconds and peak RSS (``wait
 file and its WAL; PostgreSQL: ``pg_total_relation_size`` of every table). ``--files N``: N
 generated files (half 8-page PDFs, half ~3,400-word DOCX) in a manifest of paths, run twice on
 SQLite: the first run extracts, the rerun must not. ``--skip-page``: no browser timing of the
-report page (the hook :func:`page_timings` is where it goes). ``--profile-rerun FILE``: the rerun
+report page (the hook :func:`page_timings` is where it goes). ``--no-catalog``: the runs do not
+rebuild ``<out>/catalog.duckdb`` (``DOCCHECK_CATALOG=false``); the difference to a run with it is
+what loading DuckDB into the run's process at its end adds to the peak RSS (docs/benchmarks.md).
+``--profile-rerun FILE``: the rerun
 of the first backend is run once more under py-spy (``pip install py-spy``; every thread sampled
 50 times a second), its collapsed stacks written to FILE (``py-spy``'s raw format: one stack and
 its sample count a line, for flamegraph tools or a few lines of Python).
@@ -363,6 +366,7 @@ def term_main(argv: list[str]) -> None:
     parser.add_argument("--files", type=int, default=0, help="generated PDF/DOCX files to extract (0: none)")
     parser.add_argument("--skip-page", action="store_true", help="no browser timing of the report page")
     parser.add_argument("--tables", action="store_true", help="also print the ledger's bytes/doc table by table")
+    parser.add_argument("--no-catalog", action="store_true", help="DOCCHECK_CATALOG=false: no DuckDB catalog rebuild")
     parser.add_argument(
         "--profile-rerun", type=Path, help="py-spy the first backend's rerun into this file (collapsed stacks)"
     )
@@ -372,6 +376,8 @@ def term_main(argv: list[str]) -> None:
         folder = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DOCCHECK_"))}
         env.update(PREFECT_HOME=str(folder / "prefect-home"), DOCCHECK_API_KEY=API_KEY_TERM)
+        if args.no_catalog:
+            env["DOCCHECK_CATALOG"] = "false"
         service, root = start_term_emulator(folder)
         stack.callback(service.stop)
         env["DOCCHECK_BASE_URL"] = f"{root}/api/v1"
