@@ -218,3 +218,19 @@ def test_the_runs_read_across_in_one_call_without_the_catalog(tmp_path: Path) ->
     rebuild_catalogs([out])  # as purge does: no link to a removed folder is left
     assert sorted(p.name for p in (tables / "documents").iterdir()) == ["campaign=Hist%20101", "campaign=course-b",
                                                                        "campaign=course-c"]  # fmt: skip
+
+
+def test_duckdb_is_loaded_only_when_a_catalog_is_built_or_read() -> None:
+    """Loading DuckDB costs a process ~40 MB of RSS (34 MB of them its library's pages): a run
+    pays it at its last step, the rebuild (the 20,000-document term's first run peaks 20-24 MB
+    higher with the catalog than without it, docs/benchmarks.md), and importing the commands,
+    the pipeline, the outputs, the receiver or the notebook API must not pay it up front."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, doccheck.cli, doccheck.commands, doccheck.pipeline, doccheck.outputs, "
+        "doccheck.outputs.instructor, doccheck.receiver, doccheck.notebook; print('duckdb' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
