@@ -81,7 +81,7 @@ def test_purge_leaves_no_trace(
                env, tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     needles = [s.encode() for s in (sentence, name, email)]
-    roots = [_ledger_files(ledger_url, tmp_path), tmp_path / "out", prefect_server.home]
+    roots = [_ledger_files(ledger_url, tmp_path), tmp_path / "out", *prefect_server.storage()]
     assert _files_holding([tmp_path / "out"], needles[1:]), "the run should have written the name into reports"
     assert _files_holding([_ledger_files(ledger_url, tmp_path)], needles[1:]), "the ledger should hold the name"
     catalog = connect_catalog(tmp_path / "out")  # written by the run (the flow: the Prefect server is there)
@@ -98,5 +98,5 @@ def test_purge_leaves_no_trace(
     assert not (tmp_path / "out" / "latest").exists()
     assert "catalog rebuilt" in purged.stdout  # it names no removed folder; the grep below reads it too
     assert connect_catalog(tmp_path / "out").execute("SELECT count(*) FROM documents").fetchall() == [(0,)]
-    roots[0] = _ledger_files(ledger_url, tmp_path)  # after a new checkpoint
+    roots = [_ledger_files(ledger_url, tmp_path), tmp_path / "out", *prefect_server.storage()]  # new checkpoints
     assert _files_holding(roots, needles) == []
