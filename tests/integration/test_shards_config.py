@@ -78,9 +78,11 @@ def test_missing_shard_deployment_names_the_fix(
 
 _CREATE = """
 import sys, time
+from pathlib import Path
 from doccheck.ledger import Ledger
-start = float(sys.argv[2])
-while time.time() < start:
+ready, gun = Path(sys.argv[2]), Path(sys.argv[3])
+ready.touch()  # imported: waiting for the gun
+while not gun.exists():
     time.sleep(0.001)
 ledger = Ledger(sys.argv[1])
 run_id = ledger.start_run(campaign="race", manifest="m.csv", products=["ai"], params={})
@@ -90,20 +92,30 @@ print(run_id)
 
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_schema_creation_is_safe_when_workers_start_at_once(postgres_database: str) -> None:
-    """Eight processes open the ledger of a fresh database at the same instant."""
+def test_schema_creation_is_safe_when_workers_start_at_once(postgres_database: str, tmp_path: Path) -> None:
+    """Eight processes open the ledger of a fresh database at the same instant: the gun
+    fires once every one of them has imported and waits for it (a fixed delay fired
+    before the slowest import on a loaded machine, and long after the last on an idle one)."""
     import time
 
-    start = time.time() + 3  # every process imported and waiting before the gun
+    gun = tmp_path / "gun"
+    ready = [tmp_path / f"ready-{i}" for i in range(8)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CREATE, postgres_database, str(start)],
+            [sys.executable, "-c", _CREATE, postgres_database, str(flag), str(gun)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
-        for _ in range(8)
+        for flag in ready
     ]
+    deadline = time.monotonic() + 120
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            break  # one died while importing: its error is reported below
+        time.sleep(0.05)
+    assert all(flag.exists() for flag in ready) or any(p.poll() is not None for p in procs), "not all ready in 120 s"
+    gun.touch()
     results = [p.communicate(timeout=120) for p in procs]
     for proc, (stdout, stderr) in zip(procs, results, strict=True):
         assert proc.returncode == 0, stderr[-3000:]
