@@ -24,8 +24,13 @@ from typing import NoReturn
 RESUME_HINT = "rerun the same command to resume (nothing is charged twice)"
 
 
-class _Terminated(BaseException):  # noqa: N818 - control flow like KeyboardInterrupt, caught by run_flow
-    """A SIGTERM arrived outside a flow (a BaseException, so ``except Exception`` lets it pass)."""
+class _Terminated(KeyboardInterrupt):  # noqa: N818 - control flow like KeyboardInterrupt, caught by run_flow
+    """A SIGTERM arrived outside a flow (not an ``Exception``, so ``except Exception`` lets it pass).
+
+    A ``KeyboardInterrupt`` because asyncio lets only that and ``SystemExit`` through its
+    transports and callbacks: any other exception raised by the handler while the event loop
+    was inside a socket write was logged there ("Fatal write error on socket transport", a
+    traceback on stderr) instead of stopping the command with its one line."""
 
     def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__(signum)
@@ -38,11 +43,11 @@ class _State:
 
 def exit_code_for(exc: BaseException) -> int | None:
     """128 + the signal for a stop by signal (Ctrl-C: 130, SIGTERM: 143), None otherwise."""
-    if isinstance(exc, KeyboardInterrupt):
-        return 128 + signal.SIGINT
     signum = getattr(exc, "signal", None)
     if isinstance(signum, int) and isinstance(exc, BaseException) and not isinstance(exc, Exception):
         return 128 + signum
+    if isinstance(exc, KeyboardInterrupt):
+        return 128 + signal.SIGINT
     return None
 
 
