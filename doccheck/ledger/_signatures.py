@@ -94,20 +94,28 @@ def iter_signatures(
 ) -> Iterator[tuple[int, str, str, str, int, int, bytes, bytes]]:
     """``(id, document_id, content_hash, run_id, words, shingle_count, signature, sample)`` of the
     campaign, page by page (the full shingle sets stay in the database)."""
+    columns = (
+        DocumentSignatureRow.id,
+        DocumentSignatureRow.document_id,
+        DocumentSignatureRow.content_hash,
+        DocumentSignatureRow.run_id,
+        DocumentSignatureRow.words,
+        DocumentSignatureRow.shingle_count,
+        DocumentSignatureRow.signature,
+        DocumentSignatureRow.sample,
+    )
+    for row in _pages(ledger, columns, campaign, scheme, page):
+        yield tuple(row)
+
+
+def _pages(ledger: Database, columns: tuple[Any, ...], campaign: str, scheme: str, page: int) -> Iterator[Any]:
+    """The campaign's signature rows as ``columns`` (the row id first), by keyset pages of
+    ``page`` rows in id order, each page read in its own short session."""
     last = 0
     while True:
         with ledger.session() as s:
             stmt = (
-                select(  # type: ignore[call-overload]  # eight columns: more than sqlmodel's stubs type
-                    DocumentSignatureRow.id,
-                    DocumentSignatureRow.document_id,
-                    DocumentSignatureRow.content_hash,
-                    DocumentSignatureRow.run_id,
-                    DocumentSignatureRow.words,
-                    DocumentSignatureRow.shingle_count,
-                    DocumentSignatureRow.signature,
-                    DocumentSignatureRow.sample,
-                )
+                select(*columns)
                 .where(
                     DocumentSignatureRow.campaign == campaign,
                     DocumentSignatureRow.scheme == scheme,
@@ -119,8 +127,7 @@ def iter_signatures(
             rows = s.exec(stmt).all()
         if not rows:
             return
-        for row in rows:
-            yield tuple(row)
+        yield from rows
         last = rows[-1][0]
 
 
@@ -185,21 +192,5 @@ def document_ids_for_checks(s: Session, campaign: str | None, check_ids: Iterabl
 def iter_shingle_sets(ledger: Database, campaign: str, scheme: str, *, page: int = 1000) -> Iterator[tuple[int, bytes]]:
     """``(id, shingles)`` of every document of the campaign, one page in memory at a time
     (the boilerplate count streams through these)."""
-    last = 0
-    while True:
-        with ledger.session() as s:
-            stmt = (
-                select(DocumentSignatureRow.id, DocumentSignatureRow.shingles)
-                .where(
-                    DocumentSignatureRow.campaign == campaign,
-                    DocumentSignatureRow.scheme == scheme,
-                    col(DocumentSignatureRow.id) > last,
-                )
-                .order_by(col(DocumentSignatureRow.id))
-                .limit(page)
-            )
-            rows = s.exec(stmt).all()
-        if not rows:
-            return
-        yield from ((rid, data) for rid, data in rows if rid is not None)
-        last = rows[-1][0] or last
+    columns = (DocumentSignatureRow.id, DocumentSignatureRow.shingles)
+    yield from ((rid, data) for rid, data in _pages(ledger, columns, campaign, scheme, page) if rid is not None)
