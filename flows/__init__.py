@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from prefect_doccheck.flows._drain import drain_prefect
     from prefect_doccheck.flows._fan_out import submit_sharded
@@ -23,9 +25,4 @@ __all__ = ["drain_prefect", "submit_sharded"]
 _LAZY = {"drain_prefect": "_drain", "submit_sharded": "_fan_out"}
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from prefect_doccheck.tasks._artifacts import artifact_key, publish_run_artifacts
     from prefect_doccheck.tasks._assets import MATERIALIZED, asset_key
@@ -111,9 +113,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

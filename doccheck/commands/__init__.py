@@ -16,6 +16,8 @@ from __future__ import annotations
 import os as _os
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from doccheck.commands._collect import collect
     from doccheck.commands._demo import demo
@@ -95,9 +97,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

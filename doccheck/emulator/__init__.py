@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from doccheck.emulator._emulator_app import create_app
     from doccheck.emulator._emulator_command import emulator
@@ -38,9 +40,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
 from doccheck.errors import (
     ExtractionError,
     ExtractionLimitExceeded,
@@ -86,14 +87,16 @@ __all__ = [
 ]
 
 
-#: Names served by ``__getattr__`` on first use: name → (private module, its name there).
+#: Names served by ``__getattr__`` on first use (``"_module:its_name"`` where it differs): the word
+#: rule needs numpy, which the extraction worker (``python -m doccheck.extract.worker``, started per
+#: core) never does (~0.15 s of CPU each); the worker pool too, so a worker does not load the pool.
 _LAZY = {
-    "WORD_RE": ("_words", "WORD_RE"),
-    "count_words": ("_words", "count_words"),
-    "word_tokens": ("_words", "word_tokens"),
-    "words_of": ("_words", "words_of"),
-    "shutdown_workers": ("_sandbox", "shutdown"),
-    "worker_pids": ("_sandbox", "worker_pids"),
+    "WORD_RE": "_words",
+    "count_words": "_words",
+    "word_tokens": "_words",
+    "words_of": "_words",
+    "shutdown_workers": "_sandbox:shutdown",
+    "worker_pids": "_sandbox",
 }
 
 #: A public submodule, imported on first use: the word store's functions read best as
@@ -101,15 +104,4 @@ _LAZY = {
 _PUBLIC_MODULES = ("cache",)
 
 
-def __getattr__(name: str) -> object:
-    """The word rule is imported on first use: it needs numpy, which the extraction worker
-    (``python -m doccheck.extract.worker``, started per core) never does (~0.15 s of CPU each);
-    the worker pool too, so that a worker does not load the pool that starts it."""
-    import importlib
-
-    if name in _LAZY:
-        module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-    if name in _PUBLIC_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY, _PUBLIC_MODULES)

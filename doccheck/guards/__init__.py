@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from doccheck.guards import bounded_json
     from doccheck.guards._environment_errors import describe_environment_error, naming
@@ -25,18 +27,11 @@ _PUBLIC_MODULES = ("bounded_json",)
 
 #: Name → the module that defines it, imported by ``__getattr__`` on first use.
 _LAZY = {
-    "BodyDeadline": "doccheck.guards._slow_clients",
-    "deadline_protocol": "doccheck.guards._slow_clients",
-    "describe_environment_error": "doccheck.guards._environment_errors",
-    "naming": "doccheck.guards._environment_errors",
+    "BodyDeadline": "_slow_clients",
+    "deadline_protocol": "_slow_clients",
+    "describe_environment_error": "_environment_errors",
+    "naming": "_environment_errors",
 }
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name in _PUBLIC_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY, _PUBLIC_MODULES)

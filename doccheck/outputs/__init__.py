@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from doccheck.outputs._calibration import RULE_OPTIONS, AiRules, rules_from_params
     from doccheck.outputs._downloads import DownloadTarget, download_files, parse_kinds
@@ -85,49 +87,43 @@ __all__ = [
     "write_run_file",
 ]
 
-#: Name → (the private module that defines it, its name there), imported by ``__getattr__`` on first use.
+#: Name → the private module that defines it, imported by ``__getattr__`` on first use.
 _LAZY = {
-    "AiRules": ("_calibration", "AiRules"),
-    "RULE_OPTIONS": ("_calibration", "RULE_OPTIONS"),
-    "rules_from_params": ("_calibration", "rules_from_params"),
-    "DownloadTarget": ("_downloads", "DownloadTarget"),
-    "download_files": ("_downloads", "download_files"),
-    "parse_kinds": ("_downloads", "parse_kinds"),
-    "NO_SUBMISSION": ("_lms_columns", "NO_SUBMISSION"),
-    "NOT_A_DOCUMENT": ("_lms_columns", "NOT_A_DOCUMENT"),
-    "SUPERSEDED": ("_lms_columns", "SUPERSEDED"),
-    "lms_rows": ("_lms_columns", "lms_rows"),
-    "escape_markdown": ("_markdown", "escape_markdown"),
-    "COHORT_MATCHES_SCHEMA": ("_parquet_reports", "COHORT_MATCHES_SCHEMA"),
-    "META_PREFIX": ("_parquet_reports", "META_PREFIX"),
-    "REPORT_FILES": ("_parquet_reports", "REPORT_FILES"),
-    "SCHEMAS": ("_parquet_reports", "SCHEMAS"),
-    "SUBMISSIONS_SCHEMA": ("_parquet_reports", "SUBMISSIONS_SCHEMA"),
-    "LedgerReportTables": ("_parquet_reports", "LedgerReportTables"),
-    "ReportPaths": ("_parquet_reports", "ReportPaths"),
-    "ReportTables": ("_parquet_reports", "ReportTables"),
-    "rejection_rows": ("_parquet_reports", "rejection_rows"),
-    "run_label": ("_parquet_reports", "run_label"),
-    "to_dataframes": ("_parquet_reports", "to_dataframes"),
-    "to_tables": ("_parquet_reports", "to_tables"),
-    "write_reports": ("_parquet_reports", "write_reports"),
-    "CHECKED_AS_TEXT": ("_said", "CHECKED_AS_TEXT"),
-    "REASON_WORDS": ("_said", "REASON_WORDS"),
-    "count_by_reason": ("_said", "count_by_reason"),
-    "CATALOG_FILE": ("_term_catalog", "CATALOG_FILE"),
-    "SCHEMA_VERSION": ("_term_catalog", "SCHEMA_VERSION"),
-    "TABLE_FILES": ("_term_catalog", "TABLE_FILES"),
-    "connect_catalog": ("_term_catalog", "connect"),
-    "rebuild_catalog": ("_term_catalog", "rebuild_catalog"),
-    "rebuild_catalogs": ("_term_catalog", "rebuild_catalogs"),
-    "write_run_file": ("_term_catalog", "write_run_file"),
+    "AiRules": "_calibration",
+    "RULE_OPTIONS": "_calibration",
+    "rules_from_params": "_calibration",
+    "DownloadTarget": "_downloads",
+    "download_files": "_downloads",
+    "parse_kinds": "_downloads",
+    "NO_SUBMISSION": "_lms_columns",
+    "NOT_A_DOCUMENT": "_lms_columns",
+    "SUPERSEDED": "_lms_columns",
+    "lms_rows": "_lms_columns",
+    "escape_markdown": "_markdown",
+    "COHORT_MATCHES_SCHEMA": "_parquet_reports",
+    "META_PREFIX": "_parquet_reports",
+    "REPORT_FILES": "_parquet_reports",
+    "SCHEMAS": "_parquet_reports",
+    "SUBMISSIONS_SCHEMA": "_parquet_reports",
+    "LedgerReportTables": "_parquet_reports",
+    "ReportPaths": "_parquet_reports",
+    "ReportTables": "_parquet_reports",
+    "rejection_rows": "_parquet_reports",
+    "run_label": "_parquet_reports",
+    "to_dataframes": "_parquet_reports",
+    "to_tables": "_parquet_reports",
+    "write_reports": "_parquet_reports",
+    "CHECKED_AS_TEXT": "_said",
+    "REASON_WORDS": "_said",
+    "count_by_reason": "_said",
+    "CATALOG_FILE": "_term_catalog",
+    "SCHEMA_VERSION": "_term_catalog",
+    "TABLE_FILES": "_term_catalog",
+    "connect_catalog": "_term_catalog:connect",
+    "rebuild_catalog": "_term_catalog",
+    "rebuild_catalogs": "_term_catalog",
+    "write_run_file": "_term_catalog",
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

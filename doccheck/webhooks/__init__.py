@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
 if TYPE_CHECKING:
     from doccheck.webhooks._secret_file import (
         DEFAULT_PREVIOUS_WINDOW_S,
@@ -61,9 +63,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)

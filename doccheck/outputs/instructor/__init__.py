@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from doccheck._lazy import lazy_getattr as _lazy_getattr
 from doccheck.outputs.instructor._documents_table import (
     DOCUMENTS_SCHEMA,
     FLAG_SIMILARITY_SCORE,
@@ -75,9 +76,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, _LAZY)
