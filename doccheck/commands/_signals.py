@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -89,11 +90,22 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     try:
-        yield
+        with warnings.catch_warnings():
+            _quiet_unawaited_coroutines()
+            yield
     finally:
         signal.signal(signal.SIGTERM, previous_term)
         if state.first is not None:  # stopping: a second Ctrl-C must not wait for the cleanup
             signal.signal(signal.SIGINT, on_int)
+
+
+def _quiet_unawaited_coroutines() -> None:
+    """A stop by signal raises wherever the main thread is (Prefect's handler inside a flow run,
+    ours outside one), also between creating a coroutine and awaiting it; Python then warns, as
+    the stack unwinds, that the coroutine was never awaited: two lines on stderr that tell the
+    user nothing beside the one line of the stop. The warning is printed before any handler of
+    ours could know a stop began, so it is silenced for the whole command."""
+    warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
 
 
 def exit_after_stop(code: int, cleanup: Callable[[], None], timeout: float = 5.0) -> NoReturn:

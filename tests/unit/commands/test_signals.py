@@ -43,3 +43,24 @@ def test_a_sigterm_raised_inside_a_socket_write_stops_the_loop_without_a_logged_
         raising.close()
         right.close()
     assert not logged, logged
+
+
+def test_a_coroutine_the_stop_dropped_unawaited_prints_nothing() -> None:
+    """Prefect's handler raised TerminationSignal between httpcore creating a coroutine and
+    awaiting it: "coroutine ... was never awaited" reached stderr beside the stop's one line
+    (test_cli_signals' SIGTERM while submitting, 1 run in 11 under two busy loops)."""
+    import gc
+    import warnings
+
+    from doccheck.commands._signals import stop_on_signals
+
+    async def send_body() -> None:
+        return None
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with stop_on_signals():
+            dropped = send_body()
+            del dropped
+            gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)], caught
