@@ -24,6 +24,13 @@ from typing import NoReturn
 
 RESUME_HINT = "rerun the same command to resume (nothing is charged twice)"
 
+#: After a SIGTERM the process ends within this many seconds, whatever it is waiting for:
+#: within Kubernetes' default grace period (30 s) and systemd's stop timeout (90 s), so a
+#: scheduler never has to SIGKILL us. What the run wrote is committed; a rerun resumes it.
+STOP_DEADLINE_SECONDS = 25.0
+
+_announced = threading.Event()  # the stop's one line is printed: the deadline adds none
+
 
 class _Terminated(KeyboardInterrupt):  # noqa: N818 - control flow like KeyboardInterrupt, caught by run_flow
     """A SIGTERM arrived outside a flow (not an ``Exception``, so ``except Exception`` lets it pass).
@@ -68,6 +75,7 @@ def stop_on_signals() -> Iterator[None]:
         if state.first is not None:
             _exit_now(signum)
         state.first = signum
+        _exit_by_deadline(signum)
         handling = sys.exc_info()[1]
         if handling is not None and getattr(handling, "signal", None) == signum:
             return  # Prefect re-sends the signal it turned into TerminationSignal: already stopping
@@ -114,6 +122,8 @@ def exit_after_stop(code: int, cleanup: Callable[[], None], timeout: float = 5.0
     process with ``code`` without waiting for worker threads still blocked in a request:
     what the run wrote is committed, and a scheduler must not have to SIGKILL us."""
 
+    _announced.set()
+
     def run() -> None:
         cleanup()
         atexit._run_exitfuncs()  # what a normal exit runs: Prefect stops its local server
@@ -126,9 +136,32 @@ def exit_after_stop(code: int, cleanup: Callable[[], None], timeout: float = 5.0
     os._exit(code)
 
 
+def _exit_by_deadline(signum: int) -> None:
+    """End the process :data:`STOP_DEADLINE_SECONDS` after the first SIGTERM if it has not ended:
+    a stop can hang where no handler of ours runs (asyncio's shutdown joins the threads of a
+    flow run; one fresh-clone CI run waited over 60 s there, not reproduced in 40 runs since)."""
+
+    def expire() -> None:
+        if not _announced.is_set():
+            os.write(2, f"error: {stop_message(128 + signum)}\n".encode())
+        os._exit(128 + signum)
+
+    timer = threading.Timer(STOP_DEADLINE_SECONDS, expire)
+    timer.daemon = True
+    timer.name = "doccheck-stop-deadline"
+    timer.start()
+
+
 def _exit_now(signum: int) -> None:
     os.write(2, f"error: second signal; exiting now. {RESUME_HINT}\n".encode())
     os._exit(128 + signum)
 
 
-__all__ = ["RESUME_HINT", "exit_after_stop", "exit_code_for", "stop_message", "stop_on_signals"]
+__all__ = [
+    "RESUME_HINT",
+    "STOP_DEADLINE_SECONDS",
+    "exit_after_stop",
+    "exit_code_for",
+    "stop_message",
+    "stop_on_signals",
+]

@@ -64,3 +64,31 @@ def test_a_coroutine_the_stop_dropped_unawaited_prints_nothing() -> None:
             del dropped
             gc.collect()
     assert not [w for w in caught if "never awaited" in str(w.message)], caught
+
+
+def test_a_stop_that_hangs_ends_by_its_deadline_with_the_one_line() -> None:
+    """Whatever the process waits for after a SIGTERM (a shutdown joining stuck threads), it
+    ends with 143 and the stop's one line once the deadline passes."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import os, signal, time\n"
+        "import doccheck.commands._signals as s\n"
+        "s.STOP_DEADLINE_SECONDS = 1.0\n"
+        "with s.stop_on_signals():\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(5)\n"
+        "    except BaseException:\n"
+        "        pass\n"
+        "    time.sleep(60)  # a shutdown that never ends\n"
+    )
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 143, out
+    assert time.monotonic() - started < 30
+    assert out.stderr.strip().splitlines() == [
+        "error: stopped (SIGTERM); rerun the same command to resume (nothing is charged twice)"
+    ]
