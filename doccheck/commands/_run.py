@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from doccheck.commands._local_run import run_without_prefect, use_prefect
+from doccheck.commands._pyarrow_without_pandas import keep_pandas_unloaded
 from doccheck.commands._runner import (
     LOCAL_PREFECT_HOME,
     fail,
@@ -212,6 +213,7 @@ def run(
         )  # fmt: skip
     except ValidationError as exc:
         raise fail(err, option_error(exc)) from None
+    keep_pandas_unloaded()  # ~32 MB of the run's peak (doccheck.commands._pyarrow_without_pandas)
     if dry_run:  # plans in this process: no flow, no Prefect server (issue 10)
         _print_summary(console, _dry_run(err, options))
         console.print("dry run: nothing was sent.")
