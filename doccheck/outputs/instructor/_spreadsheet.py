@@ -56,16 +56,23 @@ def _cell(value: Any) -> str:
 _FORMULA_PATTERN = "^[=+@\\t\\r-]"
 
 
+def _text(value: str) -> pa.StringScalar:
+    """A typed text scalar: for a bare ``"true"`` pyarrow infers a type, which loads pandas into a
+    command that keeps it out (doccheck.commands._pyarrow_without_pandas); made when used, after
+    the command has done so (pyarrow's first look at pandas must be its)."""
+    return pa.scalar(value, pa.string())
+
+
 def _column_cells(column: pa.ChunkedArray) -> list[str]:
     """The cells of one column as :func:`_cell` writes them (texts neutralised, nulls empty)."""
     kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        quoted = pc.binary_join_element_wise("'", column, "")
+        quoted = pc.binary_join_element_wise(_text("'"), column, _text(""))
         cells = pc.if_else(pc.match_substring_regex(column, _FORMULA_PATTERN), quoted, column)
     elif pa.types.is_integer(kind):
         cells = pc.cast(column, pa.string())
     elif pa.types.is_boolean(kind):
-        cells = pc.if_else(column, "true", "false")
+        cells = pc.if_else(column, _text("true"), _text("false"))
     else:  # floats (repr, as Python writes them) and anything else
         return [_cell(value) for value in column.to_pylist()]
     texts: list[str] = cells.fill_null("").to_pylist()

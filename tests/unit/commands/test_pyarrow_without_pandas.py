@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-# The reports of a run, each table built and serialised (Arrow IPC) to compare the bytes; NaN must be null.
+# The reports of a run and its wide table (CSV), each table built and serialised (Arrow IPC) to compare the bytes; NaN must be null.
 _BUILD = """
 import hashlib, math, sys
 import pyarrow as pa
@@ -21,7 +21,11 @@ tables = to_tables(ReportTables(
     ai_results=[{{"document_id": "a", "score": math.nan, "completed_at": datetime(2026, 11, 22, tzinfo=UTC)}}],
     similarity_sources=[{{"document_id": "a", "source_id": "s-9", "percent": 42.0}}],
 ), {{"a": {{"course": "HIST 101"}}}})
-tables["documents"] = documents_table([{{"document_id": "a", "words": 250, "meta_course": "HIST 101"}}, {{"document_id": "b"}}])
+tables["documents"] = documents_table([{{"document_id": "a", "words": 250, "meta_course": "=HIST 101"}}, {{"document_id": "b"}}])
+import tempfile, pathlib
+from doccheck.outputs.instructor._spreadsheet import CsvChunks
+with tempfile.TemporaryDirectory() as folder, CsvChunks(pathlib.Path(folder) / "documents.csv", tables["documents"].column_names) as csv_file:
+    csv_file.write_table(tables["documents"])  # the wide table of a large run: text, integer, boolean, float cells
 assert tables["ai_results"].column("score").null_count == 1
 digest = hashlib.sha256()
 for name in sorted(tables):
