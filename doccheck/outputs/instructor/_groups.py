@@ -204,7 +204,9 @@ def _by_group(batch: pa.RecordBatch, column: str) -> tuple[pa.RecordBatch, list[
     key_ids: dict[str, int] = {}
     # A value's group: several values can share one (None and "", True and "true").
     code_key = [key_ids.setdefault(group_key(v), len(key_ids)) for v in [*encoded.dictionary.to_pylist(), None]]
-    codes = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    # Through a list: Arrow's to_numpy imports pandas (its C++ converter does), which a command
+    # keeps out (doccheck.commands._pyarrow_without_pandas); a chunk's codes are ints, a few ms.
+    codes = np.asarray(encoded.indices.fill_null(len(encoded.dictionary)).to_pylist(), dtype=np.int64)
     row_keys = np.asarray(code_key, dtype=np.int64)[codes]
     order = np.argsort(row_keys, kind="stable")
     counts = np.bincount(row_keys, minlength=len(key_ids))

@@ -26,6 +26,8 @@ import tempfile, pathlib
 from doccheck.outputs.instructor._spreadsheet import CsvChunks
 with tempfile.TemporaryDirectory() as folder, CsvChunks(pathlib.Path(folder) / "documents.csv", tables["documents"].column_names) as csv_file:
     csv_file.write_table(tables["documents"])  # the wide table of a large run: text, integer, boolean, float cells
+from doccheck.outputs.instructor._groups import _by_group
+_by_group(tables["documents"].to_batches()[0], "meta_course")  # a large run's group pages: rows ordered by group
 assert tables["ai_results"].column("score").null_count == 1
 digest = hashlib.sha256()
 for name in sorted(tables):
