@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from doccheck.commands._export_manifest import manifest
     from doccheck.commands._probe_service import probe
     from doccheck.commands._purge_data import purge
+    from doccheck.commands._pyarrow_without_pandas import keep_pandas_unloaded
     from doccheck.commands._record_review import review
     from doccheck.commands._resolve import resolve
     from doccheck.commands._run import run
@@ -50,6 +51,7 @@ __all__ = [
     "doccheck_command",
     "ensure_prefect_server",
     "free_port",
+    "keep_pandas_unloaded",
     "manifest",
     "port_is_free",
     "prefect_command",
@@ -82,6 +84,7 @@ _LAZY = {
     "doccheck_command": "_services",
     "ensure_prefect_server": "_services",
     "free_port": "_services",
+    "keep_pandas_unloaded": "_pyarrow_without_pandas",
     "manifest": "_export_manifest",
     "port_is_free": "_services",
     "prefect_command": "_services",
