@@ -6,7 +6,9 @@ marked crashed), then restores the handler it found and sends the signal again s
 handler runs too. :func:`stop_on_signals` installs that handler: it ignores the re-sent
 signal while ``TerminationSignal`` is being handled, raises :class:`_Terminated` for a
 SIGTERM outside a flow (reading the manifest, writing reports), and exits at once on any
-second signal. No Prefect import here: the exception is recognised by its ``signal``.
+second signal. Whatever the stop then waits for, the process ends
+:data:`STOP_DEADLINE_SECONDS` after the first SIGTERM. No Prefect import here: the exception is
+recognised by its ``signal``.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ def stop_message(code: int) -> str:
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """Within the block, SIGTERM ends the command like Ctrl-C, and a second SIGTERM or
-    SIGINT after the first stop exits at once (``os._exit``: no cleanup is waited for)."""
+    """Within the block, SIGTERM ends the command like Ctrl-C (and the process by the
+    deadline at the latest), a second SIGTERM or SIGINT after the first stop exits at once
+    (``os._exit``: no cleanup is waited for), and no unawaited coroutine is reported."""
     state = _State()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
