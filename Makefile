@@ -27,7 +27,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -c requirements/constraints.txt -e ".[dev]" \
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c requirements/constraints.txt -e ".[dev]" \
 	  || $(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
