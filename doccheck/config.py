@@ -52,6 +52,7 @@ __all__ = [
     "check_base_url",
     "fields",
     "load_settings",
+    "parse_storage_options",
     "sources_of",
     "split_list",
     "setting",
@@ -93,6 +94,20 @@ def split_secrets(value: str | SecretStr | None) -> list[SecretStr]:
         return []
     raw = value.get_secret_value() if isinstance(value, SecretStr) else value
     return [SecretStr(part) for part in split_list(raw)]
+
+
+def parse_storage_options(raw: str) -> dict[str, Any]:
+    """``DOCCHECK_STORAGE_OPTIONS``' JSON object (fsspec storage options, flat or per scheme); a
+    ``ValueError`` that never repeats the value (it holds credentials)."""
+    import json
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ValueError("expected a JSON object of fsspec storage options") from None
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object of fsspec storage options")
+    return value
 
 
 def check_base_url(url: str) -> str:
@@ -314,6 +329,31 @@ class OutputSettings(_Group):
     )
 
 
+class StorageSettings(_Group):
+    """Where a term's files live when they are at a URL (`s3://`, `gs://`, `az://`; docs/storage.md).
+
+    Credentials come first from each store's own chain (`AWS_*` with `AWS_ENDPOINT_URL`, `~/.aws`
+    profiles and instance roles; `GOOGLE_APPLICATION_CREDENTIALS`; `AZURE_STORAGE_*`); these fields
+    add to it. A URL never carries a credential: `s3://key:secret@bucket` is refused."""
+
+    options: SecretStr | None = _env(
+        "DOCCHECK_STORAGE_OPTIONS",
+        "fsspec storage options as a JSON object, for every URL or per scheme "
+        '(`{"s3": {"endpoint_url": "https://minio.example", "key": "...", "secret": "..."}}`); a secret: never shown.',
+    )
+    block: str | None = _env(
+        "DOCCHECK_STORAGE_BLOCK",
+        "Name of a `DocCheckStorage` Prefect block holding storage options (flow runs on container work pools).",
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_storage_options(value.get_secret_value())
+        return value
+
+
 class RetentionSettings(_Group):
     """How long student data is kept (`doccheck purge --retention`)."""
 
@@ -367,6 +407,7 @@ class Settings(BaseSettings):
     rate_limit: RateLimitSettings = RateLimitSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     outputs: OutputSettings = OutputSettings()
+    storage: StorageSettings = StorageSettings()
     retention: RetentionSettings = RetentionSettings()
     extraction: ExtractionSettings = ExtractionSettings()
 

@@ -58,6 +58,8 @@ The tree (the package that raises each error on the right)::
     ├── ReportError (ValueError) .................. doccheck.outputs
     ├── FolderError (OSError) ..................... doccheck.outputs
     ├── CatalogError (OSError) .................... doccheck.outputs
+    ├── StorageError (OSError) .................... doccheck.storage
+    │   └── OutsideLocation (ValueError) .......... a row's path leaves its manifest's location
     ├── DispositionError (ValueError) ............. doccheck.ledger
     ├── PurgeError (ValueError) ................... doccheck.ledger
     ├── FatalSubmitError (RuntimeError) ........... doccheck.pipeline: the batch stops
@@ -115,6 +117,7 @@ __all__ = [
     "NoSigningSecret",
     "NotFoundError",
     "NotMachineReadable",
+    "OutsideLocation",
     "PasswordProtected",
     "PaymentRequiredError",
     "PermissionDeniedError",
@@ -131,6 +134,7 @@ __all__ = [
     "ShardsFailed",
     "SignatureError",
     "StaleSignature",
+    "StorageError",
     "UnsafeExport",
     "UnsupportedDocument",
     "UnsupportedFileType",
@@ -462,6 +466,17 @@ class CatalogError(DocCheckBaseError, OSError):
 
 
 # --- the ledger (doccheck.ledger) -------------------------------------------------------
+
+
+class StorageError(DocCheckBaseError, OSError):
+    """A location (a path or a URL) that cannot be used or read: an unknown scheme, a store whose
+    extra is not installed, a credential written into a URL, a read the store refused. The
+    message names the location as :func:`doccheck.storage.display` shows it: never a secret."""
+
+
+class OutsideLocation(StorageError, ValueError):
+    """A manifest row's path that leaves the manifest's folder or prefix (``..``, an absolute path,
+    another bucket or scheme): the row is refused and nothing is fetched for it."""
 
 
 class DispositionError(DocCheckBaseError, ValueError):

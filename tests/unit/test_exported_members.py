@@ -34,6 +34,7 @@ PACKAGES = [
     "doccheck.sources",
     "doccheck.sources.lms",
     "doccheck.sources.manifest",
+    "doccheck.storage",
     "doccheck.webhooks",
     "prefect_doccheck",
     "prefect_doccheck.flows",

@@ -39,6 +39,7 @@ PUBLIC_MODULES = {
     "doccheck.sources": set(),
     "doccheck.sources.lms": set(),
     "doccheck.sources.manifest": set(),
+    "doccheck.storage": set(),
     "doccheck.webhooks": set(),
     # `prefect block register -m prefect_doccheck.credentials` and the API page name the blocks'
     # module; the entry point `doccheck.integration` names `prefect_doccheck.integration`.

@@ -28,6 +28,7 @@ BAD_BY_RULE = {
     "DOCCHECK_SCHEDULE_TIMEZONE": "Mars/Olympus",
     "DOCCHECK_SCHEDULE_CRON": "weekly",
     "DOCCHECK_PRODUCTS": "ai,horoscope",
+    "DOCCHECK_STORAGE_OPTIONS": "not json",
 }
 #: Fields any text is a valid value of (names, paths not yet opened, secrets).
 ANY_TEXT = {
@@ -43,6 +44,7 @@ ANY_TEXT = {
     "DOCCHECK_CAMPAIGN",
     "DOCCHECK_REPORTS_DIR",
     "DOCCHECK_DEPLOYMENT_SUFFIX",
+    "DOCCHECK_STORAGE_BLOCK",
 }
 
 

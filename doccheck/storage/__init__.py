@@ -1,0 +1,77 @@
+"""The storage seam: every file of the user's (a manifest, a document, an LMS export, a report) is
+reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``, ``file://``; fsspec's
+``memory://`` in tests) works wherever a path does (docs/storage.md).
+
+- :func:`resolve` turns what the user wrote into a :data:`UserPath`: a :class:`pathlib.Path` for a
+  bare path (nothing changes for a local term), a :class:`upath.UPath` over fsspec for a URL, with
+  the store's options (:mod:`._options`: retries from the store's own library, the settings'
+  ``DOCCHECK_STORAGE_OPTIONS``); a URL carrying a credential is refused. :func:`display` is how a
+  location is shown, :func:`is_remote` whether it is on a store.
+- :func:`child` joins a row's path to its manifest's location and refuses one that leaves it.
+- :class:`Listing` answers "exists? how large? changed?" from one LIST of a prefix.
+- :func:`open_input` streams a file in blocks; :func:`local_copy` gives a parser a bounded local copy.
+- :func:`open_output`, :func:`write_bytes` and :func:`upload_tree` publish whole objects, a folder's
+  marker last; :func:`remove_tree` purges; :func:`arrow_filesystem` hands pyarrow the filesystem.
+
+This ``__init__`` imports nothing on its own: each name is imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from doccheck._lazy import lazy_getattr as _lazy_getattr
+
+if TYPE_CHECKING:
+    from doccheck.storage._confine import child
+    from doccheck.storage._copies import BLOCK_BYTES, copy_to_local, local_copy, open_input
+    from doccheck.storage._listing import Entry, Listing
+    from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve
+    from doccheck.storage._options import storage_options
+    from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
+
+__all__ = [
+    "BLOCK_BYTES",
+    "Entry",
+    "Listing",
+    "UserPath",
+    "arrow_filesystem",
+    "child",
+    "copy_to_local",
+    "display",
+    "is_remote",
+    "is_url",
+    "local_copy",
+    "open_input",
+    "open_output",
+    "remove_tree",
+    "resolve",
+    "storage_options",
+    "upload_tree",
+    "write_bytes",
+]
+
+#: Name → the private module that defines it, imported by ``__getattr__`` on first use.
+_LAZY = {
+    "BLOCK_BYTES": "_copies",
+    "Entry": "_listing",
+    "Listing": "_listing",
+    "UserPath": "_locations",
+    "arrow_filesystem": "_writes",
+    "child": "_confine",
+    "copy_to_local": "_copies",
+    "display": "_locations",
+    "is_remote": "_locations",
+    "is_url": "_locations",
+    "local_copy": "_copies",
+    "open_input": "_copies",
+    "open_output": "_writes",
+    "remove_tree": "_writes",
+    "resolve": "_locations",
+    "storage_options": "_options",
+    "upload_tree": "_writes",
+    "write_bytes": "_writes",
+}
+
+
+__getattr__ = _lazy_getattr(__name__, _LAZY)
