@@ -37,8 +37,8 @@ from doccheck.errors import (
     PasswordProtected,
     UnsupportedFileType,
 )
+from doccheck.extract._protocol import LENGTH, READY
 from doccheck.extract._read_limits import WORKERS, ExtractionLimits
-from doccheck.extract.worker import _LEN, READY
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +131,11 @@ class _Worker:
         if self.jobs and not self.alive() and not self.stopped:
             raise _Vanished  # it died while idle: not this document's doing
         try:
-            self.stdin.write(_LEN.pack(len(header)) + header)
+            self.stdin.write(LENGTH.pack(len(header)) + header)
             self.stdin.write(data)
             self.stdin.flush()
-            raw = self._read(_LEN.size, deadline)
-            size = _LEN.unpack(raw)[0] if raw is not None else 0
+            raw = self._read(LENGTH.size, deadline)
+            size = LENGTH.unpack(raw)[0] if raw is not None else 0
             # JSON of at most max_text_chars characters: 6 bytes each at worst (\uXXXX), plus the envelope.
             body = self._read(size, deadline) if raw is not None and size <= 6 * limits.max_text_chars + 4096 else None
         except TimeoutError:

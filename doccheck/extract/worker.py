@@ -20,12 +20,10 @@ import json
 import os
 import resource
 import signal
-import struct
 import sys
 from typing import Any, BinaryIO
 
-_LEN = struct.Struct(">Q")
-READY = b"R"
+from doccheck.extract._protocol import LENGTH, READY
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes | None:
@@ -61,7 +59,7 @@ def _cpu_used() -> float:
 
 def _answer(out: BinaryIO, payload: dict[str, Any]) -> None:
     body = json.dumps(payload, ensure_ascii=True).encode("ascii")  # a lone surrogate travels as an escape
-    out.write(_LEN.pack(len(body)) + body)
+    out.write(LENGTH.pack(len(body)) + body)
     out.flush()
 
 
@@ -89,10 +87,10 @@ def main() -> None:
     out.write(READY)
     out.flush()
     while True:
-        raw = _read_exact(stdin, _LEN.size)
+        raw = _read_exact(stdin, LENGTH.size)
         if raw is None:
             return
-        header = json.loads(_read_exact(stdin, _LEN.unpack(raw)[0]) or b"{}")
+        header = json.loads(_read_exact(stdin, LENGTH.unpack(raw)[0]) or b"{}")
         data = _read_exact(stdin, int(header["size"])) or b""
         limits = ExtractionLimits(**header["limits"])
         _set_soft(resource.RLIMIT_CPU, int(_cpu_used()) + max(1, int(limits.cpu_seconds)) + 1)
