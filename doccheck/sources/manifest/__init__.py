@@ -9,8 +9,8 @@ allowlisted metadata column that does not exist) raise :class:`ManifestError`, b
 are configuration errors, not data.
 
 Callers import from here; the modules are private, one per job: a reader per format
-(``_csv_reader``, ``_jsonl_reader``, ``_parquet_reader``) turns the file into ``(row number,
-row or RowProblem)`` pairs within the bounds of ``_limits``; ``_validate`` judges each row,
+(``_csv_reader``, ``_jsonl_reader``, ``_parquet_reader``, chosen by ``_rows``) turns the file into
+``(row number, row or RowProblem)`` pairs within the bounds of ``_limits``; ``_validate`` judges each row,
 ``_files`` each ``path``; ``_stream`` does it one row at a time (:func:`iter_manifest`, duplicate
 ids in :class:`CompactIds`). See ``docs/manifest.md`` for the format, the rules and the reject codes.
 """
@@ -32,7 +32,8 @@ from doccheck.sources.manifest._limits import (
     MULTIPART_MAX_BYTES,
 )
 from doccheck.sources.manifest._products import KNOWN_PRODUCTS, parse_products
-from doccheck.sources.manifest._read import read_manifest, read_rows
+from doccheck.sources.manifest._read import read_manifest
+from doccheck.sources.manifest._rows import read_rows
 from doccheck.sources.manifest._stream import iter_manifest
 from doccheck.sources.manifest._types import (
     ManifestDocument,

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from doccheck.errors import ManifestError
-from doccheck.sources.manifest._column_names import header_hint
+from doccheck.sources.manifest._column_names import RESERVED_COLUMNS, canonical_column, header_hint
 from doccheck.sources.manifest._compact_ids import CompactIds
 from doccheck.sources.manifest._products import parse_products
-from doccheck.sources.manifest._read import _clean_allowlist, read_rows
+from doccheck.sources.manifest._rows import read_rows
 from doccheck.sources.manifest._types import ManifestDocument, Rejection, RowCursor, RowStart
 from doccheck.sources.manifest._validate import validate_row
 
@@ -62,6 +62,24 @@ def iter_manifest(
             f"not found (columns found: {', '.join(repr(c) for c in columns[:20])})"
         )
     return _judged(rows, source.resolve().parent, defaults, allowlist)
+
+
+def _clean_allowlist(metadata_columns: Sequence[str] | str) -> list[str]:
+    """Normalise the allowlist (a comma-separated string is accepted for CLI convenience)."""
+    if isinstance(metadata_columns, str):
+        metadata_columns = metadata_columns.split(",")
+    allowlist: list[str] = []
+    for raw in metadata_columns:
+        name = str(raw).strip()
+        if not name or canonical_column(name) == "document_id" or name in allowlist:
+            continue
+        if canonical_column(name) in RESERVED_COLUMNS:
+            raise ManifestError(
+                f"column {name!r} cannot be sent as metadata (reserved: "
+                f"{', '.join(sorted(RESERVED_COLUMNS - {'document_id'}))})"
+            )
+        allowlist.append(name)
+    return allowlist
 
 
 def _judged(
