@@ -1,6 +1,7 @@
 """What the ledger's modules share: the engine and one short transaction at a time
-(:class:`Database`, which :class:`~doccheck.ledger._facade.Ledger` is), and the JSON/time
-helpers used when storing service answers.
+(:class:`Database`, which :class:`~doccheck.ledger._facade.Ledger` is), the facade's methods that
+the grouped writes fall back to (:class:`LedgerLike`), and the JSON/time helpers used when storing
+service answers.
 
 The ledger's functions take the session (or, for Core statements, the connection) first and
 never open a transaction themselves: the facade's methods do, one short transaction each.
@@ -9,7 +10,7 @@ never open a transaction themselves: the facade's methods do, one short transact
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -19,7 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
 from doccheck.ledger._engine import create_ledger_engine
-from doccheck.ledger._tables import LEDGER_TABLES
+from doccheck.ledger._tables import LEDGER_TABLES, SubmissionRow
 
 if TYPE_CHECKING:
     from doccheck.client import Check
@@ -55,6 +56,27 @@ class PlannedLike(ReadLike, Protocol):
 
     @property
     def idempotency_key(self) -> str: ...
+
+
+class LedgerLike(Protocol):
+    """The :class:`~doccheck.ledger._facade.Ledger` as the grouped writes (:mod:`~doccheck.ledger._bulk`)
+    use it: its engine, and the one-by-one methods for what a grouped transaction leaves. Named here,
+    below both, because the facade sits on top of the modules it calls and is imported by none."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def claim(self, key: str, owner: str, lease_seconds: float = ...) -> bool: ...
+
+    def submission_for_key(self, idempotency_key: str) -> SubmissionRow | None: ...
+
+    def submissions_for_keys(self, keys: Iterable[str]) -> dict[str, SubmissionRow]: ...
+
+    def mark_submitted(
+        self, idempotency_key: str, check: CheckLike, *, mode: str | None = ..., upload_id: str | None = ...
+    ) -> None: ...
+
+    def release_claim(self, key: str, owner: str, *, settled: bool = ...) -> None: ...
 
 
 def dump(obj: object) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, insert, select
 
 from doccheck import domain
 from doccheck.ledger import _bulk_sql as sql
-from doccheck.ledger._base import CheckLike, PlannedLike, ReadLike
+from doccheck.ledger._base import CheckLike, LedgerLike, PlannedLike, ReadLike
 from doccheck.ledger._document_reads import record_reads
 from doccheck.ledger._engine import READ_ONLY
 from doccheck.ledger._sqltypes import table_of
@@ -37,7 +37,6 @@ from doccheck.ledger._tables import (
 )
 
 if TYPE_CHECKING:
-    from doccheck.ledger._facade import Ledger
     from doccheck.sources.manifest import Rejection
 
 _DOCUMENTS_T, _REJECTIONS_T = table_of(DocumentRow), table_of(RejectionRow)
@@ -78,7 +77,7 @@ def _dump(check: CheckLike) -> dict[str, Any]:
 
 
 #: Marker: keep the row's mode (``mode`` None), as ``mark_submitted`` does.
-def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
+def record_answers(ledger: LedgerLike, answers: list[Answer]) -> None:
     """Record ``answers`` (as ``mark_submitted`` + ``release_claim(settled=True)`` each).
 
     The common ones in one transaction; the others one by one after it.
@@ -90,7 +89,7 @@ def record_answers(ledger: Ledger, answers: list[Answer]) -> None:
     _answers_after(ledger, slow)
 
 
-def _answers_after(ledger: Ledger, slow: list[Answer]) -> None:
+def _answers_after(ledger: LedgerLike, slow: list[Answer]) -> None:
     """The answers the grouped transaction left: one by one, with the ledger's own methods."""
     for a in slow:
         ledger.mark_submitted(a.key, a.check, mode=a.mode, upload_id=a.upload_id)
@@ -199,7 +198,7 @@ def mark_sending(conn: Connection, items: Sequence[Prepare], now: datetime) -> s
     return sent
 
 
-def record_prepares(ledger: Ledger, items: list[Prepare]) -> list[bool]:
+def record_prepares(ledger: LedgerLike, items: list[Prepare]) -> list[bool]:
     """``submitting`` + ``sending`` of each item, all in one transaction (``write_submitting``
     then ``mark_sending``). Returns, per item, whether its owner still held the claim (False:
     it must not send)."""
@@ -225,7 +224,7 @@ class ClaimRequest:
     prepare: Prepare | None = None
 
 
-def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any]]:
+def record_claims(ledger: LedgerLike, items: list[ClaimRequest]) -> list[tuple[bool, Any]]:
     """``Ledger.claim`` then ``submission_for_key`` of each item, in one transaction.
 
     Returns ``(won, submission row or None)`` per item. A key held by someone else is
@@ -234,7 +233,7 @@ def record_claims(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool,
     return [(won, row) for won, row, _ in record_claims_then_prepare(ledger, items)]
 
 
-def record_claims_then_prepare(ledger: Ledger, items: list[ClaimRequest]) -> list[tuple[bool, Any, bool]]:
+def record_claims_then_prepare(ledger: LedgerLike, items: list[ClaimRequest]) -> list[tuple[bool, Any, bool]]:
     """Claims of many keys in one transaction of a few multi-row statements, each
     followed, where asked and possible, by ``submitting`` + ``sending``.
 
@@ -290,7 +289,7 @@ def _claims_in(conn: Connection, items: list[ClaimRequest]) -> tuple[set[str], d
 
 
 def _claims_after(
-    ledger: Ledger, items: list[ClaimRequest], won: set[str], rows: dict[str, Any], prepared: set[str]
+    ledger: LedgerLike, items: list[ClaimRequest], won: set[str], rows: dict[str, Any], prepared: set[str]
 ) -> list[tuple[bool, Any, bool]]:
     """The result per item; a key held by another owner gets ``Ledger.claim``'s dead-owner take-over."""
     out: list[tuple[bool, Any, bool]] = []
@@ -315,7 +314,7 @@ def _prepare_new(conn: Connection, items: list[Prepare], now: datetime) -> tuple
     return done, mark_sending(conn, [p for p in items if p.key in done], now)
 
 
-def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]) -> list[Any]:
+def record_answers_and_claims(ledger: LedgerLike, items: list[Answer | ClaimRequest]) -> list[Any]:
     """Answers (``record_answers``) then claims (``record_claims_then_prepare``) in ONE
     transaction: one commit, one trip to the writer thread, per round of the batch.
 
@@ -340,7 +339,7 @@ def record_answers_and_claims(ledger: Ledger, items: list[Answer | ClaimRequest]
     return [next(claimed) if isinstance(it, ClaimRequest) else None for it in items]
 
 
-def previous_submissions(ledger: Ledger, keys: Iterable[str]) -> tuple[set[str], dict[str, SubmissionRow]]:
+def previous_submissions(ledger: LedgerLike, keys: Iterable[str]) -> tuple[set[str], dict[str, SubmissionRow]]:
     """A batch's pre-check: (the keys already ``submitted``, the submission rows of the others that have one).
 
     Why two reads: a rerun with nothing new finds every key submitted, and hydrating a whole
@@ -385,7 +384,7 @@ def write_documents(conn: Connection, rows: Sequence[dict[str, Any]]) -> int:
     return len(added)
 
 
-def record_documents(ledger: Ledger, run_id: str, campaign: str, documents: Sequence[PlannedLike]) -> int:
+def record_documents(ledger: LedgerLike, run_id: str, campaign: str, documents: Sequence[PlannedLike]) -> int:
     """``write_documents`` of a batch's planned documents, in one transaction; how many were new."""
     with ledger.engine.begin() as conn:
         added = write_documents(conn, [document_row(run_id, campaign, doc) for doc in documents])
@@ -416,7 +415,7 @@ def write_rejections(conn: Connection, run_id: str, rejections: Sequence[Rejecti
 
 
 def record_plan_group(
-    ledger: Ledger,
+    ledger: LedgerLike,
     run_id: str,
     documents: list[dict[str, Any]],
     rejections: Sequence[Rejection],
