@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from doccheck.matching._cohort import CohortResult, MatchOptions, match_cohort
 from doccheck.matching._signature_store import LedgerStore, MemoryStore, OverlayStore, SignatureStore
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from doccheck.ledger import Ledger
-    from doccheck.pipeline import Plan
 
 __all__ = ["TOP_PAIRS", "match_documents", "match_plan", "match_stream", "pairs_table", "summary_of"]
 
@@ -25,8 +24,19 @@ __all__ = ["TOP_PAIRS", "match_documents", "match_plan", "match_stream", "pairs_
 TOP_PAIRS = 20
 
 
+class PlanLike(Protocol):
+    """What matching reads of planning's ``Plan``: the pipeline is above matching, so matching
+    names the fields it reads, not the class."""
+
+    @property
+    def campaign(self) -> str: ...
+
+    @property
+    def documents(self) -> Iterable[Any]: ...
+
+
 def match_plan(
-    plan: Plan,
+    plan: PlanLike,
     *,
     run_id: str | None = None,
     ledger: Ledger | None = None,
