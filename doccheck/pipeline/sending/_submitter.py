@@ -10,16 +10,18 @@ docs/ledger.md): a key is sent only under its claim in the ledger (one process a
 a key whose earlier request may have reached the service is looked up in ``GET /checks``
 (``doccheck.pipeline.sending._reconcile``) before it is sent again; and 429/5xx/network errors are
 requeued until the run's submit deadline instead of becoming final failures.
+
+This module decides whether, when and under which claim each document is sent and what its
+answer or refusal means; how one document's requests go, by mode, is
+:mod:`doccheck.pipeline.sending._requests`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,22 +31,15 @@ from doccheck.client import (
     AuthenticationError,
     Check,
     ConfigurationError,
-    ConflictError,
     DocCheckError,
-    FileDocument,
-    NotFoundError,
     RetryPolicy,
-    TextDocument,
-    Upload,
-    UploadExpiredError,
     current_profile,
     learn_refused_type,
-    plan_document,
     unsupported_type_refusal,
 )
 from doccheck.domain import SubmissionState
 from doccheck.errors import ClaimLost, FatalSubmitError
-from doccheck.extract import ExtractionError, extension_of, extract_text, is_supported
+from doccheck.extract import extension_of, is_supported
 from doccheck.ledger import (
     Answer,
     ClaimRequest,
@@ -66,10 +61,10 @@ from doccheck.pipeline.planning._plan import as_text
 from doccheck.pipeline.sending._attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.sending._campaign_cap import bind_budget
 from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
-from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation, with_reference
+from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation
+from doccheck.pipeline.sending._requests import DocumentRequests
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
-from doccheck.sources.manifest import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
 
 if TYPE_CHECKING:
     from doccheck.ledger import SubmissionRow
@@ -80,9 +75,6 @@ log = logging.getLogger(__name__)
 _NEVER_SENT_STATES = frozenset({"planned", "rejected", "skipped_budget"})
 #: Stands for "a row exists" when a refusal comes on a retry within this batch.
 _SENT: Any = object()
-
-#: Codes by which a stored upload_id can no longer make a check: start a fresh upload.
-_STALE_UPLOAD_CODES = {"upload_not_found", "upload_incomplete", "upload_consumed"}
 
 #: Backoff between requeued attempts of one document (after the client's own retries):
 #: 1 s doubling to 30 s, jittered; a 429's Retry-After is honoured up to 60 s.
@@ -129,17 +121,12 @@ class _BatchSubmitter:
         self.campaign = campaign
         self.run_id = run_id
         concurrency, upload_concurrency = options.concurrency, options.upload_concurrency
-        self.webhook_url = options.webhook_url
         self.budget = bind_budget(options.budget, ledger, campaign)  # the cap is the campaign's, in the ledger
         self.on_progress = options.on_progress
-        #: Requests in flight at the service (``concurrency``): held around the requests only.
-        self.sem = asyncio.Semaphore(max(1, concurrency))
         #: Documents in progress (ledger writes + request): more than the requests, so the next
         #: documents' claims and ``sending`` commit while the requests travel (issue 10). Concurrency 1
         #: stays one document at a time: no request leaves while another's answer is unrecorded.
         self.window = asyncio.Semaphore(PIPELINE_DEPTH * concurrency if concurrency > 1 else 1)
-        self.in_flight = 0  # requests at the service now (``_request_slot``)
-        self.upload_sem = asyncio.Semaphore(max(1, min(upload_concurrency, concurrency)))
         self.result = BatchResult(total=total)
         self.done = 0
         self.deadline_at = options.deadline()
@@ -149,11 +136,19 @@ class _BatchSubmitter:
         self.held: set[str] = set()
         self.settled: set[str] = set()  # keys answered for sure: release also clears the doubt
         self.reconciler = self._walk()
-        #: Uploads this batch created, by key: a requeue after a failed PUT sends the bytes
-        #: to the same upload (while its address is valid) instead of taking another slot.
-        self.uploads: dict[str, Upload] = {}
         #: The ledger's calls run on this thread, off the event loop (issue 10).
         self.writer = LedgerWriter()
+        #: The requests (``concurrency`` slots held around them only) and the uploads this batch made.
+        self.requests = DocumentRequests(
+            client,
+            ledger,
+            self.writer,
+            owner=self.owner,
+            webhook_url=options.webhook_url,
+            concurrency=concurrency,
+            upload_concurrency=upload_concurrency,
+            on_idle=lambda: self.round.nudge(),
+        )
         #: Answers (recorded, their claims released) and claims (+ ``submitting``/``sending`` when
         #: nothing stands between them) by group commit: ONE transaction for every document waiting.
         self.round: GroupCommit[Answer | ClaimRequest, Any] = GroupCommit(
@@ -163,26 +158,13 @@ class _BatchSubmitter:
             ledger_surface.record_answers_and_claims,
             target=max(1, ROUND_ITEMS_PER_SLOT * concurrency),
             max_wait=ROUND_MAX_WAIT_SECONDS if concurrency > 1 else 0.0,
-            idle=lambda: self.in_flight == 0,
+            idle=lambda: self.requests.in_flight == 0,
         )
         #: ``submitting`` + ``sending`` of the documents that went through reconciliation and the budget.
         self.prepares = GroupCommit(ledger, self.writer, record_prepares)
         self.released: set[str] = set()  # keys whose claim the grouped answer already released
         #: Files whose type the service refused (415), by their key: sent next as their text.
         self.as_text: dict[str, Any] = {}
-
-    @contextlib.asynccontextmanager
-    async def _request_slot(self) -> AsyncIterator[None]:
-        """One of the ``concurrency`` request slots, counted in ``in_flight`` (a ledger round
-        stops waiting for more documents once no request is left to bring any)."""
-        async with self.sem:
-            self.in_flight += 1
-            try:
-                yield
-            finally:
-                self.in_flight -= 1
-                if not self.in_flight:
-                    self.round.nudge()
 
     async def _db(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         """A ledger call on the writer thread: awaited, so the order of writes is kept."""
@@ -280,7 +262,7 @@ class _BatchSubmitter:
         if doubt is None or not (fresh or needs_reconciliation(doubt, self.owner)):
             return "send"
         walk = self._walk() if fresh else self.reconciler
-        async with self._request_slot():  # GET /checks pages: requests like any other
+        async with self.requests.slot():  # GET /checks pages: requests like any other
             found = await walk.find(doc.idempotency_key, doubt.first_sent_at, doubt.last_sent_at)
         if found.in_doubt:
             await self._keep_in_doubt(doc, found.reason)
@@ -382,7 +364,7 @@ class _BatchSubmitter:
         try:
             if grouped and not held:
                 raise ClaimLost(doc.idempotency_key)
-            check, upload_id = await self._send(doc, previous.upload_id if previous else None, marked=grouped)
+            check, upload_id = await self.requests.send(doc, previous.upload_id if previous else None, marked=grouped)
         except Exception as exc:  # noqa: BLE001 - sorted by _not_sent; one odd row never sinks the batch
             if self.budget is not None:
                 await self._db(self.budget.release, reserved, doc.idempotency_key)
@@ -498,12 +480,6 @@ class _BatchSubmitter:
             self.result.submitted += 1
             self.attempt.created[doc.idempotency_key] = charge
 
-    async def _sending(self, doc: Any) -> None:
-        """Record, before a create-check request, that it may reach the service; refuse to
-        send a key whose claim was lost (a stalled process whose lease expired)."""
-        if not await self._db(self.ledger.mark_sending, doc.idempotency_key, self.owner):
-            raise ClaimLost(doc.idempotency_key)
-
     async def renew_claims(self) -> None:
         """Keep this submitter's claims alive while it works (every quarter lease)."""
         while True:
@@ -514,85 +490,6 @@ class _BatchSubmitter:
                 await self._db(self.ledger.renew_claims, list(self.held), self.owner, self.lease_seconds)
             except Exception:  # noqa: BLE001 - a database blip: the next round renews (3 more before expiry)
                 log.warning("could not renew the claims of this batch; retrying", exc_info=True)
-
-    def _common(self, doc: Any) -> dict[str, Any]:
-        return {
-            "products": list(doc.products),
-            "name": doc.name,
-            "metadata": with_reference(dict(doc.metadata or {}), doc.idempotency_key),
-            "webhook_url": self.webhook_url,
-            "idempotency_key": doc.idempotency_key,
-        }
-
-    async def _send(
-        self, doc: Any, previous_upload_id: str | None, *, marked: bool = False
-    ) -> tuple[Check, str | None]:
-        """``marked``: ``sending`` is already recorded (grouped with ``submitting``)."""
-        if doc.mode == "text":
-            text = doc.text if doc.text is not None else await _text_of_file(doc)
-            if not marked:
-                await self._sending(doc)
-            async with self._request_slot():
-                sub = await self.client.submit(TextDocument(text), **self._common(doc))
-            return sub.check, None
-        if doc.path is None:
-            raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
-        if doc.mode == "multipart":
-            if not marked:
-                await self._sending(doc)
-            async with self._request_slot():
-                sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
-            return sub.check, sub.upload_id
-        async with self._request_slot():  # several requests and ledger writes, in order, in one slot (as before)
-            return await self._send_upload(doc, previous_upload_id)
-
-    async def _send_upload(self, doc: Any, previous_upload_id: str | None) -> tuple[Check, str | None]:
-        """The upload flow step by step, so the upload id is in the ledger before the bytes
-        travel: a resume first tries that upload (the service replays the key if the check
-        exists) instead of taking another waiting-upload slot."""
-        common = self._common(doc)
-        if previous_upload_id:
-            try:
-                await self._sending(doc)
-                check = await self.client.create_check(upload_id=previous_upload_id, **common)
-                return check, previous_upload_id
-            except (NotFoundError, ConflictError) as exc:
-                if exc.code not in _STALE_UPLOAD_CODES:
-                    raise
-                resumed = await self._finish_own_upload(doc, previous_upload_id, exc.code)
-                if resumed is not None:
-                    return resumed, previous_upload_id
-                log.debug("stored upload of %s is unusable (%s); uploading again", doc.document_id, exc.code)
-        path = Path(doc.path)
-        plan = plan_document(FileDocument(path))  # local refusal before taking a slot
-        async with self.upload_sem:
-            upload = await self.client.create_upload(path.name, content_type=plan.content_type, size_bytes=plan.size)
-            await self._db(self.ledger.mark_upload_created, doc.idempotency_key, upload.upload_id)
-            self.uploads[doc.idempotency_key] = upload
-            await self.client.put_upload(upload, path)
-            await self._sending(doc)
-            check = await self.client.create_check(upload_id=upload.upload_id, **common)
-        self.uploads.pop(doc.idempotency_key, None)
-        return check, upload.upload_id
-
-    async def _finish_own_upload(self, doc: Any, upload_id: str, code: str | None) -> Check | None:
-        """After ``upload_incomplete`` for an upload this batch created (its PUT failed
-        and the document was requeued): PUT the bytes again to the same signed address
-        and create the check, so the upload's waiting slot is used, not leaked. None when
-        that is not possible (not ours, or the address expired): upload afresh."""
-        upload = self.uploads.get(doc.idempotency_key)
-        if code != "upload_incomplete" or upload is None or upload.upload_id != upload_id:
-            return None
-        try:
-            async with self.upload_sem:
-                await self.client.put_upload(upload, Path(doc.path))
-                await self._sending(doc)
-                check = await self.client.create_check(upload_id=upload_id, **self._common(doc))
-        except UploadExpiredError:
-            self.uploads.pop(doc.idempotency_key, None)
-            return None
-        self.uploads.pop(doc.idempotency_key, None)
-        return check
 
 
 def _never_made(previous: SubmissionRow | None) -> bool:
@@ -607,26 +504,6 @@ def _type_refused(doc: Any) -> bool:
     if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
         return False
     return not current_profile().accepts_file(Path(doc.path).name)
-
-
-async def _text_of_file(doc: Any) -> str:
-    """The text of a file sent as text: read as planning read it (same bounded extractor, so the
-    same words are billed), off the event loop, before anything is recorded as sending."""
-    if doc.path is None:
-        raise DocCheckError("a text-mode document has no text", code="invalid_input")
-    path = Path(doc.path)
-    try:
-        text = await asyncio.to_thread(lambda: extract_text(path.read_bytes(), path.name))
-    except ExtractionError as exc:
-        raise DocCheckError(f"cannot read {doc.name!r} as text: {exc}", code="file_unreadable") from None
-    body = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
-    if body + JSON_BODY_RESERVE_BYTES > JSON_BODY_MAX_BYTES:  # refused here, as a text row is when planned
-        raise DocCheckError(
-            f"the service does not take this file's type, and its text ({body:,} bytes of JSON) is over the "
-            f"service's {JSON_BODY_MAX_BYTES:,} byte limit for a JSON body: not sent",
-            code="text_too_large",
-        )
-    return text
 
 
 async def submit_batch(

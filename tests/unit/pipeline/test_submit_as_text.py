@@ -15,7 +15,7 @@ from doccheck.client import DocCheckError
 from doccheck.domain import text_key
 from doccheck.pipeline.planning import _batches as batches
 from doccheck.pipeline.planning._plan import as_text, load_plan
-from doccheck.pipeline.sending import _submitter as submit
+from doccheck.pipeline.sending import _requests as requests
 from tests import generated_documents as gen
 
 ESSAY = ["Rivers carry sediment from the mountains to the sea.", "Deltas form where the current slows down."]
@@ -25,10 +25,10 @@ def test_the_text_of_a_file_is_what_the_extractor_reads(tmp_path: Path, monkeypa
     path = tmp_path / "essay.odt"
     path.write_bytes(gen.odt_paragraphs(ESSAY))
     doc = SimpleNamespace(path=path, name="essay.odt")
-    assert asyncio.run(submit._text_of_file(doc)).split() == " ".join(ESSAY).split()
-    monkeypatch.setattr(submit, "JSON_BODY_MAX_BYTES", 1024)
+    assert asyncio.run(requests.text_of_file(doc)).split() == " ".join(ESSAY).split()
+    monkeypatch.setattr(requests, "JSON_BODY_MAX_BYTES", 1024)
     with pytest.raises(DocCheckError) as refused:
-        asyncio.run(submit._text_of_file(doc))
+        asyncio.run(requests.text_of_file(doc))
     assert refused.value.code == "text_too_large" and "not sent" in refused.value.message
 
 
