@@ -79,7 +79,8 @@ def test_every_bad_value_is_one_line_naming_the_variable_and_exit_2(
     with pytest.raises(SettingsError) as raised:
         load_settings()
     (line,) = raised.value.lines
-    assert line.startswith(f"{field.env}={bad!r} (environment): "), line
+    shown = SECRET_MASK if field.secret else repr(bad)  # a secret's bad value is never repeated
+    assert line.startswith(f"{field.env}={shown} (environment): "), line
     # the command line: the same one line, exit 2, nothing else run (the ledger is not created)
     ledger = tmp_path / "ledger.db"
     result = CliRunner().invoke(app, ["purge", "--campaign", "c", "--database-url", f"sqlite:///{ledger}"])
