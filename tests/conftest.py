@@ -2,7 +2,7 @@
 
 Fixtures live in ``tests/fixtures/`` (one module per running service) and are shared by
 unit and integration tests. Every service the integration tests need (emulator,
-receiver, Prefect server, PostgreSQL) is started once per session by those fixtures.
+receiver, Prefect server, PostgreSQL, S3) is started once per session by those fixtures.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.fixtures.receiver",
     "tests.fixtures.postgres",
     "tests.fixtures.prefect_server",
+    "tests.fixtures.s3",
     "tests.fixtures.service_profile",
 ]
 
