@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from doccheck.storage._confine import child
     from doccheck.storage._copies import BLOCK_BYTES, copy_to_local, local_copy, open_input
     from doccheck.storage._listing import Entry, Listing
-    from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve
+    from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
     from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
 
@@ -47,6 +47,7 @@ __all__ = [
     "remove_tree",
     "resolve",
     "storage_options",
+    "store_errors",
     "upload_tree",
     "write_bytes",
 ]
@@ -69,6 +70,7 @@ _LAZY = {
     "remove_tree": "_writes",
     "resolve": "_locations",
     "storage_options": "_options",
+    "store_errors": "_locations",
     "upload_tree": "_writes",
     "write_bytes": "_writes",
 }

@@ -28,7 +28,7 @@ from upath import UPath
 from doccheck.errors import StorageError
 from doccheck.storage._options import family_of, storage_options
 
-__all__ = ["UserPath", "display", "is_remote", "is_url", "resolve"]
+__all__ = ["UserPath", "display", "is_remote", "is_url", "resolve", "store_errors"]
 
 #: A location of the user's: a local path, or a URL's path on its store.
 UserPath: TypeAlias = Path | UPath
@@ -106,3 +106,24 @@ def _masked(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return parts._replace(netloc=f"***@{host}").geturl()
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a read or write of a store raises once its library's retries are spent: ``OSError``
+    (s3fs maps most answers to it), and the transport's own errors that escape unmapped (a GET
+    cut mid-body ends as aiohttp's ``ClientPayloadError``; botocore's connection errors). Catch
+    these to turn one file's failure into its row's reason, never the run's."""
+    found: list[type[BaseException]] = [OSError, TimeoutError]
+    try:
+        import aiohttp
+
+        found.append(aiohttp.ClientError)
+    except ImportError:
+        pass
+    try:
+        from botocore.exceptions import BotoCoreError
+
+        found.append(BotoCoreError)
+    except ImportError:
+        pass
+    return tuple(found)

@@ -212,3 +212,13 @@ def test_a_tree_is_uploaded_with_its_marker_last(memory: MemoryFileSystem, tmp_p
     assert order[-1].endswith("run-1/run.json") and len(order) == 4
     assert resolve("memory://out/run-1/files/a.pdf").read_bytes() == b"files/a.pdf"
     assert remove_tree(resolve("memory://out/run-1")) and not remove_tree(resolve("memory://out/run-1"))
+
+
+def test_store_errors_name_what_escapes_a_store_library() -> None:
+    import aiohttp
+
+    from doccheck.storage import store_errors
+
+    errors = store_errors()
+    assert OSError in errors and aiohttp.ClientError in errors
+    assert issubclass(aiohttp.ClientPayloadError, errors)
