@@ -1,14 +1,18 @@
 """Stopping a command as a scheduler does: SIGTERM (systemd, Kubernetes, a Prefect worker)
 ends like Ctrl-C, with one line, the resume hint and exit 143 (128 + 15), never a traceback.
 
-Inside a flow, Prefect's own SIGTERM handler raises ``TerminationSignal`` (the flow run is
-marked crashed), then restores the handler it found and sends the signal again so that
-handler runs too. :func:`stop_on_signals` installs that handler: it ignores the re-sent
-signal while ``TerminationSignal`` is being handled, raises :class:`_Terminated` for a
-SIGTERM outside a flow (reading the manifest, writing reports), and exits at once on any
-second signal. Whatever the stop then waits for, the process ends
-:data:`STOP_DEADLINE_SECONDS` after the first SIGTERM. No Prefect import here: the exception is
-recognised by its ``signal``.
+Inside a flow, Prefect's own SIGTERM handler replaces ours and raises ``TerminationSignal``
+(the flow run is marked crashed). Only when that exception passes through Prefect's bridge
+does Prefect restore our handler and send the signal again; a SIGTERM that lands while the
+event loop waits in ``select`` is raised outside the flow's task, the flow sees a
+``CancelledError`` instead, and our handler never runs. :func:`stop_on_signals` installs the
+handler for the rest: it ignores the re-sent signal while ``TerminationSignal`` is being
+handled, raises :class:`_Terminated` for a SIGTERM outside a flow (reading the manifest,
+writing reports), and exits at once on any second signal. Whoever's handler runs, the
+process ends :data:`STOP_DEADLINE_SECONDS` after the first SIGTERM: the deadline is armed by
+a thread that reads the signal numbers the interpreter's C-level handler writes to
+:func:`signal.set_wakeup_fd`, which no Python handler replaces. No Prefect import here: the
+exception is recognised by its ``signal``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ RESUME_HINT = "rerun the same command to resume (nothing is charged twice)"
 STOP_DEADLINE_SECONDS = 25.0
 
 _announced = threading.Event()  # the stop's one line is printed: the deadline adds none
+_deadline_lock = threading.Lock()
+_deadline: list[threading.Timer] = []  # the one deadline of this process, once armed
+_pipes: dict[int, int] = {}  # our watchers' pipes, write end -> read end: a forked child closes them
 
 
 class _Terminated(KeyboardInterrupt):  # noqa: N818 - control flow like KeyboardInterrupt, caught by run_flow
@@ -78,7 +85,7 @@ def stop_on_signals() -> Iterator[None]:
         if state.first is not None:
             _exit_now(signum)
         state.first = signum
-        _exit_by_deadline(signum)
+        _exit_by_deadline(signum)  # the watcher armed it already, unless a library took the wakeup fd
         handling = sys.exc_info()[1]
         if handling is not None and getattr(handling, "signal", None) == signum:
             return  # Prefect re-sends the signal it turned into TerminationSignal: already stopping
@@ -101,7 +108,7 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     try:
-        with warnings.catch_warnings():
+        with _deadline_on_any_sigterm(), warnings.catch_warnings():
             _quiet_unawaited_coroutines()
             yield
     finally:
@@ -139,20 +146,97 @@ def exit_after_stop(code: int, cleanup: Callable[[], None], timeout: float = 5.0
     os._exit(code)
 
 
+@contextmanager
+def _deadline_on_any_sigterm() -> Iterator[None]:
+    """Within the block, a SIGTERM arms the deadline whichever Python handler it runs (Prefect's
+    raises ``TerminationSignal`` and, when the loop was in ``select``, never hands the signal
+    to ours: a flow run whose crash report waited on an unanswering Prefect server then waited
+    in asyncio's shutdown for good). The interpreter's C handler writes each caught signal's
+    number to the wakeup fd; a thread reads them, arms the deadline on SIGTERM, and passes
+    every byte on to the wakeup fd it replaced (asyncio's, if a loop had one)."""
+    read_end, write_end = os.pipe()  # not inherited by exec'd children (PEP 446)
+    os.set_blocking(write_end, False)  # the C handler must never block
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    _pipes[write_end] = read_end
+    watcher = threading.Thread(
+        target=_watch_wakeups, args=(read_end, previous), name="doccheck-stop-watch", daemon=True
+    )
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        del _pipes[write_end]
+        os.close(write_end)  # the watcher reads the end of the pipe and closes its own end
+
+
+def _watch_wakeups(read_end: int, forward_to: int) -> None:
+    while chunk := os.read(read_end, 512):  # releases the GIL while it waits
+        if signal.SIGTERM in chunk:
+            _exit_by_deadline(signal.SIGTERM)
+        if forward_to >= 0:
+            try:
+                os.write(forward_to, chunk)
+            except OSError:
+                pass  # its owner closed it: nobody waits for these bytes
+    os.close(read_end)
+
+
+def _forget_wakeup_fd_in_child() -> None:
+    """A forked child shares our pipes: a SIGTERM sent to it must not arm the parent's deadline,
+    and its copies of the write ends must not keep the parent's watchers from reading the end."""
+    if not _pipes:
+        return
+    try:
+        current = signal.set_wakeup_fd(-1)
+        if current not in _pipes:
+            signal.set_wakeup_fd(current)  # not ours: put it back
+    except ValueError:
+        pass
+    for write_end, read_end in _pipes.items():
+        os.close(write_end)
+        os.close(read_end)
+    _pipes.clear()
+
+
+os.register_at_fork(after_in_child=_forget_wakeup_fd_in_child)
+
+
 def _exit_by_deadline(signum: int) -> None:
     """End the process :data:`STOP_DEADLINE_SECONDS` after the first SIGTERM if it has not ended:
-    a stop can hang where no handler of ours runs (asyncio's shutdown joins the threads of a
-    flow run; one fresh-clone CI run waited over 60 s there, not reproduced in 40 runs since)."""
+    a stop can hang where no handler of ours runs (asyncio's shutdown waiting for a flow run's
+    crash report to a Prefect server that does not answer). Armed once; later calls do nothing."""
 
     def expire() -> None:
+        _flush_within(1.0)
         if not _announced.is_set():
-            os.write(2, f"error: {stop_message(128 + signum)}\n".encode())
+            os.write(2, f"error: {stop_message(128 + signum)}\n".encode())  # unbuffered: nothing to flush
         os._exit(128 + signum)
 
-    timer = threading.Timer(STOP_DEADLINE_SECONDS, expire)
-    timer.daemon = True
-    timer.name = "doccheck-stop-deadline"
+    with _deadline_lock:
+        if _deadline:
+            return
+        timer = threading.Timer(STOP_DEADLINE_SECONDS, expire)
+        timer.daemon = True
+        timer.name = "doccheck-stop-deadline"
+        _deadline.append(timer)
     timer.start()
+
+
+def _flush_within(seconds: float) -> None:
+    """Flush what Python still buffers for stdout and stderr, waiting at most ``seconds``: a
+    flush waits for the stream's lock, which a main thread stuck in a write may hold for good."""
+
+    def flush() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe or file: nothing more reaches it
+                pass
+
+    flusher = threading.Thread(target=flush, name="doccheck-stop-flush", daemon=True)
+    flusher.start()
+    flusher.join(seconds)
 
 
 def _exit_now(signum: int) -> None:

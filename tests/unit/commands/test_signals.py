@@ -92,3 +92,39 @@ def test_a_stop_that_hangs_ends_by_its_deadline_with_the_one_line() -> None:
     assert out.stderr.strip().splitlines() == [
         "error: stopped (SIGTERM); rerun the same command to resume (nothing is charged twice)"
     ]
+
+
+def test_a_sigterm_prefect_keeps_from_our_handler_still_ends_by_the_deadline() -> None:
+    """A flow run's SIGTERM lands while the event loop waits in ``select``: Prefect's bridge
+    (``capture_sigterm``, the flow engine's) raises ``TerminationSignal`` outside the flow's
+    task, asyncio's shutdown cancels the task, and the bridge, seeing a ``CancelledError``,
+    never hands the signal to our handler. The flow's crash report then waited on a Prefect
+    server that did not answer (a fresh-clone CI run: alive 60 s after its SIGTERM); the
+    deadline, armed only by our handler, never started."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import asyncio, os, signal, threading\n"
+        "from prefect.utilities.engine import capture_sigterm\n"
+        "import doccheck.commands._signals as s\n"
+        "s.STOP_DEADLINE_SECONDS = 1.0\n"
+        "main = threading.main_thread().ident\n"
+        "async def flow():\n"
+        "    with capture_sigterm():\n"
+        "        try:\n"
+        "            threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGTERM)).start()\n"
+        "            await asyncio.sleep(60)  # waiting for results: the loop sits in select\n"
+        "        finally:\n"
+        "            await asyncio.sleep(60)  # the crash report to a server that does not answer\n"
+        "with s.stop_on_signals():\n"
+        "    asyncio.run(flow())\n"
+    )
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=40)
+    assert out.returncode == 143, out
+    assert time.monotonic() - started < 30
+    assert out.stderr.strip().splitlines() == [
+        "error: stopped (SIGTERM); rerun the same command to resume (nothing is charged twice)"
+    ]
