@@ -50,6 +50,7 @@ __all__ = [
     "SettingsField",
     "WEBHOOK_EVENT_WINDOW_DAYS",
     "check_base_url",
+    "env_file",
     "fields",
     "load_settings",
     "parse_storage_options",
@@ -476,17 +477,29 @@ def _by_key() -> dict[str, SettingsField]:
     return {f.key: f for f in fields()}
 
 
+def env_file(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The file ``DOCCHECK_ENV_FILE`` names, absolute (a relative name is read from the working
+    directory), or None when the variable is unset or empty: what ``doccheck config`` names, so
+    that an operator sees which file the values marked ``file`` came from."""
+    env = os.environ if environ is None else environ
+    name = env.get(ENV_FILE_VAR, "").strip()
+    return Path(name).absolute() if name else None
+
+
 def _raw_layers(environ: Mapping[str, str] | None = None) -> dict[str, tuple[str, Source]]:
     """Each set variable's raw value and where it came from (the environment over the file)."""
     env = os.environ if environ is None else environ
     known = _by_env()
     out: dict[str, tuple[str, Source]] = {}
-    file = env.get(ENV_FILE_VAR, "").strip()
-    if file:
+    file = env_file(env)
+    if file is not None:
         from dotenv import dotenv_values
 
-        if not Path(file).is_file():
-            raise SettingsError([f"{ENV_FILE_VAR}={file!r}: expected a file of DOCCHECK_*=value lines"])
+        if not file.is_file():
+            reason = "not a file" if file.exists() else "no such file"
+            raise SettingsError(
+                [f"{ENV_FILE_VAR}={env[ENV_FILE_VAR].strip()!r}: {reason} ({file}); expected DOCCHECK_*=value lines"]
+            )
         for name, value in dotenv_values(file).items():
             if name in known and value is not None and value.strip():
                 out[name] = (value.strip(), "file")

@@ -1,15 +1,18 @@
-"""``doccheck config``: the settings in effect, where each came from, and the retry worst case.
+"""``doccheck config``: the settings in effect, where each came from, the settings file read,
+and the retry worst case.
 
 Why a command: what an operator set is what runs, and this is where they see it. Every
 field of :class:`doccheck.config.Settings` is listed with its variable, its value (a secret
-masked) and its source (default, file, environment, Prefect block, flag); ``--json`` for
-scripts. The retry worst case says how long one document can be retried before it is given
-up, from the settings in effect (:mod:`doccheck.pipeline.sending._retry_budget`).
+masked) and its source (default, file, environment, Prefect block, flag), then the file
+``DOCCHECK_ENV_FILE`` names (or that it is unset); ``--json`` for scripts. The retry worst
+case says how long one document can be retried before it is given up, from the settings in
+effect (:mod:`doccheck.pipeline.sending._retry_budget`).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -41,7 +44,7 @@ def config(
     from rich.console import Console
     from rich.table import Table
 
-    from doccheck.config import SECRET_MASK, load_settings, sources_of, unknown_variables, values_of
+    from doccheck.config import SECRET_MASK, env_file, load_settings, sources_of, unknown_variables, values_of
     from doccheck.pipeline import retry_budget
 
     block = _block_values() if read_blocks else {}
@@ -54,7 +57,9 @@ def config(
     ]  # fmt: skip
     budget = retry_budget(settings, submit_deadline=submit_deadline)
     if as_json:
-        document = {"settings": rows, "unknown_variables": unknown_variables(), "retry_worst_case": budget.as_dict()}
+        file = env_file()
+        document = {"settings": rows, "env_file": None if file is None else str(file),
+                    "unknown_variables": unknown_variables(), "retry_worst_case": budget.as_dict()}  # fmt: skip
         typer.echo(json.dumps(document, indent=2))
         return
     table = Table(title="doccheck settings in effect")
@@ -66,9 +71,18 @@ def config(
         table.add_row(row["variable"], shown, row["source"])
     console = Console()
     console.print(table)
+    console.print(_env_file_line(env_file()), highlight=False, soft_wrap=True)
     for name in unknown_variables():
         console.print(f"warning: {name} is set but no setting reads it (a typo?)", highlight=False)
     console.print(budget.sentence(), highlight=False, soft_wrap=True)
+
+
+def _env_file_line(file: Path | None) -> str:
+    """Which file the values marked ``file`` came from (it exists: a missing one stops every
+    command first with one line naming it)."""
+    if file is None:
+        return "settings file: none (DOCCHECK_ENV_FILE is not set)"
+    return f"settings file: {file} (DOCCHECK_ENV_FILE; the environment wins over it)"
 
 
 def _block_values() -> dict[str, Any]:
@@ -102,7 +116,8 @@ Every setting is a `DOCCHECK_*` variable, a typed field of one model (`doccheck.
 in groups. Where a value comes from, lowest first: the default below, the file named by
 `DOCCHECK_ENV_FILE` (`NAME=value` lines, the same names), the environment, a Prefect block, a
 flag or a notebook keyword argument. An empty variable counts as unset. `doccheck config` prints
-the values in effect and where each came from (secrets masked; `--json` for scripts), and the
+the values in effect and where each came from (secrets masked; `--json` for scripts), the file
+`DOCCHECK_ENV_FILE` names (a name that is not a file stops every command with one line), and the
 retry worst case: how long one document can be retried before it is left `retry_later`.
 `doccheck config --read-blocks` also reads the Prefect blocks named by `DOCCHECK_CREDENTIALS_BLOCK`
 or `DOCCHECK_API_KEY_BLOCK`, as a deployment's run does. A `DOCCHECK_*` variable that no setting

@@ -148,6 +148,34 @@ def test_config_shows_each_source_winning_in_turn(monkeypatch: pytest.MonkeyPatc
     assert load_settings(block=block, database_url="sqlite:///f.db").ledger.database_url == "sqlite:///f.db"
 
 
+def test_config_names_the_settings_file_it_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The values marked ``file`` came from the file DOCCHECK_ENV_FILE names: config names it
+    (absolute, a relative name read from the working directory), or says that none is read."""
+    monkeypatch.chdir(tmp_path)
+    text = CliRunner().invoke(app, ["config"], env={"COLUMNS": "200"}).output
+    assert "settings file: none (DOCCHECK_ENV_FILE is not set)" in text.splitlines()
+    assert json.loads(CliRunner().invoke(app, ["config", "--json"]).output)["env_file"] is None
+    (tmp_path / "doccheck.env").write_text("DOCCHECK_BATCH_SIZE=7\n")
+    monkeypatch.setenv("DOCCHECK_ENV_FILE", "doccheck.env")
+    file = tmp_path / "doccheck.env"
+    text = CliRunner().invoke(app, ["config"], env={"COLUMNS": "200"}).output
+    assert f"settings file: {file} (DOCCHECK_ENV_FILE; the environment wins over it)" in text
+    assert json.loads(CliRunner().invoke(app, ["config", "--json"]).output)["env_file"] == str(file)
+
+
+@pytest.mark.parametrize(("name", "reason"), [("missing.env", "no such file"), (".", "not a file")])
+def test_a_settings_file_that_is_not_there_stops_config_with_one_line(
+    name: str, reason: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCCHECK_ENV_FILE", name)
+    result = CliRunner().invoke(app, ["config"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: DOCCHECK_ENV_FILE={name!r}: {reason} ({tmp_path / name}); expected DOCCHECK_*=value lines"
+    ]
+
+
 def test_config_names_a_variable_no_setting_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCCHECK_DATABSE_URL", "sqlite:///typo.db")
     result = CliRunner().invoke(app, ["config", "--json"])
