@@ -97,13 +97,9 @@ class GroupCommit(Generic[T, R]):
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         try:
-            return await asyncio.shield(future)
+            return await asyncio.shield(future)  # the caller's cancellation must not cancel the group
         except asyncio.CancelledError:
-            # The caller is gone (its batch was cancelled) but the group's commit goes on; what
-            # that commit raises (a writer closed meanwhile: "cannot schedule new futures after
-            # shutdown") has no reader left, so it is read here rather than logged at exit as
-            # "Future exception was never retrieved". A cancelled write leaves what a crash leaves.
-            future.add_done_callback(_read_outcome)
+            _give_up(future)
             raise
 
     def nudge(self) -> None:
@@ -126,6 +122,9 @@ class GroupCommit(Generic[T, R]):
             self._enough = None
 
     async def _flush(self) -> None:
+        """Commit what is pending, group by group. The item of a caller that is gone is still
+        written with its group (a cancelled write leaves at most what a crash leaves), but its
+        future is settled by no one: the caller gave it up (:func:`_give_up`)."""
         while self._pending:
             await self._gather()
             group, self._pending = self._pending, []
@@ -136,16 +135,29 @@ class GroupCommit(Generic[T, R]):
                     try:
                         one = await self.writer.call(self.many, self.ledger, [item])
                     except Exception as exc:  # noqa: BLE001
-                        future.set_exception(exc)
+                        _settle(future, exception=exc)
                     else:
-                        future.set_result(one[0] if one else None)
+                        _settle(future, one[0] if one else None)
                 continue
             for i, (_, future) in enumerate(group):
-                if not future.done():
-                    future.set_result(results[i] if results else None)
+                _settle(future, results[i] if results else None)
 
 
-def _read_outcome(future: asyncio.Future[Any]) -> None:
-    """Mark a finished future's exception as read (its waiter was cancelled)."""
-    if not future.cancelled():
+def _give_up(future: asyncio.Future[Any]) -> None:
+    """The caller of ``record`` is gone (its batch was cancelled): its future is cancelled now,
+    so that no outcome is set on it later. An error set on a future nobody awaits (a writer
+    closed meanwhile: "cannot schedule new futures after shutdown") was logged when the future
+    was collected, "Future exception was never retrieved", whenever the loop stopped before a
+    callback could read it. An outcome already there is read now, for the same reason."""
+    if not future.cancel() and not future.cancelled():
         future.exception()
+
+
+def _settle(future: asyncio.Future[Any], result: Any = None, *, exception: BaseException | None = None) -> None:
+    """Set ``future``'s outcome unless its caller gave it up (:func:`_give_up`)."""
+    if future.done():
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    else:
+        future.set_result(result)

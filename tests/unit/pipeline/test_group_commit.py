@@ -100,3 +100,37 @@ def test_a_cancelled_waiter_leaves_no_unread_error_when_the_writer_closed_meanwh
     asyncio.run(main())
     gc.collect()  # an unread future's error is logged when the future is collected
     assert not [c for c in unread if "never retrieved" in str(c.get("message"))], unread
+
+
+def test_a_cancelled_waiter_leaves_no_unread_error_when_the_loop_stops_as_the_write_fails() -> None:
+    """The same, with the loop stopped in the turn the write on the closed writer fails (Ctrl-C, or
+    its owner stopping it): an error set on the group's future of a waiter that is gone, read later
+    in a callback, was never read: "Future exception was never retrieved ... cannot schedule new
+    futures after shutdown" when the future was collected. A waiter that leaves gives up its
+    future at once, and the group sets an outcome only on a future still awaited."""
+    unread: list[dict[str, Any]] = []
+
+    class StoppedAsItFails(LedgerWriter):
+        async def call(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            asyncio.get_running_loop().stop()  # the loop ends with the turn that runs this write
+            return await super().call(fn, *args, **kwargs)
+
+    writer = StoppedAsItFails()
+    state = {"idle": False}
+    commit = GroupCommit(None, writer, committed([]), target=100, max_wait=30.0, idle=lambda: state["idle"])  # type: ignore[arg-type]
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(lambda _loop, context: unread.append(context))
+    try:
+        waiter = loop.create_task(commit.record(1))
+        loop.run_until_complete(asyncio.sleep(0.01))  # the group waits for more items (max_wait 30 s)
+        waiter.cancel()
+        writer.close()
+        state["idle"] = True
+        commit.nudge()  # nothing else will join: the commit runs, on a closed writer
+        loop.run_forever()  # until the write stops it
+    finally:
+        loop.close()
+    assert waiter.cancelled()
+    del waiter, commit
+    gc.collect()
+    assert not [c for c in unread if "never retrieved" in str(c.get("message"))], unread
