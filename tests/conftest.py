@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.fixtures.prefect_server",
     "tests.fixtures.s3",
     "tests.fixtures.service_profile",
+    "tests.fixtures.memory_bucket",
 ]
 
 

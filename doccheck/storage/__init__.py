@@ -8,8 +8,11 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
   ``DOCCHECK_STORAGE_OPTIONS``); a URL carrying a credential is refused. :func:`display` is how a
   location is shown, :func:`is_remote` whether it is on a store.
 - :func:`child` joins a row's path to its manifest's location and refuses one that leaves it.
-- :class:`Listing` answers "exists? how large? changed?" from one LIST of a prefix.
-- :func:`open_input` streams a file in blocks; :func:`local_copy` gives a parser a bounded local copy.
+- :class:`Listing` answers "exists? how large? changed?" from one LIST of a prefix; :func:`describe`
+  asks it of one file.
+- :func:`open_input` streams a file in blocks, :func:`read_bounded` reads a small one whole;
+  :func:`local_copy` gives a parser a bounded local copy; :func:`as_storage_error` makes what a
+  store's library raises (:func:`store_errors`) a :class:`~doccheck.errors.StorageError`.
 - :func:`open_output`, :func:`write_bytes` and :func:`upload_tree` publish whole objects, a folder's
   marker last; :func:`remove_tree` purges; :func:`arrow_filesystem` hands pyarrow the filesystem.
 
@@ -24,8 +27,15 @@ from doccheck._lazy import lazy_getattr as _lazy_getattr
 
 if TYPE_CHECKING:
     from doccheck.storage._confine import child
-    from doccheck.storage._copies import BLOCK_BYTES, copy_to_local, local_copy, open_input
-    from doccheck.storage._listing import Entry, Listing
+    from doccheck.storage._copies import (
+        BLOCK_BYTES,
+        as_storage_error,
+        copy_to_local,
+        local_copy,
+        open_input,
+        read_bounded,
+    )
+    from doccheck.storage._listing import Entry, Listing, describe
     from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
     from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
@@ -36,14 +46,17 @@ __all__ = [
     "Listing",
     "UserPath",
     "arrow_filesystem",
+    "as_storage_error",
     "child",
     "copy_to_local",
+    "describe",
     "display",
     "is_remote",
     "is_url",
     "local_copy",
     "open_input",
     "open_output",
+    "read_bounded",
     "remove_tree",
     "resolve",
     "storage_options",
@@ -59,14 +72,17 @@ _LAZY = {
     "Listing": "_listing",
     "UserPath": "_locations",
     "arrow_filesystem": "_writes",
+    "as_storage_error": "_copies",
     "child": "_confine",
     "copy_to_local": "_copies",
+    "describe": "_listing",
     "display": "_locations",
     "is_remote": "_locations",
     "is_url": "_locations",
     "local_copy": "_copies",
     "open_input": "_copies",
     "open_output": "_writes",
+    "read_bounded": "_copies",
     "remove_tree": "_writes",
     "resolve": "_locations",
     "storage_options": "_options",

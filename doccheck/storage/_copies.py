@@ -8,29 +8,96 @@ at the size limit and removed after (:func:`local_copy`). A local file is its ow
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from doccheck.errors import StorageError
-from doccheck.storage._locations import UserPath, display
+from doccheck.storage._locations import UserPath, display, store_errors
 
-__all__ = ["BLOCK_BYTES", "copy_to_local", "local_copy", "open_input"]
+__all__ = ["BLOCK_BYTES", "as_storage_error", "copy_to_local", "local_copy", "open_input", "read_bounded"]
 
 #: What one read of a remote file asks its store for (a ranged GET): memory per open file.
 BLOCK_BYTES = 1024 * 1024
 
 
-def open_input(path: UserPath) -> IO[bytes]:
+@contextmanager
+def as_storage_error(path: UserPath) -> Iterator[None]:
+    """Run the block with what a store's library raises once its retries are spent
+    (:func:`~doccheck.storage.store_errors`: botocore's and aiohttp's errors are not OSErrors) as a
+    :class:`StorageError` (an OSError) naming ``path`` by :func:`display` and the error's kind,
+    never its text (which may carry an endpoint or a header): what a reader catches as "this file
+    cannot be read". OSErrors (a file deleted since it was listed is a ``FileNotFoundError``) pass
+    as they are; so does any other error (a bug is not the store's)."""
+    try:
+        yield
+    except OSError:
+        raise
+    except store_errors() as exc:
+        raise StorageError(f"{display(path)} cannot be read: the store failed ({type(exc).__name__})") from None
+
+
+def open_input(path: UserPath, *, size: int | None = None) -> IO[bytes]:
     """``path`` open for reading in binary, a remote one read ahead in :data:`BLOCK_BYTES` blocks
-    (s3fs' default block is 50 MB: one open document would hold that much)."""
+    (s3fs' default block is 50 MB: one open document would hold that much), with a local file's
+    API (``readline(limit)``, ``seek``, ``tell``). ``size``: the file's size from a listing, which
+    spares the store's file object its own HEAD request."""
     if isinstance(path, Path):
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
-    return path.fs.open(path.path, "rb", block_size=BLOCK_BYTES, cache_type="readahead")  # type: ignore[no-any-return]
+    extra = {} if size is None else {"size": size}
+    with as_storage_error(path):
+        handle = path.fs.open(path.path, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **extra)
+    # fsspec's buffered file has no ``readline(limit)`` (a hostile line without a newline would be
+    # read whole) nor ``peek``: the standard buffered reader gives both, as a local file has them.
+    return io.BufferedReader(_StoreReads(handle, path), buffer_size=64 * 1024)
+
+
+class _StoreReads(io.RawIOBase):
+    """A store's file object whose reads and seeks raise a :class:`StorageError` for what the
+    store's library raises (:func:`store_errors`), so that a reader's ``except OSError`` holds."""
+
+    def __init__(self, handle: Any, path: UserPath) -> None:
+        super().__init__()
+        self._handle = handle
+        self._path = path
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        with as_storage_error(self._path):
+            return int(self._handle.readinto(buffer))
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        with as_storage_error(self._path):
+            return int(self._handle.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._handle.tell())
+
+    def close(self) -> None:
+        try:
+            self._handle.close()
+        finally:
+            super().close()
+
+
+def read_bounded(path: UserPath, *, max_bytes: int, size: int | None = None) -> bytes:
+    """``path``'s bytes, refused (:class:`StorageError`) past ``max_bytes``: a file read whole
+    (to hash and extract it). ``size`` as :func:`open_input` takes it."""
+    with as_storage_error(path), open_input(path, size=size) as source:
+        data = source.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
+    return data
 
 
 @contextmanager
@@ -43,7 +110,7 @@ def local_copy(path: UserPath, *, max_bytes: int) -> Iterator[Path]:
         return
     fd, name = tempfile.mkstemp(prefix="doccheck-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "wb") as out, open_input(path) as source:
+        with as_storage_error(path), os.fdopen(fd, "wb") as out, open_input(path) as source:
             copied = 0
             while block := source.read(BLOCK_BYTES):
                 copied += len(block)

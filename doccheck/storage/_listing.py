@@ -19,7 +19,7 @@ from upath import UPath
 
 from doccheck.storage._locations import UserPath
 
-__all__ = ["Entry", "Listing"]
+__all__ = ["Entry", "Listing", "describe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,19 @@ class Listing:
         return self._entries
 
 
+def describe(path: UserPath) -> Entry | None:
+    """One file's entry asked of its store alone (one HEAD; a stat on the disk), None when there
+    is no such file: for a single file such as the manifest, where listing its prefix would be
+    a LIST of every document beside it."""
+    if isinstance(path, Path):
+        return _stat(path)
+    try:
+        info = path.fs.info(path.path)
+    except FileNotFoundError:
+        return None
+    return _entry(info) if info.get("type") == "file" else None
+
+
 def _stat(path: Path) -> Entry | None:
     try:
         st = path.stat()
@@ -81,7 +94,10 @@ def _stat(path: Path) -> Entry | None:
 
 def _entry(info: dict[str, Any]) -> Entry:
     etag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("generation")
-    modified = info.get("LastModified") or info.get("last_modified") or info.get("mtime") or info.get("updated")
+    modified = (
+        info.get("LastModified") or info.get("last_modified") or info.get("mtime") or info.get("updated")
+        or info.get("created")  # fsspec's memory filesystem: its only stamp, so a rewrite of the same size is seen
+    )  # fmt: skip
     if isinstance(modified, datetime):
         stamp: float | None = modified.timestamp()
     elif isinstance(modified, int | float):

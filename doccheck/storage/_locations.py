@@ -48,7 +48,7 @@ def is_url(text: str) -> bool:
     return bool(_URL.match(text))
 
 
-def resolve(location: str | os.PathLike[str], *, options: Mapping[str, Any] | None = None) -> UserPath:
+def resolve(location: str | os.PathLike[str] | UserPath, *, options: Mapping[str, Any] | None = None) -> UserPath:
     """``location`` as a path readers and writers take: a :class:`~pathlib.Path` for a bare path or a
     ``file://`` URL, a :class:`~upath.UPath` over the store's filesystem for ``s3://``, ``gs://``,
     ``az://``/``abfs://`` and ``memory://``. ``options`` (fsspec storage options) go over those of the
