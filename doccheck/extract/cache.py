@@ -25,6 +25,16 @@ counts are taken, and reading each file a second time for it doubled what readin
 :data:`HANDOVER_CHARS` characters in all (the first files; past that, nothing more is kept, so
 memory stays bounded on a term of 100,000 files), and :func:`take_text` gives each back once.
 
+A file on an object store is not even read again when unchanged (issue 48): hashing it is a GET
+of every document of a term (100,000 requests, ~30 ms each). Its store's listing (one LIST of the
+manifest's prefix) gives its identity (ETag and size), and what reading it gave (:class:`KnownFile`:
+hash, size, words, read as) is kept by the store under its location and that identity
+(``lookup_files``/``store_files``, optional like ``lookup_read_as``; the ledger's is
+``doccheck.ledger._listed_files``): :func:`known_file` answers before a file is read,
+:func:`remember_file` after, and :func:`prefetch_listed` reads the unknown ones of a manifest
+ahead, many at a time, so the store's latency overlaps. A local file is hashed every time, as
+before: its identity (size, mtime, inode) can stay the same across a rewrite, which an ETag cannot.
+
 What the bytes were read as (``.odt`` for an OpenDocument file named ``.docx``) is kept too:
 in this process by digest (:func:`keep_read_as`), and by the store where it has
 ``lookup_read_as`` (the ledger's keeps it per document: ``doccheck.ledger._document_reads``),
@@ -39,16 +49,22 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from doccheck.errors import ExtractionError
-from doccheck.extract._parse import extract
+from doccheck.extract._parse import extract, read_as_named
 from doccheck.extract._read_limits import WORKERS
 from doccheck.extract._words import count_words
 
+if TYPE_CHECKING:
+    from doccheck.storage import Entry, UserPath
+
 __all__ = [
+    "FileKey",
+    "KnownFile",
     "WordStore",
     "active",
     "cached_read_as",
@@ -57,8 +73,11 @@ __all__ = [
     "keep_read_as",
     "keep_text",
     "key_for",
+    "known_file",
     "prefetch",
+    "prefetch_listed",
     "remember",
+    "remember_file",
     "take_text",
     "using",
 ]
@@ -94,6 +113,20 @@ def extractor_id() -> str:
 def key_for(digest: str) -> str:
     """The store key of a file's count: its bytes' digest under this extractor (hex SHA-256)."""
     return hashlib.sha256(f"{extractor_id()}\n{digest}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class KnownFile:
+    """What reading one file of a store gave: all that planning needs of it, without reading it."""
+
+    content_hash: str  # SHA-256 (hex) of its bytes
+    size: int
+    words: int | None  # None: a large file sent as it is, not counted
+    read_as: str | None  # the type its bytes were read as (".odt"), None: not read as a type
+
+
+#: A file of a store: its location as ``doccheck.storage.display`` shows it, and its listing's identity.
+FileKey = tuple[str, str]
 
 
 class WordStore(Protocol):
@@ -145,6 +178,24 @@ def remember(digest: str, words: int, read_as: str | None = None) -> None:
     store = active()
     if store is not None:
         store.store({key_for(digest): words})
+
+
+def known_file(location: str, identity: str) -> KnownFile | None:
+    """What reading the file at ``location`` gave when it had this listing ``identity``, if the
+    active store keeps such things (``lookup_files``) and knows it: the file need not be read."""
+    lookup = getattr(active(), "lookup_files", None)
+    if lookup is None:
+        return None
+    found: dict[FileKey, KnownFile] = lookup([(location, identity)])
+    return found.get((location, identity))
+
+
+def remember_file(location: str, identity: str, known: KnownFile) -> None:
+    """Keep what reading the file at ``location`` (of this listing ``identity``) gave, in the active
+    store if it keeps such things (``store_files``)."""
+    keep = getattr(active(), "store_files", None)
+    if keep is not None:
+        keep({(location, identity): known})
 
 
 def keep_read_as(found: Mapping[str, str]) -> None:
@@ -263,3 +314,93 @@ def _results(futures: Iterable[Future[tuple[str, int]]]) -> dict[str, int]:
             continue  # the row's own reading reports it, with its row number
         out[digest] = words
     return out
+
+
+#: Files read from a store at once by :func:`prefetch_listed`: they wait on the store's latency
+#: (tens of milliseconds a GET), not on a core; each holds at most one small file's bytes.
+FETCHERS = 8
+
+
+def prefetch_listed(
+    files: Iterable[tuple[UserPath, Entry]], store: WordStore, *, fetchers: int = FETCHERS, chunk: int = 200
+) -> int:
+    """Read ahead the store files (each with its listing entry) that ``store`` does not know yet by
+    location and identity, ``fetchers`` at a time; the count read.
+
+    Known ones are looked up ``chunk`` at a time (one query), which leaves them in the store's
+    memory for the rows' own :func:`known_file`; each unknown one is fetched once (one GET, of a
+    file no larger than the caller's limit), hashed, counted (from the store by its digest, else
+    extracted under the usual limits; the text kept for the signer) and kept with
+    ``store_files``. A file that cannot be read or extracted is left to the row's own reading,
+    which reports it. A store without ``lookup_files`` reads nothing here.
+    """
+    lookup = getattr(store, "lookup_files", None)
+    keep = getattr(store, "store_files", None)
+    if lookup is None or keep is None:
+        return 0
+    from doccheck.storage import display
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, fetchers), thread_name_prefix="doccheck-fetch") as pool:
+        batch: dict[FileKey, tuple[UserPath, Entry]] = {}
+        for path, entry in files:
+            batch[(display(path), entry.identity)] = (path, entry)
+            if len(batch) >= chunk:
+                done += _prefetch_listed_chunk(batch, store, pool, fetchers)
+                batch = {}
+        done += _prefetch_listed_chunk(batch, store, pool, fetchers)
+    return done
+
+
+def _prefetch_listed_chunk(
+    batch: Mapping[FileKey, tuple[UserPath, Entry]], store: WordStore, pool: ThreadPoolExecutor, fetchers: int
+) -> int:
+    if not batch:
+        return 0
+    known = store.lookup_files(list(batch))  # type: ignore[attr-defined]
+    found: dict[FileKey, KnownFile] = {}
+    running: dict[Future[KnownFile], FileKey] = {}
+    for key, (path, entry) in batch.items():
+        if key in known:
+            continue
+        if len(running) >= 2 * max(1, fetchers):
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            found.update(_fetched(finished, running))
+        running[pool.submit(_read_listed, path, entry, store)] = key
+    found.update(_fetched(list(running), running))
+    if found:
+        store.store_files(found)  # type: ignore[attr-defined]
+    return len(found)
+
+
+def _fetched(
+    futures: Iterable[Future[KnownFile]], running: dict[Future[KnownFile], FileKey]
+) -> dict[FileKey, KnownFile]:
+    out: dict[FileKey, KnownFile] = {}
+    for future in futures:
+        key = running.pop(future)
+        try:
+            out[key] = future.result()
+        except (OSError, ExtractionError):
+            continue  # the row's own reading reports it, with its row number
+    return out
+
+
+def _read_listed(path: UserPath, entry: Entry, store: WordStore) -> KnownFile:
+    """One store file read once: its hash, its count (the store's for known bytes, else extracted)
+    and the type it was read as."""
+    from doccheck.storage import read_bounded
+
+    data = read_bounded(path, max_bytes=entry.size, size=entry.size)
+    digest = hashlib.sha256(data).hexdigest()
+    key = key_for(digest)
+    words = store.lookup([key]).get(key)
+    if words is not None:
+        kind = _store_read_as(store, [digest]).get(digest) or cached_read_as(digest)
+        return KnownFile(digest, len(data), words, read_as_named(path.name, kind) if kind else None)
+    found = extract(data, path.name)
+    words = count_words(found.text) if found.text.strip() else 0
+    keep_text(digest, found.text)
+    keep_read_as({digest: found.read_as})
+    store.store({key: words})
+    return KnownFile(digest, len(data), words, found.read_as)

@@ -14,7 +14,9 @@ charges, so every table is keyed the way the flows look things up:
 - ``document_signatures`` and ``cohort_matches``: cohort matching's memory (:mod:`~doccheck.ledger._signatures`);
 - ``check_costs``, ``campaign_budgets``, ``budget_holds``: money (:mod:`~doccheck.ledger._money`);
 - ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger._dispositions`);
-- ``document_reads``: what each file was read as; ``refused_types``: the types a service refused.
+- ``document_reads``: what each file was read as; ``refused_types``: the types a service refused;
+- ``listed_files`` by ``(campaign, location, identity)``: what a store's file held when read, so an
+  unchanged file is planned from the store's listing alone (:mod:`~doccheck.ledger._listed_files`).
 
 Document texts are never stored (student work is sensitive): only content hashes, word
 counts and the caller's allowlisted metadata that the reports join back.
@@ -287,6 +289,25 @@ class DocumentReadRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class ListedFileRow(SQLModel, table=True):
+    """What reading a file of a store gave, by its location and its listing's identity (ETag and
+    size): a rerun from a bucket plans an unchanged file from the listing alone, with no GET or
+    HEAD of the file (:mod:`~doccheck.ledger._listed_files`). Per campaign, purged with it or
+    the run that read the file. A table of its own: an existing ledger gains it on open."""
+
+    __tablename__ = "listed_files"
+
+    campaign: str = Field(primary_key=True)
+    location: str = Field(primary_key=True)  # doccheck.storage.display(): a URL, never a credential
+    identity: str = Field(primary_key=True)  # doccheck.storage.Entry.identity: "etag:<etag>:<size>"
+    content_hash: str = Field(max_length=64)
+    size: int
+    words: int | None = None  # None: a large file sent as it is, not counted
+    read_as: str | None = None  # the type its bytes were read as (".odt"), None: not read
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class RefusedTypeRow(SQLModel, table=True):
     """A file type a service refused as unsupported (a 415, or a 422 naming the type), by the
     service's base URL: the next process sends such files as their text at once, without
@@ -416,6 +437,7 @@ LEDGER_TABLES = [
     *SIGNATURE_TABLES,
     table_of(ExtractedWordsRow),
     table_of(DocumentReadRow),
+    table_of(ListedFileRow),
     table_of(RefusedTypeRow),
     *MONEY_TABLES,
     *DISPOSITION_TABLES,

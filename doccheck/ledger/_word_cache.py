@@ -3,6 +3,9 @@
 Why in the ledger: the count must outlive the run (the weekly rerun finds it) and go when
 the campaign is purged (``extracted_words`` has ``campaign`` and ``run_id`` columns, which is
 what ``doccheck.ledger._data_purge`` deletes by). What asks for it is ``doccheck.extract.cache``.
+The same store answers for a store's files by location and listing identity
+(``lookup_files``/``store_files``, :mod:`~doccheck.ledger._listed_files`): what the word counts
+are to a file's bytes, that is to a bucket's file, so an unchanged one is not even fetched.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
+from doccheck.extract.cache import FileKey, KnownFile
 from doccheck.ledger._base import Database
 from doccheck.ledger._document_reads import reads_for_hashes
+from doccheck.ledger._listed_files import known_files, record_files
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import ExtractedWordsRow, utcnow
 
@@ -33,6 +38,7 @@ class LedgerWordStore:
         self.campaign = campaign
         self.run_id = run_id
         self._memo: dict[str, int] = {}
+        self._files: dict[FileKey, KnownFile] = {}
 
     def lookup(self, digests: Sequence[str]) -> dict[str, int]:
         """The counts known for ``digests`` (memory first, then one query per 500)."""
@@ -52,6 +58,28 @@ class LedgerWordStore:
         """What bytes of these SHA-256 digests were read as by the campaign's documents (one query per 500)."""
         with self._db.engine.connect() as conn:
             return reads_for_hashes(conn, self.campaign, digests)
+
+    def lookup_files(self, keys: Sequence[FileKey]) -> dict[FileKey, KnownFile]:
+        """What reading these store files (location, listing identity) gave, for those a run of the
+        campaign read (memory first: what ``prefetch_listed`` looked up a chunk at a time)."""
+        found = {k: self._files[k] for k in keys if k in self._files}
+        missing = [k for k in keys if k not in found]
+        if missing:
+            with self._db.engine.connect() as conn:
+                found.update(known_files(conn, self.campaign, missing))
+            self._keep_files(found)
+        return found
+
+    def store_files(self, found: Mapping[FileKey, KnownFile]) -> None:
+        """Keep what reading these store files gave (one already kept is left as it is)."""
+        if not found:
+            return
+        self._keep_files(found)
+        try:
+            with self._db.engine.begin() as conn:
+                record_files(conn, self.campaign, self.run_id, found)
+        except IntegrityError:
+            pass  # another process kept the same file meanwhile
 
     def store(self, found: Mapping[str, int]) -> None:
         """Write the counts not stored yet (a concurrent writer's same row is fine: same bytes)."""
@@ -75,6 +103,11 @@ class LedgerWordStore:
                         conn.execute(insert(t), rows)
         except IntegrityError:
             pass  # another process stored the same bytes' count meanwhile
+
+    def _keep_files(self, found: Mapping[FileKey, KnownFile]) -> None:
+        if len(self._files) + len(found) > _MEMO:
+            self._files.clear()
+        self._files.update(found)
 
     def _keep(self, found: Mapping[str, int]) -> None:
         if len(self._memo) + len(found) > _MEMO:
