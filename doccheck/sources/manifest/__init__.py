@@ -34,7 +34,7 @@ from doccheck.sources.manifest._limits import (
 from doccheck.sources.manifest._products import KNOWN_PRODUCTS, parse_products
 from doccheck.sources.manifest._read import read_manifest
 from doccheck.sources.manifest._rows import read_rows
-from doccheck.sources.manifest._stream import iter_manifest
+from doccheck.sources.manifest._stream import iter_manifest, manifest_listing
 from doccheck.sources.manifest._types import (
     ManifestDocument,
     ManifestResult,
@@ -66,6 +66,7 @@ __all__ = [
     "RowStart",
     "canonical_column",
     "iter_manifest",
+    "manifest_listing",
     "parse_products",
     "read_rows",
     "read_manifest",

@@ -8,8 +8,6 @@ name are ambiguous and refused for the whole file.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from doccheck.errors import ManifestError
 
 __all__ = ["RESERVED_COLUMNS", "canonical_column", "canonical_columns", "header_hint"]
@@ -25,7 +23,7 @@ def canonical_column(name: object) -> str:
     return folded if folded in RESERVED_COLUMNS else text
 
 
-def canonical_columns(source: Path, names: list[str]) -> list[str]:
+def canonical_columns(source: object, names: list[str]) -> list[str]:
     """Canonical names of a header, in order; two names that collide are a :class:`ManifestError`."""
     columns = [canonical_column(n) for n in names]
     first: dict[str, str] = {}

@@ -21,13 +21,13 @@ import codecs
 import csv
 import io
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO
 
 from doccheck.errors import ManifestError
 from doccheck.sources.manifest._column_names import canonical_columns
 from doccheck.sources.manifest._limits import MAX_ID_CHARS, MAX_ROW_CHARS
 from doccheck.sources.manifest._types import RejectCode, Row, RowCursor, RowProblem, RowStart
+from doccheck.storage import Entry, UserPath, open_input
 
 __all__ = ["read_csv"]
 
@@ -75,19 +75,23 @@ class _Lines:
 
 
 def read_csv(
-    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+    source: UserPath, *, cursor: RowCursor | None = None, start: RowStart | None = None, entry: Entry | None = None
 ) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
     """Columns and a row iterator; whole-file problems raise :class:`ManifestError` up front.
 
     ``cursor`` is told where each yielded row begins. ``start`` reads the header, then seeks
     to that row (a batch of a run recorded earlier); the whole-file UTF-8 check is skipped
-    then (the rows read are still decoded strictly: a byte that is not UTF-8 raises).
+    then (the rows read are still decoded strictly: a byte that is not UTF-8 raises). ``entry``:
+    a store's file's listing entry (its size: the file is opened without asking it again).
     """
+    size = entry.size if entry is not None else None
     if start is None:
-        _check_utf8(source)
+        _check_utf8(source, size)
     _allow_large_csv_fields()
-    handle = source.open("r", encoding="utf-8-sig", newline="")
-    lines = _Lines(handle, offset=3 if _starts_with_bom(source) else 0)
+    raw = _open(source, size)
+    bom = _starts_with_bom(source, raw)
+    handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+    lines = _Lines(handle, offset=3 if bom else 0)
     reader = csv.reader(lines)
     try:
         header = _next_record(source, reader, lines)
@@ -101,11 +105,11 @@ def read_csv(
         raise
     index = 0
     if start is not None:
-        handle.close()
+        raw = handle.detach()  # the same open file, read on from the batch's first row
         try:
-            raw = source.open("rb")
             raw.seek(start.offset)
         except OSError as exc:
+            raw.close()
             raise ManifestError(
                 f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
             ) from None
@@ -116,16 +120,30 @@ def read_csv(
     return columns, _rows(source, handle, reader, lines, columns, index, cursor or RowCursor())
 
 
-def _starts_with_bom(source: Path) -> bool:
+def _open(source: UserPath, size: int | None) -> IO[bytes]:
     try:
-        with source.open("rb") as handle:
-            return handle.read(3) == codecs.BOM_UTF8
-    except OSError:
-        return False
+        return open_input(source, size=size)
+    except OSError as exc:
+        raise ManifestError(
+            f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
+        ) from None
+
+
+def _starts_with_bom(source: UserPath, raw: IO[bytes]) -> bool:
+    """Whether the file starts with UTF-8's BOM; the file is left at its start."""
+    try:
+        found = raw.read(3) == codecs.BOM_UTF8
+        raw.seek(0)
+    except OSError as exc:
+        raw.close()
+        raise ManifestError(
+            f"manifest {source} is not a readable CSV file: {exc.strerror or type(exc).__name__}"
+        ) from None
+    return found
 
 
 def _rows(
-    source: Path,
+    source: UserPath,
     handle: IO[str],
     reader: Iterator[list[str]],
     lines: _Lines,
@@ -194,7 +212,7 @@ def _rows(
             yield index, {c: (cells[i] if i < len(cells) and cells[i] != "" else None) for i, c in enumerate(columns)}
 
 
-def _next_record(source: Path, reader: Iterator[list[str]], lines: _Lines) -> list[str] | None:
+def _next_record(source: UserPath, reader: Iterator[list[str]], lines: _Lines) -> list[str] | None:
     lines.start_row()
     try:
         return next(reader)
@@ -272,13 +290,13 @@ def _multiline_field(cells: list[str], columns: list[str]) -> str:
     return "row"
 
 
-def _check_utf8(source: Path) -> None:
+def _check_utf8(source: UserPath, size: int | None) -> None:
     """Refuse a CSV that is not UTF-8 before reading any row, naming the line and the fix."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
     offset = 0
     newlines = 0
     try:
-        with source.open("rb") as handle:
+        with open_input(source, size=size) as handle:
             while chunk := handle.read(_CHUNK):
                 if offset == 0 and chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
                     raise ManifestError(

@@ -1,8 +1,16 @@
-"""One ``path`` row's file: confined to the manifest's folder, sized, type-checked, hashed, counted.
+"""One ``path`` row's file: confined to the manifest's folder or prefix, sized, type-checked, hashed, counted.
 
 Files are hashed while streamed; a file is read whole into memory at most once (files up to
 the multipart limit, to extract and count their words for the dry-run plan). Larger text
 files are counted while streaming, by the same decoding rules as ``doccheck.extract``.
+
+A manifest on an object store (issue 48) names files under its prefix: a row is confined by
+``doccheck.storage.child`` (another bucket, another scheme, ``..`` out of the prefix: refused, and
+nothing is fetched for it), its existence and size come from the one listing of the prefix the
+run shares (``doccheck.storage.Listing``), and a file unchanged since a run read it (same ETag and
+size) is planned from what that run kept (``doccheck.extract.cache.known_file``): a rerun reads
+no document. A file that cannot be read (deleted since it was listed, a store error after the
+store library's retries) is that row's rejection, never the run's failure.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ import hashlib
 from pathlib import Path
 
 import doccheck.extract as extraction
-from doccheck.errors import CellProblem
+from doccheck.errors import CellProblem, OutsideLocation, StorageError
 from doccheck.extract import (
     IMAGE,
     IMAGE_TYPES,
@@ -28,38 +36,60 @@ from doccheck.extract import cache as word_cache
 from doccheck.sources.manifest._limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest._types import RejectCode
 from doccheck.sources.manifest._values import show
+from doccheck.storage import Entry, Listing, UserPath, as_storage_error, child, display, open_input, read_bounded
 
 __all__ = ["check_file"]
 
 _CHUNK = 1024 * 1024
-_ESCAPE_HINT = "paths are relative to the manifest's folder and must stay inside it"
+
+#: What :func:`check_file` gives for a usable file: where it is, its size, SHA-256, words and type read as.
+Checked = tuple[UserPath, int, str, int | None, str | None]
 
 
-def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | None, str | None]:
+def check_file(raw_path: str, base_dir: UserPath, listing: Listing | None = None) -> Checked:
     """Resolve, confine, size, type-check, hash and count one file; raise CellProblem when unusable.
 
-    The last item is the type the file was read as (an extension, from its bytes: ``".odt"`` for
-    an OpenDocument file named ``.docx``), None when it was not read (a large file sent as it is)."""
+    ``base_dir``: the manifest's folder (resolved) or prefix; ``listing``: the prefix's listing the
+    run shares (one is made when None: one LIST). The last item is the type the file was read as
+    (an extension, from its bytes: ``".odt"`` for an OpenDocument file named ``.docx``), None when
+    it was not read (a large file sent as it is)."""
     if "\x00" in raw_path:
         raise CellProblem("path", RejectCode.INVALID_PATH, "the path contains a NUL character")
-    given = Path(raw_path)
-    if given.is_absolute() or given.drive or raw_path.startswith(("/", "\\")):
-        raise CellProblem(
-            "path", RejectCode.PATH_ESCAPES_MANIFEST_DIR, f"{show(raw_path, 200)} is an absolute path; {_ESCAPE_HINT}"
-        )
     try:
-        resolved = (base_dir / given).resolve()  # follows symlinks
+        resolved = child(base_dir, raw_path)  # follows symlinks on the disk
+    except OutsideLocation as exc:
+        raise CellProblem("path", RejectCode.PATH_ESCAPES_MANIFEST_DIR, f"{show(raw_path, 200)} {exc}") from None
     except (OSError, RuntimeError) as exc:  # symlink loops
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be resolved ({_short(exc)})"
         ) from None
-    if not resolved.is_relative_to(base_dir):
-        via = "resolves (through '..' or a symbolic link)"
+    if isinstance(resolved, Path):
+        entry = None
+        size = _local_size(resolved, raw_path)
+    else:
+        entry = (listing if listing is not None else Listing(base_dir)).entry(resolved)
+        if entry is None:
+            raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {show(raw_path, 200)} does not exist")
+        _check_type(resolved, raw_path)
+        size = entry.size
+    if size == 0:
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} is empty (0 bytes)")
+    if size > MAX_FILE_BYTES:
         raise CellProblem(
             "path",
-            RejectCode.PATH_ESCAPES_MANIFEST_DIR,
-            f"{show(raw_path, 200)} {via} outside the manifest's folder; {_ESCAPE_HINT}",
+            RejectCode.FILE_TOO_LARGE,
+            f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
         )
+    digest, words, read_as = (
+        _read(resolved, raw_path, size) if entry is None else _read_listed(resolved, raw_path, entry)
+    )
+    if words == 0:
+        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
+    return resolved, size, digest, words, read_as
+
+
+def _local_size(resolved: Path, raw_path: str) -> int:
+    """A local file's size, after the checks the disk answers: it exists, is a regular file, of a type read."""
     try:
         exists, regular = resolved.exists(), resolved.is_file()
     except OSError as exc:  # e.g. a name too long for the file system
@@ -70,6 +100,16 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
         raise CellProblem("path", RejectCode.FILE_NOT_FOUND, f"file {show(raw_path, 200)} does not exist")
     if not regular:
         raise CellProblem("path", RejectCode.NOT_A_FILE, f"{show(raw_path, 200)} is not a regular file")
+    _check_type(resolved, raw_path)
+    try:
+        return resolved.stat().st_size
+    except OSError as exc:
+        raise CellProblem(
+            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
+        ) from None
+
+
+def _check_type(resolved: UserPath, raw_path: str) -> None:
     ext = extension_of(resolved.name)
     if ext not in SUPPORTED_TYPES and ext not in IMAGE_TYPES:  # a photo is read, to say why it is not checked
         raise CellProblem(
@@ -78,36 +118,36 @@ def check_file(raw_path: str, base_dir: Path) -> tuple[Path, int, str, int | Non
             f"file type {ext or '(no extension)'!r} of {show(raw_path, 200)} is not supported; "
             f"supported: {', '.join(sorted(SUPPORTED_TYPES))}",
         )
-    try:
-        size = resolved.stat().st_size
-    except OSError as exc:
-        raise CellProblem(
-            "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
-        ) from None
-    if size == 0:
-        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} is empty (0 bytes)")
-    if size > MAX_FILE_BYTES:
-        raise CellProblem(
-            "path",
-            RejectCode.FILE_TOO_LARGE,
-            f"file {show(raw_path, 200)} is {size} bytes, over the {MAX_FILE_BYTES} byte (50 MB) limit",
-        )
-    digest, words, read_as = _read(resolved, raw_path, ext, size)
-    if words == 0:
-        raise CellProblem("path", RejectCode.EMPTY_DOCUMENT, f"file {show(raw_path, 200)} has no extractable words")
-    return resolved, size, digest, words, read_as
 
 
-def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int | None, str | None]:
+def _read_listed(resolved: UserPath, raw_path: str, entry: Entry) -> tuple[str, int | None, str | None]:
+    """A store's file: what a run kept of it while its listing says it is unchanged, else read (and kept)."""
+    location = display(resolved)
+    known = word_cache.known_file(location, entry.identity)
+    if known is not None:
+        return known.content_hash, known.words, known.read_as
+    digest, words, read_as = _read(resolved, raw_path, entry.size)
+    word_cache.remember_file(location, entry.identity, word_cache.KnownFile(digest, entry.size, words, read_as))
+    return digest, words, read_as
+
+
+def _read(resolved: UserPath, raw_path: str, size: int) -> tuple[str, int | None, str | None]:
     """Hash and count one file; every reading failure as the row's problem with its code."""
+    ext = extension_of(resolved.name)
     if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
         raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
     try:
         if size <= MULTIPART_MAX_BYTES:
-            return _hash_and_extract(resolved)
+            return _hash_and_extract(resolved, size=size)
         counted = ext in (".txt", ".md")  # read as text by its name; the rest is sent as it is, unread
-        return (*_hash_streamed(resolved, count=counted), ext if counted else None)
+        return (*_hash_streamed(resolved, count=counted, size=size), ext if counted else None)
     except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and not isinstance(resolved, Path):  # deleted since it was listed
+            raise CellProblem(
+                "path",
+                RejectCode.FILE_NOT_FOUND,
+                f"file {show(raw_path, 200)} does not exist (any more: it was listed)",
+            ) from None
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
         ) from None
@@ -119,14 +159,14 @@ def _read(resolved: Path, raw_path: str, ext: str, size: int) -> tuple[str, int 
         raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
 
 
-def _hash_and_extract(path: Path) -> tuple[str, int, str | None]:
+def _hash_and_extract(path: UserPath, *, size: int | None = None) -> tuple[str, int, str | None]:
     """Small file: one read serves the hash, the word count (empty text → 0 words) and the type
-    it is read as.
+    it is read as (a store's file: one GET, refused past the multipart limit).
 
     Bytes already extracted (the same SHA-256) take their count, and what they were read as, from
     the active word store (``doccheck.extract.cache``): a rerun, or the batch re-read of this
     run, extracts nothing."""
-    data = path.read_bytes()
+    data = path.read_bytes() if isinstance(path, Path) else read_bounded(path, max_bytes=MULTIPART_MAX_BYTES, size=size)
     digest = hashlib.sha256(data).hexdigest()
     known = word_cache.cached_words(digest)
     if known is not None:
@@ -139,7 +179,7 @@ def _hash_and_extract(path: Path) -> tuple[str, int, str | None]:
     return digest, words, found.read_as
 
 
-def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
+def _hash_streamed(path: UserPath, *, count: bool, size: int | None = None) -> tuple[str, int | None]:
     """Large file: hash in chunks; for plain text also count words across chunk borders.
 
     Decoding follows ``doccheck.extract`` (UTF-8, BOM tolerated, or BOM-marked UTF-16; NUL
@@ -149,7 +189,7 @@ def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
     decoder: codecs.IncrementalDecoder | None = None
     words = 0
     carry = ""
-    with path.open("rb") as handle:
+    with as_storage_error(path), open_input(path, size=size) as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
             if not count:
@@ -180,6 +220,8 @@ def _hash_streamed(path: Path, *, count: bool) -> tuple[str, int | None]:
 
 
 def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, StorageError):  # a store's error, in words that name no secret
+        return str(exc)
     return exc.strerror or type(exc).__name__
 
 

@@ -14,7 +14,6 @@ import json
 import re
 from collections.abc import Iterator
 from itertools import accumulate
-from pathlib import Path
 from typing import Any
 
 from doccheck.errors import CellProblem, ManifestError
@@ -22,6 +21,7 @@ from doccheck.sources.manifest._column_names import canonical_column
 from doccheck.sources.manifest._limits import MAX_DEPTH, MAX_LINE_BYTES
 from doccheck.sources.manifest._types import RejectCode, Row, RowCursor, RowProblem, RowStart
 from doccheck.sources.manifest._values import JsonNumber, NonFinite, cell_text
+from doccheck.storage import Entry, UserPath, open_input
 
 __all__ = ["iter_jsonl", "parse_line"]
 
@@ -39,15 +39,16 @@ class _DuplicateKey(Exception):
 
 
 def iter_jsonl(
-    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+    source: UserPath, *, cursor: RowCursor | None = None, start: RowStart | None = None, entry: Entry | None = None
 ) -> Iterator[tuple[int, Row | RowProblem]]:
     """(line number, row or problem) for every non-blank line; bounded memory per line.
 
     ``cursor`` is told the byte offset of each yielded line; ``start`` seeks to a line
-    (a batch of a run recorded earlier) and numbers on from there.
+    (a batch of a run recorded earlier) and numbers on from there. ``entry``: a store's file's
+    listing entry (its size: the file is opened without asking it again).
     """
     try:
-        handle = source.open("rb")
+        handle = open_input(source, size=entry.size if entry is not None else None)
         if start is not None:
             handle.seek(start.offset)
     except OSError as exc:

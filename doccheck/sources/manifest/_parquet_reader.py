@@ -25,6 +25,7 @@ from doccheck.errors import CellProblem, ManifestError
 from doccheck.sources.manifest._column_names import canonical_columns
 from doccheck.sources.manifest._types import Row, RowCursor, RowProblem, RowStart
 from doccheck.sources.manifest._values import cell_text
+from doccheck.storage import Entry, UserPath, display, open_input
 
 __all__ = ["read_parquet"]
 
@@ -34,19 +35,22 @@ _BATCH_BYTES = 64 * 1024 * 1024
 
 
 def read_parquet(
-    source: Path, *, cursor: RowCursor | None = None, start: RowStart | None = None
+    source: UserPath, *, cursor: RowCursor | None = None, start: RowStart | None = None, entry: Entry | None = None
 ) -> tuple[list[str], Iterator[tuple[int, Row | RowProblem]]]:
     """Columns and a row iterator over the file's record batches.
 
     Parquet has no byte offsets (``cursor`` stays None). ``start`` begins at its ``row``: the
     row groups before it are not read, and the rows before it in its group are decoded by
-    Arrow but never turned into Python values.
+    Arrow but never turned into Python values. ``entry``: a store's file's listing entry (its
+    size and identity); the file is read through ``doccheck.storage``, its footer and the row
+    groups read in ranged reads.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(source)
+        # a local file by its path (Arrow's own reads); a store's as a file object of the seam
+        parquet = pq.ParquetFile(source if isinstance(source, Path) else open_input(source, size=_size(entry)))
         schema = parquet.schema_arrow
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated types for corrupt files
         raise ManifestError(f"manifest {source} is not a readable Parquet file: {_short(exc)}") from None
@@ -62,7 +66,7 @@ def read_parquet(
 
     if cursor is not None:
         cursor.offset = cursor.line = None
-    identity = _identity(source)
+    identity = _identity(source, entry)
 
     def rows() -> Iterator[tuple[int, Row | RowProblem]]:
         skip = start.row - 1 if start is not None else 0
@@ -111,22 +115,28 @@ class _Place:
     first: int
 
 
-#: Partly read files by identity (path, size, mtime, inode), most recent last.
-_PLACES: OrderedDict[tuple[str, int, int, int], _Place] = OrderedDict()
+#: Partly read files by identity (path, size, mtime, inode; a store's: its URL, ETag and size), most recent last.
+_PLACES: OrderedDict[tuple[str, str], _Place] = OrderedDict()
 _PLACES_LOCK = threading.Lock()
 #: Files whose place is kept at once (each holds one record batch, up to ~64 MiB).
 _PLACES_KEPT = 2
 
 
-def _identity(source: Path) -> tuple[str, int, int, int] | None:
+def _size(entry: Entry | None) -> int | None:
+    return entry.size if entry is not None else None
+
+
+def _identity(source: UserPath, entry: Entry | None) -> tuple[str, str] | None:
+    if not isinstance(source, Path):
+        return (display(source), entry.identity) if entry is not None else None
     try:
         st = source.stat()
     except OSError:
         return None
-    return (str(source.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    return (str(source.resolve()), f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
 
 
-def _resume(identity: tuple[str, int, int, int] | None, group_first: int, skip: int) -> _Place | None:
+def _resume(identity: tuple[str, str] | None, group_first: int, skip: int) -> _Place | None:
     """The place a previous read of this same file stopped at, if its batch in hand starts
     in the row group of row index ``skip`` (which starts at ``group_first``) and at or before
     ``skip`` (taken: one reader at a time). A place in an earlier group is left: reading on
@@ -148,7 +158,7 @@ def _resume(identity: tuple[str, int, int, int] | None, group_first: int, skip: 
         return place
 
 
-def _keep(identity: tuple[str, int, int, int], place: _Place) -> None:
+def _keep(identity: tuple[str, str], place: _Place) -> None:
     with _PLACES_LOCK:
         _PLACES[identity] = place
         _PLACES.move_to_end(identity)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from doccheck.sources.manifest._stream import iter_manifest
 from doccheck.sources.manifest._types import ManifestDocument, ManifestResult, Rejection
+from doccheck.storage import resolve
 
 
 def read_manifest(
@@ -18,7 +18,7 @@ def read_manifest(
     default_products: Sequence[str] = ("ai",),
     metadata_columns: Sequence[str] = (),
 ) -> ManifestResult:
-    """Read ``path`` (by extension: .csv, .parquet/.pq, .jsonl/.ndjson) and validate every row.
+    """Read ``path`` (a path or a URL; by extension: .csv, .parquet/.pq, .jsonl/.ndjson) and validate every row.
 
     ``default_products`` apply to rows whose ``products`` cell is empty. ``metadata_columns``
     is the allowlist of columns sent to the service as metadata (``document_id`` always is).
@@ -31,4 +31,4 @@ def read_manifest(
             rejections.append(outcome)
         else:
             documents.append(outcome)
-    return ManifestResult(documents=documents, rejections=rejections, source=Path(path))
+    return ManifestResult(documents=documents, rejections=rejections, source=resolve(path))

@@ -7,9 +7,12 @@ and so that ``doccheck.outputs`` and the ledger can import :class:`Rejection` ch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from doccheck.extract import extension_of, same_format
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 __all__ = [
     "ManifestDocument",
@@ -84,7 +87,7 @@ class ManifestDocument:
     name: str
     products: tuple[str, ...]  # sorted, unique
     text: str | None
-    path: Path | None  # resolved, inside the manifest's folder
+    path: UserPath | None  # resolved, inside the manifest's folder or prefix (a URL's path on its store)
     size_bytes: int
     content_hash: str
     words: int | None  # None when unknown (large .docx/.pdf)
@@ -109,7 +112,7 @@ class ManifestResult:
 
     documents: list[ManifestDocument]
     rejections: list[Rejection]
-    source: Path
+    source: UserPath
 
 
 #: One row as a reader gives it: column → text (None = not given).

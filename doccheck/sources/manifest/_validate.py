@@ -27,6 +27,7 @@ from doccheck.sources.manifest._limits import (
 from doccheck.sources.manifest._products import parse_products
 from doccheck.sources.manifest._types import ManifestDocument, RejectCode, Rejection, Row, RowProblem
 from doccheck.sources.manifest._values import show, unsafe_text
+from doccheck.storage import Listing, UserPath
 
 __all__ = ["validate_row"]
 
@@ -36,12 +37,15 @@ _CODE_FOR_UNSAFE = {"text": RejectCode.INVALID_TEXT, "path": RejectCode.INVALID_
 def validate_row(
     row_number: int,
     row: Row | RowProblem,
-    base_dir: Path,
+    base_dir: UserPath,
     defaults: tuple[str, ...],
     allowlist: list[str],
     seen_ids: dict[str, tuple[int, str]],
+    listing: Listing | None = None,
 ) -> ManifestDocument | Rejection:
-    """Validate one row; ``seen_ids`` (NFC id → first row and its spelling) is updated for duplicates."""
+    """Validate one row; ``seen_ids`` (NFC id → first row and its spelling) is updated for duplicates.
+
+    ``base_dir``: the manifest's folder or prefix, ``listing`` its listing (``check_file``)."""
     document_id: str | None = None
     shown_id: str | None = None  # the id as the reason shows it, escaped
     try:
@@ -79,7 +83,7 @@ def validate_row(
             )
         seen_ids[key] = (row_number, document_id)
         _check_values(row, allowlist)
-        return _document(row_number, row, document_id, base_dir, defaults, allowlist)
+        return _document(row_number, row, document_id, (base_dir, listing), defaults, allowlist)
     except CellProblem as rej:
         who = f"row {row_number}" + (f" (document_id {show(shown_id)})" if shown_id else "")
         field = _storable_field(rej.field)
@@ -93,7 +97,12 @@ def validate_row(
 
 
 def _document(
-    row_number: int, row: Row, document_id: str, base_dir: Path, defaults: tuple[str, ...], allowlist: list[str]
+    row_number: int,
+    row: Row,
+    document_id: str,
+    files: tuple[UserPath, Listing | None],
+    defaults: tuple[str, ...],
+    allowlist: list[str],
 ) -> ManifestDocument:
     try:
         products = parse_products(row.get("products"), defaults)
@@ -117,7 +126,7 @@ def _document(
     if raw_path and text:
         raise CellProblem("path", RejectCode.BOTH_PATH_AND_TEXT, "both 'path' and 'text' are given; give exactly one")
     if raw_path:
-        resolved, size, digest, words, read_as = check_file(raw_path, base_dir)
+        resolved, size, digest, words, read_as = check_file(raw_path, *files)
         name = name or Path(raw_path).name
         _check_name(name)
         return ManifestDocument(
