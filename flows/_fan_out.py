@@ -283,13 +283,14 @@ async def submit_sharded(
     """
     from pathlib import Path
 
+    from doccheck.storage import is_url
     from prefect_doccheck.tasks import ensure_rate_limit, rate_limit_from_env
 
     limit = rate_limit_from_env()
     await ensure_rate_limit(limit)
     credentials, api_key_block = credentials_name(key_source)
     parameters: dict[str, Any] = {
-        "manifest": str(Path(manifest).resolve()),
+        "manifest": manifest if is_url(manifest) else str(Path(manifest).resolve()),  # a URL: as display() shows it
         "campaign": campaign,
         "products": products,
         "metadata_columns": metadata_columns,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
-from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_table_artifact
@@ -41,6 +40,7 @@ from doccheck.pipeline import (
     iter_planned,
     validate_shard,
 )
+from doccheck.storage import resolve
 from prefect_doccheck.tasks import (
     base_url_of,
     rate_limit_from_env,
@@ -194,7 +194,7 @@ def _shard_batches(
     batch_size: int,
 ) -> Iterator[list[PlannedDocument]]:  # fmt: skip
     """This shard's documents of the manifest, planned as a stream, in batches of ``batch_size``."""
-    tally = PlanTally(campaign=campaign, manifest=Path(manifest))
+    tally = PlanTally(campaign=campaign, manifest=resolve(manifest))
     batch: list[PlannedDocument] = []
     for doc in iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns):
         if in_shard(doc.idempotency_key, shard, shards):

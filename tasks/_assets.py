@@ -28,6 +28,7 @@ from prefect.types.names import MAX_ASSET_KEY_LENGTH, RESTRICTED_ASSET_CHARACTER
 
 from doccheck.outputs import SCHEMA_VERSION, TABLE_FILES
 from doccheck.pipeline import RunSummary
+from doccheck.storage import display, is_url, resolve
 
 log = logging.getLogger("doccheck.flows")
 
@@ -59,7 +60,16 @@ def asset_key(out_dir: str | Path, table: str) -> str:
 def _upstream(manifest: str | None) -> dict[str, str] | None:
     if not manifest:
         return None
+    if is_url(manifest):  # a manifest on a store: its URL as display() shows it (never a credential)
+        location = resolve(manifest)
+        return {"prefect.resource.id": _asset_text(display(location)), "prefect.resource.name": location.name}
     return {"prefect.resource.id": _file_uri(manifest), "prefect.resource.name": Path(manifest).name}
+
+
+def _asset_text(text: str) -> str:
+    for char in RESTRICTED_ASSET_CHARACTERS:
+        text = text.replace(char, "_")
+    return text[:MAX_ASSET_KEY_LENGTH]
 
 
 def emit_table_assets(summary: RunSummary) -> int:

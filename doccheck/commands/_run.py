@@ -51,9 +51,10 @@ _PRODUCTS = ",".join(_D.source.products)
 _OUT = Path(_D.output.out_dir)
 
 ManifestOption = Annotated[
-    Path,
+    str,  # not a Path: a URL (s3://bucket/course-a/manifest.csv) would be mangled into one (s3:/bucket/...)
     typer.Argument(
-        help="CSV, Parquet or JSONL manifest (docs/manifest.md), or an LMS export: .zip or folder (docs/lms.md)."
+        help="CSV, Parquet or JSONL manifest (docs/manifest.md), a path or a URL such as "
+        "s3://bucket/course-a/manifest.csv (docs/storage.md), or an LMS export: .zip or folder (docs/lms.md)."
     ),
 ]
 ProductsOption = Annotated[
@@ -199,8 +200,7 @@ def run(
     console = Console()
     err = Console(stderr=True)
     manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts, roster=roster)
-    if not manifest.is_file():
-        raise fail(err, f"cannot read manifest {str(manifest)!r}: no such file")
+    manifest = _readable_manifest(err, manifest)
     try:
         options = RunOptions.from_flat(
             manifest=str(manifest), products=products, out_dir=str(out), campaign=campaign, concurrency=concurrency,
@@ -228,7 +228,27 @@ def run(
     _print_outcome(console, summary, manifest)
 
 
-def _print_outcome(console: Console, summary: Any, manifest: Path) -> None:
+def _readable_manifest(err: Console, manifest: str) -> str:
+    """The manifest's location as the run records it (a URL as ``display`` shows it), once it is
+    known to be a file: a URL is resolved here, at the entry (a credential in it, an unknown
+    scheme or a missing extra exits with one line), and asked of its store once (one HEAD)."""
+    from doccheck.errors import StorageError
+    from doccheck.storage import as_storage_error, describe, display, resolve
+
+    try:
+        location = resolve(manifest)
+        with as_storage_error(location):
+            entry = describe(location)
+    except StorageError as exc:
+        raise fail(err, f"cannot read manifest: {exc}") from None
+    except OSError as exc:
+        raise fail(err, f"cannot read manifest {display(manifest)!r}: {exc.strerror or type(exc).__name__}") from None
+    if entry is None:
+        raise fail(err, f"cannot read manifest {display(manifest)!r}: no such file")
+    return manifest if isinstance(location, Path) else display(location)
+
+
+def _print_outcome(console: Console, summary: Any, manifest: str) -> None:
     """What is left to do, in words; exit 3 (incomplete) when documents were not sent."""
     if summary.dry_run:
         console.print("dry run: nothing was sent.")
@@ -238,7 +258,7 @@ def _print_outcome(console: Console, summary: Any, manifest: Path) -> None:
         )
     elif summary.status == "incomplete":
         unsent = summary.unsent_retry_later + summary.in_flight_elsewhere
-        again = f"doccheck run {shlex.quote(str(manifest))} --campaign {shlex.quote(summary.campaign)}"
+        again = f"doccheck run {shlex.quote(manifest)} --campaign {shlex.quote(summary.campaign)}"
         if unsent:
             console.print(f"incomplete: {unsent} documents not sent yet; run `{again}` again to continue.")
         if summary.in_doubt:
@@ -266,8 +286,8 @@ def _run_flow(console: Console, err: Console, options: RunOptions, progress: boo
 
 
 def export_manifest(
-    console: Console, err: Console, path: Path, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
-) -> Path:
+    console: Console, err: Console, path: str, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
+) -> str:
     """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
     from doccheck.sources.lms import as_manifest, no_submission_lines
 
@@ -276,11 +296,11 @@ def export_manifest(
         manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
         missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
     except (ValueError, OSError) as exc:
-        raise fail(err, f"cannot read export {str(path)!r}: {exc}") from None
+        raise fail(err, f"cannot read export {path!r}: {exc}") from None
     if result is not None:
         for line in [result.summary(), *result.not_checked(), *missing]:
             console.print(line, markup=False, highlight=False)
-    return Path(manifest)
+    return manifest
 
 
 def _print_summary(console: Console, summary: Any) -> None:

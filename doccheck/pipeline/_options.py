@@ -76,7 +76,10 @@ class _Group(BaseModel):
 class SourceOptions(_Group):
     """What is checked."""
 
-    manifest: str = Field(description="CSV, Parquet or JSONL manifest (docs/manifest.md).")
+    manifest: str = Field(
+        description="CSV, Parquet or JSONL manifest (docs/manifest.md): a path, or a URL such as "
+        "s3://bucket/course-a/manifest.csv (docs/storage.md)."
+    )
     campaign: str | None = Field(
         default=None, description="Namespace of the Idempotency-Keys (default: the manifest's file name)."
     )
@@ -103,6 +106,21 @@ class SourceOptions(_Group):
         "'no submission' rows in the reports.",
     )
 
+    @field_validator("manifest")
+    @classmethod
+    def _location(cls, value: str) -> str:
+        """A URL is checked where the run is said (a credential in it, a scheme doccheck does not
+        read, a store whose extra is missing) and kept as ``display`` shows it; a path as given."""
+        from doccheck.errors import StorageError
+        from doccheck.storage import display, is_url, resolve
+
+        if not is_url(value):
+            return value
+        try:
+            return display(resolve(value))
+        except StorageError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("products", "metadata_columns", "templates", mode="before")
     @classmethod
     def _split(cls, value: Any) -> list[str]:
@@ -118,11 +136,10 @@ class SourceOptions(_Group):
     @property
     def campaign_name(self) -> str:
         """The run's campaign: the given one, else the manifest's file name without extension."""
-        from pathlib import Path
-
         from doccheck.sources.lms import export_campaign, is_export
+        from doccheck.storage import resolve
 
-        default = export_campaign(self.manifest) if is_export(self.manifest) else Path(self.manifest).stem
+        default = export_campaign(self.manifest) if is_export(self.manifest) else resolve(self.manifest).stem
         return (self.campaign or "").strip() or default
 
 

@@ -13,11 +13,18 @@ returns the documents the ledger recorded for them (with their texts, for ``subm
 A file edited between the two reads must not send what nobody planned: a recorded row whose
 re-read id or Idempotency-Key differs (or that is now rejected, or gone) is not sent; it
 becomes a row failure (``manifest_changed``) naming the row, the field and the reason.
+
+A manifest on an object store (issue 48) is read the same way, through ``doccheck.storage``: its
+documents are listed once a run in each process (one LIST of its prefix, shared by the recording
+and every batch read there: :func:`run_files`), and its identity (ETag and size) is asked of the
+store once a run in each process (one HEAD), never once a batch.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -27,7 +34,7 @@ from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger, LedgerWordStore, document_row, record_plan_group, recorded_rows, set_run_products
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
-from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, plan_one, resolve_campaign
+from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, listed_files, plan_one, resolve_campaign
 from doccheck.sources.manifest import (
     MULTIPART_MAX_BYTES,
     ManifestDocument,
@@ -36,7 +43,9 @@ from doccheck.sources.manifest import (
     RowCursor,
     RowStart,
     iter_manifest,
+    manifest_listing,
 )
+from doccheck.storage import Listing, as_storage_error, describe, display, resolve
 
 __all__ = [
     "MANIFEST_CHANGED",
@@ -45,8 +54,10 @@ __all__ = [
     "PlanRecording",
     "RecordedPlan",
     "load_batch",
+    "manifest_stamp",
     "read_batch",
     "record_plan",
+    "run_files",
     "start_recording",
 ]
 
@@ -200,8 +211,43 @@ class _Batcher:
 
 def _absolute(manifest: str) -> str:
     """The manifest as the run records it: absolute, so a later collect or page (the shared
-    passages, an export's sidecar) finds it from any working folder."""
-    return manifest if manifest == "-" else str(Path(manifest).resolve())
+    passages, an export's sidecar) finds it from any working folder; a URL as ``display`` shows it."""
+    if manifest == "-":
+        return manifest
+    path = resolve(manifest)
+    return str(path.resolve()) if isinstance(path, Path) else display(path)
+
+
+@dataclass
+class RunFiles:
+    """What a run's reads of one manifest share in a process: the listing of its folder or prefix
+    (one LIST on a store) and its identity when first asked (on a store: one HEAD)."""
+
+    listing: Listing
+    stamp: str | None
+
+
+#: The manifests being read, by (run, manifest): a run's batches, read in this process one after
+#: the other, share one listing (a term's 100,000 keys: kept for the two latest runs only).
+_RUN_FILES: OrderedDict[tuple[str, str], RunFiles] = OrderedDict()
+_RUN_FILES_KEPT = 2
+_RUN_FILES_LOCK = threading.Lock()
+
+
+def run_files(run_id: str, manifest: str | os.PathLike[str], listing: Listing | None = None) -> RunFiles:
+    """The listing and identity ``run_id``'s reads of ``manifest`` share in this process (made on
+    first use, or from ``listing``: the recording's)."""
+    key = (run_id, display(resolve(manifest)))
+    with _RUN_FILES_LOCK:
+        found = _RUN_FILES.get(key)
+        if found is None or (listing is not None and found.listing is not listing):
+            found = RunFiles(listing if listing is not None else manifest_listing(manifest), None)
+            found.stamp = _stamp(manifest)
+            _RUN_FILES[key] = found
+        _RUN_FILES.move_to_end(key)
+        while len(_RUN_FILES) > _RUN_FILES_KEPT:
+            _RUN_FILES.popitem(last=False)
+        return found
 
 
 class PlanRecording:
@@ -230,21 +276,23 @@ class PlanRecording:
         run_id: str | None,
     ) -> None:
         self.ledger = ledger
-        self.manifest = str(manifest)
+        self.manifest = manifest if isinstance(manifest, str) else display(resolve(manifest))
         self.campaign = resolve_campaign(manifest, campaign)
         self.default_products, self.metadata_columns = run_defaults(products, metadata_columns)
         self._cursor = RowCursor()
+        listing = manifest_listing(manifest)
         self._outcomes = iter_manifest(
             manifest, default_products=self.default_products, metadata_columns=self.metadata_columns,
-            cursor=self._cursor,
+            cursor=self._cursor, listing=listing,
         )  # fmt: skip
         if run_id is None or ledger.get_run(run_id) is None:
             run_id = ledger.start_run(campaign=self.campaign, manifest=_absolute(self.manifest),
                                       products=list(self.default_products), params=params, run_id=run_id)  # fmt: skip
         self.run_id: str = run_id
-        self.tally = PlanTally(campaign=self.campaign, manifest=Path(manifest))
+        self.files = run_files(run_id, manifest, listing)
+        self.tally = PlanTally(campaign=self.campaign, manifest=resolve(manifest))
         self.batches: list[BatchRef] = []
-        self._batcher = _Batcher(batch_size, manifest_stamp(manifest))
+        self._batcher = _Batcher(batch_size, self.files.stamp)
         self._on_batch = on_batch
         self._documents: list[dict[str, Any]] = []
         self._rejections: list[Rejection] = []
@@ -290,6 +338,8 @@ class PlanRecording:
         store = LedgerWordStore(self.ledger, self.campaign, self.run_id)
         with word_cache.using(store):  # files already extracted (same bytes) are not extracted again
             word_cache.prefetch(file_paths(self.manifest, limit_bytes=MULTIPART_MAX_BYTES), store)  # every core
+            listed = listed_files(self.manifest, self.files.listing, limit_bytes=MULTIPART_MAX_BYTES)
+            word_cache.prefetch_listed(listed, store)  # a store's files: read ahead, many at a time
             yield from self._record_rows()
 
     def _record_rows(self) -> Iterator[PlannedDocument]:
@@ -370,14 +420,27 @@ def record_plan(
     ).finish()  # fmt: skip
 
 
-def manifest_stamp(manifest: str | os.PathLike[str]) -> str | None:
-    """The manifest's size and modification time (None when it cannot be read): what tells a
-    batch re-read that the file is the one recorded, without reading it."""
+def manifest_stamp(manifest: str | os.PathLike[str], run_id: str | None = None) -> str | None:
+    """What tells a batch re-read that the manifest is the one recorded, without reading it (None
+    when it cannot be read): a local file's size and modification time, asked each time; a
+    store's file's identity (ETag and size), asked once a run in this process (``run_id``:
+    :func:`run_files`), so a rerun's batches make no request each."""
+    if run_id is not None and not isinstance(resolve(manifest), Path):
+        return run_files(run_id, manifest).stamp
+    return _stamp(manifest)
+
+
+def _stamp(manifest: str | os.PathLike[str]) -> str | None:
     try:
-        st = os.stat(manifest)
+        path = resolve(manifest)
+        if isinstance(path, Path):
+            st = os.stat(path)
+            return f"{st.st_size}:{st.st_mtime_ns}"
+        with as_storage_error(path):
+            entry = describe(path)
     except OSError:
         return None
-    return f"{st.st_size}:{st.st_mtime_ns}"
+    return entry.identity if entry is not None else None
 
 
 def _as_recorded(planned: PlannedDocument, recorded: Mapping[str, Any]) -> PlannedDocument:
@@ -428,8 +491,8 @@ def read_batch(
     if (
         recorded
         and ref.stamp
-        and ref.stamp == manifest_stamp(manifest)
         and all(r["state"] == SETTLED for r in recorded.values())
+        and ref.stamp == manifest_stamp(manifest, run_id)
     ):
         # a rerun with nothing new: every key already has its check, nothing would be sent,
         # so the rows are not read again (what was recorded a moment ago is what is reported)
@@ -438,7 +501,10 @@ def read_batch(
     changed: dict[int, tuple[str, str]] = {}
     seen: set[int] = set()
     try:
-        outcomes = iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, start=ref.start())
+        outcomes = iter_manifest(
+            manifest, default_products=defaults, metadata_columns=allowlist, start=ref.start(),
+            listing=run_files(run_id, manifest).listing,
+        )  # fmt: skip
         with word_cache.using(LedgerWordStore(ledger, name, run_id)):  # the files extracted when recorded
             _compare(outcomes, ref, recorded, name, loaded, changed, seen)
     except ManifestError as exc:

@@ -15,7 +15,6 @@ import os
 import time
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -24,6 +23,7 @@ from doccheck.config import load_settings
 from doccheck.outputs import count_by_reason
 from doccheck.pipeline._summary import with_export_rejections
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned, resolve_campaign
+from doccheck.storage import UserPath, describe, display, resolve
 
 __all__ = ["BACKGROUND_BYTES", "DryRunSummary", "dry_run"]
 
@@ -86,7 +86,8 @@ def dry_run(
     """
     started = time.monotonic()
     _adopt_learnt(database_url, base_url)
-    tally = PlanTally(campaign=resolve_campaign(manifest, campaign), manifest=Path(manifest))
+    source = resolve(manifest)
+    tally = PlanTally(campaign=resolve_campaign(source, campaign), manifest=source)
     documents = iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns)
     cohort: dict[str, Any] = {}
     if match:
@@ -97,7 +98,7 @@ def dry_run(
             background = (
                 load_settings().submission.match_background
                 and (os.cpu_count() or 1) >= 2
-                and Path(manifest).stat().st_size >= BACKGROUND_BYTES
+                and _size(source) >= BACKGROUND_BYTES
             )
         if background:
             from doccheck.matching import match_in_background
@@ -110,7 +111,7 @@ def dry_run(
             pass
     summary = DryRunSummary(
         campaign=tally.campaign,
-        manifest=str(manifest),
+        manifest=manifest if isinstance(manifest, str) else display(source),
         documents=tally.documents,
         rejected=len(tally.rejections),
         counts_by_mode=tally.counts_by_mode(),
@@ -127,6 +128,15 @@ def dry_run(
     )
     # an LMS export's refused entries are rejected too (and rows of the reports), though no manifest row
     return with_export_rejections(summary)
+
+
+def _size(source: UserPath) -> int:
+    """The manifest's size in bytes (0 when it cannot be asked: the reader says why)."""
+    try:
+        entry = describe(source)
+    except OSError:
+        return 0
+    return entry.size if entry is not None else 0
 
 
 def _adopt_learnt(database_url: str | None, base_url: str | None) -> None:

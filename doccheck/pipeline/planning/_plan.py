@@ -19,7 +19,6 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Literal, get_args
 
 from doccheck.client import ServiceProfile, current_profile
@@ -43,6 +42,7 @@ from doccheck.sources.manifest import (
     parse_products,
     read_manifest,
 )
+from doccheck.storage import UserPath
 
 __all__ = [
     "BYTES_PER_WORD_ESTIMATE",
@@ -98,7 +98,7 @@ class Plan:
     campaign: str
     documents: list[PlannedDocument]
     rejections: list[Rejection]
-    manifest: Path
+    manifest: UserPath
 
     def counts_by_mode(self) -> dict[str, int]:
         """Documents per mode, every mode present (0 when none), plus ``rejected``."""

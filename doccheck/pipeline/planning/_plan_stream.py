@@ -11,6 +11,7 @@ Memory is the reader's working set plus ~12 bytes per row for duplicate ids.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,13 +37,15 @@ from doccheck.sources.manifest import (
     canonical_column,
     iter_manifest,
 )
+from doccheck.storage import Entry, Listing, UserPath, as_storage_error, child, open_input, resolve
 
-__all__ = ["PlanTally", "file_paths", "iter_planned", "plan_one", "resolve_campaign"]
+__all__ = ["PlanTally", "file_paths", "iter_planned", "listed_files", "plan_one", "resolve_campaign"]
 
 
-def resolve_campaign(manifest: str | os.PathLike[str], campaign: str | None) -> str:
-    """The campaign as ``plan_documents`` names it: the given one, else the manifest's stem."""
-    name = (campaign if campaign is not None else Path(manifest).stem).strip()
+def resolve_campaign(manifest: str | os.PathLike[str] | UserPath, campaign: str | None) -> str:
+    """The campaign as ``plan_documents`` names it: the given one, else the manifest's stem
+    (``course-a`` for ``s3://term/course-a.csv`` as for ``course-a.csv``)."""
+    name = (campaign if campaign is not None else resolve(manifest).stem).strip()
     if not name:
         raise ManifestError("campaign must not be empty")
     return name
@@ -58,7 +61,7 @@ class PlanTally:
     """What is left of a plan once its documents have streamed by (the summary's figures)."""
 
     campaign: str
-    manifest: Path
+    manifest: UserPath
     documents: int = 0
     products: int = 0  # product checks requested over the documents (progress totals)
     modes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
@@ -116,17 +119,19 @@ def iter_planned(
 
 
 def file_paths(manifest: str | os.PathLike[str], *, limit_bytes: int) -> Iterator[Path]:
-    """The files a manifest's ``path`` cells name that its reader will extract, for
+    """The local files a manifest's ``path`` cells name that its reader will extract, for
     ``doccheck.extract.cache.prefetch`` to extract beforehand on every core.
 
     Best effort and read-only: a cell that is odd (absolute, outside the manifest's folder,
     not a regular supported file, larger than ``limit_bytes``), or a file that cannot be parsed
     this simply, is left out; the reader itself judges every row and reports it. No text is
-    kept. CSV (UTF-8), JSONL and Parquet.
+    kept. CSV (UTF-8), JSONL and Parquet. A manifest on a store names none (:func:`listed_files`).
     """
     from doccheck.extract import SUPPORTED_TYPES, extension_of
 
-    source = Path(manifest)
+    source = resolve(manifest)
+    if not isinstance(source, Path):
+        return
     root = source.parent.resolve()
     for raw in _path_cells(source):
         cell = raw.strip()
@@ -143,7 +148,35 @@ def file_paths(manifest: str | os.PathLike[str], *, limit_bytes: int) -> Iterato
             yield path
 
 
-def _path_cells(source: Path) -> Iterator[str]:
+def listed_files(
+    manifest: str | os.PathLike[str], listing: Listing, *, limit_bytes: int
+) -> Iterator[tuple[UserPath, Entry]]:
+    """The files on a store a manifest's ``path`` cells name that its reader will read whole, with
+    their listing entries, for ``doccheck.extract.cache.prefetch_listed`` to read ahead many at a
+    time (the store's latency overlapped). As :func:`file_paths`, best effort: a cell refused
+    (outside the prefix, another bucket or scheme), not listed, of a type not read, empty or over
+    ``limit_bytes`` is left to the reader, which reports it; nothing is fetched for it here. A
+    local manifest names none (:func:`file_paths`)."""
+    from doccheck.extract import SUPPORTED_TYPES, extension_of
+
+    source = resolve(manifest)
+    if isinstance(source, Path):
+        return
+    root = source.parent
+    for raw in _path_cells(source):
+        cell = raw.strip()
+        if not cell or "\x00" in cell:
+            continue
+        try:
+            path = child(root, cell)
+        except (OSError, ValueError):  # OutsideLocation among them
+            continue
+        entry = listing.entry(path)
+        if entry is not None and 0 < entry.size <= limit_bytes and extension_of(path.name) in SUPPORTED_TYPES:
+            yield path, entry
+
+
+def _path_cells(source: UserPath) -> Iterator[str]:
     """Raw ``path`` cells of a manifest; stops quietly at anything unusual.
 
     The manifest is a student-facing file, hostile until proven otherwise, and this runs
@@ -151,45 +184,53 @@ def _path_cells(source: Path) -> Iterator[str]:
     stops it, and a JSON line is parsed with the bounded parser (depth, size, numbers)."""
     suffix = source.suffix.lower()
     try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            if "path" not in [canonical_column(n) for n in pq.ParquetFile(source).schema_arrow.names]:
+        with as_storage_error(source), open_input(source) as raw:
+            if suffix == ".parquet":
+                yield from _parquet_path_cells(raw)
                 return
-            for batch in pq.ParquetFile(source).iter_batches(columns=["path"], batch_size=4096):
-                yield from (str(v) for v in batch.column(0).to_pylist() if v is not None)
-        elif suffix in (".jsonl", ".ndjson"):
-            with source.open(encoding="utf-8-sig", errors="replace") as handle:
-                while line := handle.readline(MAX_LINE_BYTES + 1):
-                    if len(line) > MAX_LINE_BYTES:
-                        return
-                    try:
-                        row = (
-                            bounded_json.loads(line, max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH)
-                            if line.strip()
-                            else {}
-                        )
-                    except JsonRejected:
-                        continue  # the reader rejects this row itself, naming it
-                    value = row.get("path") if isinstance(row, dict) else None
-                    if isinstance(value, str):
-                        yield value
-        else:
-            with source.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-                lines = _BoundedLines(handle)
-                rows = csv.reader(lines)
-                header = [canonical_column(c) for c in next(rows, [])]
-                if "path" not in header:
-                    return
-                at = header.index("path")
-                for cells in rows:
-                    if lines.ended:  # the row cut at the limit is not a row
-                        return
-                    lines.chars = 0
-                    if len(cells) > at:
-                        yield cells[at]
+            jsonl = suffix in (".jsonl", ".ndjson")
+            handle = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=None if jsonl else "")
+            yield from (_jsonl_path_cells(handle) if jsonl else _csv_path_cells(handle))
     except (OSError, ValueError, csv.Error, ImportError):
         return
+
+
+def _parquet_path_cells(raw: IO[bytes]) -> Iterator[str]:
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(raw)
+    if "path" not in [canonical_column(n) for n in parquet.schema_arrow.names]:
+        return
+    for batch in parquet.iter_batches(columns=["path"], batch_size=4096):
+        yield from (str(v) for v in batch.column(0).to_pylist() if v is not None)
+
+
+def _jsonl_path_cells(handle: IO[str]) -> Iterator[str]:
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            return
+        try:
+            row = bounded_json.loads(line, max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH) if line.strip() else {}
+        except JsonRejected:
+            continue  # the reader rejects this row itself, naming it
+        value = row.get("path") if isinstance(row, dict) else None
+        if isinstance(value, str):
+            yield value
+
+
+def _csv_path_cells(handle: IO[str]) -> Iterator[str]:
+    lines = _BoundedLines(handle)
+    rows = csv.reader(lines)
+    header = [canonical_column(c) for c in next(rows, [])]
+    if "path" not in header:
+        return
+    at = header.index("path")
+    for cells in rows:
+        if lines.ended:  # the row cut at the limit is not a row
+            return
+        lines.chars = 0
+        if len(cells) > at:
+            yield cells[at]
 
 
 class _BoundedLines:
