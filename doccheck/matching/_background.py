@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from doccheck.storage import display
+
 __all__ = ["BATCH", "match_in_background"]
 
 #: Documents per message (~0.6 MB of text for 400-word rows).
@@ -61,9 +63,9 @@ def match_in_background(
         _send(process, match)
         batch: list[tuple[str, str, str | None, str | None]] = []
         for doc in documents:
-            path = getattr(doc, "path", None)
+            path = getattr(doc, "path", None)  # a location as display() shows it: the child resolves it again
             batch.append((str(doc.document_id), str(doc.content_hash), getattr(doc, "text", None),
-                          None if path is None else str(path)))  # fmt: skip
+                          None if path is None else display(path)))  # fmt: skip
             if len(batch) >= BATCH:
                 _send(process, batch)
                 batch = []

@@ -48,6 +48,7 @@ from doccheck.matching._shingles import (
     unpack_u32,
 )
 from doccheck.matching._signature_store import MemoryStore, SignatureStore
+from doccheck.storage import UserPath, display, read_bounded, resolve
 
 __all__ = ["KINDS", "CohortResult", "MatchOptions", "match_cohort", "scheme_name", "template_shingles"]
 
@@ -140,13 +141,11 @@ def template_shingles(options: MatchOptions) -> np.ndarray:
     for text in options.template_texts:
         parts.append(to_u32(shingle_hashes(text)))
     for name in options.template_files:
-        path = Path(name)
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise ValueError(f"over {MAX_FILE_BYTES} bytes")
-            text = extraction.extract_text(path.read_bytes(), path.name)
+            path = resolve(name)
+            text = extraction.extract_text(_bytes_of(path), path.name)
         except (OSError, ValueError) as exc:
-            raise ValueError(f"template file {str(path)!r} cannot be read: {exc}") from None
+            raise ValueError(f"template file {display(name)!r} cannot be read: {exc}") from None
         parts.append(to_u32(shingle_hashes(text)))
     return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint32)
 
@@ -164,11 +163,18 @@ def _text_of(doc: Any) -> str:
     handed = word_cache.take_text(str(digest)) if digest else None
     if handed is not None:
         return handed
-    path = Path(path)
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"the file is over {MAX_FILE_BYTES} bytes")
+    path = resolve(path)  # a UserPath, or the location as display() wrote it (the background process)
     # The package's function, looked up when called: tests count the files read by patching it.
-    return extraction.extract_text(path.read_bytes(), path.name)
+    return extraction.extract_text(_bytes_of(path), path.name)
+
+
+def _bytes_of(path: UserPath) -> bytes:
+    """A file's bytes, refused past :data:`MAX_FILE_BYTES` (a store's file: one bounded GET)."""
+    if isinstance(path, Path):
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"the file is over {MAX_FILE_BYTES} bytes")
+        return path.read_bytes()
+    return read_bounded(path, max_bytes=MAX_FILE_BYTES)
 
 
 def match_cohort(

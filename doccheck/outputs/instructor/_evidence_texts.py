@@ -9,6 +9,8 @@ or replaced since the run gives no evidence (the page says so) rather than passa
 student never submitted. Bounded: only the documents of the pairs shown are looked up (one
 streamed pass over each manifest, keeping those rows' cells), each file is read under the
 manifest's size limit and the extraction limits, and at most a few texts are kept at once.
+A manifest at a URL (``s3://...``) and its files are read through ``doccheck.storage``: a row's
+file confined to the manifest's prefix as the run confined it, fetched once (a bounded GET).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
 from doccheck.outputs.instructor._evidence import PairTexts, template_grams
 from doccheck.sources.manifest import MAX_FILE_BYTES, read_rows  # the raw rows: no file is hashed or extracted
+from doccheck.storage import UserPath, child, read_bounded, resolve
 
 __all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
 
@@ -45,7 +48,7 @@ class ManifestTexts:
         for p in pairs:
             wanted.setdefault(run_id, set()).add(str(p["document_id"]))
             wanted.setdefault(str(p.get("matched_run_id") or run_id), set()).add(str(p["matched_document_id"]))
-        self._cells: dict[_Key, tuple[Path, str | None, str | None]] = {}
+        self._cells: dict[_Key, tuple[UserPath, str | None, str | None]] = {}
         self._hashes: dict[_Key, str | None] = {}
         for rid, ids in wanted.items():
             self._locate(rid, ids)
@@ -56,16 +59,16 @@ class ManifestTexts:
         run = self._ledger.get_run(run_id)
         if run is None or not run.manifest:
             return
-        source = Path(run.manifest)
         try:
+            source = resolve(run.manifest)
             _, rows = read_rows(source, wanted=("path", "text"))
-            base = source.resolve().parent
+            folder = source.resolve().parent if isinstance(source, Path) else source.parent
             for _, row in rows:
                 if not isinstance(row, dict):
                     continue  # a row the reader could not read: the run rejected it too
                 doc = row.get("document_id")
                 if doc is not None and doc in ids and (run_id, doc) not in self._cells:
-                    self._cells[(run_id, doc)] = (base, row.get("path"), row.get("text"))
+                    self._cells[(run_id, doc)] = (folder, row.get("path"), row.get("text"))
         except (ManifestError, OSError, ValueError):
             return  # the manifest moved or is unreadable: no evidence for its documents
         self._hashes.update(_recorded_hashes(self._ledger, run_id, ids))
@@ -86,18 +89,18 @@ class ManifestTexts:
         cell = self._cells.get(key)
         if cell is None:
             return None
-        base, raw_path, text = cell
+        folder, raw_path, text = cell
         raw_path = (raw_path or "").strip()
         if not raw_path:
             if text is None or self._hashes.get(key) != _sha256(text.encode("utf-8", "surrogatepass")):
                 return None
             return text
-        path = _confined(base, raw_path)
         try:
-            data = path.read_bytes() if path is not None else None
-            if data is None or self._hashes.get(key) != _sha256(data):
+            path = _confined(folder, raw_path)
+            data = read_bounded(path, max_bytes=MAX_FILE_BYTES) if path is not None else None
+            if path is None or data is None or self._hashes.get(key) != _sha256(data):
                 return None
-            return extract_text(data, path.name)  # type: ignore[union-attr]
+            return extract_text(data, path.name)
         except (OSError, ExtractionError):
             return None
 
@@ -106,15 +109,17 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _confined(base: Path, raw_path: str) -> Path | None:
-    """The file ``raw_path`` names inside ``base`` (as the manifest reader confines it), or None."""
-    if not raw_path or "\x00" in raw_path or Path(raw_path).is_absolute() or raw_path.startswith(("/", "\\")):
+def _confined(folder: UserPath, raw_path: str) -> UserPath | None:
+    """The file ``raw_path`` names inside the manifest's folder or prefix (as the manifest reader
+    confines it: ``doccheck.storage.child``), or None. A local one must be a file within the size
+    limit; a store's is not asked first (its bounded read refuses a large or missing one)."""
+    if not raw_path or "\x00" in raw_path:
         return None
     try:
-        path = (base / raw_path).resolve()
-        if not path.is_relative_to(base) or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+        path = child(folder, raw_path)  # OutsideLocation (an OSError) for one that leaves it
+        if isinstance(path, Path) and (not path.is_file() or path.stat().st_size > MAX_FILE_BYTES):
             return None
-    except OSError:
+    except (OSError, RuntimeError):
         return None
     return path
 
@@ -140,10 +145,10 @@ def templates_of(params: Mapping[str, Any] | None) -> list[str]:
 def _template_text(path: str) -> str | None:
     """A template file's text (the run read it already; unreadable now: left out)."""
     try:
-        file = Path(path)
-        if not file.is_file() or file.stat().st_size > MAX_FILE_BYTES:
+        file = resolve(path)
+        if isinstance(file, Path) and (not file.is_file() or file.stat().st_size > MAX_FILE_BYTES):
             return None
-        return extract_text(file.read_bytes(), file.name)
+        return extract_text(read_bounded(file, max_bytes=MAX_FILE_BYTES), file.name)
     except (OSError, ExtractionError):
         return None
 
