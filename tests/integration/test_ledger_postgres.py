@@ -12,6 +12,11 @@ import pytest
 from doccheck.ledger import Ledger
 from tests.fixtures.postgres import postgres_ledger
 from tests.unit.ledger.test_ledger import *  # noqa: F403 - re-run the whole ledger contract
+from tests.unit.ledger.test_listed_files import (  # noqa: F401 - a store's files kept, on PostgreSQL too
+    test_purged_with_the_campaign,
+    test_the_functions_on_their_own,
+    test_the_word_store_answers_for_a_stores_files,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL

@@ -18,38 +18,35 @@ A = ("s3://term/course-a/docs/a.pdf", "etag:0a1b:1200")
 B = ("s3://term/course-a/docs/b.txt", "etag:9f9f:40")
 
 
-def test_the_functions_on_their_own(tmp_path: Path) -> None:
-    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
-        found = {A: KnownFile("h" * 64, 1200, 310, ".pdf"), B: KnownFile("g" * 64, 40, None, None)}
-        with ledger.engine.begin() as conn:
-            assert record_files(conn, "c", "r1", found) == 2
-            record_files(conn, "c", "r2", {A: KnownFile("x" * 64, 1, 1, None)})  # kept once: left as it is
-        with ledger.engine.connect() as conn:
-            assert known_files(conn, "c", [A, B, (A[0], "etag:other:1200")]) == found
-            assert known_files(conn, "other campaign", [A]) == {}
+def test_the_functions_on_their_own(ledger: Ledger) -> None:
+    found = {A: KnownFile("h" * 64, 1200, 310, ".pdf"), B: KnownFile("g" * 64, 40, None, None)}
+    with ledger.engine.begin() as conn:
+        assert record_files(conn, "c", "r1", found) == 2
+        record_files(conn, "c", "r2", {A: KnownFile("x" * 64, 1, 1, None)})  # kept once: left as it is
+    with ledger.engine.connect() as conn:
+        assert known_files(conn, "c", [A, B, (A[0], "etag:other:1200")]) == found
+        assert known_files(conn, "other campaign", [A]) == {}
 
 
-def test_the_word_store_answers_for_a_stores_files(tmp_path: Path) -> None:
-    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
-        run_id = ledger.start_run(campaign="c", manifest="s3://term/course-a/m.csv", products=["ai"])
-        known = KnownFile("h" * 64, 1200, 310, ".pdf")
-        with word_cache.using(LedgerWordStore(ledger, "c", run_id)):
-            assert word_cache.known_file(*A) is None
-            word_cache.remember_file(*A, known)
-        with word_cache.using(LedgerWordStore(ledger, "c", None)):  # another run: from the table
-            assert word_cache.known_file(*A) == known
-            assert word_cache.known_file(A[0], "etag:changed:1200") is None
-        assert word_cache.known_file(*A) is None  # no store active: every file is read
+def test_the_word_store_answers_for_a_stores_files(ledger: Ledger) -> None:
+    run_id = ledger.start_run(campaign="c", manifest="s3://term/course-a/m.csv", products=["ai"])
+    known = KnownFile("h" * 64, 1200, 310, ".pdf")
+    with word_cache.using(LedgerWordStore(ledger, "c", run_id)):
+        assert word_cache.known_file(*A) is None
+        word_cache.remember_file(*A, known)
+    with word_cache.using(LedgerWordStore(ledger, "c", None)):  # another run: from the table
+        assert word_cache.known_file(*A) == known
+        assert word_cache.known_file(A[0], "etag:changed:1200") is None
+    assert word_cache.known_file(*A) is None  # no store active: every file is read
 
 
-def test_purged_with_the_campaign(tmp_path: Path) -> None:
-    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
-        for campaign in ("c", "keep"):
-            run_id = ledger.start_run(campaign=campaign, manifest="s3://term/m.csv", products=["ai"])
-            LedgerWordStore(ledger, campaign, run_id).store_files({A: KnownFile("h" * 64, 1200, 310, ".pdf")})
-        execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["c"]))
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(text("SELECT campaign FROM listed_files")).scalars().all()
+def test_purged_with_the_campaign(ledger: Ledger) -> None:
+    for campaign in ("c", "keep"):
+        run_id = ledger.start_run(campaign=campaign, manifest="s3://term/m.csv", products=["ai"])
+        LedgerWordStore(ledger, campaign, run_id).store_files({A: KnownFile("h" * 64, 1200, 310, ".pdf")})
+    execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["c"]))
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(text("SELECT campaign FROM listed_files")).scalars().all()
     assert rows == ["keep"]
 
 
