@@ -90,3 +90,15 @@ def test_a_store_librarys_error_is_a_storage_error_without_its_text(
     monkeypatch.setattr(type(handle.raw._handle), "readinto", failing)  # type: ignore[attr-defined]
     with pytest.raises(StorageError, match="FakeStoreError"):
         handle.read()
+
+
+def test_an_s3_location_makes_a_working_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam's options make an s3fs client (no request is sent: the session and client are
+    made locally), retrying as botocore's standard mode does; an option s3fs does not take
+    would only fail at the first request."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    fs = resolve("s3://bucket/course-a/manifest.csv").fs  # type: ignore[union-attr]
+    fs.connect()
+    assert fs.s3.meta.config.retries == {"mode": "standard", "total_max_attempts": 11}
