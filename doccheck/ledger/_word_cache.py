@@ -28,6 +28,8 @@ __all__ = ["LedgerWordStore"]
 _IN_CHUNK = 500
 #: Counts remembered in memory for the run (then forgotten, so memory stays flat).
 _MEMO = 50_000
+#: Store files remembered in memory (~400 bytes each with their keys: ~4 MB at most).
+_FILES_MEMO = 10_000
 
 
 class LedgerWordStore:
@@ -105,7 +107,7 @@ class LedgerWordStore:
             pass  # another process stored the same bytes' count meanwhile
 
     def _keep_files(self, found: Mapping[FileKey, KnownFile]) -> None:
-        if len(self._files) + len(found) > _MEMO:
+        if len(self._files) + len(found) > _FILES_MEMO:
             self._files.clear()
         self._files.update(found)
 
