@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from fsspec.spec import AbstractBufferedFile
+
 from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display, store_errors
 
@@ -45,13 +47,17 @@ def as_storage_error(path: UserPath) -> Iterator[None]:
 def open_input(path: UserPath, *, size: int | None = None) -> IO[bytes]:
     """``path`` open for reading in binary, a remote one read ahead in :data:`BLOCK_BYTES` blocks
     (s3fs' default block is 50 MB: one open document would hold that much), with a local file's
-    API (``readline(limit)``, ``seek``, ``tell``). ``size``: the file's size from a listing, which
-    spares the store's file object its own HEAD request."""
+    API (``readline(limit)``, ``seek``, ``tell``). ``size``: the file's size as planning or a listing
+    recorded it: a remote file then opens and reads without asking its store (s3fs sends a HEAD
+    for the size at the open and, size given, still one for its details at the first read); a
+    file deleted since is found missing at its first read (``FileNotFoundError``)."""
     if isinstance(path, Path):
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
-    extra = {} if size is None else {"size": size}
+    known = {} if size is None else {"size": size}
     with as_storage_error(path):
-        handle = path.fs.open(path.path, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **extra)
+        handle = path.fs.open(path.path, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **known)
+    if size is not None and isinstance(handle, AbstractBufferedFile) and getattr(handle, "_details", None) is None:
+        handle.details = {"name": path.path, "size": size, "type": "file"}  # what s3fs' HEAD at the first read says
     # fsspec's buffered file has no ``readline(limit)`` (a hostile line without a newline would be
     # read whole) nor ``peek``: the standard buffered reader gives both, as a local file has them.
     return io.BufferedReader(_StoreReads(handle, path), buffer_size=64 * 1024)
