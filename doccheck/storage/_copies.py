@@ -44,18 +44,19 @@ def as_storage_error(path: UserPath) -> Iterator[None]:
         raise StorageError(f"{display(path)} cannot be read: the store failed ({type(exc).__name__})") from None
 
 
-def open_input(path: UserPath, *, size: int | None = None) -> IO[bytes]:
+def open_input(path: UserPath, *, size: int | None = None, block_bytes: int = BLOCK_BYTES) -> IO[bytes]:
     """``path`` open for reading in binary, a remote one read ahead in :data:`BLOCK_BYTES` blocks
     (s3fs' default block is 50 MB: one open document would hold that much), with a local file's
     API (``readline(limit)``, ``seek``, ``tell``). ``size``: the file's size as planning or a listing
     recorded it: a remote file then opens and reads without asking its store (s3fs sends a HEAD
     for the size at the open and, size given, still one for its details at the first read); a
-    file deleted since is found missing at its first read (``FileNotFoundError``)."""
+    file deleted since is found missing at its first read (``FileNotFoundError``). ``block_bytes``:
+    a larger block for a file read once and alone, forward with small seeks (an export's zip)."""
     if isinstance(path, Path):
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
     known = {} if size is None else {"size": size}
     with as_storage_error(path):
-        handle = path.fs.open(path.path, "rb", block_size=BLOCK_BYTES, cache_type="readahead", **known)
+        handle = path.fs.open(path.path, "rb", block_size=block_bytes, cache_type="readahead", **known)
     if size is not None and isinstance(handle, AbstractBufferedFile) and getattr(handle, "_details", None) is None:
         handle.details = {"name": path.path, "size": size, "type": "file"}  # what s3fs' HEAD at the first read says
     # fsspec's buffered file has no ``readline(limit)`` (a hostile line without a newline would be
@@ -107,16 +108,16 @@ def read_bounded(path: UserPath, *, max_bytes: int, size: int | None = None) -> 
 
 
 @contextmanager
-def local_copy(path: UserPath, *, max_bytes: int) -> Iterator[Path]:
+def local_copy(path: UserPath, *, max_bytes: int, size: int | None = None) -> Iterator[Path]:
     """A local file with ``path``'s bytes for as long as the block runs: ``path`` itself on the
     local disk; for a remote file a temporary copy (its suffix kept), refused past ``max_bytes``
-    and removed after, whatever happens."""
+    and removed after, whatever happens. ``size``: as for :func:`open_input`."""
     if isinstance(path, Path):
         yield path
         return
     fd, name = tempfile.mkstemp(prefix="doccheck-", suffix=path.suffix)
     try:
-        with as_storage_error(path), os.fdopen(fd, "wb") as out, open_input(path) as source:
+        with as_storage_error(path), os.fdopen(fd, "wb") as out, open_input(path, size=size) as source:
             copied = 0
             while block := source.read(BLOCK_BYTES):
                 copied += len(block)
