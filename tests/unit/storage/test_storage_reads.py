@@ -87,7 +87,7 @@ def test_a_store_librarys_error_is_a_storage_error_without_its_text(
         raise FakeStoreError(endpoint_url="http://endpoint")
 
     handle = open_input(remote)
-    monkeypatch.setattr(type(handle.raw._handle), "readinto", failing)  # type: ignore[attr-defined]
+    monkeypatch.setattr(type(handle.raw._handle), "read", failing)  # type: ignore[attr-defined]
     with pytest.raises(StorageError, match="FakeStoreError"):
         handle.read()
 
