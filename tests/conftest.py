@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.service_profile",
     "tests.fixtures.memory_bucket",
+    "tests.fixtures.memory_store",
 ]
 
 

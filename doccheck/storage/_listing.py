@@ -10,6 +10,7 @@ when asked, as doccheck always did.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -55,6 +56,16 @@ class Listing:
         if isinstance(path, Path):
             return _stat(path)
         return self._listed().get(path.path.lstrip("/"))
+
+    def files(self) -> Iterator[tuple[str, Entry]]:
+        """Every file under the prefix, named relative to it (``/``-separated), in name order, from
+        the one listing (an export's folder on a store is walked this way). A local folder is not
+        listed: it is walked by the caller, under its own rules for links."""
+        assert isinstance(self.base, UPath), "a local folder is not listed"
+        prefix = self.base.path.strip("/") + "/"
+        for name, entry in sorted(self._listed().items()):
+            if name.startswith(prefix):
+                yield name[len(prefix) :], entry
 
     def __len__(self) -> int:
         return 0 if isinstance(self.base, Path) else len(self._listed())
