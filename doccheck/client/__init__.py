@@ -46,7 +46,7 @@ from doccheck.client._profile import (
     unsupported_type_refusal,
 )
 from doccheck.client._retry import RetryMode, RetryPolicy
-from doccheck.client._submit import Document, FileDocument, Plan, Submission, TextDocument, plan_document
+from doccheck.client._submit import Document, FileDocument, Plan, Submission, TextDocument, plan_document, read_ahead
 from doccheck.client._sync import DocCheckClient
 from doccheck.domain import estimate_cost_cents
 from doccheck.errors import (
@@ -130,6 +130,7 @@ __all__ = [
     "normalise_check",
     "plan_document",
     "probe",
+    "read_ahead",
     "read_error",
     "refused_in_process",
     "reset_profile",

@@ -3,25 +3,30 @@ over ``httpx.AsyncClient`` (for the pipeline's bounded-concurrency submission)."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from pydantic import SecretStr
 from tenacity import AsyncRetrying
 
 from doccheck.client import _core
+from doccheck.client._file_reads import read_whole, threaded
 from doccheck.client._http import AsyncLeanClient
 from doccheck.client._lanes import ConnectionLanes
 from doccheck.client._models import Check, CheckList, Upload, Webhook
 from doccheck.client._retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client._submit import Document, Submission, op_submit
 from doccheck.errors import DocCheckError, LocalValidationError
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 T = TypeVar("T")
 
@@ -81,6 +86,9 @@ class AsyncDocCheckClient:
 
     async def _send_once(self, spec: _core.RequestSpec) -> httpx.Response:
         client = self._storage if spec.external else self._http
+        if spec.file_bytes is None and spec.file_path is not None and not isinstance(spec.file_path, Path):
+            # a remote multipart file not read ahead (``read_ahead``): read here, off the event loop
+            spec = dataclasses.replace(spec, file_bytes=await threaded(read_whole, spec.file_path, spec.file_size))
         with ExitStack() as stack:
             request = _core.build_request(client, spec, stack)
             try:
@@ -161,9 +169,12 @@ class AsyncDocCheckClient:
         """``POST /uploads``: a signed address valid 10 minutes (takes a waiting-upload slot)."""
         return await self._run(_core.op_create_upload(filename, content_type, size_bytes))
 
-    async def put_upload(self, upload: Upload, path_or_bytes: str | Path | bytes) -> None:
-        """PUT the bytes (streamed from disk for a path) to ``upload.upload_url``."""
-        await self._run(_core.op_put_upload(upload, path_or_bytes))
+    async def put_upload(
+        self, upload: Upload, path_or_bytes: str | Path | UserPath | bytes, *, size: int | None = None
+    ) -> None:
+        """PUT the bytes (streamed from disk for a path, from its store in blocks for a remote
+        file, whose ``size`` is then the one recorded) to ``upload.upload_url``."""
+        await self._run(_core.op_put_upload(upload, path_or_bytes, size))
 
     async def get_check(self, check_id: str) -> Check:
         """``GET /checks/{id}``."""

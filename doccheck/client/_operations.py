@@ -10,16 +10,20 @@ from __future__ import annotations
 import json as _json
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from doccheck.client import assumptions as A
+from doccheck.client._file_reads import as_location
 from doccheck.client._models import Check, CheckList, Upload, Webhook
 from doccheck.client._requests import RequestSpec
 from doccheck.client._responses import _json_body, parse_check, parse_check_list
 from doccheck.client._retry import RetryMode
 from doccheck.errors import LocalValidationError
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 T = TypeVar("T")
 Operation = Generator[RequestSpec, httpx.Response, T]
@@ -49,7 +53,7 @@ def normalise_products(products: Sequence[str] | None, *, validate: bool) -> lis
 def create_check_spec(
     *,
     text: str | None = None,
-    file: str | Path | None = None,
+    file: str | Path | UserPath | None = None,
     filename: str | None = None,
     upload_id: str | None = None,
     products: Sequence[str] | None = None,
@@ -57,17 +61,21 @@ def create_check_spec(
     metadata: Mapping[str, Any] | None = None,
     webhook_url: str | None = None,
     idempotency_key: str | None = None,
+    file_bytes: bytes | None = None,
+    file_size: int | None = None,
 ) -> RequestSpec:
     """``POST /checks`` from text (JSON), a file (multipart) or an upload_id (JSON).
 
-    Exactly-one-input is NOT enforced here: the service's answer for none or several is its
-    business (422 ``invalid_input``), and tests exercise it through this client.
+    ``file`` may be remote (a ``UPath`` or its URL); ``file_bytes``: its bytes already read,
+    ``file_size``: its recorded size. Exactly-one-input is NOT enforced here: the service's
+    answer for none or several is its business (422 ``invalid_input``), and tests exercise it
+    through this client.
     """
     prods = normalise_products(products, validate=False)
     headers = {A.IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else {}
     retry = RetryMode.SAFE if idempotency_key else RetryMode.NEVER
     if file is not None:
-        path = Path(file)
+        path = as_location(file)
         form: dict[str, Any] = {}
         if text is not None:
             form["text"] = text
@@ -90,6 +98,8 @@ def create_check_spec(
             file_path=path,
             filename=fname,
             file_content_type=A.content_type_for(fname) or "application/octet-stream",
+            file_bytes=file_bytes,
+            file_size=file_size,
             headers=headers,
         )
     body: dict[str, Any] = {}
@@ -125,21 +135,23 @@ def op_create_upload(
     return Upload.model_validate(_json_body(response))
 
 
-def put_upload_spec(upload: Upload, data: str | Path | bytes) -> RequestSpec:
+def put_upload_spec(upload: Upload, data: str | Path | UserPath | bytes, size: int | None = None) -> RequestSpec:
     """The storage PUT: exactly the returned Content-Type, no Authorization (the signed
-    address is the authorization, and our key must not travel to another origin)."""
+    address is the authorization, and our key must not travel to another origin). ``data``:
+    the bytes, or a file streamed (local, or remote: ``size`` is then its recorded size)."""
     spec = RequestSpec(
         "PUT", upload.upload_url, retry=RetryMode.SAFE, headers={"Content-Type": upload.content_type}, external=True
     )
     if isinstance(data, bytes):
         spec.body_bytes = data
     else:
-        spec.body_path = Path(data)
+        spec.body_path = as_location(data)
+        spec.body_size = size
     return spec
 
 
-def op_put_upload(upload: Upload, data: str | Path | bytes) -> Operation[None]:
-    yield put_upload_spec(upload, data)
+def op_put_upload(upload: Upload, data: str | Path | UserPath | bytes, size: int | None = None) -> Operation[None]:
+    yield put_upload_spec(upload, data, size)
     return None
 
 

@@ -12,17 +12,21 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from doccheck.client._file_reads import CHUNK_SIZE as CHUNK_SIZE
+from doccheck.client._file_reads import aiter_file, iter_file, read_whole, remote_size
 from doccheck.client._http import AsyncLeanClient, LeanClient
 from doccheck.client._retry import RetryMode
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 #: From the installed distribution, not ``doccheck.__version__``: importing the package root from
 #: the client would put the client above everything the root exports lazily (an import circle).
 USER_AGENT = f"doccheck/{importlib.metadata.version('doccheck')} httpx/{httpx.__version__}"
-CHUNK_SIZE = 64 * 1024
 
 
 @dataclass
@@ -36,11 +40,18 @@ class RequestSpec:
     params: dict[str, Any] | None = None
     json: Any = None
     form: dict[str, Any] | None = None
-    file_path: Path | None = None
+    #: The multipart file: a local path, or a remote file (``UPath``) whose bytes are read whole
+    #: (``file_bytes``: already read, off the event loop; ``file_size``: its recorded size).
+    file_path: UserPath | None = None
     file_field: str = "file"
     filename: str | None = None
     file_content_type: str | None = None
-    body_path: Path | None = None
+    file_bytes: bytes | None = None
+    file_size: int | None = None
+    #: The streamed body (the storage PUT): a local path or a remote file, read in blocks;
+    #: ``body_size``: its recorded size (the Content-Length, with no HEAD of a remote file).
+    body_path: UserPath | None = None
+    body_size: int | None = None
     body_bytes: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     #: True for the storage PUT: absolute URL, plain client, no Authorization header.
@@ -55,22 +66,32 @@ class RequestSpec:
     def body_length(self) -> int | None:
         if self.body_bytes is not None:
             return len(self.body_bytes)
-        if self.body_path is not None:
+        if self.body_path is not None and self.body_size is not None:
+            return self.body_size
+        if isinstance(self.body_path, Path):
             return self.body_path.stat().st_size
+        if self.body_path is not None:
+            return remote_size(self.body_path)
         return None
 
 
-def _iter_file(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK_SIZE):
-            yield chunk
+def _iter_file(path: UserPath, size: int | None = None) -> Iterator[bytes]:
+    return iter_file(path, size)
 
 
-async def _aiter_file(path: Path) -> AsyncIterator[bytes]:
-    # Local-disk reads of 64 KiB are short enough not to need a thread per chunk.
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK_SIZE):
-            yield chunk
+def _aiter_file(path: UserPath, size: int | None = None) -> AsyncIterator[bytes]:
+    return aiter_file(path, size)
+
+
+def _multipart_file(spec: RequestSpec, stack: ExitStack) -> Any:
+    """The multipart file's content: its bytes when read already, a local file streamed, a
+    remote one read whole here (the sync client; the async one reads it in a thread first)."""
+    assert spec.file_path is not None
+    if spec.file_bytes is not None:
+        return spec.file_bytes
+    if isinstance(spec.file_path, Path):
+        return stack.enter_context(spec.file_path.open("rb"))
+    return read_whole(spec.file_path, spec.file_size)
 
 
 def build_request(client: LeanClient | AsyncLeanClient, spec: RequestSpec, stack: ExitStack) -> httpx.Request:
@@ -80,9 +101,9 @@ def build_request(client: LeanClient | AsyncLeanClient, spec: RequestSpec, stack
     if spec.json is not None:
         kwargs["json"] = spec.json
     if spec.file_path is not None:
-        fh = stack.enter_context(spec.file_path.open("rb"))
+        content = _multipart_file(spec, stack)
         kwargs["data"] = spec.form or {}
-        kwargs["files"] = {spec.file_field: (spec.filename or spec.file_path.name, fh, spec.file_content_type)}
+        kwargs["files"] = {spec.file_field: (spec.filename or spec.file_path.name, content, spec.file_content_type)}
     elif spec.form is not None:
         kwargs["data"] = spec.form
     if spec.body_bytes is not None:
@@ -90,6 +111,6 @@ def build_request(client: LeanClient | AsyncLeanClient, spec: RequestSpec, stack
     elif spec.body_path is not None:
         headers["Content-Length"] = str(spec.body_length())
         is_async = isinstance(client, httpx.AsyncClient)
-        kwargs["content"] = _aiter_file(spec.body_path) if is_async else _iter_file(spec.body_path)
+        kwargs["content"] = (_aiter_file if is_async else _iter_file)(spec.body_path, spec.body_size)
     url = spec.path if spec.external else client.url_for(spec.path)
     return client.build_request(spec.method, url, **kwargs)

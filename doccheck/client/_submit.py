@@ -4,20 +4,29 @@ Text goes as JSON; a file up to 4 MB as multipart; a larger one (up to 50 MB) th
 upload flow (create upload, PUT to the signed address, create check from the upload_id).
 Anything the service would refuse for sure (too large, unsupported type, empty) is refused
 here before any request, so a bad row costs neither money nor a waiting-upload slot.
-Files are streamed from disk on every path: never read whole into memory.
+Files are streamed from disk on every path: never read whole into memory. A file may also
+live on an object store (a ``upath.UPath``, docs/storage.md): an upload is then streamed from
+the store in blocks, and a multipart file (up to 4 MB) read whole, ahead of its request
+(:func:`read_ahead`); its size is the one recorded (``FileDocument.size``), not asked again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from doccheck.client import _core
 from doccheck.client import assumptions as A
+from doccheck.client._file_reads import as_location, read_whole, remote_size, threaded
 from doccheck.client._models import Check, Upload
 from doccheck.errors import DocumentNotFound, DocumentTooLarge, EmptyDocument, UnsupportedDocument
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 Mode = Literal["text", "multipart", "upload"]
 
@@ -31,15 +40,24 @@ class TextDocument:
 
 @dataclass(frozen=True)
 class FileDocument:
-    """A file on disk; ``filename`` overrides the name sent to the service (its extension
-    decides the type)."""
+    """A file on disk or on an object store (a ``UPath``, or its URL); ``filename`` overrides
+    the name sent to the service (its extension decides the type). ``size``: the file's size
+    as planning or the store's listing recorded it (a remote file's is then not asked of its
+    store; a local file is ``stat``'ed as ever). ``content``: its bytes, read already."""
 
-    path: Path | str
+    path: UserPath | str | os.PathLike[str]
     filename: str | None = None
+    size: int | None = None
+    content: bytes | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def location(self) -> UserPath:
+        """``path`` as a location: a local ``Path`` or the file on its store."""
+        return as_location(self.path)
 
     @property
     def name(self) -> str:
-        return self.filename or Path(self.path).name
+        return self.filename or self.location.name
 
 
 Document = TextDocument | FileDocument
@@ -71,7 +89,8 @@ class Submission:
 def plan_document(document: Document) -> Plan:
     """The transport for ``document``, or a :class:`LocalValidationError` explaining why not.
 
-    Pure apart from one ``stat``: the planner in the pipeline calls it for every manifest row.
+    Pure apart from one ``stat`` of a local file (a remote one's size is ``document.size``, or
+    one HEAD when nobody recorded it): the planner in the pipeline calls it for every row.
     """
     if isinstance(document, TextDocument):
         if not isinstance(document.text, str) or not document.text.strip():
@@ -79,7 +98,7 @@ def plan_document(document: Document) -> Plan:
         return Plan("text")
     if not isinstance(document, FileDocument):
         raise TypeError(f"expected TextDocument or FileDocument, got {type(document).__name__}")
-    path = Path(document.path)
+    path = document.location
     content_type = A.content_type_for(document.name)
     if content_type is None:
         raise UnsupportedDocument(
@@ -87,13 +106,7 @@ def plan_document(document: Document) -> Plan:
             f"{', '.join(sorted(A.SUPPORTED_TYPES))}",
             code="unsupported_file_type",
         )
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise DocumentNotFound(f"cannot read file {str(path)!r}: {exc.strerror or exc}", code="file_not_found") from exc
-    if not path.is_file():
-        raise DocumentNotFound(f"not a regular file: {str(path)!r}", code="file_not_found")
-    size = stat.st_size
+    size = _size_of(document, path)
     if size == 0:
         raise EmptyDocument(f"file {document.name!r} is empty (0 bytes)", code="invalid_input")
     if size > A.UPLOAD_MAX_BYTES:
@@ -103,6 +116,38 @@ def plan_document(document: Document) -> Plan:
         )
     mode: Mode = "multipart" if size <= A.MULTIPART_MAX_BYTES else "upload"
     return Plan(mode, size=size, content_type=content_type)
+
+
+def _size_of(document: FileDocument, path: UserPath) -> int:
+    """The file's size: its bytes' when read, a local file's ``stat`` (which also finds it
+    missing, as ever), a remote file's as recorded, else asked of its store."""
+    if document.content is not None:
+        return len(document.content)
+    if not isinstance(path, Path):
+        return document.size if document.size is not None else remote_size(path)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise DocumentNotFound(f"cannot read file {str(path)!r}: {exc.strerror or exc}", code="file_not_found") from exc
+    if not path.is_file():
+        raise DocumentNotFound(f"not a regular file: {str(path)!r}", code="file_not_found")
+    return stat.st_size
+
+
+async def read_ahead(document: Document) -> Document:
+    """``document`` ready to send without waiting on its store: a remote file of the multipart
+    size (up to 4 MB) with its bytes read, in a worker thread (one ranged read); any other
+    document as it is (a local file is streamed from disk, an upload from its store in blocks).
+
+    Why: the pipeline calls it before it takes a request slot, so the store's latency overlaps
+    the service's requests instead of adding to each. A missing file raises
+    ``DocumentNotFound`` (``file_not_found``), as a local one's ``stat`` does."""
+    if not isinstance(document, FileDocument) or document.content is not None:
+        return document
+    path = document.location
+    if isinstance(path, Path) or document.size is None or document.size > A.MULTIPART_MAX_BYTES:
+        return document
+    return dataclasses.replace(document, content=await threaded(read_whole, path, document.size))
 
 
 def op_submit(
@@ -135,9 +180,16 @@ def op_submit(
         return Submission(check, "text")
     assert isinstance(document, FileDocument)
     if plan.mode == "multipart":
-        check = yield from _core.op_create_check(file=document.path, filename=document.name, **common)
+        check = yield from _core.op_create_check(
+            file=document.location,
+            filename=document.name,
+            file_bytes=document.content,
+            file_size=plan.size,
+            **common,
+        )
         return Submission(check, "multipart")
     upload: Upload = yield from _core.op_create_upload(document.name, plan.content_type, plan.size)
-    yield from _core.op_put_upload(upload, Path(document.path))
+    body = document.content if document.content is not None else document.location
+    yield from _core.op_put_upload(upload, body, plan.size)
     check = yield from _core.op_create_check(upload_id=upload.upload_id, **common)
     return Submission(check, "upload", upload.upload_id)

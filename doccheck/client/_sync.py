@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from pydantic import SecretStr
@@ -21,6 +21,9 @@ from doccheck.client._models import Check, CheckList, Upload, Webhook
 from doccheck.client._retry import RetryPolicy, first_failure_retryable, tenacity_kwargs
 from doccheck.client._submit import Document, Submission, op_submit
 from doccheck.errors import DocCheckError, LocalValidationError
+
+if TYPE_CHECKING:
+    from doccheck.storage import UserPath
 
 T = TypeVar("T")
 
@@ -152,9 +155,12 @@ class DocCheckClient:
         """``POST /uploads``: a signed address valid 10 minutes (takes a waiting-upload slot)."""
         return self._run(_core.op_create_upload(filename, content_type, size_bytes))
 
-    def put_upload(self, upload: Upload, path_or_bytes: str | Path | bytes) -> None:
-        """PUT the bytes (streamed from disk for a path) to ``upload.upload_url``."""
-        self._run(_core.op_put_upload(upload, path_or_bytes))
+    def put_upload(
+        self, upload: Upload, path_or_bytes: str | Path | UserPath | bytes, *, size: int | None = None
+    ) -> None:
+        """PUT the bytes (streamed from disk for a path, from its store in blocks for a remote
+        file, whose ``size`` is then the one recorded) to ``upload.upload_url``."""
+        self._run(_core.op_put_upload(upload, path_or_bytes, size))
 
     def get_check(self, check_id: str) -> Check:
         """``GET /checks/{id}``."""
