@@ -15,24 +15,32 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
+
+from anyio import to_thread
 
 from doccheck.client import (
     AsyncDocCheckClient,
     Check,
     ConflictError,
     DocCheckError,
-    FileDocument,
     NotFoundError,
     TextDocument,
     Upload,
     UploadExpiredError,
     plan_document,
+    read_ahead,
 )
 from doccheck.errors import ClaimLost
 from doccheck.extract import ExtractionError, extract_text
 from doccheck.ledger import Ledger
+from doccheck.pipeline.sending._document_files import (
+    file_document,
+    file_of,
+    put_file,
+    read_for_text,
+    recorded_size,
+)
 from doccheck.pipeline.sending._ledger_writer import LedgerWriter
 from doccheck.pipeline.sending._reconcile import with_reference
 from doccheck.sources.manifest import JSON_BODY_MAX_BYTES, JSON_BODY_RESERVE_BYTES
@@ -115,10 +123,11 @@ class DocumentRequests:
         if doc.path is None:
             raise DocCheckError(f"a {doc.mode}-mode document has no path", code="invalid_input")
         if doc.mode == "multipart":
+            document = await read_ahead(file_document(doc))  # a remote file's bytes: read before its slot
             if not marked:
                 await self._sending(doc)
             async with self.slot():
-                sub = await self.client.submit(FileDocument(Path(doc.path)), **self._common(doc))
+                sub = await self.client.submit(document, **self._common(doc))
             return sub.check, sub.upload_id
         async with self.slot():  # several requests and ledger writes, in order, in one slot (as before)
             return await self._send_upload(doc, previous_upload_id)
@@ -140,13 +149,13 @@ class DocumentRequests:
                 if resumed is not None:
                     return resumed, previous_upload_id
                 log.debug("stored upload of %s is unusable (%s); uploading again", doc.document_id, exc.code)
-        path = Path(doc.path)
-        plan = plan_document(FileDocument(path))  # local refusal before taking a slot
+        path = file_of(doc)
+        plan = plan_document(file_document(doc))  # local refusal before taking a slot
         async with self.upload_sem:
             upload = await self.client.create_upload(path.name, content_type=plan.content_type, size_bytes=plan.size)
             await self.writer.call(self.ledger.mark_upload_created, doc.idempotency_key, upload.upload_id)
             self.uploads[doc.idempotency_key] = upload
-            await self.client.put_upload(upload, path)
+            await put_file(self.client, upload, path, plan.size)  # a remote file: streamed in blocks
             await self._sending(doc)
             check = await self.client.create_check(upload_id=upload.upload_id, **common)
         self.uploads.pop(doc.idempotency_key, None)
@@ -162,7 +171,7 @@ class DocumentRequests:
             return None
         try:
             async with self.upload_sem:
-                await self.client.put_upload(upload, Path(doc.path))
+                await put_file(self.client, upload, file_of(doc), recorded_size(doc))
                 await self._sending(doc)
                 check = await self.client.create_check(upload_id=upload_id, **self._common(doc))
         except UploadExpiredError:
@@ -177,9 +186,9 @@ async def text_of_file(doc: Any) -> str:
     same words are billed), off the event loop, before anything is recorded as sending."""
     if doc.path is None:
         raise DocCheckError("a text-mode document has no text", code="invalid_input")
-    path = Path(doc.path)
-    try:
-        text = await asyncio.to_thread(lambda: extract_text(path.read_bytes(), path.name))
+    path, size = file_of(doc), recorded_size(doc)
+    try:  # in anyio's threads: asyncio's six would queue a term's remote reads (_document_files)
+        text = await to_thread.run_sync(lambda: extract_text(read_for_text(path, size), path.name))
     except ExtractionError as exc:
         raise DocCheckError(f"cannot read {doc.name!r} as text: {exc}", code="file_unreadable") from None
     body = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))

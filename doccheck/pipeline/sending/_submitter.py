@@ -22,7 +22,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from doccheck import ledger as ledger_surface
@@ -60,6 +59,7 @@ from doccheck.pipeline._progress import report
 from doccheck.pipeline.planning._plan import as_text
 from doccheck.pipeline.sending._attempts import Attempt, begin_attempt, count_done, end_attempt
 from doccheck.pipeline.sending._campaign_cap import bind_budget
+from doccheck.pipeline.sending._document_files import file_of
 from doccheck.pipeline.sending._ledger_writer import GroupCommit, LedgerWriter
 from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliation
 from doccheck.pipeline.sending._requests import DocumentRequests
@@ -437,12 +437,12 @@ class _BatchSubmitter:
         reads is sent once more as its text, under its own key: nothing was made for the file's
         key (a refusal), the run's documents move to the text key, and this process's profile
         learns the type (the next files of it are planned as text). True when it will be."""
-        if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
+        if doc.mode == "text" or doc.path is None or not is_supported(file_of(doc).name):
             return False
         if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
             return False
-        if learn_refused_type(Path(doc.path).name):  # kept for the next processes too
-            ext = extension_of(Path(doc.path).name)
+        if learn_refused_type(file_of(doc).name):  # kept for the next processes too
+            ext = extension_of(file_of(doc).name)
             await self._db(remember_refusal, self.ledger, service_of(self.client), ext, current_profile().name)
         await self._db(
             self.ledger.mark_submit_failed,
@@ -501,9 +501,9 @@ def _never_made(previous: SubmissionRow | None) -> bool:
 def _type_refused(doc: Any) -> bool:
     """A file of a type this process learnt (or adopted from the ledger) the service refuses, and
     that doccheck reads: it goes as its text at once, without another refusal."""
-    if doc.mode == "text" or doc.path is None or not is_supported(Path(doc.path).name):
+    if doc.mode == "text" or doc.path is None or not is_supported(file_of(doc).name):
         return False
-    return not current_profile().accepts_file(Path(doc.path).name)
+    return not current_profile().accepts_file(file_of(doc).name)
 
 
 async def submit_batch(
