@@ -61,6 +61,15 @@ def test_a_known_size_opens_and_reads_with_no_head() -> None:
     assert max(end - start for start, end in store.gets) <= 2 * BLOCK_BYTES  # read ahead a block at a time
 
 
+def test_a_larger_block_reads_ahead_further() -> None:
+    data = bytes(range(256)) * (8 * BLOCK_BYTES // 256)
+    store = _RangedStore({"b/export.zip": data})
+    with open_input(_at(store, "b/export.zip"), size=len(data), block_bytes=4 * BLOCK_BYTES) as f:
+        while f.read(BLOCK_BYTES):
+            pass
+    assert len(store.gets) == 2  # 8 blocks read, in two ranged reads of 5 blocks and 3
+
+
 def test_an_unknown_size_asks_the_store() -> None:
     store = _RangedStore({"b/essay.pdf": b"abc"})
     with open_input(_at(store, "b/essay.pdf")) as f:
