@@ -133,7 +133,8 @@ LmsOption = Annotated[
     str | None, typer.Option(help="Read MANIFEST as this LMS's export: moodle, canvas, blackboard or plain.")
 ]
 RosterOption = Annotated[
-    Path | None, typer.Option(help="The LMS's gradebook / grading worksheet CSV: lists who has no submission.")
+    str | None,  # not a Path: a URL (s3://bucket/grades.csv) would be mangled into one (s3:/bucket/...)
+    typer.Option(help="The LMS's gradebook / grading worksheet CSV, a path or a URL: lists who has no submission."),
 ]
 ReferenceCampaignOption = Annotated[
     str | None,
@@ -286,7 +287,7 @@ def _run_flow(console: Console, err: Console, options: RunOptions, progress: boo
 
 
 def export_manifest(
-    console: Console, err: Console, path: str, work_dir: Path, *, lms: str | None, attempts: str, roster: Path | None
+    console: Console, err: Console, path: str, work_dir: Path, *, lms: str | None, attempts: str, roster: str | None
 ) -> str:
     """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
     from doccheck.sources.lms import as_manifest, no_submission_lines

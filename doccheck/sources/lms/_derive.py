@@ -11,21 +11,28 @@ default campaign, derived from the export's name so that it stays the same acros
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import os
 import re
 import shutil
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from doccheck.sources.lms._model import ExportResult, SubmittedFile
-from doccheck.sources.lms._read import read_export
+from doccheck.sources.lms._read import recognise
 from doccheck.sources.lms._roster import read_roster
 from doccheck.sources.lms._sidecar import write_sidecar
-from doccheck.sources.lms._walk import DEFAULT_LIMITS, ExportLimits, copy_member
+from doccheck.sources.lms._walk import (
+    DEFAULT_LIMITS,
+    ExportLimits,
+    copy_member,
+    is_zip,
+    member_order,
+    open_export,
+    walk_export,
+)
+from doccheck.storage import UserPath, resolve
 
 __all__ = [
     "LMS_COLUMNS",
@@ -43,15 +50,23 @@ LMS_COLUMNS = ("lms", "student_id", "student", "late", "attempt", "submitted_fil
 _COPY_SUFFIX = re.compile(r" \(\d+\)$")  # what browsers add to a second download: "x (1).zip"
 _DOWNLOAD_TIME = re.compile(r"_\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$")  # Blackboard's zip name
 _SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+#: What a manifest at a URL ends in (``sources/manifest/_rows.py``): never an export's folder.
+_MANIFEST_TYPES = frozenset({".csv", ".parquet", ".pq", ".jsonl", ".ndjson"})
 
 
 def is_export(path: str | os.PathLike[str]) -> bool:
-    """True for a folder or a .zip: what ``doccheck run`` reads as an LMS export, not a manifest."""
-    p = Path(path)
-    return p.is_dir() or (p.is_file() and p.suffix.lower() == ".zip")
+    """True for a folder or a .zip: what ``doccheck run`` reads as an LMS export, not a manifest.
+
+    At a URL: a ``.zip`` is an export, a manifest's type (``.csv``, ``.parquet``, ``.jsonl``...) is
+    not, and anything else is an export's folder if its prefix holds anything (one request)."""
+    p = resolve(path)
+    if isinstance(p, Path):
+        return p.is_dir() or (p.is_file() and p.suffix.lower() == ".zip")
+    suffix = p.suffix.lower()
+    return suffix == ".zip" or (suffix not in _MANIFEST_TYPES and p.is_dir())
 
 
-def export_campaign(path: str | os.PathLike[str]) -> str:
+def export_campaign(path: str | os.PathLike[str] | UserPath) -> str:
     """The default campaign of an export: its name without ``.zip`` nor a browser's ``(1)``.
 
     Moodle names the zip ``<course>-<assignment>-<module id>.zip`` and Canvas
@@ -60,8 +75,8 @@ def export_campaign(path: str | os.PathLike[str]) -> str:
     ``gradebook_<course id>_<assignment>_<YYYY-MM-DD-HH-MM-SS>.zip``: the time of the download
     is dropped, or every download would be a campaign of its own.
     """
-    p = Path(path)
-    stem = _COPY_SUFFIX.sub("", p.stem if p.is_file() else p.name).strip()
+    p = resolve(path) if isinstance(path, str | os.PathLike) else path
+    stem = _COPY_SUFFIX.sub("", p.stem if is_zip(p) else p.name).strip()
     if stem.startswith("gradebook_"):
         stem = _DOWNLOAD_TIME.sub("", stem)
     return stem or "export"
@@ -90,26 +105,30 @@ def derive_manifest(
     Beside it, the sidecar the reports join back (students, refused entries, and with
     ``roster`` the roster's email/section and its students without work).
     """
-    source = Path(export)
+    source = resolve(export)
     students = read_roster(roster) if roster is not None else None  # a bad roster fails before any copy
-    result = read_export(source, lms=lms, attempts=attempts, groups=groups, limits=limits)
     folder = Path(work_dir) / export_campaign(source)
     files = folder / "files"
-    shutil.rmtree(files, ignore_errors=True)  # last download's copies: never mixed with this one's
-    files.mkdir(parents=True)
-    rows = []
-    with contextlib.ExitStack() as stack:
-        archive = stack.enter_context(zipfile.ZipFile(source)) if source.is_file() else None
-        for doc in result.documents:
-            target = files / hashlib.sha256(doc.document_id.encode()).hexdigest()[:16] / _safe_name(doc)
+    with open_export(source) as opened:  # a zip's directory read once (a store's folder listed once)
+        result = recognise(list(walk_export(source, limits, opened)), lms=lms, attempts=attempts, groups=groups)
+        shutil.rmtree(files, ignore_errors=True)  # last download's copies: never mixed with this one's
+        files.mkdir(parents=True)
+        paths = {doc.entry: _copy_path(doc) for doc in result.documents}
+        for entry in member_order(opened, paths):  # a zip on a store: its bytes read forward
+            target = files / paths[entry]
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("wb") as out:
-                copy_member(source, doc.entry, out, limits, archive)
-            rows.append({**_row(doc), "path": target.relative_to(folder).as_posix()})
+                copy_member(source, entry, out, limits, opened)
+    rows = [{**_row(doc), "path": f"files/{paths[doc.entry]}"} for doc in result.documents]
     manifest = folder / f"{export_campaign(source)}.csv"
     write_manifest(manifest, rows)
     write_sidecar(manifest, result, students, source.name)  # the LMS columns the reports join back, never sent
     return Derived(manifest=manifest, result=result)
+
+
+def _copy_path(doc: SubmittedFile) -> str:
+    """Where one document's copy goes under ``files/``: a folder per document id, its own name."""
+    return f"{hashlib.sha256(doc.document_id.encode()).hexdigest()[:16]}/{_safe_name(doc)}"
 
 
 def _safe_name(doc: SubmittedFile) -> str:

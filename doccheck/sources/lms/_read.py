@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from doccheck.extract import IMAGE, IMAGE_TYPES, extension_of, is_supported
 from doccheck.sources.lms import _blackboard, _canvas, _moodle
@@ -16,7 +16,8 @@ from doccheck.sources.lms._model import (
     SubmittedFile,
     make_document_id,
 )
-from doccheck.sources.lms._walk import DEFAULT_LIMITS, ExportLimits, Refused, walk_export
+from doccheck.sources.lms._walk import DEFAULT_LIMITS, ExportLimits, Refused, open_export, walk_export
+from doccheck.storage import resolve
 
 LMS_NAMES = ("moodle", "canvas", "blackboard", "plain")
 _RECOGNISERS = {"moodle": _moodle.recognises, "canvas": _canvas.recognises, "blackboard": _blackboard.recognises}
@@ -46,13 +47,21 @@ def read_export(
     groups: bool = False,
     limits: ExportLimits = DEFAULT_LIMITS,
 ) -> ExportResult:
-    """Read ``path`` (a .zip or folder) into one :class:`ExportResult`, every entry accounted for.
+    """Read ``path`` (a .zip or folder, a local path or a URL) into one :class:`ExportResult`,
+    every entry accounted for.
 
     ``lms`` forces the format; ``attempts`` is ``latest`` or ``all`` (Blackboard); ``groups``
     says a Moodle assignment is a team submission (its names cannot tell). Raises
     :class:`UnsafeExport` only when the export as a whole is past its bounds.
     """
-    items = list(walk_export(Path(path), limits))
+    source = resolve(path)
+    with open_export(source) as opened:
+        items = list(walk_export(source, limits, opened))
+    return recognise(items, lms=lms, attempts=attempts, groups=groups)
+
+
+def recognise(items: list[Entry | Refused], *, lms: str | None, attempts: str, groups: bool) -> ExportResult:
+    """The walked entries of an export named, classified and their latest attempts kept."""
     names = [i.name for i in items if isinstance(i, Entry) and not _ignored(i.name)]
     chosen = lms or detect_lms(names)
     if chosen not in LMS_NAMES:

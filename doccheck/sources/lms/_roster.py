@@ -10,13 +10,18 @@ the export's names carry, so roster students without work are listed as "no subm
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from doccheck.errors import RosterError
 from doccheck.sources.lms._model import EntryKind, ExportResult
+from doccheck.storage import UserPath, open_input, resolve
 
 __all__ = ["RosterEntry", "missing_from", "no_submission_lines", "read_roster"]
 
@@ -36,12 +41,11 @@ class RosterEntry:
 
 
 def read_roster(path: str | os.PathLike[str]) -> list[RosterEntry]:
-    """Read a Canvas gradebook, Moodle grading worksheet or Blackboard Grade Center CSV."""
-    p = Path(path)
-    if p.stat().st_size > MAX_ROSTER_BYTES:
-        raise RosterError(f"roster {p.name}: over {MAX_ROSTER_BYTES} bytes")
+    """Read a Canvas gradebook, Moodle grading worksheet or Blackboard Grade Center CSV (a local
+    path or a URL: a store's file is read once, whole, capped at :data:`MAX_ROSTER_BYTES`)."""
+    p = resolve(path)
     try:
-        with p.open(newline="", encoding="utf-8-sig") as handle:
+        with _opened(p) as handle:
             rows = list(csv.DictReader(handle))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise RosterError(f"roster {p.name}: not a UTF-8 CSV ({exc})") from None
@@ -53,6 +57,23 @@ def read_roster(path: str | os.PathLike[str]) -> list[RosterEntry]:
     if "Username" in columns:
         return [_blackboard(r) for r in rows if (r.get("Username") or "").strip()]
     raise RosterError(f"roster {p.name}: no Moodle 'Identifier', Canvas 'ID' or Blackboard 'Username' column")
+
+
+@contextmanager
+def _opened(p: UserPath) -> Iterator[TextIO]:
+    """The roster as text: a local file checked by its size first, as ever; a remote one read
+    whole up to one byte past the cap (one ranged read: no HEAD for its size)."""
+    if isinstance(p, Path):
+        if p.stat().st_size > MAX_ROSTER_BYTES:
+            raise RosterError(f"roster {p.name}: over {MAX_ROSTER_BYTES} bytes")
+        with p.open(newline="", encoding="utf-8-sig") as handle:
+            yield handle
+        return
+    with open_input(p) as source:
+        data = source.read(MAX_ROSTER_BYTES + 1)
+    if len(data) > MAX_ROSTER_BYTES:
+        raise RosterError(f"roster {p.name}: over {MAX_ROSTER_BYTES} bytes")
+    yield io.StringIO(data.decode("utf-8-sig"), newline="")
 
 
 def _moodle(r: dict[str, str]) -> RosterEntry:

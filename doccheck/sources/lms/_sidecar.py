@@ -22,6 +22,7 @@ from typing import Any
 
 from doccheck.sources.lms._model import EntryKind, ExportResult, SubmittedFile
 from doccheck.sources.lms._roster import RosterEntry, missing_from
+from doccheck.storage import is_url
 
 __all__ = ["MAX_SIDECAR_BYTES", "ROSTER_COLUMNS", "read_sidecar", "sidecar_path", "write_sidecar"]
 
@@ -118,8 +119,11 @@ def _roster_columns(r: RosterEntry, blind: bool) -> dict[str, Any]:
 
 
 def read_sidecar(manifest: str | os.PathLike[str] | None) -> dict[str, Any] | None:
-    """The sidecar of ``manifest`` (None for a manifest that is not derived from an export)."""
-    if not manifest:
+    """The sidecar of ``manifest`` (None for a manifest that is not derived from an export).
+
+    A manifest at a URL has none: an export's manifest is derived on the local disk (the run's
+    work folder, even for an export read from a store), so nothing is asked of the store."""
+    if not manifest or not isinstance(manifest, str | os.PathLike) or is_url(os.fspath(manifest)):
         return None
     path = sidecar_path(manifest)
     try:
