@@ -29,6 +29,7 @@ ARGS: dict[str, list[str]] = {
     "prefect_batching": ["--n", "1000"],
     "block_import": ["--runs", "5"],
     "catalog_term": ["--documents", "100000"],
+    "lms_zip_reads": ["--documents", "200", "--rounds", "1"],
 }
 QUICK: dict[str, list[str]] = {
     "download_memory": ["--sizes", "5"],
@@ -38,6 +39,7 @@ QUICK: dict[str, list[str]] = {
     "block_import": ["--runs", "3"],
     "catalog_term": ["--documents", "20000"],
     "receiver_flood": ["--events", "300"],
+    "lms_zip_reads": ["--documents", "100", "--rounds", "1"],
 }
 
 
