@@ -30,6 +30,7 @@ ARGS: dict[str, list[str]] = {
     "block_import": ["--runs", "5"],
     "catalog_term": ["--documents", "100000"],
     "lms_zip_reads": ["--documents", "200", "--rounds", "1"],
+    "remote_sending": ["--n", "300", "--rounds", "1"],
 }
 QUICK: dict[str, list[str]] = {
     "download_memory": ["--sizes", "5"],
@@ -40,6 +41,7 @@ QUICK: dict[str, list[str]] = {
     "catalog_term": ["--documents", "20000"],
     "receiver_flood": ["--events", "300"],
     "lms_zip_reads": ["--documents", "100", "--rounds", "1"],
+    "remote_sending": ["--n", "100", "--rounds", "1"],
 }
 
 
