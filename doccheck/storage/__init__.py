@@ -15,6 +15,8 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
   store's library raises (:func:`store_errors`) a :class:`~doccheck.errors.StorageError`.
 - :func:`open_output`, :func:`write_bytes` and :func:`upload_tree` publish whole objects, a folder's
   marker last; :func:`remove_tree` purges; :func:`arrow_filesystem` hands pyarrow the filesystem.
+- :func:`publish_tree` replaces a folder of outputs behind its marker; :func:`subfolders` and
+  :func:`files_under` list a folder in one request; :func:`copy_file` copies inside a store.
 
 This ``__init__`` imports nothing on its own: each name is imported on first use.
 """
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from doccheck.storage._listing import Entry, Listing, describe
     from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
+    from doccheck.storage._trees import copy_file, files_under, publish_tree, subfolders
     from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
 
 __all__ = [
@@ -48,19 +51,23 @@ __all__ = [
     "arrow_filesystem",
     "as_storage_error",
     "child",
+    "copy_file",
     "copy_to_local",
     "describe",
     "display",
+    "files_under",
     "is_remote",
     "is_url",
     "local_copy",
     "open_input",
     "open_output",
     "read_bounded",
+    "publish_tree",
     "remove_tree",
     "resolve",
     "storage_options",
     "store_errors",
+    "subfolders",
     "upload_tree",
     "write_bytes",
 ]
@@ -87,6 +94,10 @@ _LAZY = {
     "resolve": "_locations",
     "storage_options": "_options",
     "store_errors": "_locations",
+    "copy_file": "_trees",
+    "files_under": "_trees",
+    "publish_tree": "_trees",
+    "subfolders": "_trees",
     "upload_tree": "_writes",
     "write_bytes": "_writes",
 }
