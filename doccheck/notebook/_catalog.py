@@ -1,7 +1,8 @@
 """``doccheck.catalog()``: the term's DuckDB catalog, opened read-only, in one call.
 
 A thin door onto ``doccheck.outputs.connect_catalog`` so that a notebook's first line needs neither
-the catalog's file name nor DuckDB's ``file_search_path`` (the views' paths are relative)."""
+the catalog's file name nor, for a bucket (``doccheck.catalog("s3://bucket/reports")``), DuckDB's
+``httpfs``: the views read the store through its fsspec filesystem."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ __all__ = ["catalog"]
 
 
 def catalog(out_dir: str | os.PathLike[str] = "reports") -> duckdb.DuckDBPyConnection:
-    """The catalog of ``out_dir`` (the runs' ``--out`` folder), read-only: ``.sql(...)`` away
+    """The catalog of ``out_dir`` (the runs' ``--out`` folder or URL), read-only: ``.sql(...)`` away
     from a term's numbers, e.g. ``doccheck.catalog().sql("SELECT campaign, count(*) FROM
     documents GROUP BY ALL")``. Raises ``CatalogError`` when no run wrote one there yet."""
     return connect_catalog(os.fspath(out_dir))

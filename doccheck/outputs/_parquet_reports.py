@@ -8,7 +8,8 @@ ignored. Caller metadata is joined back by ``document_id`` as extra string colum
 
 The run folder is written as ``<out>/.<run>.partial/`` and renamed when complete; ``latest/``
 is refreshed by writing a complete temporary folder and then swapping it in with renames, so a
-reader sees either the previous complete reports or the new ones
+reader sees either the previous complete reports or the new ones. ``out`` may be a store's URL:
+the folder is then built on the local disk and published behind its ``run.json``
 (:mod:`doccheck.outputs._report_folders`).
 """
 
@@ -29,8 +30,16 @@ import pyarrow.parquet as pq
 from doccheck.errors import ReportError
 from doccheck.guards import naming
 from doccheck.outputs._lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
-from doccheck.outputs._report_folders import begin_latest, discarding, publish, staging_dir, start_run_folder
+from doccheck.outputs._report_folders import (
+    begin_latest,
+    discarding,
+    local_dir,
+    publish,
+    staging_dir,
+    start_run_folder,
+)
 from doccheck.sources.manifest import Rejection
+from doccheck.storage import UserPath, resolve
 
 __all__ = [
     "AI_RESULTS_SCHEMA",
@@ -222,17 +231,18 @@ class LedgerReportTables(ReportTables):
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where one run's reports were written (files in ``run_dir``; same names in ``latest_dir``)."""
+    """Where one run's reports were written (files in ``run_dir``; same names in ``latest_dir``):
+    local paths, or locations on a store (``doccheck.storage.display`` shows them)."""
 
-    run_dir: Path
-    latest_dir: Path
-    submissions: Path
-    ai_results: Path
-    similarity_results: Path
-    similarity_sources: Path
-    cohort_matches: Path | None = None
+    run_dir: UserPath
+    latest_dir: UserPath
+    submissions: UserPath
+    ai_results: UserPath
+    similarity_results: UserPath
+    similarity_sources: UserPath
+    cohort_matches: UserPath | None = None
 
-    def files(self) -> dict[str, Path]:
+    def files(self) -> dict[str, UserPath]:
         """Table name → file in the run folder."""
         return {name: getattr(self, name) for name in SCHEMAS}
 
@@ -292,7 +302,7 @@ def to_dataframes(tables: ReportTables, metadata: Mapping[str, Mapping[str, str]
 
 
 def write_reports(
-    out_dir: Path | str,
+    out_dir: UserPath | str,
     run_label: str,
     tables: ReportTables,
     metadata: Mapping[str, Mapping[str, str]] | None = None,
@@ -304,7 +314,8 @@ def write_reports(
 
     The files are written in ``out_dir/.<run_label>.partial/``, which is renamed to the run
     folder once they are all there, then ``latest/`` is swapped to a copy of them: a full
-    disk or a kill leaves the previous run folder and ``latest/`` as they were.
+    disk or a kill leaves the previous run folder and ``latest/`` as they were. ``out_dir``
+    may be a store's URL (the ``.partial`` folder is then local, published behind ``run.json``).
     ``staged``: stop before the rename (``run_dir`` is then not there yet): the instructor's
     files are added to the ``.partial`` folder, and ``write_instructor_files`` publishes the
     run folder and ``latest/`` together, so ``latest/`` never shows reports without their page.
@@ -315,10 +326,10 @@ def write_reports(
     """
     if not _SAFE_LABEL.match(run_label or "") or run_label in (LATEST, ".", "..") or run_label.startswith("."):
         raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
-    out = Path(out_dir)
+    out = resolve(out_dir)
     run_dir = out / run_label
     latest_dir = out / LATEST
-    with naming(staging_dir(run_dir)):  # a full disk names the folder being written
+    with naming(staging_dir(local_dir(run_dir))):  # a full disk names the folder being written
         stage = start_run_folder(run_dir)
         latest_stage = None
         with discarding(stage):

@@ -13,14 +13,26 @@ no ``report.html``) and a run folder that looked finished. Now (Linux/POSIX rena
 - a failed write removes its own ``.partial`` folder (and frees the space it took); a folder
   left by a killed process is named in a warning by the next write into the same ``<out>``,
   removed once older than :data:`STALE_PARTIAL`, and removed by ``doccheck purge``.
+
+On object storage (``--out s3://bucket/reports``) nothing can be renamed, so a folder is built
+exactly as above on the local disk, in :func:`work_root` (a folder of the system's temporary
+directory named after the URL: a flow run's container has no other disk), then published with
+:func:`doccheck.storage.publish_tree`: every object put whole, its ``run.json`` (:data:`MARKER`)
+out first and in last. Readers (the catalog, the run listings, ``latest/``) count a folder on a
+store only while its ``run.json`` is there, so a reader never sees half a run; a process killed
+while publishing leaves a folder without ``run.json``, which its rerun's folder supersedes and
+``doccheck purge`` removes. ``latest/`` on a store follows the same rule: its copy carries the
+run's ``run.json``, removed first and put last (docs/storage.md).
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -28,8 +40,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from doccheck.errors import FolderError
+from doccheck.storage import UserPath, copy_to_local, display, files_under, publish_tree, resolve
 
 __all__ = [
+    "MARKER",
     "PARTIAL_SUFFIX",
     "STALE_PARTIAL",
     "begin_latest",
@@ -37,11 +51,13 @@ __all__ = [
     "final_dir",
     "is_partial",
     "leftover_partials",
+    "local_dir",
     "publish",
     "start_run_folder",
     "staging_dir",
     "swap_in",
     "work_dir",
+    "work_root",
 ]
 
 log = logging.getLogger("doccheck.outputs")
@@ -52,6 +68,25 @@ STALE_PARTIAL = 24 * 3600.0
 #: Younger than this, a ``.partial`` folder is taken for another writer's, busy: not named.
 QUIET_PARTIAL = 600.0
 FILES_SUBDIR = "files"
+#: A run folder's metadata (``doccheck.outputs._term_catalog``): on a store, the object that says
+#: the folder is complete.
+MARKER = "run.json"
+
+
+def work_root(out: UserPath) -> Path:
+    """The local folder where ``out``'s run folders are built: ``out`` itself on the disk; for a
+    store, ``<temp>/doccheck-out/<digest of the URL>`` (the same for every process of a machine,
+    so a retried task finds what the first attempt staged)."""
+    if isinstance(out, Path):
+        return out
+    digest = hashlib.sha256(display(out).encode("utf-8")).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "doccheck-out" / digest
+
+
+def local_dir(folder: UserPath) -> Path:
+    """Where ``folder`` (a run folder, ``latest``) is built on the local disk: itself there, else
+    its name under :func:`work_root` of its parent."""
+    return folder if isinstance(folder, Path) else work_root(folder.parent) / folder.name
 
 
 def staging_dir(run_dir: Path) -> Path:
@@ -64,25 +99,35 @@ def is_partial(path: Path) -> bool:
     return path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX) and len(path.name) > 9
 
 
-def final_dir(path: Path) -> Path:
-    """The run folder a ``.partial`` name becomes (``path`` itself when it is not one)."""
-    return path.with_name(path.name[1 : -len(PARTIAL_SUFFIX)]) if is_partial(path) else path
+def final_dir(path: UserPath | str) -> UserPath:
+    """The run folder a ``.partial`` name becomes (the location itself when it is not one)."""
+    where = resolve(path)
+    if isinstance(where, Path) and is_partial(where):
+        return where.with_name(where.name[1 : -len(PARTIAL_SUFFIX)])
+    return where
 
 
-def work_dir(run_dir: Path | str) -> Path:
-    """The folder to read and write a run's files in now: its ``.partial`` folder while one
-    exists (the run folder is being built), else the run folder itself."""
-    final = final_dir(Path(run_dir))
-    stage = staging_dir(final)
-    return stage if stage.is_dir() else final
+def work_dir(run_dir: UserPath | str) -> Path:
+    """The local folder to read and write a run's files in now: its ``.partial`` folder while one
+    exists (the run folder is being built), else the run folder itself; on a store, a folder
+    already published is first copied back into a ``.partial`` folder (republished whole)."""
+    final = final_dir(run_dir)
+    stage = staging_dir(local_dir(final))
+    if stage.is_dir():
+        return stage
+    if isinstance(final, Path):
+        return final
+    return _reopen(final, stage)
 
 
-def start_run_folder(run_dir: Path) -> Path:
+def start_run_folder(run_dir: UserPath) -> Path:
     """A fresh ``.partial`` folder for ``run_dir``, holding the files the run already
     downloaded (hard links of ``run_dir/files``, so a rewrite of the same run downloads
-    nothing again). A leftover ``.partial`` of the same run is an earlier attempt: removed."""
-    stage = staging_dir(run_dir)
-    for stale in leftover_partials(run_dir.parent):
+    nothing again; on a store, copies of its ``files/``). A leftover ``.partial`` of the same
+    run is an earlier attempt: removed."""
+    local = local_dir(run_dir)
+    stage = staging_dir(local)
+    for stale in leftover_partials(local.parent):
         if stale == stage:
             shutil.rmtree(stale, ignore_errors=True)
         elif _age(stale) > STALE_PARTIAL:
@@ -92,7 +137,9 @@ def start_run_folder(run_dir: Path) -> Path:
             log.warning("%s is an incomplete report folder (an interrupted or a running write)", stale)
     stage.mkdir(parents=True)
     files = run_dir / FILES_SUBDIR
-    if files.is_dir() and not files.is_symlink():
+    if not isinstance(files, Path):
+        _download(files, stage / FILES_SUBDIR)
+    elif files.is_dir() and not files.is_symlink():
         shutil.copytree(files, stage / FILES_SUBDIR, copy_function=_link_or_copy, symlinks=True)
     return stage
 
@@ -104,25 +151,37 @@ def leftover_partials(out: Path) -> list[Path]:
     return sorted(c for c in out.iterdir() if is_partial(c) and c.is_dir() and not c.is_symlink())
 
 
-def begin_latest(latest: Path, source: Path, names: Iterable[str]) -> Path:
-    """A new ``latest`` content next to ``latest``: a copy of each of ``names`` that
-    ``source`` holds. Swapped in by :func:`publish`; removed by :func:`discarding` on failure."""
-    stage = latest.with_name(f".{latest.name}.new-{uuid.uuid4().hex}")
+def begin_latest(latest: UserPath, source: Path, names: Iterable[str]) -> Path:
+    """A new ``latest`` content next to ``latest`` (on a store, next to its local counterpart):
+    a copy of each of ``names`` that ``source`` holds, and on a store the run's :data:`MARKER`.
+    Swapped in by :func:`publish`; removed by :func:`discarding` on failure."""
+    local = local_dir(latest)
+    stage = local.with_name(f".{local.name}.new-{uuid.uuid4().hex}")
     stage.mkdir(parents=True)
-    for name in names:
+    for name in [*names, *([] if isinstance(latest, Path) else [MARKER])]:
         if (source / name).is_file():
             shutil.copy2(source / name, stage / name)
     return stage
 
 
-def publish(run_dir: Path, latest: Path | None = None, latest_stage: Path | None = None) -> None:
+def publish(run_dir: UserPath, latest: UserPath | None = None, latest_stage: Path | None = None) -> None:
     """Rename the complete ``.partial`` folder to ``run_dir`` (when there is one), THEN swap
-    ``latest_stage`` in as ``latest``: ``latest`` only ever shows a complete run."""
-    stage = staging_dir(run_dir)
+    ``latest_stage`` in as ``latest``: ``latest`` only ever shows a complete run. On a store,
+    each is published behind its ``run.json`` (:func:`doccheck.storage.publish_tree`) and its
+    local folder removed."""
+    stage = staging_dir(local_dir(run_dir))
     if stage.is_dir():
-        swap_in(stage, run_dir)
+        if isinstance(run_dir, Path):
+            swap_in(stage, run_dir)
+        else:
+            publish_tree(stage, run_dir, marker=MARKER)
+            shutil.rmtree(stage, ignore_errors=True)
     if latest is not None and latest_stage is not None:
-        swap_in(latest_stage, latest)
+        if isinstance(latest, Path):
+            swap_in(latest_stage, latest)
+        else:
+            publish_tree(latest_stage, latest, marker=MARKER)
+            shutil.rmtree(latest_stage, ignore_errors=True)
 
 
 @contextmanager
@@ -178,6 +237,26 @@ def _age(folder: Path) -> float:
             if path == folder:
                 return 0.0
     return time.time() - max(stamps)
+
+
+def _reopen(run_dir: UserPath, stage: Path) -> Path:
+    """A published run folder on a store, copied into its ``.partial`` folder to be written again."""
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    scratch = stage.with_name(f"{stage.name}.new-{uuid.uuid4().hex}")
+    try:
+        _download(run_dir, scratch)
+        os.replace(scratch, stage)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return stage
+
+
+def _download(folder: UserPath, target: Path) -> None:
+    """Every file under ``folder`` (on a store) into the local folder ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in files_under(folder):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        copy_to_local(folder / name, target / name)
 
 
 def _link_or_copy(source: str, target: str) -> object:

@@ -9,14 +9,22 @@ essays per course, and what did they cost".
 
 What it holds: the run metadata of each folder's ``run.json`` (ids, campaign, times, status,
 folder name; no student data) and view definitions. The views read the run folders'
-Parquet files in place (paths relative to the catalog, resolved through DuckDB's
-``file_search_path``, so the whole ``--out`` folder can be copied or moved), tolerant of a
-column added by a later version (``union_by_name``). A purge removes the files and rebuilds
-the catalog: nothing of a student stays in it.
+Parquet files in place, tolerant of a column added by a later version (``union_by_name``).
+A purge removes the files and rebuilds the catalog: nothing of a student stays in it.
+
+Where the views find the files (docs/data.md says why this and not a copy of the tables): a
+local catalog names them relative to itself, through its macro ``doccheck_folder()``: DuckDB
+names the temporary folder of a database after the file it opened (``…/catalog.duckdb.tmp``),
+so the folder of the catalog is known to any DuckDB that opened it, whatever its working
+directory and wherever the ``--out`` folder was copied or moved; a DuckDB that opened it some
+other way (``ATTACH`` in a session of another database, a ``temp_directory`` of its own) reads
+the folder where the catalog was built. On a store the views name the objects' URLs
+(``s3://bucket/reports/<run>/documents.parquet``), which DuckDB reads through the fsspec
+filesystem that :func:`connect` registers, or through its own ``httpfs``.
 
 How it is written: rebuilt whole after every run, ``collect`` and purge, into a temporary file
-renamed over ``catalog.duckdb``; a reader holding the old one open (read-only) keeps a
-whole catalog and never blocks the writer (POSIX rename).
+renamed over ``catalog.duckdb`` (on a store: put whole, after the run folder it names); a reader
+holding the old one open (read-only) keeps a whole catalog and never blocks the writer.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,8 +44,10 @@ import pyarrow as pa
 
 from doccheck.errors import CatalogError
 from doccheck.outputs._parquet_reports import LATEST, SCHEMAS
-from doccheck.outputs._run_tables import TABLES_DIR, rebuild_run_tables
+from doccheck.outputs._report_folders import MARKER, work_root
+from doccheck.outputs._run_tables import TABLES_DIR, RunFiles, rebuild_run_tables
 from doccheck.outputs.instructor._documents_table import DOCUMENTS_SCHEMA
+from doccheck.storage import Entry, UserPath, copy_file, display, files_under, resolve, subfolders
 
 if TYPE_CHECKING:
     import duckdb
@@ -60,8 +71,11 @@ __all__ = [
 log = logging.getLogger("doccheck.outputs")
 
 CATALOG_FILE = "catalog.duckdb"
-#: Each run folder's metadata and table contract version (docs/tables.md).
-RUN_FILE = "run.json"
+#: Each run folder's metadata and table contract version (docs/tables.md); on a store, the
+#: object that says the folder is complete.
+RUN_FILE = MARKER
+#: The catalog's macro that says where its run folders are (see the module docstring).
+FOLDER_MACRO = "doccheck_folder"
 #: Raised when a table's columns change meaning or a column is removed (an added column keeps it).
 SCHEMA_VERSION = 1
 #: The catalog's one table: a row per run (its newest folder), from the folders' ``run.json``.
@@ -116,14 +130,16 @@ def write_run_file(
     return target
 
 
-def run_entries(out: Path | str) -> list[RunEntry]:
+def run_entries(out: UserPath | str) -> list[RunEntry]:
     """The runs of ``out``: each run's newest complete folder holding a ``run.json`` (a
     ``collect`` writes a run again into a folder with a later time in its name), oldest first.
-    ``latest/``, ``.partial`` and other hidden folders are never a run's."""
-    root = Path(out)
+    ``latest/``, ``.partial`` and other hidden folders are never a run's. On a store: one
+    listing of ``out``, then one read of each folder's ``run.json`` (a folder whose
+    ``run.json`` is not there yet is being published, or was left by a killed process)."""
+    root = resolve(out)
     newest: dict[str, RunEntry] = {}
-    for folder in sorted(root.iterdir()) if root.is_dir() else ():
-        if folder.name.startswith(".") or folder.name == LATEST or not folder.is_dir():
+    for folder in _folders(root):
+        if folder.name.startswith(".") or folder.name in (LATEST, TABLES_DIR):
             continue
         entry = _read_run_file(folder)
         if entry is not None and (entry.run_id not in newest or newest[entry.run_id].folder < entry.folder):
@@ -134,36 +150,47 @@ def run_entries(out: Path | str) -> list[RunEntry]:
     )
 
 
-def rebuild_catalog(out: Path | str) -> Path:
-    """Write ``<out>/catalog.duckdb`` anew from the run folders (temporary file, then rename)."""
+def rebuild_catalog(out: UserPath | str) -> UserPath:
+    """Write ``<out>/catalog.duckdb`` anew from the run folders (temporary file, then rename; on a
+    store, built on the local disk and put whole), then ``<out>/tables/``."""
     import duckdb
 
-    root = Path(out)
+    root = resolve(out)
     entries = run_entries(root)
+    listed: RunFiles = {e.folder: _table_files(root / e.folder) for e in entries}
     target = root / CATALOG_FILE
-    tmp = root / f".{CATALOG_FILE}.tmp-{uuid.uuid4().hex}"
+    scratch = work_root(root)
+    scratch.mkdir(parents=True, exist_ok=True)
+    tmp = scratch / f".{CATALOG_FILE}.tmp-{uuid.uuid4().hex}"
     try:
-        con = duckdb.connect(str(tmp), config={"file_search_path": str(root.resolve())})
+        con = duckdb.connect(str(tmp))
         try:
+            if not isinstance(root, Path):
+                con.register_filesystem(root.fs)  # the views' DESCRIBE reads the footers from the store
+            _sql(con, _folder_macro(root))
             _create_runs_table(con, entries)
             for view in TABLE_FILES:
-                _create_table_view(con, view, entries)
+                _create_table_view(con, view, entries, listed)
             _sql(con, _DOCUMENTS_VIEW)
             _sql(con, _RUNS_VIEW)
             _sql(con, "CHECKPOINT")
         finally:
             con.close()
-        os.replace(tmp, target)
-        rebuild_run_tables(root, entries, {Path(f).stem: f for f in TABLE_FILES.values()})  # the same runs, hive-style
+        if isinstance(target, Path):
+            os.replace(tmp, target)
+        else:
+            copy_file(tmp, target)  # one object, put whole once the run folders it names are
+        files = {Path(f).stem: f for f in TABLE_FILES.values()}
+        rebuild_run_tables(root, entries, files, listed)  # the same runs, hive-style
     except duckdb.Error as exc:
-        raise CatalogError(f"could not build {target}: {exc}") from exc
+        raise CatalogError(f"could not build {display(target)}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
         tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
     return target
 
 
-def refresh_catalog(out: Path | str) -> Path | None:
+def refresh_catalog(out: UserPath | str) -> UserPath | None:
     """:func:`rebuild_catalog` as a run's last step: a failure is logged, never raised (the
     run's reports are written and are the truth; the next run or ``collect`` rebuilds it).
     Nothing is written when the ``outputs.catalog`` setting is off (``DOCCHECK_CATALOG=false``)."""
@@ -174,37 +201,49 @@ def refresh_catalog(out: Path | str) -> Path | None:
     try:
         return rebuild_catalog(out)
     except (CatalogError, OSError) as exc:
-        log.warning("the catalog of %s was not rebuilt: %s", out, exc)
+        log.warning("the catalog of %s was not rebuilt: %s", display(resolve(out)), exc)
         return None
 
 
-def rebuild_catalogs(roots: Iterable[Path | str]) -> list[Path]:
+def rebuild_catalogs(roots: Iterable[UserPath | str]) -> list[UserPath]:
     """Rebuild the catalog (and ``tables/``) of each of ``roots`` that has one (``doccheck purge``,
     after removing run folders: neither may name, nor fail on, a folder that is gone)."""
+    unique: dict[str, UserPath] = {}
+    for root in roots:
+        where = resolve(root)
+        unique.setdefault(display(where), where)
     return [
         rebuild_catalog(root)
-        for root in dict.fromkeys(Path(r) for r in roots)
+        for root in unique.values()
         if (root / CATALOG_FILE).is_file() or (root / TABLES_DIR).is_dir()
     ]
 
 
-def connect(location: Path | str) -> duckdb.DuckDBPyConnection:
-    """The catalog, opened read-only: ``location`` is the ``--out`` folder or the catalog file.
+def connect(location: UserPath | str) -> duckdb.DuckDBPyConnection:
+    """The catalog, opened read-only: ``location`` is the ``--out`` folder (or URL) or the catalog file.
 
-    The same as ``duckdb.connect("reports/catalog.duckdb", read_only=True,
-    config={"file_search_path": "reports"})``: the views' relative paths are found beside it."""
+    Locally the same as ``duckdb.connect("reports/catalog.duckdb", read_only=True)``; on a store,
+    a connection whose views read the bucket through its fsspec filesystem
+    (``register_filesystem``: DuckDB's ``httpfs`` need not be installed)."""
     import duckdb
 
-    path = Path(location)
-    if path.is_dir():
+    path = resolve(location)
+    if path.suffix != ".duckdb" and (not isinstance(path, Path) or path.is_dir()):
         path = path / CATALOG_FILE
     if not path.is_file():
-        raise CatalogError(f"no catalog at {path}: a run or `doccheck collect` writes it into the --out folder")
+        raise CatalogError(
+            f"no catalog at {display(path)}: a run or `doccheck collect` writes it into the --out folder"
+        )
     # Attached to a fresh in-memory database, not ``duckdb.connect(path)``: DuckDB keeps one instance per
     # path in a process, so a second connect would hand back the file a notebook held open before the
-    # last rebuild (the old catalog, renamed over) instead of the current one.
-    con = duckdb.connect(":memory:", config={"file_search_path": str(path.parent.resolve())})
-    _sql(con, f"ATTACH {_quote(str(path))} AS catalog (READ_ONLY)")
+    # last rebuild (the old catalog, renamed over) instead of the current one. The temporary folder is
+    # the catalog's own (``catalog.duckdb.tmp``), as in a direct connect: its views find their folder by it.
+    if isinstance(path, Path):
+        con = duckdb.connect(":memory:", config={"temp_directory": f"{path}.tmp"})
+    else:
+        con = duckdb.connect(":memory:")
+        con.register_filesystem(path.fs)
+    _sql(con, f"ATTACH {_quote(display(path))} AS catalog (READ_ONLY)")
     _sql(con, "USE catalog")
     return con
 
@@ -212,7 +251,44 @@ def connect(location: Path | str) -> duckdb.DuckDBPyConnection:
 # --------------------------------------------------------------------------- internals
 
 
-def _read_run_file(folder: Path) -> RunEntry | None:
+def _folders(root: UserPath) -> list[UserPath]:
+    """The folders of ``root``, by name (on the disk symbolic links to folders count, as they did)."""
+    if isinstance(root, Path):
+        return sorted(c for c in root.iterdir() if c.is_dir()) if root.is_dir() else []
+    return subfolders(root)
+
+
+def _table_files(folder: UserPath) -> dict[str, Entry | None]:
+    """Which of the tables' files ``folder`` holds (on a store with their sizes and ETags, for
+    ``tables/``: one delimited LIST of the folder; on the disk a stat each)."""
+    if isinstance(folder, Path):
+        return {f: None for f in dict.fromkeys(TABLE_FILES.values()) if (folder / f).is_file()}
+    found = files_under(folder, recursive=False)
+    return {f: found[f] for f in dict.fromkeys(TABLE_FILES.values()) if f in found}
+
+
+#: Where a file name starts in a path: its start, or after a slash or a backslash (RE2 syntax).
+_SEPARATOR = r"(^|[/\\])"
+
+
+def _folder_macro(root: UserPath) -> str:
+    """``doccheck_folder()``: the run folders' parent, with its separator. On a store the URL; on the
+    disk the folder of the catalog DuckDB opened, read from its temporary folder's name
+    (``…/catalog.duckdb.tmp``), else (another database opened first, a temporary folder set by
+    hand) the folder where the catalog was built."""
+    if not isinstance(root, Path):
+        return f"CREATE MACRO {FOLDER_MACRO}() AS {_quote(display(root).rstrip('/') + '/')}"
+    built = str(root.resolve()) + os.sep
+    tail = re.escape(f"{CATALOG_FILE}.tmp") + "$"
+    named = _quote(_SEPARATOR + tail)  # the temporary folder of a database file named catalog.duckdb
+    setting = "current_setting('temp_directory')"
+    return (
+        f"CREATE MACRO {FOLDER_MACRO}() AS CASE WHEN regexp_matches({setting}, {named})"
+        f" THEN regexp_replace({setting}, {_quote(tail)}, '') ELSE {_quote(built)} END"
+    )
+
+
+def _read_run_file(folder: UserPath) -> RunEntry | None:
     """The folder's ``run.json`` (None when absent or unreadable: not a run folder of this version)."""
     try:
         data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
@@ -251,12 +327,13 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _create_table_view(con: duckdb.DuckDBPyConnection, view: str, entries: Iterable[RunEntry]) -> None:
+def _create_table_view(
+    con: duckdb.DuckDBPyConnection, view: str, entries: Iterable[RunEntry], listed: RunFiles
+) -> None:
     """``view``: the table's files of every run, with the run's ``run_id`` and ``campaign`` first.
 
     A table no run wrote is an empty table of the current schema (queries still bind)."""
-    root = Path(_search_path(con))
-    files = [f"{e.folder}/{TABLE_FILES[view]}" for e in entries if (root / e.folder / TABLE_FILES[view]).is_file()]
+    files = [f"{e.folder}/{TABLE_FILES[view]}" for e in entries if TABLE_FILES[view] in listed[e.folder]]
     if not files:
         empty = pa.schema([pa.field("run_id", pa.string()), pa.field("campaign", pa.string()),
                            *(f for f in _TABLE_SCHEMAS[view] if f.name not in ("run_id", "campaign"))])  # fmt: skip
@@ -264,7 +341,8 @@ def _create_table_view(con: duckdb.DuckDBPyConnection, view: str, entries: Itera
         _sql(con, f'CREATE TABLE "{view}" AS SELECT * FROM doccheck_empty')
         con.unregister("doccheck_empty")
         return
-    source = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true)"
+    paths = ", ".join(f"{FOLDER_MACRO}() || {_quote(f)}" for f in files)
+    source = f"read_parquet([{paths}], union_by_name = true, filename = true)"
     present = {row[0] for row in _sql(con, f"DESCRIBE SELECT * FROM {source}")}
     dropped = ", ".join(c for c in ("filename", "run_id", "campaign") if c in present)
     _sql(
@@ -272,11 +350,6 @@ def _create_table_view(con: duckdb.DuckDBPyConnection, view: str, entries: Itera
         f'CREATE VIEW "{view}" AS SELECT r.run_id, r.campaign, t.* EXCLUDE ({dropped}) FROM {source} AS t'
         f" JOIN {RUNS_TABLE} AS r ON r.folder = parse_path(t.filename)[-2]",
     )
-
-
-def _search_path(con: duckdb.DuckDBPyConnection) -> str:
-    rows = _sql(con, "SELECT current_setting('file_search_path')")
-    return str(rows[0][0]) if rows else "."
 
 
 def _sql(con: duckdb.DuckDBPyConnection, statement: str) -> list[Any]:

@@ -41,6 +41,7 @@ from doccheck.outputs.instructor._groups import PageWorkers, write_group_pages
 from doccheck.outputs.instructor._page import generate_report
 from doccheck.outputs.instructor._spreadsheet import CsvChunks
 from doccheck.outputs.instructor._tally import PageTally, group_column
+from doccheck.storage import UserPath, resolve
 
 __all__ = [
     "CALIBRATION_JSON",
@@ -65,12 +66,13 @@ COHORT_MATCHES_FILE = "cohort_matches.parquet"
 
 @dataclass(frozen=True)
 class InstructorPaths:
-    """The files written in the run folder (the same names are in ``latest/`` when given)."""
+    """The files written in the run folder (the same names are in ``latest/`` when given):
+    local paths, or locations on a store."""
 
-    report_html: Path
-    documents_parquet: Path
-    documents_csv: Path
-    latest_report_html: Path | None = None
+    report_html: UserPath
+    documents_parquet: UserPath
+    documents_csv: UserPath
+    latest_report_html: UserPath | None = None
 
 
 def read_run_tables(run_dir: str | Path, columns: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -103,8 +105,8 @@ def names_from_ledger(ledger: Any, run_id: str, document_ids: Sequence[str] | No
 
 
 def write_instructor_files(
-    run_dir: str | Path,
-    latest_dir: str | Path | None = None,
+    run_dir: str | UserPath,
+    latest_dir: str | UserPath | None = None,
     *,
     campaign: str,
     run_id: str | None = None,
@@ -139,8 +141,8 @@ def write_instructor_files(
     ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
     (:mod:`doccheck.outputs.instructor._evidence`; none without it).
     """
-    final = final_dir(Path(run_dir))
-    folder = work_dir(final)  # the ``.partial`` folder of a staged run, published at the end
+    final = final_dir(run_dir)
+    folder = work_dir(final)  # the ``.partial`` folder of a staged run (local), published at the end
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
     group = group_column(group_by, documents_schema(source.meta).names)
@@ -169,7 +171,7 @@ def write_instructor_files(
                              rules=source.builder.rules, calibration=calibration,
                              evidence_html=evidence)  # fmt: skip
     targets = [(folder / REPORT_HTML, "")]
-    latest = None if latest_dir is None else Path(latest_dir)
+    latest = None if latest_dir is None else resolve(latest_dir)
     latest_stage: Path | None = None
     if latest is not None:  # a complete copy beside latest/, swapped in once the run folder is complete
         latest_stage = begin_latest(latest, folder, [*REPORT_FILES.values(), DOCUMENTS_PARQUET, DOCUMENTS_CSV,

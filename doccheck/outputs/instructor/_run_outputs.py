@@ -21,6 +21,7 @@ from doccheck.outputs.instructor._instructor_files import (
     read_run_tables,
     write_instructor_files,
 )
+from doccheck.storage import UserPath
 
 #: The report columns the download targets are chosen from (read alone: the rest stays on disk).
 TARGET_COLUMNS = ("document_id", "check_id", "products", "status")
@@ -37,8 +38,8 @@ class RunOutputs:
 
 
 async def write_run_outputs(
-    run_dir: str | Path,
-    latest_dir: str | Path | None,
+    run_dir: str | UserPath,
+    latest_dir: str | UserPath | None,
     *,
     campaign: str,
     run_id: str | None = None,
@@ -96,7 +97,7 @@ async def write_run_outputs(
             group_by=group_by or (rules or {}).get("group_by"),
             texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
         )
-    refresh_catalog(final_dir(Path(run_dir)).parent)  # the term's catalog, after every run and collect
+    refresh_catalog(final_dir(run_dir).parent)  # the term's catalog, after every run and collect
     return RunOutputs(paths, result)
 
 

@@ -96,8 +96,8 @@ def test_a_reader_in_another_process_never_blocks_a_rebuild(tmp_path: Path) -> N
     _term(out)
     rebuild_catalog(out)
     reader = subprocess.Popen(
-        [sys.executable, "-c", "import sys, duckdb; c = duckdb.connect(sys.argv[1] + '/catalog.duckdb', read_only=True, "
-         "config={'file_search_path': sys.argv[1]}); q = 'SELECT count(*) FROM runs'; "
+        [sys.executable, "-c", "import sys, duckdb; c = duckdb.connect(sys.argv[1] + '/catalog.duckdb', read_only=True)"
+         "; q = 'SELECT count(*) FROM runs'; "
          "print(c.execute(q).fetchall()[0][0], flush=True); sys.stdin.readline(); "
          "print(c.execute(q).fetchall()[0][0], flush=True)", str(out)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -116,21 +116,69 @@ def test_a_reader_in_another_process_never_blocks_a_rebuild(tmp_path: Path) -> N
         reader.wait(timeout=10)
 
 
-def test_a_copied_folder_opens_from_any_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_catalog_opens_with_a_plain_connect_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``duckdb.connect(path, read_only=True)`` as any tool opens it, from the folder above, from
+    inside and from elsewhere (DuckDB binds a relative path against the reader's working directory:
+    the views find their files beside the catalog instead, duckdb/duckdb#2342)."""
+    import duckdb
+
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    (tmp_path / "elsewhere").mkdir()
+    for cwd, path in ((tmp_path, "reports/catalog.duckdb"), (out, CATALOG_FILE),
+                      (tmp_path / "elsewhere", str(out / CATALOG_FILE))):  # fmt: skip
+        monkeypatch.chdir(cwd)
+        with duckdb.connect(path, read_only=True) as con:
+            assert con.execute("SELECT count(*), sum(net_cents) FROM documents").fetchall() == [(7, 54)]
+    assert not (out / f"{CATALOG_FILE}.tmp").exists()  # DuckDB's temporary folder: named, not made
+
+
+@pytest.mark.parametrize("how", ["copied", "moved"])
+def test_a_copied_or_moved_folder_reads_its_own_files(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
     out = tmp_path / "reports"
     _term(out)
     rebuild_catalog(out)
     moved = tmp_path / "archive" / "term-2026"
-    shutil.copytree(out, moved)
-    shutil.rmtree(out)
+    shutil.copytree(out, moved, symlinks=True)
+    if how == "moved":
+        shutil.rmtree(out)
+    else:  # the original loses a folder after the copy: the copy must not be reading it
+        for folder in [p for p in out.iterdir() if p.name.startswith("course-b")]:
+            shutil.rmtree(folder)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     assert connect(moved / CATALOG_FILE).execute("SELECT count(*) FROM documents").fetchall() == [(7,)]
+    assert connect(moved).execute("SELECT count(*) FROM runs").fetchall() == [(4,)]
+    with duckdb.connect(str(moved / CATALOG_FILE), read_only=True) as con:
+        assert con.execute("SELECT count(*), sum(net_cents) FROM documents").fetchall() == [(7, 54)]
+    import pyarrow.dataset as ds  # tables/ holds relative links: they moved with the folder
+
+    table = ds.dataset(moved / "tables" / "documents", partitioning="hive").to_table()
+    assert table.num_rows == 9
+
+
+def test_a_catalog_attached_to_another_database_reads_the_folder_it_was_built_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB opened on another database first (``ATTACH``): its temporary folder is that database's,
+    so the views read the folder where the catalog was built."""
     import duckdb
 
-    con = duckdb.connect(str(moved / CATALOG_FILE), read_only=True, config={"file_search_path": str(moved)})
-    assert con.execute("SELECT sum(net_cents) FROM documents").fetchall() == [(54,)]
+    out = tmp_path / "reports"
+    _term(out)
+    rebuild_catalog(out)
+    monkeypatch.chdir(tmp_path)
+    with duckdb.connect(str(tmp_path / "mine.duckdb")) as con:
+        con.execute("ATTACH 'reports/catalog.duckdb' AS term (READ_ONLY)").fetchall()
+        assert con.execute("SELECT count(*) FROM term.documents").fetchall() == [(7,)]
 
 
 def test_a_column_added_by_a_later_run_is_read(tmp_path: Path) -> None:
