@@ -276,7 +276,11 @@ class ScheduleSettings(_Group):
         "DOCCHECK_PRODUCTS", "Products of the scheduled check, comma-separated.", ["ai", "similarity"]
     )
     campaign: str | None = _env("DOCCHECK_CAMPAIGN", "The scheduled check's campaign; unset: the manifest's name.")
-    reports_dir: Path = _env("DOCCHECK_REPORTS_DIR", "Where the scheduled runs write their reports.", Path("reports"))
+    reports_dir: str = _env(
+        "DOCCHECK_REPORTS_DIR",
+        "Where the scheduled runs write their reports: a folder, or a URL (s3://bucket/reports).",
+        "reports",
+    )
     collect_within_seconds: int = _env(
         "DOCCHECK_COLLECT_WITHIN_S",
         "Seconds in which further check events of a campaign fire no new collect.",

@@ -30,6 +30,7 @@ from doccheck import domain
 from doccheck.domain import estimate_cost_cents
 from doccheck.outputs import REPORT_FILES, escape_markdown
 from doccheck.pipeline import Progress
+from doccheck.storage import UserPath, arrow_filesystem, display, resolve, write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +59,18 @@ def artifact_key(campaign: str, kind: str | None = None, prefix: str = "bulk-che
 # --------------------------------------------------------------------------- reading reports
 
 
-def read_report_rows(report_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
-    """The rows of each Parquet report in ``report_dir`` (a missing file gives no rows)."""
-    folder = Path(report_dir)
+def read_report_rows(report_dir: str | UserPath) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each Parquet report in ``report_dir`` (a folder or a store's URL; a missing
+    file gives no rows)."""
+    folder = resolve(report_dir)
     rows: dict[str, list[dict[str, Any]]] = {}
     for name, filename in REPORT_FILES.items():
         path = folder / filename
-        rows[name] = pq.read_table(path).to_pylist() if path.is_file() else []
+        if path.is_file():
+            filesystem, where = arrow_filesystem(path)
+            rows[name] = pq.read_table(where, filesystem=filesystem).to_pylist()
+        else:
+            rows[name] = []
     return rows
 
 
@@ -360,21 +366,21 @@ async def publish_run_artifacts(
     campaign = str(summary.get("campaign") or "run")
     report_dir = summary.get("report_dir")
     tables = read_report_rows(report_dir) if report_dir else {name: [] for name in REPORT_FILES}
-    report_files = {name: str(Path(report_dir) / f) for name, f in REPORT_FILES.items()} if report_dir else {}
+    report_files = {name: display(resolve(report_dir) / f) for name, f in REPORT_FILES.items()} if report_dir else {}
     created: dict[str, UUID] = {}
 
-    image_path: Path | None = None
+    image_path: UserPath | None = None
     ai_scores = [r.get("score") for r in tables.get("ai_results", []) if r.get("score") is not None]
     similarity_scores = [r.get("score") for r in tables.get("similarity_results", []) if r.get("score") is not None]
     # No score yet (a ``--no-wait`` run): no histogram of nothing, and no matplotlib (~0.5 s of
     # the run's fixed cost); ``collect-results`` draws it when the results are in.
     png = score_histogram_png(ai_scores, similarity_scores) if ai_scores or similarity_scores else None
     if report_dir and png is not None:
-        image_path = Path(report_dir) / SCORES_PNG
+        image_path = resolve(report_dir) / SCORES_PNG
         try:
-            image_path.write_bytes(png)
+            write_bytes(image_path, png)  # one whole file (on a store: one object, beside run.json)
         except OSError as exc:
-            log.warning("could not write %s: %s", image_path, type(exc).__name__)
+            log.warning("could not write %s: %s", display(image_path), type(exc).__name__)
             image_path = None
 
     created["outcomes"] = await acreate_table_artifact(
@@ -383,7 +389,7 @@ async def publish_run_artifacts(
         description=f"{prefix} {campaign}: outcomes and cost per product",
     )
     created["summary"] = await acreate_markdown_artifact(
-        markdown=summary_markdown(summary, tables, report_files, image_path),
+        markdown=summary_markdown(summary, tables, report_files, display(image_path) if image_path else None),
         key=artifact_key(campaign, None, prefix),
         description=f"{prefix} {campaign}: run summary",
     )

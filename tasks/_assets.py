@@ -11,9 +11,10 @@ and task run are added as related resources by ``emit_event`` itself. A self-hos
 shows them in the event feed; Prefect Cloud draws the asset graph from them.
 
 One stable key per table: ``file://<absolute --out folder>/<table>`` (the table over every run
-of that folder: what the catalog's view of the same name reads). The payload is the asset's
-metadata: the run, its campaign, the table's row count in this run and its run folder. No row,
-name or text.
+of that folder: what the catalog's view of the same name reads), or for ``--out`` on a store its
+URL, ``s3://bucket/reports/<table>`` (never a path of the worker that wrote it). The payload is the
+asset's metadata: the run, its campaign, the table's row count in this run and its run folder. No
+row, name or text.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from prefect.types.names import MAX_ASSET_KEY_LENGTH, RESTRICTED_ASSET_CHARACTER
 
 from doccheck.outputs import SCHEMA_VERSION, TABLE_FILES
 from doccheck.pipeline import RunSummary
-from doccheck.storage import display, is_url, resolve
+from doccheck.storage import UserPath, display, is_url, open_input, resolve
 
 log = logging.getLogger("doccheck.flows")
 
@@ -43,17 +44,23 @@ MATERIALIZED_BY = "doccheck"
 _TABLES = {("documents" if view == "documents_history" else view): file for view, file in TABLE_FILES.items()}
 
 
-def _file_uri(path: str | Path) -> str:
-    """``file://`` and the absolute path, each character an asset key refuses (a space, ``#``,
-    ``%``...) replaced by ``_``; the start of it when longer than Prefect's limit."""
-    text = str(Path(path).resolve())
+def _file_uri(path: str | UserPath) -> str:
+    """``file://`` and the absolute path (a store's location: its URL), each character an asset
+    key refuses (a space, ``#``, ``%``...) replaced by ``_``; the start of it when longer than
+    Prefect's limit."""
+    text = display(path) if not isinstance(path, str) else path
+    if is_url(text):
+        scheme, rest = text.split("://", 1)
+    else:
+        scheme, rest = "file", str(Path(text).resolve())
     for char in RESTRICTED_ASSET_CHARACTERS:
-        text = text.replace(char, "_")
-    return f"file://{text}"[:MAX_ASSET_KEY_LENGTH]
+        rest = rest.replace(char, "_")
+    return f"{scheme}://{rest.lstrip('/') if scheme != 'file' else rest}"[:MAX_ASSET_KEY_LENGTH]
 
 
-def asset_key(out_dir: str | Path, table: str) -> str:
-    """The stable key of ``table`` written into ``out_dir``: ``file://<absolute out_dir>/<table>``."""
+def asset_key(out_dir: str | UserPath, table: str) -> str:
+    """The stable key of ``table`` written into ``out_dir``: ``file://<absolute out_dir>/<table>``,
+    or ``<out_dir's URL>/<table>`` on a store."""
     return f"{_file_uri(out_dir)[: MAX_ASSET_KEY_LENGTH - len(table) - 1]}/{table}"
 
 
@@ -85,7 +92,7 @@ def emit_table_assets(summary: RunSummary) -> int:
 def _emit(summary: RunSummary) -> int:
     if not summary.report_dir:
         return 0
-    folder = Path(summary.report_dir)
+    folder = resolve(summary.report_dir)
     upstream = _upstream(getattr(summary, "manifest", None))
     related: list[dict[str, str]] = []
     if upstream is not None:
@@ -97,8 +104,10 @@ def _emit(summary: RunSummary) -> int:
         path = folder / filename
         if not path.is_file():
             continue
+        with open_input(path) as stream:  # the footer alone: a store serves it in a ranged read
+            rows = pq.ParquetFile(stream).metadata.num_rows
         payload: dict[str, Any] = {"campaign": summary.campaign, "run_id": summary.run_id, "table": table,
-                                   "rows": pq.ParquetFile(path).metadata.num_rows, "run_folder": folder.name,
+                                   "rows": rows, "run_folder": folder.name,
                                    "schema_version": SCHEMA_VERSION}  # fmt: skip
         resource = {"prefect.resource.id": asset_key(folder.parent, table), "prefect.resource.name": table,
                     "prefect.asset.description": f"doccheck's {table} table, every run of {folder.parent.name}/"}  # fmt: skip

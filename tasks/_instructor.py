@@ -1,7 +1,8 @@
 """Prefect side of the instructor's files: one task after ``write reports`` that downloads
 the requested service files and writes ``report.html`` + ``documents.*``, and a link
-artifact to the page (a ``file://`` URL: the page is a local file, opened from the UI's
-machine or copied from the run folder).
+artifact to the page (a ``file://`` URL for a local file, opened from the UI's machine or
+copied from the run folder; the object's URL, ``s3://…/report.html``, when ``out_dir`` is a
+bucket: never a path of the worker's disk, which a container's flow run does not keep).
 
 Why one task: the page links the downloaded files, so it must be written after them;
 retried on transient errors only (a rerun downloads only what is missing).
@@ -19,6 +20,7 @@ from prefect import task
 from doccheck.outputs import escape_markdown, parse_kinds
 from doccheck.outputs.instructor import write_run_outputs
 from doccheck.pipeline import ledger_for
+from doccheck.storage import display, is_url
 from prefect_doccheck.tasks._artifacts import artifact_key
 from prefect_doccheck.tasks._pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks._service_access import KeySource
@@ -64,25 +66,28 @@ async def instructor_report(
         for failure in downloads["failures"]:
             log.warning("file %s of %s not downloaded: %s", failure["kind"], failure["document_id"], failure["reason"])
     return {
-        "report_html": str(outputs.paths.report_html),
-        "documents_csv": str(outputs.paths.documents_csv),
-        "documents_parquet": str(outputs.paths.documents_parquet),
+        "report_html": display(outputs.paths.report_html),
+        "documents_csv": display(outputs.paths.documents_csv),
+        "documents_parquet": display(outputs.paths.documents_parquet),
         "downloads": downloads,
     }
 
 
 async def publish_report_link(report_html: str, campaign: str, *, prefix: str = "bulk-check") -> UUID | None:
-    """A link artifact to ``report.html`` (never fails the run: the page is already written)."""
+    """A link artifact to ``report.html`` (never fails the run: the page is already written): a
+    ``file://`` URL for a local page, the object's own URL on a store."""
     from pathlib import Path
 
     from prefect.artifacts import acreate_link_artifact
 
+    remote = is_url(report_html)
+    where = "the object in the bucket" if remote else "open the file in a browser"
     try:
         return await acreate_link_artifact(
-            link=Path(report_html).resolve().as_uri(),
+            link=report_html if remote else Path(report_html).resolve().as_uri(),
             link_text=f"report.html · {escape_markdown(campaign)}",  # the campaign is user input
             key=artifact_key(campaign, "report", prefix),
-            description=f"{prefix} {campaign}: the instructor's report page (open the file in a browser)",
+            description=f"{prefix} {campaign}: the instructor's report page ({where})",
         )
     except Exception as exc:  # noqa: BLE001 - the UI is a view; the run goes on
         log.warning("could not create the report link artifact: %s", type(exc).__name__)

@@ -23,7 +23,6 @@ the ledger is shared per database URL within the process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -279,4 +278,4 @@ def write_run_reports(
     ledger = ledger_for(database_url)
     tables = report_tables(ledger, run_id)
     found = metadata if metadata is not None else ledger.document_metadata(run_id)  # read as the reports go
-    return write_reports(Path(out_dir), run_label, tables, metadata=found or None, staged=staged, latest=latest)
+    return write_reports(out_dir, run_label, tables, metadata=found or None, staged=staged, latest=latest)

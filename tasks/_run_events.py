@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -33,6 +32,7 @@ from prefect.events import emit_event
 from doccheck.outputs import AiRules
 from doccheck.outputs.instructor import FLAG_SIMILARITY_SCORE
 from doccheck.pipeline import RunSummary
+from doccheck.storage import UserPath, open_input, resolve
 from prefect_doccheck.tasks._assets import emit_table_assets
 
 log = logging.getLogger("doccheck.flows")
@@ -50,30 +50,32 @@ _NAMESPACE = uuid.UUID("6f1c1d1e-8b0a-4e55-9d1e-d0cc4ecc0025")
 _COLUMNS = ("document_id", "flagged", "ai_band", "ai_label", "ai_score", "similarity_score", "cohort_match_count")
 
 
-def flagged_documents(run_dir: str | Path, limit: int = MAX_FLAG_EVENTS) -> tuple[list[dict[str, Any]], int]:
+def flagged_documents(run_dir: str | UserPath, limit: int = MAX_FLAG_EVENTS) -> tuple[list[dict[str, Any]], int]:
     """The first ``limit`` flagged rows of the run folder's ``documents.parquet`` (the
-    columns that say why) and how many rows are flagged in all; read in record batches."""
-    path = Path(run_dir) / "documents.parquet"
+    columns that say why) and how many rows are flagged in all; read in record batches
+    (a run folder on a store is read in blocks, never whole)."""
+    path = resolve(run_dir) / "documents.parquet"
     if not path.is_file():
         return [], 0
-    source = pq.ParquetFile(path)
-    columns = [c for c in _COLUMNS if c in source.schema_arrow.names]
     first: list[dict[str, Any]] = []
     total = 0
-    for batch in source.iter_batches(batch_size=5000, columns=columns, use_threads=False):
-        for row in batch.to_pylist():
-            if not row.get("flagged"):
-                continue
-            total += 1
-            if len(first) < limit:
-                first.append(row)
+    with open_input(path) as stream:
+        source = pq.ParquetFile(stream)
+        columns = [c for c in _COLUMNS if c in source.schema_arrow.names]
+        for batch in source.iter_batches(batch_size=5000, columns=columns, use_threads=False):
+            for row in batch.to_pylist():
+                if not row.get("flagged"):
+                    continue
+                total += 1
+                if len(first) < limit:
+                    first.append(row)
     return first, total
 
 
-def _threshold(run_dir: str | Path) -> float:
+def _threshold(run_dir: str | UserPath) -> float:
     """The AI flag threshold the page used (``calibration.json``; the default bound without it)."""
     try:
-        return float(json.loads((Path(run_dir) / "calibration.json").read_text(encoding="utf-8"))["threshold"])
+        return float(json.loads((resolve(run_dir) / "calibration.json").read_text(encoding="utf-8"))["threshold"])
     except (OSError, ValueError, KeyError, TypeError):
         return AiRules().threshold
 

@@ -32,6 +32,7 @@ from doccheck.pipeline import (
     WaitResult,
     ledger_for,
 )
+from doccheck.storage import display
 from prefect_doccheck.tasks import _progress_hub as progress
 from prefect_doccheck.tasks._artifacts import artifact_key, track_progress
 from prefect_doccheck.tasks._instructor import instructor_report
@@ -167,7 +168,7 @@ class TaskSteps:
         label = run_label(summary.campaign, summary.run_id)
         # staged: the folder and latest/ are published by the instructor report, once complete
         paths = write_run_reports(self.database_url, summary.run_id, options.output.out_dir, label, staged=True)
-        summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
+        summary.report_dir, summary.latest_dir = display(paths.run_dir), display(paths.latest_dir)
         outputs = await instructor_report(
             summary.report_dir, summary.latest_dir, campaign=summary.campaign, run_id=summary.run_id,
             database_url=self.database_url, base_url=self.base_url, api_key_block=self.key_source,

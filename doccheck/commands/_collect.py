@@ -8,7 +8,6 @@ Useful after ``--no-wait``, a wait timeout, or a receiver outage; safe to repeat
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -21,6 +20,7 @@ from doccheck.commands._runner import (
     fail,
     ledger_label,
     one_line_errors,
+    out_location,
     quiet_prefect,
     require_service_settings,
     run_flow,
@@ -37,7 +37,9 @@ def collect(
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Collect this run (see `doccheck run`'s summary).")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports.")] = Path("reports"),
+    out: Annotated[
+        str, typer.Option("--out", help="Where the reports go: a folder, or a URL such as s3://bucket/reports.")
+    ] = "reports",
     database_url: Annotated[
         str | None, typer.Option(help="Ledger database (default DOCCHECK_DATABASE_URL or sqlite:///doccheck.db).")
     ] = None,
@@ -68,11 +70,12 @@ def collect(
         raise fail(err, str(exc)) from None
     if bool(campaign) == bool(run_id):
         raise fail(err, "give exactly one of --campaign or --run-id")
+    out_location(err, out)
     require_service_settings(err, base_url, database_url)
     keep_pandas_unloaded()  # ~32 MB of the collect's peak (doccheck.commands._pyarrow_without_pandas)
     if not use_prefect(prefect, LOCAL_PREFECT_HOME):
         with one_line_errors(err, ledger=ledger_label(database_url)):
-            summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=str(out), base_url=base_url,
+            summary = collect_without_prefect(campaign=campaign, run_id=run_id, out_dir=out, base_url=base_url,
                                               database_url=database_url, download=tuple(parse_kinds(download)))  # fmt: skip
         _print_collected(console, summary)
         return
@@ -86,7 +89,7 @@ def collect(
         return prefect_integration().collect_results(
             campaign=campaign,
             run_id=run_id,
-            out_dir=str(out),
+            out_dir=out,
             base_url=base_url,
             database_url=database_url,
             download=download,

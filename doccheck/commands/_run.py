@@ -31,6 +31,7 @@ from doccheck.commands._runner import (
     fail,
     ledger_label,
     one_line_errors,
+    out_location,
     quiet_prefect,
     rejections_table,
     require_service_settings,
@@ -48,7 +49,7 @@ _D = DEFAULTS  # every flag's default comes from the one options model (doccheck
 
 
 _PRODUCTS = ",".join(_D.source.products)
-_OUT = Path(_D.output.out_dir)
+_OUT = _D.output.out_dir
 
 ManifestOption = Annotated[
     str,  # not a Path: a URL (s3://bucket/course-a/manifest.csv) would be mangled into one (s3:/bucket/...)
@@ -60,7 +61,12 @@ ManifestOption = Annotated[
 ProductsOption = Annotated[
     str, typer.Option(help="Default products for rows without their own: ai, similarity or both (comma-separated).")
 ]
-OutOption = Annotated[Path, typer.Option("--out", help="Folder for the Parquet reports (a run folder + latest/).")]
+OutOption = Annotated[
+    str,
+    typer.Option(
+        "--out", help="Where the reports go (a run folder + latest/): a folder, or a URL such as s3://bucket/reports."
+    ),
+]
 CampaignOption = Annotated[
     str | None, typer.Option(help="Namespace of the Idempotency-Keys (default: the manifest's file name).")
 ]
@@ -200,11 +206,14 @@ def run(
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
     err = Console(stderr=True)
-    manifest = export_manifest(console, err, manifest, out / "exports", lms=lms, attempts=attempts, roster=roster)
+    from doccheck.outputs import work_root
+
+    exports = work_root(out_location(err, out)) / "exports"  # for a bucket: a local folder of this run
+    manifest = export_manifest(console, err, manifest, exports, lms=lms, attempts=attempts, roster=roster)
     manifest = _readable_manifest(err, manifest)
     try:
         options = RunOptions.from_flat(
-            manifest=str(manifest), products=products, out_dir=str(out), campaign=campaign, concurrency=concurrency,
+            manifest=str(manifest), products=products, out_dir=out, campaign=campaign, concurrency=concurrency,
             wait=wait, wait_timeout=wait_timeout, max_spend_cents=max_spend_cents, metadata_columns=metadata_columns,
             dry_run=dry_run, base_url=base_url, database_url=database_url, webhook_url=webhook_url,
             batch_size=batch_size, grace_seconds=grace_seconds, poll_interval=poll_interval, download=download,

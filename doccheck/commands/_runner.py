@@ -67,6 +67,19 @@ def fail(console: Console, message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def out_location(err: Console, out: str) -> Any:
+    """``--out`` as the storage seam reads it (a folder, or a store's URL: a ``UserPath``); one
+    line and exit 2 when it is refused (a URL carrying credentials, shown masked; an unknown
+    scheme; a store whose extra is not installed), before anything runs."""
+    from doccheck.errors import StorageError
+    from doccheck.storage import resolve
+
+    try:
+        return resolve(out)
+    except StorageError as exc:
+        raise fail(err, f"--out: {exc}", code=2) from None
+
+
 def require_service_settings(err: Console, base_url: str | None, database_url: str | None = None) -> None:
     """Fail with one line when the service address or the API key is missing, before anything runs
     (a flag's bad value is a ``SettingsError``: the CLI prints its line, exit 2)."""

@@ -48,6 +48,7 @@ from doccheck.notebook._frames import resolve_columns as _resolve_columns
 from doccheck.notebook._frames import write_manifest as _write_manifest
 from doccheck.notebook._progress import RunProgress, progress_display
 from doccheck.pipeline import DEFAULTS, OverlappingLocalSteps, Prepared, RunObserver, RunOptions, run_checks
+from doccheck.storage import UserPath, arrow_filesystem, display, resolve
 
 if TYPE_CHECKING:  # pandas is imported lazily: `import doccheck` stays light
     import pandas as pd
@@ -78,8 +79,9 @@ class CheckResult(Mapping[str, "pd.DataFrame"]):
     summary: dict[str, Any] = field(default_factory=dict)
     #: The per-student wide table (``documents.parquet`` schema, see doccheck.outputs.instructor).
     documents: pd.DataFrame | None = None
-    #: The run's ``report.html`` when reports were written (``out_dir`` or ``download``).
-    report_html: Path | None = None
+    #: The run's ``report.html`` when reports were written (``out_dir`` or ``download``): a local
+    #: path, or its location on a store when ``out_dir`` is a URL (``str()`` or ``doccheck.storage.display``).
+    report_html: UserPath | None = None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in REPORT_NAMES:
@@ -162,7 +164,7 @@ def _prepare(
     settings = load_settings(base_url=base_url, database_url=database_url, api_key=api_key or None)
     write_files = out_dir is not None or bool(download)
     folder = (
-        str(out_dir)
+        display(resolve(out_dir))  # a folder, or a store's URL (refused here when it carries a credential)
         if out_dir is not None
         else tempfile.mkdtemp(prefix="doccheck-notebook-reports-")
         if write_files
@@ -228,7 +230,7 @@ async def _execute(prepared: _Prepared, *, display: RunProgress) -> CheckResult:
         display.close()
         prepared.discard()
     return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
-                       documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip
+                       documents=documents, report_html=resolve(summary.report_html) if summary.report_html else None)  # fmt: skip
 
 
 def _read_back(ledger: Any, summary: RunSummary, display: RunProgress) -> tuple[dict[str, pd.DataFrame], Any]:
@@ -284,14 +286,22 @@ async def acheck_dataframe(
     return await _execute(prepared, display=progress_display(progress))
 
 
+def _read_parquet(path: UserPath) -> pd.DataFrame:
+    """A report file of the run folder (on the disk or a store) as a DataFrame of Arrow dtypes."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    filesystem, where = arrow_filesystem(path)
+    return pq.read_table(where, filesystem=filesystem).to_pandas(types_mapper=pd.ArrowDtype)
+
+
 def _documents_frame(ledger: Any, run_id: str, summary: RunSummary) -> pd.DataFrame:
     """The per-student wide table: the run folder's ``documents.parquet`` when one was
     written, else built from the ledger's tables in memory."""
     import pandas as pd
-    import pyarrow.parquet as pq
 
     if summary.report_dir:
-        return pq.read_table(Path(summary.report_dir) / "documents.parquet").to_pandas(types_mapper=pd.ArrowDtype)
+        return _read_parquet(resolve(summary.report_dir) / "documents.parquet")
     from doccheck.outputs import to_tables
     from doccheck.outputs.instructor import build_documents, documents_table, names_from_ledger
     from doccheck.pipeline import report_tables
@@ -485,8 +495,6 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
 
     The key travels as an unsaved ``DocCheckCredentials`` block (its ``SecretStr`` is
     masked wherever Prefect serialises parameters), never through the environment."""
-    import pandas as pd
-    import pyarrow.parquet as pq
 
     from doccheck.outputs import REPORT_FILES, SCHEMAS
     from doccheck.pipeline import prefect_integration
@@ -513,13 +521,9 @@ def _check_with_prefect(prepared: _Prepared, *, api_key_block: str | None) -> Ch
             summary = pool.submit(context.run, run).result()
     finally:
         prepared.discard()
-    run_dir = Path(summary.report_dir)
-    frames = {
-        name: pq.read_table(run_dir / REPORT_FILES[name]).to_pandas(types_mapper=pd.ArrowDtype) for name in SCHEMAS
-    }
+    run_dir = resolve(summary.report_dir)  # a folder, or a URL when out_dir is one
+    frames = {name: _read_parquet(run_dir / REPORT_FILES[name]) for name in SCHEMAS}
     documents_path = run_dir / "documents.parquet"
-    documents = (
-        pq.read_table(documents_path).to_pandas(types_mapper=pd.ArrowDtype) if documents_path.is_file() else None
-    )
+    documents = _read_parquet(documents_path) if documents_path.is_file() else None
     return CheckResult(**frames, run_id=summary.run_id, campaign=summary.campaign, summary=summary.model_dump(mode="json"),
-                       documents=documents, report_html=Path(summary.report_html) if summary.report_html else None)  # fmt: skip
+                       documents=documents, report_html=resolve(summary.report_html) if summary.report_html else None)  # fmt: skip

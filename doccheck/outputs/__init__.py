@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         to_tables,
         write_reports,
     )
+    from doccheck.outputs._report_folders import work_root
     from doccheck.outputs._said import CHECKED_AS_TEXT, REASON_WORDS, count_by_reason
     from doccheck.outputs._term_catalog import (
         CATALOG_FILE,
@@ -83,6 +84,7 @@ __all__ = [
     "run_label",
     "to_dataframes",
     "to_tables",
+    "work_root",
     "write_reports",
     "write_run_file",
 ]
@@ -123,6 +125,7 @@ _LAZY = {
     "rebuild_catalog": "_term_catalog",
     "rebuild_catalogs": "_term_catalog",
     "write_run_file": "_term_catalog",
+    "work_root": "_report_folders",
 }
 
 

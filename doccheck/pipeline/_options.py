@@ -188,7 +188,10 @@ class WaitingOptions(_Group):
 class OutputOptions(_Group):
     """What is written."""
 
-    out_dir: str = Field(default="reports", description="Folder for the reports (a run folder + latest/).")
+    out_dir: str = Field(
+        default="reports",
+        description="Where the reports go (a run folder + latest/): a folder, or a URL (s3://bucket/reports).",
+    )
     download: list[str] = Field(
         default_factory=list,
         description="Files of finished checks to fetch into <run>/files/: similarity_pdf, pdf, original.",

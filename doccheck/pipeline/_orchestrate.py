@@ -386,8 +386,12 @@ def record_and_match(
 
 
 def export_work_dir(options: RunOptions) -> Path:
-    """Where an LMS export's documents are copied for a run: ``<out_dir>/exports``."""
-    return Path(options.output.out_dir) / "exports"
+    """Where an LMS export's documents are copied for a run: ``<out_dir>/exports`` (for an
+    ``out_dir`` on a store, under the local folder its run folders are built in)."""
+    from doccheck.outputs import work_root
+    from doccheck.storage import resolve
+
+    return work_root(resolve(options.output.out_dir)) / "exports"
 
 
 def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
@@ -488,13 +492,12 @@ class LocalSteps:
 
     async def _write_run_folder(self, summary: RunSummary, options: RunOptions, tables: Any) -> RunSummary:
         """Reports, downloads and the instructor's files of a closed run (see write_outputs)."""
-        from pathlib import Path
-
         from doccheck.outputs import RULE_OPTIONS, run_label, write_reports
         from doccheck.outputs.instructor import write_run_outputs
+        from doccheck.storage import display
 
         assert summary.run_id is not None
-        paths = write_reports(Path(options.output.out_dir), run_label(summary.campaign, summary.run_id), tables,
+        paths = write_reports(options.output.out_dir, run_label(summary.campaign, summary.run_id), tables,
                               metadata=self._ledger.document_metadata(summary.run_id) or None, staged=True)  # fmt: skip
         outputs = await write_run_outputs(
             paths.run_dir, paths.latest_dir, campaign=summary.campaign, run_id=summary.run_id, ledger=self._ledger,
@@ -502,7 +505,7 @@ class LocalSteps:
             download_concurrency=min(options.submission.concurrency, 8), status=summary.status,
             spent_cents=summary.spent_cents, rules=options.output.model_dump(include=set(RULE_OPTIONS)),
         )  # fmt: skip
-        summary.report_dir, summary.latest_dir = str(paths.run_dir), str(paths.latest_dir)
-        summary.report_html = str(outputs.paths.report_html)
+        summary.report_dir, summary.latest_dir = display(paths.run_dir), display(paths.latest_dir)
+        summary.report_html = display(outputs.paths.report_html)
         summary.downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None
         return summary

@@ -8,7 +8,6 @@ server runs these same steps in its own process, and the flow builds its summary
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from doccheck.client import ConfigurationError
@@ -23,6 +22,7 @@ from doccheck.pipeline._summary import (
 )
 from doccheck.pipeline.collecting._campaign_runs import runs_with_pending
 from doccheck.pipeline.collecting._results import apply_events, describe_poll_errors, poll_pending, report_tables
+from doccheck.storage import display
 
 __all__ = ["collect_runs", "collected_summary", "runs_to_collect"]
 
@@ -73,8 +73,8 @@ def collected_summary(
         misnamed=int(counts.get("misnamed", 0)),
         **money_fields(counts),
         **notice_fields(counts),
-        report_dir=str(paths.run_dir),
-        latest_dir=str(paths.latest_dir),
+        report_dir=display(paths.run_dir),
+        latest_dir=display(paths.latest_dir),
         elapsed_seconds=round(time.monotonic() - started, 3),
         runs_collected=runs_collected,
     )
@@ -87,7 +87,7 @@ def _write(ledger: Ledger, run_id: str, out_dir: str, campaign: str, *, staged: 
     metadata = ledger.document_metadata(run_id) or None
     tables = report_tables(ledger, run_id)
     label = run_label(campaign, run_id)
-    return write_reports(Path(out_dir), label, tables, metadata=metadata, staged=staged, latest=staged)
+    return write_reports(out_dir, label, tables, metadata=metadata, staged=staged, latest=staged)
 
 
 async def collect_runs(
@@ -119,6 +119,6 @@ async def collect_runs(
         client=client if download else None, download=download, status=summary.status, spent_cents=None,
         rules=rules_from_params(run.params),  # the rules the run was judged with, not the defaults
     )  # fmt: skip
-    summary.report_html = str(outputs.paths.report_html)
+    summary.report_html = display(outputs.paths.report_html)
     summary.downloads = outputs.downloads.as_dict() if outputs.downloads is not None else None
     return summary

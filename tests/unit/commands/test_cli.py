@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -26,6 +27,7 @@ def test_help(command: str | None) -> None:
 
 _HELP_IN_A_FRESH_INTERPRETER = """
 import sys
+from pathlib import Path
 from doccheck.cli import app
 try:
     app(sys.argv[1:])
@@ -55,3 +57,17 @@ def test_a_command_process_uses_the_system_allocator_for_arrow_unless_told(chose
     code = "import doccheck.cli, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == expected, out.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "collect"])
+def test_an_out_url_carrying_a_secret_is_refused_masked(command: str, tmp_path: Path) -> None:
+    """``--out`` takes a folder or a store's URL; one with credentials in it is refused before anything
+    runs, in one line that does not show them (credentials come from the store's own chain)."""
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("document_id,text\nd1,hello\n")
+    args = [str(manifest)] if command == "run" else ["--campaign", "c"]
+    out = runner.invoke(app, [command, *args, "--out", "s3://AKIAKEY:s3cr3tv4lue@bucket/reports", "--no-prefect"],
+                        env={"DOCCHECK_BASE_URL": "http://127.0.0.1:9/api/v1", "DOCCHECK_API_KEY": "k"})  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert "must not carry credentials" in out.output and "s3cr3tv4lue" not in out.output
+    assert "AKIAKEY" not in out.output

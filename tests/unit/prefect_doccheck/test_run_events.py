@@ -55,6 +55,30 @@ def test_each_table_is_an_asset_with_a_stable_key_and_the_run_in_its_metadata(
     Asset(key=key)  # Prefect's own validation of the key
 
 
+def test_a_run_folder_in_a_bucket_is_an_asset_keyed_by_its_url(
+    tmp_path: Path, asset_events: list[dict[str, Any]]
+) -> None:
+    """``--out`` on a store: the keys and the flags come from the bucket's objects, never a path of
+    the worker that wrote them (fsspec's memory filesystem stands for the bucket)."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from doccheck.storage import copy_file, resolve
+
+    MemoryFileSystem.store.clear()
+    _documents(tmp_path, 6)
+    run_dir = "memory://term/reports/hist101-20261127T000000000Z-r1"
+    copy_file(tmp_path / "documents.parquet", resolve(f"{run_dir}/documents.parquet"))
+    summary = RunSummary(status="finished", campaign="hist101", run_id="r1", report_dir=run_dir)
+    try:
+        assert assets.emit_table_assets(summary) == 1
+        [made] = [e for e in asset_events if e["event"] == assets.MATERIALIZED]
+        assert made["resource"]["prefect.resource.id"] == "memory://term/reports/documents"
+        assert made["payload"]["rows"] == 6
+        assert flagged_documents(run_dir)[1] == 3
+    finally:
+        MemoryFileSystem.store.clear()
+
+
 def _documents(folder: Path, n: int) -> None:
     rows = [{"document_id": f"d{i}", "flagged": i % 2 == 0, "ai_band": "low" if i % 4 else "too_short",
              "ai_label": "human", "ai_score": 0.3, "similarity_score": 30.0 if i % 4 == 0 else 0.0,
