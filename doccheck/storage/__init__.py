@@ -16,7 +16,8 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
 - :func:`open_output`, :func:`write_bytes` and :func:`upload_tree` publish whole objects, a folder's
   marker last; :func:`remove_tree` purges; :func:`arrow_filesystem` hands pyarrow the filesystem.
 - :func:`publish_tree` replaces a folder of outputs behind its marker; :func:`subfolders` and
-  :func:`files_under` list a folder in one request; :func:`copy_file` copies inside a store.
+  :func:`files_under` list a folder in one request; :func:`copy_file` copies inside a store;
+  :func:`scratch_folder` is the local folder where work for a store's location is done.
 
 This ``__init__`` imports nothing on its own: each name is imported on first use.
 """
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from doccheck.storage._listing import Entry, Listing, describe
     from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
-    from doccheck.storage._trees import copy_file, files_under, publish_tree, subfolders
+    from doccheck.storage._trees import copy_file, files_under, publish_tree, scratch_folder, subfolders
     from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "publish_tree",
     "remove_tree",
     "resolve",
+    "scratch_folder",
     "storage_options",
     "store_errors",
     "subfolders",
@@ -97,6 +99,7 @@ _LAZY = {
     "copy_file": "_trees",
     "files_under": "_trees",
     "publish_tree": "_trees",
+    "scratch_folder": "_trees",
     "subfolders": "_trees",
     "upload_tree": "_writes",
     "write_bytes": "_writes",

@@ -15,15 +15,28 @@ this process), which the hive-style ``tables/`` tree of a bucket uses where the 
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from doccheck.storage._listing import Entry, _entry, _stat
-from doccheck.storage._locations import UserPath
+from doccheck.storage._locations import UserPath, display
 from doccheck.storage._writes import open_output
 
-__all__ = ["copy_file", "files_under", "publish_tree", "subfolders"]
+__all__ = ["copy_file", "files_under", "publish_tree", "scratch_folder", "subfolders"]
+
+
+def scratch_folder(location: UserPath) -> Path:
+    """The local folder where work for ``location`` is done before it is published there: the
+    location itself on the disk; for a store, ``<temp>/doccheck-scratch/<digest of its URL>``, the
+    same for every process of the machine (a retried task finds what its first attempt left, and
+    ``doccheck purge`` finds what a killed one left)."""
+    if isinstance(location, Path):
+        return location
+    digest = hashlib.sha256(display(location).encode("utf-8")).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "doccheck-scratch" / digest
 
 
 def publish_tree(source: Path, target: UserPath, *, marker: str) -> int:

@@ -133,3 +133,18 @@ def test_a_copy_is_whole(where: str, memory: MemoryFileSystem, tmp_path: Path) -
     (base / "a" / "x.parquet").write_bytes(b"rows")
     copy_file(base / "a" / "x.parquet", base / "tables" / "x" / "run=1" / "x.parquet")
     assert (base / "tables" / "x" / "run=1" / "x.parquet").read_bytes() == b"rows"
+
+
+def test_the_scratch_folder_of_a_store_is_local_and_the_same_for_every_process(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from doccheck.storage import scratch_folder
+
+    assert scratch_folder(tmp_path) == tmp_path
+    here = scratch_folder(resolve("memory://out/reports"))
+    code = (
+        "from doccheck.storage import resolve, scratch_folder; print(scratch_folder(resolve('memory://out/reports')))"
+    )
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert isinstance(here, Path) and str(here) == there and here != scratch_folder(resolve("memory://out/other"))
