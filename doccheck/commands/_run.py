@@ -206,9 +206,9 @@ def run(
     """Check every document of MANIFEST and write Parquet reports (a bulk_check flow run when a Prefect server is there, else in this process)."""
     console = Console()
     err = Console(stderr=True)
-    from doccheck.outputs import work_root
+    from doccheck.storage import scratch_folder
 
-    exports = work_root(out_location(err, out)) / "exports"  # for a bucket: a local folder of this run
+    exports = scratch_folder(out_location(err, out)) / "exports"  # for a bucket: a local folder of this run
     manifest = export_manifest(console, err, manifest, exports, lms=lms, attempts=attempts, roster=roster)
     manifest = _readable_manifest(err, manifest)
     try:

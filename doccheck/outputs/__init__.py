@@ -39,7 +39,6 @@ if TYPE_CHECKING:
         to_tables,
         write_reports,
     )
-    from doccheck.outputs._report_folders import work_root
     from doccheck.outputs._said import CHECKED_AS_TEXT, REASON_WORDS, count_by_reason
     from doccheck.outputs._term_catalog import (
         CATALOG_FILE,
@@ -84,7 +83,6 @@ __all__ = [
     "run_label",
     "to_dataframes",
     "to_tables",
-    "work_root",
     "write_reports",
     "write_run_file",
 ]
@@ -125,7 +123,6 @@ _LAZY = {
     "rebuild_catalog": "_term_catalog",
     "rebuild_catalogs": "_term_catalog",
     "write_run_file": "_term_catalog",
-    "work_root": "_report_folders",
 }
 
 

@@ -15,8 +15,8 @@ no ``report.html``) and a run folder that looked finished. Now (Linux/POSIX rena
   removed once older than :data:`STALE_PARTIAL`, and removed by ``doccheck purge``.
 
 On object storage (``--out s3://bucket/reports``) nothing can be renamed, so a folder is built
-exactly as above on the local disk, in :func:`work_root` (a folder of the system's temporary
-directory named after the URL: a flow run's container has no other disk), then published with
+exactly as above on the local disk, in the URL's :func:`doccheck.storage.scratch_folder` (a folder
+of the system's temporary directory: a flow run's container has no other disk), then published with
 :func:`doccheck.storage.publish_tree`: every object put whole, its ``run.json`` (:data:`MARKER`)
 out first and in last. Readers (the catalog, the run listings, ``latest/``) count a folder on a
 store only while its ``run.json`` is there, so a reader never sees half a run; a process killed
@@ -28,11 +28,9 @@ run's ``run.json``, removed first and put last (docs/storage.md).
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -40,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from doccheck.errors import FolderError
-from doccheck.storage import UserPath, copy_to_local, display, files_under, publish_tree, resolve
+from doccheck.storage import UserPath, copy_to_local, files_under, publish_tree, resolve, scratch_folder
 
 __all__ = [
     "MARKER",
@@ -57,7 +55,6 @@ __all__ = [
     "staging_dir",
     "swap_in",
     "work_dir",
-    "work_root",
 ]
 
 log = logging.getLogger("doccheck.outputs")
@@ -73,20 +70,10 @@ FILES_SUBDIR = "files"
 MARKER = "run.json"
 
 
-def work_root(out: UserPath) -> Path:
-    """The local folder where ``out``'s run folders are built: ``out`` itself on the disk; for a
-    store, ``<temp>/doccheck-out/<digest of the URL>`` (the same for every process of a machine,
-    so a retried task finds what the first attempt staged)."""
-    if isinstance(out, Path):
-        return out
-    digest = hashlib.sha256(display(out).encode("utf-8")).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / "doccheck-out" / digest
-
-
 def local_dir(folder: UserPath) -> Path:
     """Where ``folder`` (a run folder, ``latest``) is built on the local disk: itself there, else
-    its name under :func:`work_root` of its parent."""
-    return folder if isinstance(folder, Path) else work_root(folder.parent) / folder.name
+    its name under the :func:`~doccheck.storage.scratch_folder` of its parent."""
+    return folder if isinstance(folder, Path) else scratch_folder(folder.parent) / folder.name
 
 
 def staging_dir(run_dir: Path) -> Path:

@@ -44,10 +44,10 @@ import pyarrow as pa
 
 from doccheck.errors import CatalogError
 from doccheck.outputs._parquet_reports import LATEST, SCHEMAS
-from doccheck.outputs._report_folders import MARKER, work_root
+from doccheck.outputs._report_folders import MARKER
 from doccheck.outputs._run_tables import TABLES_DIR, RunFiles, rebuild_run_tables
 from doccheck.outputs.instructor._documents_table import DOCUMENTS_SCHEMA
-from doccheck.storage import Entry, UserPath, copy_file, display, files_under, resolve, subfolders
+from doccheck.storage import Entry, UserPath, copy_file, display, files_under, resolve, scratch_folder, subfolders
 
 if TYPE_CHECKING:
     import duckdb
@@ -159,7 +159,7 @@ def rebuild_catalog(out: UserPath | str) -> UserPath:
     entries = run_entries(root)
     listed: RunFiles = {e.folder: _table_files(root / e.folder) for e in entries}
     target = root / CATALOG_FILE
-    scratch = work_root(root)
+    scratch = scratch_folder(root)
     scratch.mkdir(parents=True, exist_ok=True)
     tmp = scratch / f".{CATALOG_FILE}.tmp-{uuid.uuid4().hex}"
     try:

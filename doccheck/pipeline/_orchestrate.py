@@ -388,10 +388,9 @@ def record_and_match(
 def export_work_dir(options: RunOptions) -> Path:
     """Where an LMS export's documents are copied for a run: ``<out_dir>/exports`` (for an
     ``out_dir`` on a store, under the local folder its run folders are built in)."""
-    from doccheck.outputs import work_root
-    from doccheck.storage import resolve
+    from doccheck.storage import resolve, scratch_folder
 
-    return work_root(resolve(options.output.out_dir)) / "exports"
+    return scratch_folder(resolve(options.output.out_dir)) / "exports"
 
 
 def prepared_from(recorded: RecordedPlan, cohort: dict[str, Any]) -> Prepared:
