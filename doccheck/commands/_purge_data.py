@@ -68,6 +68,7 @@ def purge(
         plan_purge,
         redact_url,
     )
+    from doccheck.storage import display
 
     console = Console()
     err = Console(stderr=True)
@@ -93,7 +94,7 @@ def purge(
                 from doccheck.outputs import rebuild_catalogs
 
                 for catalog in rebuild_catalogs(folder.parent for folder in done.folders):
-                    console.print(f"catalog rebuilt: {catalog}")
+                    console.print(f"catalog rebuilt: {display(catalog)}", markup=False)
             rows = done.rows if done is not None else plan.rows
             folders = plan.folders
             console.print(
@@ -104,8 +105,8 @@ def purge(
             for name, count in sorted(rows.items()):
                 table.add_row(name, str(count))
             console.print(table)
-            for folder in folders:
-                console.print(f"report folder {verb}: {folder}")
+            for folder in folders:  # a local folder, or a prefix of a bucket (its URL)
+                console.print(f"report folder {verb}: {display(folder)}", markup=False)
             for folder in plan.export_folders:
                 console.print(f"LMS export copy {verb}: {folder}")
             for kept, why in plan.skipped_folders.items():

@@ -19,7 +19,9 @@ Report folders: each selected run's ``report_dir`` (from its summary), folders n
 selected run in the ``--out`` roots of its campaign (runs whose summary lacks them), and the ``latest``
 copy when the newest run writing to it is selected. A folder is removed only if it looks
 like a report folder (report files and a ``files/`` folder of downloads), never a user's
-other files. After deleting, :func:`doccheck.ledger._purge_residue.scrub_database` makes the
+other files. A ``--out`` on a store (``s3://bucket/reports``) is purged the same way: its
+folders are prefixes, checked from one listing each and removed object by object
+(``doccheck.storage.remove_tree``). After deleting, :func:`doccheck.ledger._purge_residue.scrub_database` makes the
 deleted rows unreadable in the database files (SQLite VACUUM + WAL truncate, PostgreSQL VACUUM).
 
 :func:`drop_event_bodies` empties the raw payload of applied webhook events (the body holds
@@ -42,7 +44,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
-from doccheck.errors import PurgeError
+from doccheck.errors import PurgeError, StorageError
 from doccheck.ledger._purge_residue import (
     export_folders,
     is_export_folder,
@@ -50,6 +52,7 @@ from doccheck.ledger._purge_residue import (
     scan_run_folders,
     scrub_database,
 )
+from doccheck.storage import UserPath, display, files_under, remove_tree, resolve
 
 CHUNK = 500
 REPORT_SUFFIXES = {".parquet", ".png", ".json", ".md", ".csv", ".html"}
@@ -73,7 +76,8 @@ class PurgePlan:
     idempotency_keys: list[str] = field(default_factory=list)
     check_ids: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
-    folders: list[Path] = field(default_factory=list)
+    #: Report folders: local paths, or prefixes on a store (``display`` shows them as URLs).
+    folders: list[UserPath] = field(default_factory=list)
     skipped_folders: dict[str, str] = field(default_factory=dict)
     #: Copies of an LMS export's documents (``<out>/exports/<campaign>/``) of the campaigns purged whole.
     export_folders: list[Path] = field(default_factory=list)
@@ -88,7 +92,7 @@ class PurgeResult:
     """What was removed."""
 
     rows: dict[str, int] = field(default_factory=dict)
-    folders: list[Path] = field(default_factory=list)
+    folders: list[UserPath] = field(default_factory=list)
     event_bodies_dropped: int = 0
     events_deleted: int = 0
     legacy_secrets_deleted: int = 0
@@ -235,8 +239,10 @@ def _check_ids(conn: Connection, metadata: MetaData, plan: PurgePlan) -> list[st
     return sorted(found)
 
 
-def _report_folder_problem(path: Path) -> str | None:
+def _report_folder_problem(path: UserPath) -> str | None:
     """Why ``path`` must not be removed as a report folder, or None if it may."""
+    if not isinstance(path, Path):
+        return _prefix_problem(path)
     if path.is_symlink() or not path.is_dir():
         return "not a folder"
     for child in path.iterdir():
@@ -251,9 +257,32 @@ def _report_folder_problem(path: Path) -> str | None:
     return None
 
 
+def _prefix_problem(prefix: UserPath) -> str | None:
+    """:func:`_report_folder_problem` of a prefix on a store, from one listing of it."""
+    names = [name.split("/") for name in files_under(prefix)]
+    if not names:
+        return "not a folder"
+    for parts in names:
+        if len(parts) > 1 and parts[0] in (FILES_SUBDIR, GROUPS_SUBDIR):
+            if len(parts) > 2:
+                return f"holds {parts[0]!r} with folders in it"
+        elif len(parts) > 1 or Path(parts[0]).suffix.lower() not in REPORT_SUFFIXES and not parts[0].startswith("."):
+            return f"holds {parts[0]!r}, which is not a report file"
+    return None
+
+
+def _located(text: str, plan: PurgePlan) -> UserPath | None:
+    """A recorded folder as a location; one this machine cannot reach is listed as kept, with why."""
+    try:
+        return resolve(text)
+    except StorageError as exc:
+        plan.skipped_folders[display(text)] = str(exc)
+        return None
+
+
 def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) -> None:
     newest_for_latest: dict[str, tuple[datetime, str]] = {}
-    candidates: list[Path] = []
+    candidates: list[UserPath | None] = []
     recorded: list[str] = []  # report folders of the touched campaigns: their parents are --out roots
     campaigns = {run.campaign for run in all_runs if run.id in selected}
     for run in all_runs:
@@ -270,15 +299,16 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
         if isinstance(report_dir, str) and report_dir and run.campaign in campaigns:
             recorded.append(report_dir)
         if run.id in selected and isinstance(report_dir, str) and report_dir:
-            candidates.append(Path(report_dir))
+            candidates.append(_located(report_dir, plan))
     candidates += scan_run_folders(out_roots(recorded), selected)
-    candidates += [Path(latest) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
-    for path in dict.fromkeys(candidates):
+    candidates += [_located(latest, plan) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
+    unique = {display(path): path for path in candidates if path is not None}
+    for path in unique.values():
         if not path.exists():
             continue
         problem = _report_folder_problem(path)
         if problem:
-            plan.skipped_folders[str(path)] = problem
+            plan.skipped_folders[display(path)] = problem
         else:
             plan.folders.append(path)
 
@@ -306,7 +336,7 @@ def execute_purge(
             result.rows[table.name] = conn.execute(delete(table).where(condition)).rowcount or 0
     for folder in plan.folders:
         if folder.exists() and _report_folder_problem(folder) is None:
-            shutil.rmtree(folder)
+            remove_tree(folder)  # a local folder, or every object under a store's prefix
             result.folders.append(folder)
     for folder in plan.export_folders:
         if is_export_folder(folder):

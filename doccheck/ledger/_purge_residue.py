@@ -4,7 +4,11 @@ never recorded, and the deleted text that a database keeps readable after DELETE
 - Folders: a run's reports are ``<out>/<campaign>-<stamp>-<run id prefix>/``
   (``doccheck.outputs.run_label``). Older runs stored their summary before the
   reports were written, so their ``report_dir`` is empty; :func:`scan_run_folders`
-  finds their folders in the ``--out`` roots recorded by any run of the campaign.
+  finds their folders in the ``--out`` roots recorded by any run of the campaign. A root
+  on a store (``s3://bucket/reports``) is listed in one request, and a folder a killed
+  publish left without its ``run.json`` is found there as well; the local folder where its
+  run folders were built (``doccheck.storage.scratch_folder``) is scanned too, for what a
+  killed run left before publishing.
 - SQLite: a DELETE leaves the text in free pages of the main file and in the ``-wal``
   file until a checkpoint. :func:`scrub_database` rewrites the file (``VACUUM``, with
   ``secure_delete`` on) and truncates the WAL (``wal_checkpoint(TRUNCATE)``).
@@ -23,30 +27,54 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from doccheck.errors import StorageError
+from doccheck.storage import UserPath, display, resolve, scratch_folder, subfolders
+
 _LABEL_STAMP = re.compile(r"-[0-9]{8}T[0-9]{9}Z-")
 _SAFE_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def out_roots(report_dirs: Iterable[str]) -> list[Path]:
-    """The ``--out`` folders of recorded report folders (each folder's parent), once each."""
-    return list(dict.fromkeys(Path(d).parent for d in report_dirs if d))
-
-
-def scan_run_folders(roots: Sequence[Path], run_ids: Iterable[str]) -> list[Path]:
-    """Folders in ``roots`` named like a report folder of one of ``run_ids`` (run and collect),
-    complete or not (``.<label>.partial``, left by an interrupted write)."""
-    prefixes = {run_id[:8] for run_id in run_ids if run_id}
-    found: list[Path] = []
-    for root in roots:
-        if not root.is_dir():
+def out_roots(report_dirs: Iterable[str]) -> list[UserPath]:
+    """The ``--out`` folders (or a store's prefixes) of recorded report folders (each folder's
+    parent), once each, and for a store the local folder its run folders were built in. A
+    location this machine cannot read (a store whose extra is not installed) is left out."""
+    roots: dict[str, UserPath] = {}
+    for recorded in report_dirs:
+        if not recorded:
             continue
-        for child in sorted(root.iterdir()):
-            if child.is_symlink() or not child.is_dir() or not _LABEL_STAMP.search(child.name):
+        try:
+            root = resolve(recorded).parent
+        except StorageError:
+            continue
+        roots.setdefault(display(root), root)
+        if not isinstance(root, Path):
+            roots.setdefault(str(scratch_folder(root)), scratch_folder(root))
+    return list(roots.values())
+
+
+def scan_run_folders(roots: Sequence[UserPath], run_ids: Iterable[str]) -> list[UserPath]:
+    """Folders in ``roots`` named like a report folder of one of ``run_ids`` (run and collect),
+    complete or not (``.<label>.partial``, left by an interrupted write; on a store, a folder
+    without its ``run.json``)."""
+    prefixes = {run_id[:8] for run_id in run_ids if run_id}
+    found: list[UserPath] = []
+    for root in roots:
+        for child in _children(root):
+            if not _LABEL_STAMP.search(child.name):
                 continue
             name = child.name.removesuffix(".partial")  # an incomplete run folder (doccheck.outputs._report_folders)
             if name.rsplit("-", 1)[-1] in prefixes:
                 found.append(child)
     return found
+
+
+def _children(root: UserPath) -> list[UserPath]:
+    """The real folders of ``root`` (symbolic links left alone), by name; on a store one LIST."""
+    if not isinstance(root, Path):
+        return subfolders(root)
+    if not root.is_dir():
+        return []
+    return sorted(c for c in root.iterdir() if not c.is_symlink() and c.is_dir())
 
 
 def export_folders(manifests: Iterable[str | None]) -> list[Path]:

@@ -105,3 +105,61 @@ def test_event_ids_outlive_a_purge_for_the_retry_window(tmp_path: Path) -> None:
         assert ledger.apply_pending_events() == 0  # nothing recreated for the purged check
     finally:
         ledger.close()
+
+
+def test_a_campaigns_folders_on_a_store_are_removed_object_by_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out s3://…``: the recorded run folder, a folder a killed publish left without its run.json
+    (found by its name), ``latest/`` and what a killed run left in the local scratch folder go; another
+    campaign's folder and a prefix holding a user's own file stay (fsspec's memory filesystem stands
+    for the bucket)."""
+    import tempfile
+
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from doccheck.storage import files_under, resolve, scratch_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the scratch folder: the test's own
+    MemoryFileSystem.store.clear()
+    out = "memory://term/reports"
+    objects = {
+        "hist-20261125T101010123Z-aaaaaaaa/run.json": b"{}",
+        "hist-20261125T101010123Z-aaaaaaaa/documents.parquet": b"Ada",
+        "hist-20261125T101010123Z-aaaaaaaa/files/d1.pdf.pdf": b"%PDF Ada",
+        "hist-20261126T101010123Z-bbbbbbbb/documents.parquet": b"Ada, half published",
+        "latest/run.json": b"{}",
+        "latest/report.html": b"Ada",
+        "geo-20261125T101010123Z-cccccccc/run.json": b"{}",
+        "hist-20261127T101010123Z-dddddddd/thesis.docx": b"not ours",
+    }
+    for name, data in objects.items():
+        resolve(f"{out}/{name}").write_bytes(data)
+    leftover = scratch_folder(resolve(out)) / ".hist-20261128T101010123Z-eeeeeeee.partial"
+    leftover.mkdir(parents=True)
+    (leftover / "documents.parquet").write_bytes(b"Ada")
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        for run_id in ("aaaaaaaa-1", "bbbbbbbb-2", "dddddddd-4", "eeeeeeee-5"):
+            ledger.start_run(campaign="hist", run_id=run_id)
+        ledger.finish_run("aaaaaaaa-1", summary={"report_dir": f"{out}/hist-20261125T101010123Z-aaaaaaaa",
+                                                 "latest_dir": f"{out}/latest"})  # fmt: skip
+        other = ledger.start_run(campaign="geo", run_id="cccccccc-3")
+        ledger.finish_run(other, summary={"report_dir": f"{out}/geo-20261125T101010123Z-cccccccc"})
+        plan = plan_purge(ledger.engine, campaigns=["hist"])
+        assert sorted(str(f).rsplit("/", 1)[-1] for f in plan.folders) == [
+            ".hist-20261128T101010123Z-eeeeeeee.partial",
+            "hist-20261125T101010123Z-aaaaaaaa",
+            "hist-20261126T101010123Z-bbbbbbbb",
+            "latest",
+        ]
+        assert "thesis.docx" in plan.skipped_folders[f"{out}/hist-20261127T101010123Z-dddddddd"]
+        execute_purge(ledger.engine, plan)
+        assert sorted(files_under(resolve(out))) == [
+            "geo-20261125T101010123Z-cccccccc/run.json",
+            "hist-20261127T101010123Z-dddddddd/thesis.docx",
+        ]
+        assert not leftover.exists()
+    finally:
+        ledger.close()
+        MemoryFileSystem.store.clear()

@@ -55,11 +55,11 @@ def _tables(n: int, run: str) -> ReportTables:
     )
 
 
-def _write(run_id: str, n: int, day: int) -> ReportPaths:
+def _write(run_id: str, n: int, day: int, campaign: str = "course-a") -> ReportPaths:
     """Run ``run_id``'s reports written as a run writes them: staged, then the page, published."""
-    label = run_label("course-a", run_id, T0 + timedelta(days=day))
+    label = run_label(campaign, run_id, T0 + timedelta(days=day))
     paths = write_reports(OUT, label, _tables(n, run_id), staged=True)
-    asyncio.run(write_run_outputs(paths.run_dir, paths.latest_dir, campaign="course-a", run_id=run_id))
+    asyncio.run(write_run_outputs(paths.run_dir, paths.latest_dir, campaign=campaign, run_id=run_id))
     return paths
 
 
@@ -153,3 +153,30 @@ def test_a_published_folder_is_written_again_whole(memory: MemoryFileSystem) -> 
     write_instructor_files(paths.run_dir, paths.latest_dir, campaign="course-a", run_id="aaaaaaaa-1")
     assert set(_objects()) == set(before)
     assert [e.run_id for e in run_entries(OUT)] == ["aaaaaaaa-1"]
+
+
+def test_a_purge_removes_the_campaigns_objects_and_the_catalog_forgets_them(
+    memory: MemoryFileSystem, tmp_path: Path
+) -> None:
+    """As ``doccheck purge --campaign course-a --yes`` does: the ledger's plan, then the catalogs of
+    the folders it removed rebuilt (their ``tables/`` copies go with them)."""
+    from doccheck.ledger import Ledger, execute_purge, plan_purge
+    from doccheck.outputs._term_catalog import rebuild_catalogs
+    from doccheck.storage import display
+
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        for run_id, day, campaign in (("aaaaaaaa-1", 0, "course-a"), ("bbbbbbbb-2", 1, "course-b"),
+                                      ("cccccccc-3", 7, "course-a")):  # fmt: skip
+            ledger.start_run(campaign=campaign, run_id=run_id)
+            paths = _write(run_id, 2, day, campaign)
+            ledger.finish_run(run_id, summary={"report_dir": display(paths.run_dir),
+                                               "latest_dir": display(paths.latest_dir)})  # fmt: skip
+        done = execute_purge(ledger.engine, plan_purge(ledger.engine, campaigns=["course-a"]))
+        rebuilt = rebuild_catalogs(folder.parent for folder in done.folders)
+    finally:
+        ledger.close()
+    assert [display(c) for c in rebuilt] == [f"{OUT}/catalog.duckdb"]
+    assert not [name for name in _objects() if "course-a" in name or "aaaaaaaa" in name or "cccccccc" in name]
+    assert "latest/report.html" not in _objects()  # the newest run writing latest/ was purged
+    assert connect(OUT).execute("SELECT campaign, count(*) FROM documents GROUP BY ALL").fetchall() == [("course-b", 2)]
