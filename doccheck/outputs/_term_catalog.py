@@ -165,6 +165,7 @@ def rebuild_catalog(out: UserPath | str) -> UserPath:
     try:
         con = duckdb.connect(str(tmp))
         try:
+            _sql(con, "SET enable_progress_bar = false")  # a command prints no noise (a slow store's DESCRIBE)
             if not isinstance(root, Path):
                 con.register_filesystem(root.fs)  # the views' DESCRIBE reads the footers from the store
             _sql(con, _folder_macro(root))
