@@ -241,12 +241,31 @@ def connect(location: UserPath | str) -> duckdb.DuckDBPyConnection:
     # the catalog's own (``catalog.duckdb.tmp``), as in a direct connect: its views find their folder by it.
     if isinstance(path, Path):
         con = duckdb.connect(":memory:", config={"temp_directory": f"{path}.tmp"})
+        _sql(con, f"ATTACH {_quote(str(path))} AS catalog (READ_ONLY)")
     else:
         con = duckdb.connect(":memory:")
-        con.register_filesystem(path.fs)
-    _sql(con, f"ATTACH {_quote(display(path))} AS catalog (READ_ONLY)")
+        con.register_filesystem(path.fs)  # the views' read_parquet of s3:// goes through it
+        _attach_copy(con, path)
     _sql(con, "USE catalog")
     return con
+
+
+def _attach_copy(con: duckdb.DuckDBPyConnection, path: UserPath) -> None:
+    """Attach a store's catalog from a local copy (DuckDB's ATTACH of an ``s3://`` file asks for its
+    ``httpfs`` extension even with a filesystem registered; the file is small: definitions and run
+    metadata). On POSIX the copy is unlinked once attached (DuckDB keeps it open); elsewhere it
+    stays in the scratch folder until the next one."""
+    scratch = scratch_folder(path.parent)
+    scratch.mkdir(parents=True, exist_ok=True)
+    local = scratch / f".{CATALOG_FILE}.read-{uuid.uuid4().hex}"
+    try:
+        copy_file(path, local)
+        _sql(con, f"ATTACH {_quote(str(local))} AS catalog (READ_ONLY)")
+    finally:
+        try:
+            local.unlink(missing_ok=True)
+        except OSError:  # Windows: a file DuckDB holds open cannot be removed
+            pass
 
 
 # --------------------------------------------------------------------------- internals
