@@ -79,6 +79,9 @@ def test_a_run_writes_its_reports_to_the_bucket_and_the_catalog_reads_them_there
     con = doccheck.catalog(out)  # the bucket's catalog, its views reading the bucket
     assert con.execute("SELECT count(*), count(DISTINCT document_id) FROM documents").fetchall() == [(DOCS, DOCS)]
     assert con.execute("SELECT campaign, report_folder FROM runs").fetchall() == [("hist", folder)]
+    # docs/storage.md's pandas line: the hive-style tree straight from the bucket (s3fs underneath)
+    frame = pd.read_parquet(f"{out}/tables/submissions")
+    assert len(frame) == DOCS and set(frame["campaign"].astype(str)) == {"hist"} and frame["run"].nunique() == 1
     secret = s3_bucket.secret_access_key.encode()
     assert secret.decode() not in done.stdout + done.stderr
     assert not [name for name, data in objects.items() if secret in data]
