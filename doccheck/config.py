@@ -11,7 +11,9 @@ Where a value comes from, lowest first: the field's default, the file named by
 ``DOCCHECK_ENV_FILE`` (``NAME=value`` lines, the same names), the environment, a Prefect
 block (passed in by the integration), a flag or keyword argument. :func:`load_settings`
 takes the last two; :func:`sources_of` says which one won for each field
-(``doccheck config`` prints it). An empty variable counts as unset.
+(``doccheck config`` prints it). An empty variable counts as unset. A flow run that loads a
+block for the whole process (the storage options of a ``DocCheckStorage`` block, read by the
+storage seam on any thread) sets it with :func:`process_block` for the time it runs.
 
 A value the program cannot use is a :class:`SettingsError`: one line per variable naming
 it, the value (never a secret's) and what is expected, before anything is sent or written.
@@ -20,6 +22,7 @@ Secrets are :class:`pydantic.SecretStr`, so a stray ``repr`` or log line never s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import zoneinfo
@@ -54,6 +57,7 @@ __all__ = [
     "fields",
     "load_settings",
     "parse_storage_options",
+    "process_block",
     "sources_of",
     "split_list",
     "setting",
@@ -75,6 +79,10 @@ SECRET_MASK = "**********"
 API_VERSION_SUFFIX = "/api/v1"
 
 Source = Literal["default", "file", "environment", "Prefect block", "flag"]
+
+#: Values of a Prefect block in force for the whole process (flat names, as ``block=``), set by
+#: :func:`process_block` while a flow run holds it; empty otherwise.
+_PROCESS_BLOCK: dict[str, Any] = {}
 
 
 def split_list(value: object) -> list[str]:
@@ -555,13 +563,34 @@ def load_settings(*, block: Mapping[str, Any] | None = None, **flags: Any) -> Se
     """The settings in effect: ``flags`` (flat names such as ``database_url``; None = not
     given) over ``block`` (values a Prefect block holds) over the environment over the file
     over the defaults. Raises :class:`SettingsError` naming every value it cannot use."""
-    upper = {**_arguments(block or {}, "Prefect block"), **_arguments(flags, "flag")}
-    if not upper:  # the common call, once per result in places: cached per state of the environment
+    if not block and not any(value is not None for value in flags.values()):
+        # the common call, once per result in places: cached per state of the environment
         return _from_environment(_environment_state())
+    upper = {**_arguments({**_PROCESS_BLOCK, **(block or {})}, "Prefect block"), **_arguments(flags, "flag")}
     try:
         return Settings(**cast(Any, _nest(upper)))
     except ValidationError as exc:
         raise _error(exc, sources_of(block=block, **flags)) from None
+
+
+@contextlib.contextmanager
+def process_block(values: Mapping[str, Any]) -> Iterator[None]:
+    """Within the ``with``, every :func:`load_settings` and :func:`setting` of this process reads
+    ``values`` (flat names, as ``block=`` takes them) as a Prefect block's, over the environment.
+
+    Why the whole process: a flow run's storage options (its ``DocCheckStorage`` block) are read
+    deep in the library, where the storage seam resolves a URL, on whichever thread reads it; the
+    library's own thread pools (the extraction prefetch, the ledger writer) carry no context
+    variable. A flow-run process runs one flow; nested blocks merge; the previous values come
+    back on exit."""
+    _arguments(values, "Prefect block")  # an unknown name fails here, not at the first read
+    previous = dict(_PROCESS_BLOCK)
+    _PROCESS_BLOCK.update({key: value for key, value in values.items() if value is not None})
+    try:
+        yield
+    finally:
+        _PROCESS_BLOCK.clear()
+        _PROCESS_BLOCK.update(previous)
 
 
 def setting(group: str, name: str) -> Any:
@@ -574,11 +603,11 @@ def setting(group: str, name: str) -> Any:
         stamp = os.stat(file).st_mtime_ns if file else None
     except OSError:
         stamp = None
-    return _one_setting(group, name, os.environ.get(field.env), file, stamp)
+    return _one_setting(group, name, os.environ.get(field.env), file, stamp, _PROCESS_BLOCK.get(field.key))
 
 
 @functools.lru_cache(maxsize=64)
-def _one_setting(group: str, name: str, raw: str | None, file: str, stamp: int | None) -> Any:
+def _one_setting(group: str, name: str, raw: str | None, file: str, stamp: int | None, block: Any) -> Any:
     return getattr(getattr(load_settings(), group), name)
 
 
@@ -594,15 +623,15 @@ def _environment_state() -> tuple[Any, ...]:
         stamp = os.stat(file).st_mtime_ns if file else None
     except OSError:
         stamp = None
-    return (file, stamp, *map(os.environ.get, _by_env()))
+    return (tuple(sorted(_PROCESS_BLOCK.items())), file, stamp, *map(os.environ.get, _by_env()))
 
 
 @functools.lru_cache(maxsize=16)
 def _from_environment(state: tuple[Any, ...]) -> Settings:
-    """Settings of the environment in ``state`` (a frozen model: safe to share). A bad value
-    raises each time (an exception is not cached)."""
+    """Settings of the environment in ``state`` (a frozen model: safe to share), under the
+    process's block (its first item). A bad value raises each time (an exception is not cached)."""
     try:
-        return Settings()
+        return Settings(**cast(Any, _nest(_arguments(dict(state[0]), "Prefect block"))))
     except ValidationError as exc:
         raise _error(exc, sources_of()) from None
 
@@ -611,7 +640,7 @@ def sources_of(*, block: Mapping[str, Any] | None = None, **flags: Any) -> dict[
     """Where each variable's value comes from, given the same arguments as :func:`load_settings`."""
     sources: dict[str, Source] = {f.env: "default" for f in fields()}
     sources.update({name: source for name, (_, source) in _raw_layers().items()})
-    sources.update(dict.fromkeys(_arguments(block or {}, "Prefect block"), "Prefect block"))
+    sources.update(dict.fromkeys(_arguments({**_PROCESS_BLOCK, **(block or {})}, "Prefect block"), "Prefect block"))
     sources.update(dict.fromkeys(_arguments(flags, "flag"), "flag"))
     return sources
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from doccheck.cli import app
-from doccheck.config import SECRET_MASK, SettingsField, fields, load_settings, sources_of
+from doccheck.config import SECRET_MASK, SettingsField, fields, load_settings, process_block, setting, sources_of
 from doccheck.errors import SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,6 +174,37 @@ def test_a_settings_file_that_is_not_there_stops_config_with_one_line(
     assert result.output.splitlines() == [
         f"error: DOCCHECK_ENV_FILE={name!r}: {reason} ({tmp_path / name}); expected DOCCHECK_*=value lines"
     ]
+def test_a_process_block_is_a_block_for_every_reader_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A flow run's DocCheckStorage block: the storage seam reads its options through setting(), on
+    # any thread, as it reads DOCCHECK_STORAGE_OPTIONS; over the environment, under a flag.
+    from pydantic import SecretStr
+
+    monkeypatch.setenv("DOCCHECK_STORAGE_OPTIONS", '{"key": "from-env"}')
+    monkeypatch.setenv("DOCCHECK_DATABASE_URL", "sqlite:///from-env.db")
+    block = {"storage_options": SecretStr('{"key": "from-block"}'), "database_url": "sqlite:///from-block.db"}
+    with process_block(block):
+        assert setting("storage", "options").get_secret_value() == '{"key": "from-block"}'
+        assert load_settings().ledger.database_url == "sqlite:///from-block.db"
+        assert sources_of()["DOCCHECK_STORAGE_OPTIONS"] == "Prefect block"
+        assert load_settings(database_url="sqlite:///flag.db").ledger.database_url == "sqlite:///flag.db"
+        with process_block({"database_url": "sqlite:///inner.db"}):  # nested blocks merge
+            assert load_settings().ledger.database_url == "sqlite:///inner.db"
+            assert setting("storage", "options").get_secret_value() == '{"key": "from-block"}'
+        assert load_settings().ledger.database_url == "sqlite:///from-block.db"
+    assert setting("storage", "options").get_secret_value() == '{"key": "from-env"}'
+    assert load_settings().ledger.database_url == "sqlite:///from-env.db"
+    assert sources_of()["DOCCHECK_STORAGE_OPTIONS"] == "environment"
+
+
+def test_a_process_block_names_known_settings_and_never_shows_a_secret() -> None:
+    from pydantic import SecretStr
+
+    with pytest.raises(TypeError, match="unknown setting 'storage_optons'"), process_block({"storage_optons": "{}"}):
+        pass
+    with process_block({"storage_options": SecretStr("not json")}), pytest.raises(SettingsError) as raised:
+        load_settings()
+    assert str(raised.value).startswith(f"DOCCHECK_STORAGE_OPTIONS={SECRET_MASK} (Prefect block)")
+    assert "not json" not in str(raised.value)
 
 
 def test_config_names_a_variable_no_setting_reads(monkeypatch: pytest.MonkeyPatch) -> None:
