@@ -58,6 +58,7 @@ from prefect_doccheck.tasks import (
     resolve_credentials,
     resolve_database_url,
     tag_flow_run,
+    under_storage_block,
 )
 
 
@@ -79,7 +80,10 @@ def _task(fn: Any, name: str) -> Any:
     return task(name=name, task_run_name=name, cache_policy=NONE)(fn)
 
 
+# The DocCheckStorage block named by DOCCHECK_STORAGE_BLOCK holds the storage options for the whole run
+# (tasks/_storage_block.py; the decorator is Any to mypy, as every name of prefect_doccheck.tasks).
 @flow(name="bulk-check", flow_run_name=_flow_run_name, validate_parameters=True)
+@under_storage_block  # type: ignore[untyped-decorator]
 async def bulk_check(
     source: SourceOptions,
     submission: SubmissionOptions = SubmissionOptions(),  # noqa: B008 - frozen models; the UI shows the defaults

@@ -27,6 +27,7 @@ from prefect_doccheck.tasks import (
     resolve_credentials,
     resolve_database_url,
     tag_flow_run,
+    under_storage_block,
     write_run_reports,
 )
 
@@ -39,7 +40,10 @@ def _flow_run_name() -> str:
     return f"collect-results {target}"
 
 
+# The DocCheckStorage block named by DOCCHECK_STORAGE_BLOCK holds the storage options for the whole collect
+# (tasks/_storage_block.py; the decorator is Any to mypy, as every name of prefect_doccheck.tasks).
 @flow(name="collect-results", flow_run_name=_flow_run_name, validate_parameters=True)
+@under_storage_block  # type: ignore[untyped-decorator]
 async def collect_results(
     campaign: str | None = None,
     run_id: str | None = None,

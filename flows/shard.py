@@ -48,6 +48,7 @@ from prefect_doccheck.tasks import (
     resolve_credentials,
     resolve_database_url,
     submit_shard_batch,
+    under_storage_block,
 )
 
 __all__ = ["SHARD_RESULT_DESCRIPTION", "bulk_check_shard", "result_row"]
@@ -86,7 +87,10 @@ def _check_run_recorded(database_url: str, run_id: str) -> None:
         )
 
 
+# The DocCheckStorage block named by DOCCHECK_STORAGE_BLOCK holds the storage options for the whole shard
+# (tasks/_storage_block.py; the decorator is Any to mypy, as every name of prefect_doccheck.tasks).
 @flow(name="bulk-check-shard", flow_run_name=_shard_run_name, validate_parameters=True)
+@under_storage_block  # type: ignore[untyped-decorator]
 async def bulk_check_shard(
     run_id: str,
     shard: int,

@@ -13,6 +13,6 @@ module (cheap: pydantic and Prefect's own block base); the flows and tasks load 
 
 from __future__ import annotations
 
-from prefect_doccheck.credentials import DocCheckCredentials, DocCheckWebhookSecret
+from prefect_doccheck.credentials import DocCheckCredentials, DocCheckStorage, DocCheckWebhookSecret
 
-__all__ = ["DocCheckCredentials", "DocCheckWebhookSecret"]
+__all__ = ["DocCheckCredentials", "DocCheckStorage", "DocCheckWebhookSecret"]

@@ -5,6 +5,8 @@ edited in the UI, referenced by name), not in a flow parameter or a worker's env
 ``DocCheckCredentials`` follows Prefect's ``CredentialsBlock`` contract (as ``prefect_slack``
 does): the service's address and key plus a ``get_client()`` that builds the project's own
 client. ``DocCheckWebhookSecret`` holds the receiver's signing secret through a rotation.
+``DocCheckStorage`` holds the storage options (fsspec's: keys, endpoint, account) of a term
+kept in a bucket, for flow runs on container work pools that have no credentials of their own.
 
 Every Prefect process imports this module (the ``prefect.collections`` entry point), so it
 imports nothing heavier than pydantic and Prefect's block base; the HTTP client is imported
@@ -13,13 +15,16 @@ inside ``get_client``.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from prefect.blocks.abstract import CredentialsBlock
 from prefect.blocks.core import Block
-from pydantic import Field, SecretStr, field_validator, model_validator
+from prefect.types import SecretDict
+from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from doccheck.config import parse_storage_options
 from doccheck.domain import secrets_accepted_at
 
 if TYPE_CHECKING:
@@ -185,3 +190,70 @@ class DocCheckWebhookSecret(Block):
         previous = self.previous.get_secret_value() if self.previous is not None else None
         accepted = secrets_accepted_at(self.current.get_secret_value(), previous, self.previous_valid_until, now)
         return [SecretStr(s) for s in accepted]
+
+
+class DocCheckStorage(Block):
+    """Storage options for a term kept at a URL (``s3://``, ``gs://``, ``az://``), for flow runs.
+
+    The options are fsspec's, exactly as ``DOCCHECK_STORAGE_OPTIONS`` takes them (docs/storage.md):
+    flat for every URL, or per scheme (``{"s3": {"endpoint_url": ..., "key": ..., "secret": ...}}``).
+    Every value is a secret: Prefect stores the block encrypted and shows each value masked. A flow
+    run loads the block named by ``DOCCHECK_STORAGE_BLOCK`` (a work pool's job variable: a name, never
+    a key) and reads its options as the settings' ``DOCCHECK_STORAGE_OPTIONS`` for as long as it runs;
+    they never become a parameter, a log line, an artifact or part of a URL. Where the store's own
+    chain already holds credentials (a workload identity, an instance role), no block is needed.
+
+    Examples:
+        Save the options of an S3-compatible store once (its name goes to the work pool's
+        ``DOCCHECK_STORAGE_BLOCK``), and read them as a flow run does:
+        ```python
+        from prefect_doccheck import DocCheckStorage
+        from doccheck.config import load_settings
+
+        DocCheckStorage(
+            options={"s3": {"endpoint_url": "https://minio.example", "key": "KEY_ID", "secret": "SECRET"}}
+        ).save("BLOCK_NAME")
+        storage = DocCheckStorage.load("BLOCK_NAME")
+        options = load_settings(block=storage.settings()).storage.options  # a SecretStr
+        ```
+    """
+
+    # A validation error never shows what it was given: the options hold credentials.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    _block_type_name = "DocCheck Storage"
+    _logo_url = LOGO_URL  # type: ignore[assignment]
+    _documentation_url = DOCUMENTATION_URL  # type: ignore[assignment]
+
+    options: SecretDict = Field(
+        default=...,
+        title="Storage options",
+        description="fsspec storage options as a JSON object, for every URL or per scheme "
+        '({"s3": {"endpoint_url": "https://minio.example", "key": "...", "secret": "..."}}), as '
+        "DOCCHECK_STORAGE_OPTIONS takes them.",
+        examples=[{"s3": {"endpoint_url": "https://minio.example", "key": "KEY_ID", "secret": "SECRET"}}],
+    )
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _from_json_text(cls, value: Any) -> Any:
+        """The JSON text ``DOCCHECK_STORAGE_OPTIONS`` holds is accepted as well as a dict."""
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        return parse_storage_options(value) if isinstance(value, str) else value
+
+    @field_validator("options")
+    @classmethod
+    def _json_object(cls, value: SecretDict) -> SecretDict:
+        """What the settings could not read is refused when the block is made, not at a run's first
+        URL; the message never repeats a value."""
+        try:
+            json.dumps(value.get_secret_value())
+        except (TypeError, ValueError):
+            raise ValueError("options must be a JSON object of fsspec storage options") from None
+        return value
+
+    def settings(self) -> dict[str, Any]:
+        """The block as the settings take it (``load_settings(block=...)``, ``process_block``): the
+        options as ``DOCCHECK_STORAGE_OPTIONS``' JSON, a ``SecretStr``."""
+        return {"storage_options": SecretStr(json.dumps(self.options.get_secret_value()))}

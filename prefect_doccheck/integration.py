@@ -49,19 +49,26 @@ def credentials(base_url: str, api_key: SecretStr) -> Any:
 
 def block_settings(credentials: str | None, api_key_block: str | None) -> dict[str, Any]:
     """The settings the named blocks hold, as ``load_settings(block=...)`` takes them: a
-    ``DocCheckCredentials`` block's address and key, else a ``Secret`` block's key."""
+    ``DocCheckCredentials`` block's address and key, else a ``Secret`` block's key; and the
+    storage options of the ``DocCheckStorage`` block ``DOCCHECK_STORAGE_BLOCK`` names, as a
+    flow run reads them."""
     from typing import cast
 
-    from prefect_doccheck.credentials import DocCheckCredentials
+    from doccheck.config import load_settings
+    from prefect_doccheck.credentials import DocCheckCredentials, DocCheckStorage
 
+    values: dict[str, Any] = {}
     if credentials:
         block = cast(DocCheckCredentials, DocCheckCredentials.load(credentials, _sync=True))  # type: ignore[call-arg]
-        return {"api_key": block.api_key, **({"base_url": block.base_url} if block.base_url else {})}
-    if api_key_block:
+        values = {"api_key": block.api_key, **({"base_url": block.base_url} if block.base_url else {})}
+    elif api_key_block:
         from prefect_doccheck.tasks import load_secret_block
 
-        return {"api_key": load_secret_block(api_key_block, what="API key")}
-    return {}
+        values = {"api_key": load_secret_block(api_key_block, what="API key")}
+    storage = load_settings().storage.block
+    if storage:
+        values |= cast(DocCheckStorage, DocCheckStorage.load(storage, _sync=True)).settings()  # type: ignore[call-arg]
+    return values
 
 
 def progress_hub() -> ModuleType:

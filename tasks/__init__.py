@@ -6,7 +6,7 @@ does is a function of :mod:`doccheck` that the notebook calls directly.
 Callers (the flows, the integration module, tests of a flow) import from here; the modules are
 private, one per job: the run's tasks (``_pipeline``), the steps the run sequence calls as tasks
 (``_steps``), the shard's paced submit (``_shard_submit``, ``_rate_limit``), where the key comes from
-(``_service_access``), what the UI shows (``_artifacts``, ``_assets``, ``_run_events``, ``_run_tags``,
+(``_service_access``), the storage options of a flow run (``_storage_block``), what the UI shows (``_artifacts``, ``_assets``, ``_run_events``, ``_run_tags``,
 ``_instructor``, ``_matching``), which failures are retried (``_retry_condition``) and the run's
 process-wide progress (``_progress_hub``: :func:`listening`). This ``__init__`` imports none of them
 until a name is used, so a flow loads what it runs and no import goes in a circle (the steps start
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from prefect_doccheck.tasks._shard_submit import submit_shard_batch
     from prefect_doccheck.tasks._steps import FlowObserver, TaskSteps, log_plan
+    from prefect_doccheck.tasks._storage_block import load_storage_block, storage_block, under_storage_block
 
 __all__ = [
     "FLAGGED",
@@ -62,6 +63,7 @@ __all__ = [
     "instructor_report",
     "listening",
     "load_secret_block",
+    "load_storage_block",
     "log_plan",
     "open_client",
     "poll_results",
@@ -73,8 +75,10 @@ __all__ = [
     "resolve_base_url",
     "resolve_credentials",
     "resolve_database_url",
+    "storage_block",
     "submit_shard_batch",
     "tag_flow_run",
+    "under_storage_block",
     "write_run_reports",
 ]
 
@@ -110,6 +114,9 @@ _LAZY = {
     "FlowObserver": "_steps",
     "TaskSteps": "_steps",
     "log_plan": "_steps",
+    "load_storage_block": "_storage_block",
+    "storage_block": "_storage_block",
+    "under_storage_block": "_storage_block",
 }
 
 

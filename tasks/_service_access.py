@@ -30,10 +30,15 @@ async def resolve_credentials(
     """What the flows hand their tasks: the ``credentials`` block (loaded when given by
     name), else the ``api_key_block`` Secret name, else None (the environment).
 
+    Neither parameter given: the blocks the settings name (``DOCCHECK_CREDENTIALS_BLOCK``,
+    ``DOCCHECK_API_KEY_BLOCK``), as a container work pool's job variables set them.
     The error for a missing block names it, never a value.
     """
     if isinstance(credentials, DocCheckCredentials):
         return credentials
+    if not credentials and not api_key_block:
+        service = load_settings().service
+        credentials, api_key_block = service.credentials_block, service.api_key_block
     if credentials:
         try:
             return await DocCheckCredentials.aload(credentials)

@@ -30,7 +30,7 @@ def config(
         typer.Option(
             "--read-blocks",
             help="Also read the Prefect blocks named by DOCCHECK_CREDENTIALS_BLOCK / DOCCHECK_API_KEY_BLOCK "
-            "(via PREFECT_API_URL), as a deployment's run would.",
+            "and DOCCHECK_STORAGE_BLOCK (via PREFECT_API_URL), as a deployment's run would.",
         ),
     ] = False,
     markdown: Annotated[
@@ -120,8 +120,8 @@ the values in effect and where each came from (secrets masked; `--json` for scri
 `DOCCHECK_ENV_FILE` names (a name that is not a file stops every command with one line), and the
 retry worst case: how long one document can be retried before it is left `retry_later`.
 `doccheck config --read-blocks` also reads the Prefect blocks named by `DOCCHECK_CREDENTIALS_BLOCK`
-or `DOCCHECK_API_KEY_BLOCK`, as a deployment's run does. A `DOCCHECK_*` variable that no setting
-reads (a typo) is named in a warning.
+or `DOCCHECK_API_KEY_BLOCK` and `DOCCHECK_STORAGE_BLOCK`, as a deployment's run does. A
+`DOCCHECK_*` variable that no setting reads (a typo) is named in a warning.
 
 A value the program cannot use stops it before anything is sent or written: one line naming the
 variable, the value (never a secret's) and what is expected, and exit code 2:
@@ -130,10 +130,11 @@ variable, the value (never a secret's) and what is expected, and exit code 2:
 error: DOCCHECK_CLAIM_LEASE_SECONDS='abc' (environment): Input should be a valid number, unable to parse string as a number
 ```
 
-Secrets (the API key, the webhook signing secrets) come, in this order, from a flag or keyword
-argument, a Prefect block named by the run (`DocCheckCredentials`, a `Secret` block), the
-environment, and for the receiver an owner-only secret file. Several webhook secrets (during a
-rotation) are written comma-separated, wherever they come from.
+Secrets (the API key, the webhook signing secrets, the storage options) come, in this order, from a
+flag or keyword argument, a Prefect block named by the run or by a `*_BLOCK` setting
+(`DocCheckCredentials`, a `Secret` block, `DocCheckStorage`), the environment, and for the receiver
+an owner-only secret file. Several webhook secrets (during a rotation) are written comma-separated,
+wherever they come from.
 """
 
 

@@ -15,7 +15,7 @@ from doccheck.commands import prefect_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.prefect_server]
 
-SLUGS = ("doccheck-credentials", "doccheck-webhook-secret")
+SLUGS = ("doccheck-credentials", "doccheck-webhook-secret", "doccheck-storage")
 
 
 def _slugs_on_server() -> set[str]:
@@ -45,12 +45,38 @@ def test_prefect_block_register_m_registers_them_on_a_server_that_lacks_them(pre
 
     registered = _prefect("block", "register", "-m", "prefect_doccheck.credentials", api_url=prefect_server.api_url)
     assert registered.returncode == 0, registered.stdout + registered.stderr
-    assert "Successfully registered 2 blocks" in registered.stdout, registered.stdout
+    assert "Successfully registered 3 blocks" in registered.stdout, registered.stdout
 
     assert set(SLUGS) <= _slugs_on_server()
     listed = _prefect("block", "type", "ls", api_url=prefect_server.api_url)
-    assert (
-        listed.returncode == 0
-        and "doccheck-credentials" in listed.stdout
-        and "doccheck-webhook-secret" in listed.stdout
-    )
+    assert listed.returncode == 0 and all(slug in listed.stdout for slug in SLUGS), listed.stdout
+
+
+def test_a_flow_run_reads_the_storage_block_it_is_named(prefect_server: Any, monkeypatch: Any) -> None:
+    """A DocCheckStorage block saved on the server, named by DOCCHECK_STORAGE_BLOCK as a container's job
+    variables name it: within the flow run's ``storage_block`` the seam resolves a URL with its options;
+    the server hands the options back masked to anyone who does not ask for the secrets."""
+    import asyncio
+    import uuid
+
+    from prefect.client.orchestration import get_client
+
+    from doccheck.storage import resolve
+    from prefect_doccheck import DocCheckStorage
+    from prefect_doccheck.tasks import storage_block
+
+    name = f"term-storage-{uuid.uuid4().hex[:8]}"
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    DocCheckStorage(options={"s3": {"key": "AKIA_INTEGRATION", "secret": secret}}).save(name)
+    monkeypatch.delenv("DOCCHECK_STORAGE_OPTIONS", raising=False)
+    monkeypatch.setenv("DOCCHECK_STORAGE_BLOCK", name)
+
+    async def in_the_flow() -> dict[str, Any]:
+        async with storage_block():
+            return dict(resolve("s3://term-data/reports").storage_options)  # type: ignore[union-attr]
+
+    options = asyncio.run(in_the_flow())
+    assert (options["key"], options["secret"]) == ("AKIA_INTEGRATION", secret)
+    with get_client(sync_client=True) as client:
+        document = client.read_block_document_by_name(name, "doccheck-storage", include_secrets=False)
+    assert secret not in str(document.data) and "AKIA_INTEGRATION" not in str(document.data)

@@ -1,8 +1,10 @@
 """The blocks of ``prefect_doccheck.credentials``: Prefect's own block standards, the
-client they build, and the webhook secret's rotation rule."""
+client they build, the webhook secret's rotation rule, and the storage options as the settings
+take them."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from pydantic import SecretStr, ValidationError
 
 import prefect_doccheck
 from doccheck.client import AsyncDocCheckClient, DocCheckClient
-from prefect_doccheck.credentials import DocCheckCredentials, DocCheckWebhookSecret
+from prefect_doccheck.credentials import DocCheckCredentials, DocCheckStorage, DocCheckWebhookSecret
 
 LOGO = Path(prefect_doccheck.__file__).parent / "logo.png"
 KEY = "sk_test_block_unit"
@@ -42,9 +44,16 @@ class TestDocCheckWebhookSecretStandards(_LocalLogo):
         return DocCheckWebhookSecret
 
 
+class TestDocCheckStorageStandards(_LocalLogo):
+    @pytest.fixture
+    def block(self) -> type[Block]:
+        return DocCheckStorage
+
+
 def test_block_types_have_stable_slugs() -> None:
     assert DocCheckCredentials.get_block_type_slug() == "doccheck-credentials"
     assert DocCheckWebhookSecret.get_block_type_slug() == "doccheck-webhook-secret"
+    assert DocCheckStorage.get_block_type_slug() == "doccheck-storage"
 
 
 @pytest.mark.parametrize(("kind", "cls"), [("sync", DocCheckClient), ("async", AsyncDocCheckClient)])
@@ -120,3 +129,37 @@ def test_a_block_passed_as_a_flow_parameter_is_sent_masked() -> None:
     block = DocCheckCredentials(base_url="http://127.0.0.1:9/api/v1", api_key=KEY)
     sent = json.dumps(FlowRunCreate(flow_id=uuid.uuid4(), parameters={"credentials": block}).model_dump(mode="json"))
     assert KEY not in sent and '"api_key": "**********"' in sent
+
+
+STORAGE = {"s3": {"endpoint_url": "http://127.0.0.1:9", "key": "AKIA_UNIT", "secret": "s3cret_unit"}}
+
+
+def test_storage_options_are_the_settings_storage_options() -> None:
+    from doccheck.config import load_settings
+
+    block = DocCheckStorage(options=STORAGE)
+    (value,) = block.settings().values()
+    assert isinstance(value, SecretStr) and json.loads(value.get_secret_value()) == STORAGE
+    assert load_settings(block=block.settings()).storage.options == value
+    # the JSON text DOCCHECK_STORAGE_OPTIONS holds is accepted too
+    assert DocCheckStorage(options=json.dumps(STORAGE)).options.get_secret_value() == STORAGE  # type: ignore[arg-type]
+
+
+def test_storage_options_are_masked_wherever_the_block_is_shown_or_sent() -> None:
+    import uuid
+
+    block = DocCheckStorage(options=STORAGE)
+    document = block._to_block_document(name="s", block_schema_id=uuid.uuid4(), block_type_id=uuid.uuid4())
+    shown = [repr(block), str(block), block.model_dump_json(), str(block.settings()), repr(document)]
+    for text in shown:
+        assert "s3cret_unit" not in text and "AKIA_UNIT" not in text, text
+    assert "options" in block.model_json_schema()["secret_fields"][0]
+
+
+@pytest.mark.parametrize("options", ['{"s3": {"secret": "s3cret_unit"', '["s3cret_unit"]', 42, {"k": object()}])
+def test_storage_options_that_the_settings_cannot_read_are_refused_without_their_value(options: object) -> None:
+    with pytest.raises(ValidationError) as raised:
+        DocCheckStorage(options=options)  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "s3cret_unit" not in message
+    assert "JSON object" in message or "valid dictionary" in message, message
