@@ -172,3 +172,30 @@ def test_a_bad_shard_setting_names_its_variable(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "fast")
     with pytest.raises(ValueError, match="DOCCHECK_SHARD_LOST_AFTER_SECONDS='fast'"):
         fan_out.lost_after(10)
+
+
+@pytest.mark.parametrize("manifest", ["s3://term-data/course-a/manifest.csv", "course-a/manifest.csv"])
+def test_the_shards_get_the_manifest_as_a_worker_elsewhere_can_read_it(
+    manifest: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket's URL as written (a container's worker shares nothing else); a path made absolute."""
+    from pathlib import Path
+
+    from doccheck.pipeline import BatchResult, SubmissionOptions
+
+    sent: dict[str, Any] = {}
+
+    async def run_shards(*, parameters: dict[str, Any], **_: Any) -> BatchResult:
+        sent.update(parameters)
+        return BatchResult()
+
+    monkeypatch.setattr(fan_out, "run_shards", run_shards)
+    monkeypatch.delenv("DOCCHECK_RATE_LIMIT_PER_SECOND", raising=False)
+    asyncio.run(
+        fan_out.submit_sharded(
+            run_id="run1", manifest=manifest, campaign="c", products=["ai"], metadata_columns=[], key_source=None,
+            base_url="http://127.0.0.1:9/api/v1", database_url=None, submission=SubmissionOptions(shards=2),
+        )
+    )  # fmt: skip
+    expected = manifest if manifest.startswith("s3://") else str(Path(manifest).resolve())
+    assert sent["manifest"] == expected
