@@ -6,9 +6,7 @@ reports, and leaves its artifacts (progress, outcome table, summary, histogram) 
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -182,32 +180,3 @@ def test_bulk_check_deployment_run_completes_with_reports_and_artifacts(served: 
     assert not any(t.tags for t in task_runs if t.flow_run_id == flow_run.id)
     assert served.api_key not in served.log()
     print(f"served bulk_check run: {elapsed:.1f} s")
-
-
-def test_prefect_yaml_deploys_to_a_process_work_pool(prefect_server: Any, tmp_path: Path) -> None:
-    """`prefect deploy --all --prefect-file deployments/prefect.yaml` registers both
-    deployments (schedule, trigger, work pool) on a real server; no worker is started."""
-    from prefect.client.orchestration import get_client
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
-    env.update(
-        {"PREFECT_API_URL": prefect_server.api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PWD": str(ROOT)}
-    )
-    prefect = [sys.executable, "-m", "prefect"]
-    subprocess.run([*prefect, "work-pool", "create", "doccheck-process", "--type", "process", "--overwrite"],
-                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)  # fmt: skip
-    done = subprocess.run(
-        [*prefect, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    with get_client(sync_client=True) as client:
-        bulk = client.read_deployment_by_name("bulk-check/weekly-course-check")
-        collect = client.read_deployment_by_name("collect-results/on-check-events")
-    assert bulk.work_pool_name == "doccheck-process" and bulk.entrypoint == "flows/bulk_check.py:bulk_check"
-    assert bulk.parameters["api_key_block"] == "doccheck-api-key"
-    (schedule,) = bulk.schedules
-    assert schedule.schedule.cron == "0 6 * * 1" and schedule.schedule.timezone == "Europe/London"
-    assert bulk.pull_steps and bulk.pull_steps[0]["prefect.deployments.steps.set_working_directory"][
-        "directory"] == str(ROOT)  # fmt: skip
-    assert collect.work_pool_name == "doccheck-process"

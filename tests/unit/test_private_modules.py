@@ -46,7 +46,9 @@ PUBLIC_MODULES = {
     "prefect_doccheck": {"credentials", "integration"},
     # deployments/prefect.yaml's entrypoints are paths (`flows/bulk_check.py:bulk_check`,
     # `flows/collect_results.py:collect_results`, `flows/shard.py:bulk_check_shard`) that Prefect
-    # deployments already made keep referring to; deployments/serve.py and the README import them.
+    # deployments already made keep referring to, or module paths of the installed package
+    # (`prefect_doccheck.flows.shard.bulk_check_shard`, the container pools' and serve.py's);
+    # deployments/serve.py and the README import them.
     "prefect_doccheck.flows": {"bulk_check", "collect_results", "shard"},
     "prefect_doccheck.tasks": set(),
 }

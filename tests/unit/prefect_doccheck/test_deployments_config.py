@@ -21,10 +21,15 @@ def _config() -> dict[str, Any]:
 
 
 def _entry(entrypoint: str) -> Any:
-    path, _, name = entrypoint.partition(":")
-    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-    assert (ROOT / path).is_file(), path
-    return getattr(module, name)
+    """The flow an entrypoint names: a file of this checkout (the process pool), or a module path
+    of the installed package (the container pools), imported as Prefect imports it."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    if ".py:" in entrypoint:
+        path, _, name = entrypoint.partition(":")
+        assert (ROOT / path).is_file(), path
+        return getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+    return load_flow_from_entrypoint(entrypoint, use_placeholder_flow=False)
 
 
 def _serve_module() -> Any:
@@ -38,7 +43,8 @@ def _serve_module() -> Any:
 def test_prefect_yaml_deployments_point_at_real_flows() -> None:
     config = _config()
     deployments = {d["name"]: d for d in config["deployments"]}
-    assert set(deployments) == {"weekly-course-check", "on-check-events", "bulk-check-shard"}
+    names = ("weekly-course-check", "on-check-events", "bulk-check-shard")
+    assert set(deployments) == {f"{name}{suffix}" for name in names for suffix in ("", "-docker", "-kubernetes")}
     assert deployments["bulk-check-shard"]["entrypoint"] == "flows/shard.py:bulk_check_shard"
     assert deployments["weekly-course-check"]["entrypoint"] == "flows/bulk_check.py:bulk_check"
     for deployment in deployments.values():
@@ -48,7 +54,32 @@ def test_prefect_yaml_deployments_point_at_real_flows() -> None:
         assert set(deployment.get("parameters", {})) <= accepted, deployment["name"]
         # credentials only by name
         assert not {k for k in deployment.get("parameters", {}) if "key" in k and k != "api_key_block"}
-        assert deployment["work_pool"]["name"] == "doccheck-process"
+        pool = deployment["name"].rpartition("-")[2] if deployment["name"].endswith(("-docker", "-kubernetes")) else ""
+        assert deployment["work_pool"]["name"] == f"doccheck-{pool or 'process'}"
+
+
+def test_container_deployments_load_the_installed_package_and_name_blocks_only() -> None:
+    """No pull step (the top-level one sets the deployer's folder), a module-path entrypoint
+    (imported from any working directory), the image and the settings as job variables."""
+    from sqlalchemy.engine import make_url
+
+    from doccheck.config import fields
+
+    secret = {f.env for f in fields() if f.secret}
+    for deployment in _config()["deployments"]:
+        if deployment["work_pool"]["name"] == "doccheck-process":
+            continue
+        assert deployment["pull"] == [], deployment["name"]
+        assert deployment["entrypoint"].startswith("prefect_doccheck.flows.") and ":" not in deployment["entrypoint"]
+        variables = deployment["work_pool"]["job_variables"]
+        assert variables["image"] == "registry.example.org/doccheck:0.1.0"
+        env = variables["env"]
+        assert {"DOCCHECK_DATABASE_URL", "DOCCHECK_CREDENTIALS_BLOCK", "DOCCHECK_STORAGE_BLOCK"} <= set(env)
+        assert not set(env) & secret and make_url(env["DOCCHECK_DATABASE_URL"]).password is None
+        kind = deployment["work_pool"]["name"].removeprefix("doccheck-")
+        assert env["DOCCHECK_SHARD_DEPLOYMENT"] == f"bulk-check-shard/bulk-check-shard-{kind}"
+        manifest = deployment.get("parameters", {}).get("source", {}).get("manifest", "s3://")
+        assert manifest.startswith("s3://")
 
 
 def test_prefect_yaml_schedule_and_trigger_validate() -> None:
