@@ -43,14 +43,24 @@ SETTINGS = {
 }
 
 
+#: The ledger's password as docs/prefect.md has the Kubernetes pool give it: a Secret's key, not a value.
+PGPASSWORD = {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "doccheck-ledger", "key": "password"}}}
+
+
 def _base_job_template(kind: str) -> dict[str, Any]:
+    """The package's default template; Kubernetes' with the ledger's password from a Secret, as
+    docs/prefect.md edits it (the container's env list in place of "{{ env }}")."""
     if kind == "docker":
         from prefect_docker.worker import DockerWorker
 
         return DockerWorker.get_default_base_job_template()
     from prefect_kubernetes.worker import KubernetesWorker
 
-    return KubernetesWorker.get_default_base_job_template()
+    template = KubernetesWorker.get_default_base_job_template()
+    (container,) = template["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == "{{ env }}"
+    container["env"] = [PGPASSWORD]
+    return template
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +195,9 @@ def test_a_kubernetes_worker_would_start_a_job_of_the_image_with_the_settings(de
     assert container["image"] == "registry.example.org/doccheck:0.1.0" and container["imagePullPolicy"] == "Always"
     assert container["args"] == ["prefect", "flow-run", "execute"]
     assert container["resources"]["limits"]["memory"] == "2Gi"
-    env = {item["name"]: item["value"] for item in container["env"]}  # plain values: no secretKeyRef needed
+    *plain, password = container["env"]  # the job variables' env first, the pool's Secret reference after
+    assert password == PGPASSWORD
+    env = {item["name"]: item["value"] for item in plain}
     assert set(env) >= SETTINGS and env["PREFECT__FLOW_RUN_ID"] == str(flow_run.id)
     _no_secret(env, flow_run.parameters)
 
@@ -202,7 +214,7 @@ def test_the_container_command_loads_the_flow_from_the_package_in_an_empty_folde
     flow_run = _flow_run_of(deployed["weekly-course-check-kubernetes"])
     config = _configuration("kubernetes", flow_run)
     (container,) = config.job_manifest["spec"]["template"]["spec"]["containers"]
-    env = {item["name"]: item["value"] for item in container["env"]}
+    env = {item["name"]: item["value"] for item in container["env"] if "value" in item}
     env |= {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / ".prefect")}
     work = tmp_path / "work"
     work.mkdir()
