@@ -46,7 +46,7 @@ def as_location(path: UserPath | str | os.PathLike[str]) -> UserPath:
         return path
     from doccheck.storage import resolve
 
-    return resolve(path)  # type: ignore[arg-type]  # a UPath is returned as it is
+    return resolve(path)  # a UPath is returned as it is
 
 
 def shown(path: UserPath) -> str:

@@ -174,6 +174,8 @@ def test_a_settings_file_that_is_not_there_stops_config_with_one_line(
     assert result.output.splitlines() == [
         f"error: DOCCHECK_ENV_FILE={name!r}: {reason} ({tmp_path / name}); expected DOCCHECK_*=value lines"
     ]
+
+
 def test_a_process_block_is_a_block_for_every_reader_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     # A flow run's DocCheckStorage block: the storage seam reads its options through setting(), on
     # any thread, as it reads DOCCHECK_STORAGE_OPTIONS; over the environment, under a flag.
