@@ -300,13 +300,14 @@ def export_manifest(
 ) -> str:
     """An LMS export's derived manifest (its recognised summary printed before anything is sent), else ``path``."""
     from doccheck.sources.lms import as_manifest, no_submission_lines
+    from doccheck.storage import display
 
     try:
         # the roster's email, section and "no submission" rows go in the reports (the export's sidecar)
         manifest, result = as_manifest(path, work_dir, lms=lms, attempts=attempts, roster=roster)
         missing = no_submission_lines(result, roster) if result is not None and roster is not None else []
     except (ValueError, OSError) as exc:
-        raise fail(err, f"cannot read export {path!r}: {exc}") from None
+        raise fail(err, f"cannot read export {display(path)!r}: {exc}") from None  # never a URL's credential
     if result is not None:
         for line in [result.summary(), *result.not_checked(), *missing]:
             console.print(line, markup=False, highlight=False)
