@@ -150,7 +150,7 @@ def show(label: str, figures: dict[str, float], extra: str = "") -> None:
 
 def main() -> None:
     from tests.fixtures.processes import stop_process
-    from tests.fixtures.s3 import SECRET_ACCESS_KEY, s3_environment, start_s3_server
+    from tests.fixtures.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_environment, start_s3_server
     from tests.fixtures.s3_proxy import FaultProxy
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -198,7 +198,8 @@ def main() -> None:
                     show(f"{where} {label}", f, f", {gets} GETs/HEADs of documents" if where == "bucket" else "")
             if kind == "throughput":
                 proxy.clear_log()
-                fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+                fs = s3fs.S3FileSystem(key=ACCESS_KEY_ID, secret=SECRET_ACCESS_KEY, skip_instance_cache=True,
+                                       use_listings_cache=False, client_kwargs={"endpoint_url": proxy.url})  # fmt: skip
                 started = time.perf_counter()
                 listed = len(fs.find(f"term-data/{kind}"))
                 listing = time.perf_counter() - started
