@@ -77,6 +77,8 @@ INSTRUMENTS = {
     "benchmarks/profile_command.py": "doccheck.commands",
     # every webhook sender of the emulator, signed as it signs, against a receiver
     "benchmarks/receiver_flood.py": "doccheck.emulator",
+    # an export's zip on a store read each way: its read-ahead block and member order swapped
+    "benchmarks/lms_zip_reads.py": "doccheck.sources.lms",
 }
 
 #: ``from doccheck.x[._y] import a, _b`` (names up to the closing parenthesis), also inside a string
