@@ -165,16 +165,17 @@ def _text_of(doc: Any) -> str:
         return handed
     path = resolve(path)  # a UserPath, or the location as display() wrote it (the background process)
     # The package's function, looked up when called: tests count the files read by patching it.
-    return extraction.extract_text(_bytes_of(path), path.name)
+    return extraction.extract_text(_bytes_of(path, getattr(doc, "size_bytes", None)), path.name)
 
 
-def _bytes_of(path: UserPath) -> bytes:
-    """A file's bytes, refused past :data:`MAX_FILE_BYTES` (a store's file: one bounded GET)."""
+def _bytes_of(path: UserPath, size: int | None = None) -> bytes:
+    """A file's bytes, refused past :data:`MAX_FILE_BYTES` (a store's file: one bounded GET; with
+    the size planning recorded, no HEAD before it)."""
     if isinstance(path, Path):
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ValueError(f"the file is over {MAX_FILE_BYTES} bytes")
         return path.read_bytes()
-    return read_bounded(path, max_bytes=MAX_FILE_BYTES)
+    return read_bounded(path, max_bytes=MAX_FILE_BYTES, size=size if isinstance(size, int) else None)
 
 
 def match_cohort(
