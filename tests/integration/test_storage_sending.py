@@ -1,8 +1,9 @@
 """Documents that exist only in a bucket (the tests' S3: moto behind the fault proxy), sent to the
 emulator: an upload streamed from the store, multipart files and a file sent as its text; the
 store's faults (503 SlowDown, connections dropped mid-read) ridden out with each document checked
-once; a document deleted before it is sent its row's failure; an LMS zip from the bucket run end
-to end; no HEAD per document, and the store's secret nowhere."""
+once; a document deleted before it is sent its row's failure; ``doccheck run --no-prefect`` from a
+bucket manifest with an upload-mode document, and from an LMS zip and roster in the bucket; no HEAD
+per document, and the store's secret nowhere."""
 
 from __future__ import annotations
 
@@ -14,22 +15,18 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from doccheck.client import AsyncDocCheckClient
 from doccheck.ledger import Ledger
 from doccheck.pipeline import (
-    OutputOptions,
-    RunOptions,
-    SourceOptions,
-    SubmissionOptions,
     SubmitOptions,
-    WaitingOptions,
     submit_batch,
 )
 from doccheck.storage import resolve
 from tests import generated_documents as gen
-from tests.factories import planned, random_essay, run_locally
+from tests.factories import doccheck_in_process, planned, random_essay
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.s3 import S3Bucket
 
@@ -107,6 +104,44 @@ def test_a_document_deleted_before_sending_is_its_rows_failure(
     assert emulator.account_state(key)["checks"] == 4
 
 
+COMMON = ["--no-prefect", "--no-progress", "--grace-seconds", "0", "--poll-interval", "0.1"]
+ROSTER = (
+    "\ufeffIdentifier,Full name,Email address,Status\n"
+    "Participant 100,Student 0,s0@example.org,Submitted\n"
+    "Participant 107,Katherine Johnson,kj@example.org,No submission\n"
+)
+
+
+def _doccheck_run(source: str, folder: Path, emulator: EmulatorHandle, key: str, *extra: str) -> Any:
+    """``doccheck run SOURCE --no-prefect`` as a user types it (in this process: the bucket's
+    variables are set by the fixture), its ledger and reports in ``folder``."""
+    args = ["run", source, "--database-url", f"sqlite:///{folder / 'l.db'}", "--out", "out", *COMMON, *extra]
+    env = {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}
+    return doccheck_in_process(args, env, cwd=folder)
+
+
+def test_doccheck_run_sends_an_upload_from_a_bucket_manifest_through_the_stores_faults(
+    s3_bucket: S3Bucket, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    b, key = s3_bucket, emulator.new_account()
+    thesis = (random_essay(7, 400) + "\n").encode() * (6 * MiB // 2600)  # the upload flow
+    files = {"docs/thesis.txt": thesis} | {f"docs/essay{i}.txt": random_essay(i, 300).encode() for i in range(4)}
+    rows = "".join(f"d{i},{name}\n" for i, name in enumerate(files))
+    b.fs.pipe({f"{b.name}/course/{name}": data for name, data in files.items()})
+    b.fs.pipe_file(f"{b.name}/course/manifest.csv", ("document_id,path\n" + rows).encode())
+    b.proxy.set_faults(slow_down_share=0.3, drop_share=0.2, seed=5, methods={"GET"}, prefix=f"{b.name}/course/docs/")
+    done = _doccheck_run(f"{b.url}/course/manifest.csv", tmp_path, emulator, key)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert emulator.account_state(key)["checks"] == 5  # each document checked once
+    reads = b.proxy.gets_of(f"{b.name}/course/docs/")
+    assert {r.fault for r in reads} >= {"slow_down", "drop"}
+    assert [r for r in reads if r.method == "HEAD"] == []  # sizes from the listing, then from planning
+    assert len([r for r in reads if r.key.endswith("thesis.txt") and r.fault is None]) >= 3  # in ranged reads
+    submitted = pq.read_table(tmp_path / "out" / "latest" / "submissions.parquet").to_pylist()
+    assert sorted((r["document_id"], r["mode"]) for r in submitted)[:2] == [("d0", "upload"), ("d1", "multipart")]
+    assert b.secret_access_key not in done.stdout + done.stderr
+
+
 def _export(essays: int) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -116,24 +151,22 @@ def _export(essays: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_an_lms_zip_in_a_bucket_is_run_end_to_end(
+def test_doccheck_run_reads_an_lms_zip_and_its_roster_from_a_bucket(
     s3_bucket: S3Bucket, emulator: EmulatorHandle, tmp_path: Path
 ) -> None:
-    key, tag = emulator.new_account(), uuid.uuid4().hex[:8]
-    s3_bucket.fs.pipe_file(f"{s3_bucket.name}/exports/C101-Essay-{tag}.zip", _export(5))
-    s3_bucket.proxy.set_faults(slow_down_share=0.3, methods={"GET"}, prefix=f"{s3_bucket.name}/exports/")
-    options = RunOptions(
-        source=SourceOptions(manifest=f"{s3_bucket.url}/exports/C101-Essay-{tag}.zip", products=["ai"]),
-        submission=SubmissionOptions(batch_size=4, concurrency=4),
-        waiting=WaitingOptions(timeout=30, grace_seconds=0, poll_interval=0.2),
-        output=OutputOptions(out_dir=str(tmp_path / "out")),
-    )
-    with closing(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")) as ledger:
-        summary = asyncio.run(run_locally(ledger, emulator.base_url, key, options))
-    assert summary.status == "finished", summary
-    assert (summary.campaign, summary.documents, summary.submitted) == (f"C101-Essay-{tag}", 5, 5)
+    b, key, tag = s3_bucket, emulator.new_account(), uuid.uuid4().hex[:8]
+    b.fs.pipe({f"{b.name}/exports/C101-Essay-{tag}.zip": _export(5), f"{b.name}/exports/grades.csv": ROSTER.encode()})
+    b.proxy.set_faults(slow_down_share=0.3, seed=2, methods={"GET"}, prefix=f"{b.name}/exports/")
+    done = _doccheck_run(f"{b.url}/exports/C101-Essay-{tag}.zip", tmp_path, emulator, key,
+                         "--roster", f"{b.url}/exports/grades.csv")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Moodle export: 5 participants, 5 files, 1 rejected" in done.stdout
+    assert "no submission: Katherine Johnson (107)" in done.stdout
     assert emulator.account_state(key)["checks"] == 5
-    zip_reads = s3_bucket.proxy.gets_of(f"{s3_bucket.name}/exports/")
+    zip_reads = b.proxy.gets_of(f"{b.name}/exports/C101-Essay-{tag}.zip")
     # its HEAD, zipfile's reads of the end record, the zip64 locator before it and the directory,
-    # then every member in one ranged read (a small zip); a SlowDown retried by botocore on top
+    # then every member in one ranged read (a small zip); SlowDowns retried by botocore on top
     assert len([r for r in zip_reads if r.fault is None]) <= 5, zip_reads
+    documents = pq.read_table(tmp_path / "out" / "latest" / "documents.parquet").to_pylist()
+    assert {r["export_name"] for r in documents} == {f"C101-Essay-{tag}.zip"}
+    assert {r["email"] for r in documents if r["student_id"] == "100"} == {"s0@example.org"}
