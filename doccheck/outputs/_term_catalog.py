@@ -165,7 +165,7 @@ def rebuild_catalog(out: UserPath | str) -> UserPath:
     try:
         con = duckdb.connect(str(tmp))
         try:
-            _sql(con, "SET enable_progress_bar = false")  # a command prints no noise (a slow store's DESCRIBE)
+            _quiet(con)
             if not isinstance(root, Path):
                 con.register_filesystem(root.fs)  # the views' DESCRIBE reads the footers from the store
             _sql(con, _folder_macro(root))
@@ -269,6 +269,17 @@ def _attach_copy(con: duckdb.DuckDBPyConnection, path: UserPath) -> None:
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def _quiet(con: duckdb.DuckDBPyConnection) -> None:
+    """No progress bar on stdout (a command prints no noise; a slow store's DESCRIBE drew one). In
+    Jupyter without ipywidgets DuckDB refuses any change of the setting, and draws no bar there."""
+    import duckdb
+
+    try:
+        _sql(con, "SET enable_progress_bar = false")
+    except duckdb.Error:
+        pass
 
 
 def _folders(root: UserPath) -> list[UserPath]:
