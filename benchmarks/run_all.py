@@ -31,6 +31,7 @@ ARGS: dict[str, list[str]] = {
     "catalog_term": ["--documents", "100000"],
     "lms_zip_reads": ["--documents", "200", "--rounds", "1"],
     "remote_sending": ["--n", "300", "--rounds", "1"],
+    "bytecode_overhead": ["--rounds", "3"],
 }
 QUICK: dict[str, list[str]] = {
     "download_memory": ["--sizes", "5"],
@@ -42,6 +43,7 @@ QUICK: dict[str, list[str]] = {
     "receiver_flood": ["--events", "300"],
     "lms_zip_reads": ["--documents", "100", "--rounds", "1"],
     "remote_sending": ["--n", "100", "--rounds", "1"],
+    "bytecode_overhead": ["--rounds", "1"],
 }
 
 
