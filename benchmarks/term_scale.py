@@ -1,14 +1,16 @@
 """Term scale: a whole term through ``doccheck run`` (issue 28), and the dry run's memory (issue 10).
 
 Run:  .venv/bin/python benchmarks/term_scale.py [--n 100000] [--words 300] [--backends sqlite,postgres]
-          [--files 0] [--skip-page] [--no-catalog] [--profile-rerun FILE]
+          [--files 0] [--skip-page] [--no-catalog] [--profile-rerun FILE] [--trace DIR]
 
 **The term (issue 28)**: one CSV manifest of ``--n`` generated text rows in 200 courses (a
 ``course`` column), an emulator that holds the results back (``--processing-seconds`` a day), and
 for each backend (a fresh SQLite file; a fresh database on a throwaway PostgreSQL cluster)
 ``doccheck run MANIFEST --no-wait`` twice: the first run, then the weekly rerun with nothing new.
-Each command is a subprocess; its wall seconds, CPU seconds and peak RSS (``wait4``'s
-``ru_maxrss`` of that child only) are printed, then the ledger's bytes per document (SQLite: the
+Each command is a subprocess; its wall seconds, CPU seconds and two peaks are printed: the process
+tree's (the summed RSS of the run and every process it started, sampled every 50 ms by
+:mod:`_process_tree`, with who held what at that moment: the figure a holdout measures, issue 49)
+and the largest single process's (``wait4``'s ``ru_maxrss``), then the ledger's bytes per document (SQLite: the
 file and its WAL; PostgreSQL: ``pg_total_relation_size`` of every table). ``--files N``: N
 generated files (half 8-page PDFs, half ~3,400-word DOCX) in a manifest of paths, run twice on
 SQLite: the first run extracts, the rerun must not. ``--skip-page``: no browser timing of the
@@ -18,7 +20,8 @@ what loading DuckDB into the run's process at its end adds to the peak RSS (docs
 ``--profile-rerun FILE``: the rerun
 of the first backend is run once more under py-spy (``pip install py-spy``; every thread sampled
 50 times a second), its collapsed stacks written to FILE (``py-spy``'s raw format: one stack and
-its sample count a line, for flamegraph tools or a few lines of Python).
+its sample count a line, for flamegraph tools or a few lines of Python). ``--trace DIR``: each
+run's samples as a CSV (seconds, the tree's kB, the run process's kB), to see when the peak comes.
 
 **The dry run (issue 10)**: ``--rows 10000,100000 [--words 400] [--startup] [--no-match]
 [--background in|bg|both]`` as before (see :func:`dry_run_main`).
@@ -61,6 +64,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _process_tree import TreePeak
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -262,8 +267,12 @@ def start_term_emulator(work: Path) -> tuple[Any, str]:
     return service, root
 
 
-def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str]) -> dict[str, float]:
-    """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its own peak RSS."""
+def timed_run(
+    manifest: Path, *, database_url: str, out: Path, env: dict[str, str], trace: Path | None = None
+) -> dict[str, Any]:
+    """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its own peak RSS
+    (``wait4``: the largest single process) and its process tree's (the summed RSS of the run and
+    every descendant, sampled every 50 ms: :mod:`_process_tree`)."""
     from doccheck.commands import doccheck_command
 
     args = doccheck_command("run", str(manifest), "--no-wait", "--no-progress", "--campaign", "term",
@@ -271,13 +280,20 @@ def timed_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, st
                             "--out", str(out))  # fmt: skip
     started = time.perf_counter()
     child = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = child.stdout.read() if child.stdout else ""
+    tree = TreePeak(child.pid).start()
+    try:
+        output = child.stdout.read() if child.stdout else ""
+    finally:
+        tree.stop()  # before wait4 reaps the child: its children are found through its pid
     _, status, usage = os.wait4(child.pid, 0)
+    if trace is not None:
+        trace.write_text("seconds,tree_kb,run_kb\n" + "".join(f"{t:.2f},{a},{b}\n" for t, a, b in tree.trace))
     child.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.perf_counter() - started
     if child.returncode != 0:
         raise SystemExit(f"doccheck run failed ({child.returncode}):\n{output[-3000:]}")
-    return {"seconds": elapsed, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+    return {"seconds": elapsed, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
+            "tree_peak_mb": tree.peak_mb, "tree": tree.breakdown()}  # fmt: skip
 
 
 def profiled_run(manifest: Path, *, database_url: str, out: Path, env: dict[str, str], stats: Path) -> None:
@@ -370,6 +386,7 @@ def term_main(argv: list[str]) -> None:
     parser.add_argument(
         "--profile-rerun", type=Path, help="py-spy the first backend's rerun into this file (collapsed stacks)"
     )
+    parser.add_argument("--trace", type=Path, help="write each run's sampled RSS (CSV: seconds, tree kB, run kB) here")
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     with tempfile.TemporaryDirectory(prefix="doccheck-term-") as tmp, contextlib.ExitStack() as stack:
@@ -404,7 +421,11 @@ def term_main(argv: list[str]) -> None:
                 if label == "rerun" and args.profile_rerun and number == 0:
                     profiled_run(manifest, database_url=database_url, out=out, env=env, stats=args.profile_rerun)
                     print(f"  (profile of the rerun in {args.profile_rerun})")
-                figures = timed_run(manifest, database_url=database_url, out=out, env=env)
+                trace = None
+                if args.trace:
+                    args.trace.mkdir(parents=True, exist_ok=True)
+                    trace = args.trace / f"{backend.split()[0]}-{number}-{label.replace(' ', '-')}.csv"
+                figures = timed_run(manifest, database_url=database_url, out=out, env=env, trace=trace)
                 size = ledger_bytes(database_url)
                 pages = {} if args.skip_page else page_timings(out / "latest")
                 if args.tables:
@@ -412,8 +433,10 @@ def term_main(argv: list[str]) -> None:
                     print(f"{'':>15} {label:>9}  bytes/doc by table: {shown_tables}", flush=True)
                 shown = ", ".join(f"{k} {v:.2f} s" for k, v in pages.items())
                 print(f"{backend:>15} {label:>9}: {figures['seconds']:7.1f} s (CPU {figures['cpu_seconds']:.1f} s), "
-                      f"peak RSS {figures['peak_rss_mb']:4.0f} MB, ledger {size / 1e6:.0f} MB = "
+                      f"process tree's peak RSS {figures['tree_peak_mb']:4.0f} MB (largest process, wait4: "
+                      f"{figures['peak_rss_mb']:.0f} MB), ledger {size / 1e6:.0f} MB = "
                       f"{size / n:,.0f} bytes/doc{'; ' + shown if shown else ''}", flush=True)  # fmt: skip
+                print(f"{'':>15} {'':>9}  {figures['tree']}", flush=True)
 
 
 def main() -> None:
