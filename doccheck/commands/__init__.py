@@ -66,7 +66,7 @@ __all__ = [
     "wait_healthy",
 ]
 
-#: Arrow's allocator for a command's process (and the page workers it spawns), unless the user
+#: Arrow's allocator for a command's process (and any child it starts), unless the user
 #: chose one: glibc's, where Arrow's default (mimalloc) keeps what it freed. A term's first run
 #: peaks in the report phase, where the Parquet files are read back: 281 MB with this, 301 MB
 #: with mimalloc, for the same wall time (docs/benchmarks.md, issue 28). Set here because this

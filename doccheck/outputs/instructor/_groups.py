@@ -10,20 +10,18 @@ batches (an IPC stream a group), to a file per group beside the pages, then read
 at a time while its page is written: memory holds one chunk or one group, never the run (a
 100,000-row table held as Arrow was ~50 MB of a term run's peak). Arrow, not JSON lines: the
 rows keep their types (as when the rows are held in memory) and a 100,000-row run spent ~1.5 s
-encoding and decoding JSON. A large run's pages are written by worker processes, one a core
-(:func:`page_workers`), each reading its groups' spilled rows: the pages were a sixth of a
-100,000-row rerun, on one core of two.
+encoding and decoding JSON. The pages are written in this process: a large run's were written
+by spawned worker processes, one a core, and each re-imported the command (its ``__main__``) and
+the reports' modules, ~160 MB of RSS apiece beside the run's own, so a 100,000-document term's
+process tree peaked at 603 MB for a few seconds of the pages' time (issue 49).
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +35,12 @@ import pyarrow.parquet as pq
 from doccheck.outputs.instructor._page import generate_group_page
 from doccheck.outputs.instructor._tally import GroupCounts, PageTally, group_key
 
-__all__ = ["GROUPS_FOLDER", "MAX_PAGE_WORKERS", "PARALLEL_MIN_ROWS", "PageWorkers", "page_workers", "write_group_pages"]
+__all__ = ["GROUPS_FOLDER", "write_group_pages"]
 
 GROUPS_FOLDER = "groups"
 _DOCUMENTS = "documents.parquet"
 #: Rows of ``documents.parquet`` read at a time.
 _CHUNK = 2000
-#: A run's rows from which its group pages are written by worker processes, one a core: the
-#: pages of a 100,000-row run took 6 s of one core (JSON rows, HTML, Jinja), and spawning a
-#: worker costs about a second of CPU (its imports), as much as the pages of 20,000 rows.
-PARALLEL_MIN_ROWS = 50_000
-MAX_PAGE_WORKERS = 4
 
 
 def write_group_pages(
@@ -58,12 +51,10 @@ def write_group_pages(
     run_id: str | None = None,
     status: str | None = None,
     rows: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
-    workers: PageWorkers | None = None,
 ) -> list[Path]:
     """Write every group's page of a grouped run (``rows()``: the rows when held in memory,
-    else they are read from the folder's ``documents.parquet``, and the pages written in
-    ``workers`` when given); remove ``groups/`` when the run is not grouped. The pages
-    written, in the entry page's order."""
+    else they are read from the folder's ``documents.parquet``); remove ``groups/`` when the
+    run is not grouped. The pages written, in the entry page's order."""
     target = folder / GROUPS_FOLDER
     if not tally.grouped or tally.group_by is None:
         shutil.rmtree(target, ignore_errors=True)
@@ -79,7 +70,7 @@ def write_group_pages(
             names = [job.write(tally.groups[group], group_rows) for group, group_rows in held.items()]
         else:
             spilled = _spill_by_group(folder / _DOCUMENTS, tally.group_by, tmp)
-            names = _write_spilled(job, [(tally.groups[group], path) for group, path in spilled.items()], workers)
+            names = [job.write_spilled(tally.groups[group], path) for group, path in spilled.items()]
         _swap(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -88,8 +79,7 @@ def write_group_pages(
 
 @dataclass(frozen=True)
 class _PageJob:
-    """What writing one group's page needs besides its rows: small and picklable, so a
-    worker process can write pages too."""
+    """What writing one group's page needs besides its rows."""
 
     tally: PageTally  # the run's rules and columns only (see _page_tally)
     campaign: str
@@ -120,54 +110,6 @@ def _page_tally(tally: PageTally) -> PageTally:
     light = PageTally(tally.rules, tally.group_by)
     light.meta, light.lms, light.export = list(tally.meta), tally.lms, tally.export
     return light
-
-
-def page_workers(rows: int) -> int:
-    """Processes to write a run's group pages in: one (this one) for a run under
-    :data:`PARALLEL_MIN_ROWS` rows, else one a core, at most :data:`MAX_PAGE_WORKERS`."""
-    if rows < PARALLEL_MIN_ROWS:
-        return 1
-    return max(1, min(MAX_PAGE_WORKERS, len(os.sched_getaffinity(0))))
-
-
-class PageWorkers:
-    """The worker processes of a large run's group pages (:func:`page_workers` of ``rows``; none
-    under :data:`PARALLEL_MIN_ROWS`), spawned (the caller may hold threads and a ledger connection,
-    which a fork would copy) when the block is entered. Entered before the wide table is written,
-    their start-up (the imports, about a second of CPU each) runs on the other core meanwhile
-    instead of after it (a 100,000-row run's pages: 2.7 -> 1.7 s; issue 28)."""
-
-    def __init__(self, rows: int) -> None:  # noqa: D107
-        self.count = page_workers(rows)
-        self.pool: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> PageWorkers:
-        if self.count > 1:
-            self.pool = ProcessPoolExecutor(self.count, mp_context=multiprocessing.get_context("spawn"))
-            for _ in range(self.count):  # a task each: every worker starts now, not at the first page
-                self.pool.submit(_started)
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if self.pool is not None:
-            # On an error, the pages not started are dropped; those being written are waited for.
-            self.pool.shutdown(wait=True, cancel_futures=exc_type is not None)
-
-
-def _started() -> None:
-    """A worker's first task: nothing, once its start-up (importing this module) is done."""
-
-
-def _write_spilled(job: _PageJob, groups: list[tuple[GroupCounts, Path]], workers: PageWorkers | None) -> list[str]:
-    """Each group's page from its spilled rows, in ``workers`` (started by the caller) or in
-    workers of their own for a large run, else in this process."""
-    if workers is not None and workers.pool is not None:
-        futures = [workers.pool.submit(job.write_spilled, counts, path) for counts, path in groups]
-        return [f.result() for f in futures]
-    with PageWorkers(sum(counts.documents for counts, _ in groups)) as own:
-        if own.pool is None:
-            return [job.write_spilled(counts, path) for counts, path in groups]
-        return _write_spilled(job, groups, own)
 
 
 def _spill_by_group(documents: Path, column: str, spill: Path) -> dict[str, Path]:

@@ -37,7 +37,7 @@ from doccheck.outputs.instructor._documents_table import (
     documents_table,
 )
 from doccheck.outputs.instructor._evidence import PairTexts, evidence_section
-from doccheck.outputs.instructor._groups import PageWorkers, write_group_pages
+from doccheck.outputs.instructor._groups import write_group_pages
 from doccheck.outputs.instructor._page import generate_report
 from doccheck.outputs.instructor._spreadsheet import CsvChunks
 from doccheck.outputs.instructor._tally import PageTally, group_column
@@ -146,12 +146,10 @@ def write_instructor_files(
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
     group = group_column(group_by, documents_schema(source.meta).names)
-    # A large grouped run's page workers start now, beside the wide table (see PageWorkers).
-    with PageWorkers(source.rows if group is not None and source.lookups is not None else 0) as workers:
-        tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group,
-                                        run={"campaign": campaign, "run_id": run_id})  # fmt: skip
-        write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
-                          rows=(lambda: kept) if tables is not None else None, workers=workers)  # fmt: skip
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group,
+                                    run={"campaign": campaign, "run_id": run_id})  # fmt: skip
+    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path = folder / DOCUMENTS_PARQUET
