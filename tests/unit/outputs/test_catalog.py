@@ -230,6 +230,25 @@ def test_the_catalog_setting_turns_the_rebuild_off(tmp_path: Path, monkeypatch: 
     assert refresh_catalog(tmp_path) == tmp_path / CATALOG_FILE
 
 
+def test_a_run_returns_its_freed_memory_before_the_rebuild_loads_duckdb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild is a run's last step and its peak RSS (issue 49): the heap's free pages go
+    back to the system first, and only when the catalog is built."""
+    from doccheck.outputs import _term_catalog as catalog
+
+    calls: list[bool] = []
+    monkeypatch.setattr(catalog, "_return_freed_memory", lambda: calls.append(True) or True)
+    _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
+    monkeypatch.setenv("DOCCHECK_CATALOG", "false")
+    catalog.refresh_catalog(tmp_path)
+    assert calls == []
+    monkeypatch.setenv("DOCCHECK_CATALOG", "true")
+    assert catalog.refresh_catalog(tmp_path) == tmp_path / CATALOG_FILE and calls == [True]
+    monkeypatch.undo()
+    assert catalog._return_freed_memory() in (True, False)  # glibc's malloc_trim here, a no-op elsewhere
+
+
 def test_a_collect_folder_of_the_same_run_replaces_the_first(tmp_path: Path) -> None:
     first = _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
     later = first.with_name(first.name.replace("000Z", "999Z"))  # collect: the same run, a later stamp
