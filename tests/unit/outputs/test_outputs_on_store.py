@@ -24,16 +24,13 @@ T0 = datetime(2026, 9, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryFileSystem]:
+def memory(
+    memory_store: MemoryFileSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[MemoryFileSystem]:
     """An empty store, and a temporary directory of the test's own (where folders are built)."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    fs = MemoryFileSystem()
-    fs.store.clear()
-    fs.pseudo_dirs.clear()
-    fs.pseudo_dirs.append("")
-    yield fs
-    fs.store.clear()
+    yield memory_store
 
 
 def _tables(n: int, run: str) -> ReportTables:

@@ -4,7 +4,6 @@ listings, bounded copies and whole-object writes (the S3 server's tests are inte
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,9 @@ from doccheck.storage import (
 
 
 @pytest.fixture
-def memory() -> Iterator[MemoryFileSystem]:
-    fs = MemoryFileSystem()
-    fs.store.clear()
-    fs.pseudo_dirs.clear()
-    fs.pseudo_dirs.append("")
-    yield fs
-    fs.store.clear()
+def memory(memory_store: MemoryFileSystem) -> MemoryFileSystem:
+    """The shared empty memory store (tests/fixtures/memory_store.py), by this file's name."""
+    return memory_store
 
 
 def test_a_bare_path_stays_a_pathlib_path(tmp_path: Path) -> None:

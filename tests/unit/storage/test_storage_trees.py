@@ -4,7 +4,6 @@ it), listings of one level and of a whole prefix, copies inside a store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,9 @@ from doccheck.storage import UserPath, copy_file, files_under, publish_tree, res
 
 
 @pytest.fixture
-def memory() -> Iterator[MemoryFileSystem]:
-    fs = MemoryFileSystem()
-    fs.store.clear()
-    fs.pseudo_dirs.clear()
-    fs.pseudo_dirs.append("")
-    yield fs
-    fs.store.clear()
+def memory(memory_store: MemoryFileSystem) -> MemoryFileSystem:
+    """The shared empty memory store (tests/fixtures/memory_store.py), by this file's name."""
+    return memory_store
 
 
 def _folder(root: Path, files: dict[str, bytes]) -> Path:
