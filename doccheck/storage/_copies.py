@@ -21,6 +21,7 @@ from fsspec.spec import AbstractBufferedFile
 
 from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display, store_errors
+from doccheck.storage._object_reads import copy_object, read_object
 
 __all__ = ["BLOCK_BYTES", "as_storage_error", "copy_to_local", "local_copy", "open_input", "read_bounded"]
 
@@ -108,8 +109,14 @@ class _StoreReads(io.RawIOBase):
 def read_bounded(path: UserPath, *, max_bytes: int, size: int | None = None) -> bytes:
     """``path``'s bytes, refused (:class:`StorageError`) past ``max_bytes``: a file read whole
     (to hash and extract it). ``size`` as :func:`open_input` takes it."""
+    if size is not None and size > max_bytes:
+        raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
+    if not isinstance(path, Path) and (whole := read_object(path, max_bytes=max_bytes, size=size)) is not None:
+        return whole  # an S3 object: one GET through obstore
     with as_storage_error(path), open_input(path, size=size) as source:
-        data = source.read(max_bytes + 1)
+        # A store's file opened with its size is that long to fsspec: one read of it all.
+        remote_sized = size is not None and not isinstance(path, Path)
+        data = source.read() if remote_sized else source.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
     return data
@@ -125,16 +132,22 @@ def local_copy(path: UserPath, *, max_bytes: int, size: int | None = None) -> It
         return
     fd, name = tempfile.mkstemp(prefix="doccheck-", suffix=path.suffix)
     try:
-        with as_storage_error(path), os.fdopen(fd, "wb") as out, open_input(path, size=size) as source:
-            copied = 0
-            while block := source.read(BLOCK_BYTES):
-                copied += len(block)
-                if copied > max_bytes:
-                    raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
-                out.write(block)
+        with os.fdopen(fd, "wb") as out:
+            if not copy_object(path, out, max_bytes=max_bytes, block_bytes=BLOCK_BYTES):  # S3: obstore's GET
+                _copy_bounded(path, out, max_bytes=max_bytes, size=size)
         yield Path(name)
     finally:
         Path(name).unlink(missing_ok=True)
+
+
+def _copy_bounded(path: UserPath, out: IO[bytes], *, max_bytes: int, size: int | None) -> None:
+    with as_storage_error(path), open_input(path, size=size) as source:
+        copied = 0
+        while block := source.read(BLOCK_BYTES):
+            copied += len(block)
+            if copied > max_bytes:
+                raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
+            out.write(block)
 
 
 def copy_to_local(path: UserPath, target: Path) -> None:
