@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from doccheck.extract.cache import FileKey, KnownFile
 from doccheck.ledger._base import Database
 from doccheck.ledger._document_reads import reads_for_hashes
+from doccheck.ledger._engine import READ_ONLY
 from doccheck.ledger._listed_files import known_files, record_files
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import ExtractedWordsRow, utcnow
@@ -42,12 +43,17 @@ class LedgerWordStore:
         self._memo: dict[str, int] = {}
         self._files: dict[FileKey, KnownFile] = {}
 
+    def _reading(self) -> Connection:
+        """A connection that only reads: on SQLite it begins deferred, so the lookups of a run's
+        reading threads (one a store file) neither wait for the recording's writes nor hold them up."""
+        return self._db.engine.connect().execution_options(**{READ_ONLY: True})
+
     def lookup(self, digests: Sequence[str]) -> dict[str, int]:
         """The counts known for ``digests`` (memory first, then one query per 500)."""
         found = {d: self._memo[d] for d in digests if d in self._memo}
         missing = [d for d in dict.fromkeys(digests) if d not in found]
         t = table_of(ExtractedWordsRow)
-        with self._db.engine.connect() as conn:
+        with self._reading() as conn:
             for i in range(0, len(missing), _IN_CHUNK):
                 stmt = select(t.c.content_hash, t.c.words).where(
                     t.c.campaign == self.campaign, t.c.content_hash.in_(missing[i : i + _IN_CHUNK])
@@ -58,7 +64,7 @@ class LedgerWordStore:
 
     def lookup_read_as(self, digests: Sequence[str]) -> dict[str, str]:
         """What bytes of these SHA-256 digests were read as by the campaign's documents (one query per 500)."""
-        with self._db.engine.connect() as conn:
+        with self._reading() as conn:
             return reads_for_hashes(conn, self.campaign, digests)
 
     def lookup_files(self, keys: Sequence[FileKey]) -> dict[FileKey, KnownFile]:
@@ -67,7 +73,7 @@ class LedgerWordStore:
         found = {k: self._files[k] for k in keys if k in self._files}
         missing = [k for k in keys if k not in found]
         if missing:
-            with self._db.engine.connect() as conn:
+            with self._reading() as conn:
                 found.update(known_files(conn, self.campaign, missing))
             self._keep_files(found)
         return found
