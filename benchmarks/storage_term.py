@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,12 @@ def timed_run(manifest: str, *, database_url: str, out: Path, env: dict[str, str
             "own_mb": usage.ru_maxrss / 1024}  # fmt: skip
 
 
+def requests_seen(requests: list[Any]) -> str:
+    """The proxy's log in one line: how many requests of each kind (a LIST apart from a GET)."""
+    kinds = Counter("LIST" if r.is_list else r.method for r in requests)
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.most_common()) or "none"
+
+
 def start_emulator(work: Path) -> tuple[Any, str]:
     """An emulator at its default latency that holds results back for a day (the runs do not wait)."""
     from doccheck.commands import doccheck_command, free_port, start_service
@@ -196,6 +203,8 @@ def main() -> None:
                     )
                     gets = len(proxy.gets_of(f"term-data/{kind}/docs/"))
                     show(f"{where} {label}", f, f", {gets} GETs/HEADs of documents" if where == "bucket" else "")
+                    if where == "bucket":
+                        print(f"{'':>30}the store's requests: {requests_seen(proxy.requests)}", flush=True)
             if kind == "throughput":
                 proxy.clear_log()
                 fs = s3fs.S3FileSystem(key=ACCESS_KEY_ID, secret=SECRET_ACCESS_KEY, skip_instance_cache=True,
