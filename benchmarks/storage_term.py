@@ -28,7 +28,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 for extra in (ROOT, ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+
+from _process_tree import TreePeak  # noqa: E402
 
 API_KEY = "sk_test_storage_bench"
 COURSES = 200
@@ -66,49 +67,6 @@ def upload(folder: Path, fs: Any, prefix: str) -> float:
     return time.perf_counter() - started
 
 
-class TreePeak:
-    """The peak of the summed RSS of a process and all its descendants, sampled from /proc."""
-
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
-        self.pid, self.interval, self.peak_kb = pid, interval, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return self.peak_kb / 1024
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.peak_kb = max(self.peak_kb, sum(_rss_kb(p) for p in _tree(self.pid)))
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, ()))
-    return found
-
-
-def _rss_kb(pid: int) -> int:
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def timed_run(manifest: str, *, database_url: str, out: Path, env: dict[str, str]) -> dict[str, float]:
     """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its tree's peak RSS."""
     from doccheck.commands import doccheck_command
@@ -117,15 +75,25 @@ def timed_run(manifest: str, *, database_url: str, out: Path, env: dict[str, str
                             "--metadata-columns", "course", "--database-url", database_url, "--out", str(out))  # fmt: skip
     started = time.perf_counter()
     child = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = TreePeak(child.pid)
+    peak = TreePeak(child.pid).start()
     output = child.stdout.read() if child.stdout else ""
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
-    tree_mb = peak.stop()
+    peak.stop()
+    tree_mb = peak.peak_kb / 1024
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"doccheck run failed ({os.waitstatus_to_exitcode(status)}):\n{output[-3000:]}")
     return {"seconds": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "tree_mb": tree_mb,
             "own_mb": usage.ru_maxrss / 1024}  # fmt: skip
+
+
+def store_seconds(moto_pid: int) -> float:
+    """CPU seconds so far of the test's store: moto's process and this one (the fault proxy's thread
+    is most of this process's CPU while a run works). Real S3 costs the machine none of it."""
+    import psutil
+
+    moto, own = psutil.Process(moto_pid).cpu_times(), psutil.Process().cpu_times()
+    return moto.user + moto.system + own.user + own.system
 
 
 def requests_seen(requests: list[Any]) -> str:
@@ -198,13 +166,16 @@ def main() -> None:
                 ledger = f"sqlite:///{work / f'{kind}-{where}.db'}"
                 for label in ("first run", "rerun"):
                     proxy.clear_log()
+                    store_cpu = store_seconds(server.process.pid)
                     figures[(where, label)] = f = timed_run(
                         source, database_url=ledger, out=work / f"out-{kind}-{where}", env=env
                     )
+                    f["store_cpu"] = store_seconds(server.process.pid) - store_cpu
                     gets = len(proxy.gets_of(f"term-data/{kind}/docs/"))
                     show(f"{where} {label}", f, f", {gets} GETs/HEADs of documents" if where == "bucket" else "")
                     if where == "bucket":
-                        print(f"{'':>30}the store's requests: {requests_seen(proxy.requests)}", flush=True)
+                        print(f"{'':>30}the store's requests: {requests_seen(proxy.requests)}; CPU of the test's "
+                              f"store on the same cores: {f['store_cpu']:.1f} s (moto and the fault proxy)", flush=True)  # fmt: skip
             if kind == "throughput":
                 proxy.clear_log()
                 fs = s3fs.S3FileSystem(key=ACCESS_KEY_ID, secret=SECRET_ACCESS_KEY, skip_instance_cache=True,
