@@ -129,7 +129,7 @@ def main() -> None:
     from tests.fixtures.s3_proxy import FaultProxy
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--n", type=int, default=10_000, help="the throughput comparison's documents (0: none)")
     parser.add_argument("--words", type=int, default=300)
     parser.add_argument("--latency-ms", type=float, default=30.0)
     parser.add_argument("--term-n", type=int, default=0, help="also a term of this many files from the bucket")
@@ -149,7 +149,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DOCCHECK_", "AWS_"))}
         env.update(PREFECT_HOME=str(work / "prefect-home"), DOCCHECK_API_KEY=API_KEY,
                    DOCCHECK_BASE_URL=f"{root}/api/v1", **s3_environment(proxy.url, SECRET_ACCESS_KEY))  # fmt: skip
-        sizes = [("throughput", args.n)] + ([("term", args.term_n)] if args.term_n else [])
+        sizes = ([("throughput", args.n)] if args.n else []) + ([("term", args.term_n)] if args.term_n else [])
         for kind, n in sizes:
             local = work / kind
             started = time.perf_counter()
