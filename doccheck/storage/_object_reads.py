@@ -44,7 +44,7 @@ __all__ = ["copy_object", "read_object"]
 _KNOWN = frozenset({"use_listings_cache", "skip_instance_cache", "config_kwargs", "client_kwargs", "key", "secret",
                     "token", "endpoint_url", "anon"})  # fmt: skip
 _KNOWN_CLIENT = frozenset({"endpoint_url", "region_name"})
-_KNOWN_CONFIG = frozenset({"retries", "connect_timeout", "read_timeout"})
+_KNOWN_CONFIG = frozenset({"retries", "connect_timeout", "read_timeout", "signature_version"})  # obstore signs SigV4
 #: How long obstore keeps credentials from botocore's chain before asking it again.
 _CREDENTIALS_KEPT = timedelta(minutes=5)
 
@@ -175,8 +175,15 @@ def _store(bucket: str, options_json: str, chain: tuple[str, ...]) -> Any:
             "connect_timeout": f"{int(timeouts.get('connect_timeout', 10))}s",
             "timeout": f"{int(timeouts.get('read_timeout', 60))}s",
         },
-        retry_config={"max_retries": 10, "retry_timeout": timedelta(minutes=3)},
+        retry_config={"max_retries": _retries(timeouts), "retry_timeout": timedelta(minutes=3)},
     )
+
+
+def _retries(config: Mapping[str, Any]) -> int:
+    """botocore's attempts (``config_kwargs.retries.max_attempts``, 10 by default) as retries."""
+    retries = config.get("retries") or {}
+    attempts = retries.get("max_attempts", 10) if isinstance(retries, Mapping) else 10
+    return max(0, int(attempts))
 
 
 def _configured_endpoint() -> str | None:
