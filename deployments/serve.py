@@ -43,6 +43,17 @@ def _blocks(settings: Settings) -> dict[str, str]:
     return {name: value for name, value in names.items() if value}
 
 
+def _manifest_location(manifest: str | None) -> str:
+    """The scheduled check's manifest as its runs are given it: a URL as written (a store's place,
+    read by whichever process runs the flow), a path made absolute (the runs' working folder is
+    not this one's), the sample manifest when unset."""
+    from doccheck.storage import is_url
+
+    if manifest and is_url(manifest):
+        return manifest
+    return str(Path(manifest).resolve() if manifest else ROOT / "sample_data" / "manifest.csv")
+
+
 def bulk_check_parameters(settings: Settings | None = None) -> dict[str, Any]:
     """Default parameters of the scheduled bulk check, from the settings (``schedule`` group).
 
@@ -52,7 +63,7 @@ def bulk_check_parameters(settings: Settings | None = None) -> dict[str, Any]:
     settings = settings or load_settings()
     schedule = settings.schedule
     source: dict[str, Any] = {
-        "manifest": str(schedule.manifest or ROOT / "sample_data" / "manifest.csv"),
+        "manifest": _manifest_location(schedule.manifest),
         "products": list(schedule.products),
     }
     if schedule.campaign:

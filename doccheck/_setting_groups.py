@@ -166,7 +166,11 @@ class ScheduleSettings(_Group):
 
     cron: str = _env("DOCCHECK_SCHEDULE_CRON", "The weekly check's cron schedule.", "0 6 * * 1")
     timezone: str = _env("DOCCHECK_SCHEDULE_TIMEZONE", "The timezone the cron is read in.", "Europe/London")
-    manifest: Path | None = _env("DOCCHECK_MANIFEST", "The scheduled check's manifest; unset: the sample manifest.")
+    # A str, not a Path: Path("s3://term/m.csv") is "s3:/term/m.csv", a URL no store opens.
+    manifest: str | None = _env(
+        "DOCCHECK_MANIFEST",
+        "The scheduled check's manifest: a path, or a URL (s3://bucket/course/manifest.csv); unset: the sample manifest.",
+    )
     products: CommaList = _env(
         "DOCCHECK_PRODUCTS", "Products of the scheduled check, comma-separated.", ["ai", "similarity"]
     )

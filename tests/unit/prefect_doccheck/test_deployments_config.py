@@ -44,8 +44,12 @@ def test_prefect_yaml_deployments_point_at_real_flows() -> None:
     config = _config()
     deployments = {d["name"]: d for d in config["deployments"]}
     names = ("weekly-course-check", "on-check-events", "bulk-check-shard")
-    assert set(deployments) == {f"{name}{suffix}" for name in names for suffix in ("", "-docker", "-kubernetes")}
+    expected = {f"{name}{suffix}" for name in names for suffix in ("", "-docker", "-kubernetes")}
+    assert set(deployments) == expected | {"bulk-check-shard-installed"}
     assert deployments["bulk-check-shard"]["entrypoint"] == "flows/shard.py:bulk_check_shard"
+    # the shard for process workers that share nothing with the checkout: the installed package
+    installed = deployments["bulk-check-shard-installed"]
+    assert installed["entrypoint"] == "prefect_doccheck.flows.shard.bulk_check_shard" and installed["pull"] == []
     assert deployments["weekly-course-check"]["entrypoint"] == "flows/bulk_check.py:bulk_check"
     for deployment in deployments.values():
         flow = _entry(deployment["entrypoint"])
@@ -114,3 +118,15 @@ def test_serve_builds_the_same_deployments(monkeypatch: pytest.MonkeyPatch) -> N
     (trigger,) = collect.triggers
     assert trigger.expect == {"doccheck.check.completed", "doccheck.check.failed"}
     assert trigger.match.root == {"prefect.resource.id": "doccheck.check.*"}
+
+
+@pytest.mark.parametrize("manifest", ["s3://term-data/course-a/manifest.csv", "gs://term/m.parquet"])
+def test_serve_gives_the_scheduled_check_a_bucket_manifest_as_written(
+    monkeypatch: pytest.MonkeyPatch, manifest: str
+) -> None:
+    """DOCCHECK_MANIFEST at a URL reaches the deployment's parameters unchanged (as a Path it
+    was ``s3:/term-data/...``, which no store opens); a relative path is made absolute."""
+    monkeypatch.setenv("DOCCHECK_MANIFEST", manifest)
+    assert _serve_module().bulk_check_parameters()["source"]["manifest"] == manifest
+    monkeypatch.setenv("DOCCHECK_MANIFEST", "course/manifest.csv")
+    assert _serve_module().bulk_check_parameters()["source"]["manifest"] == str(Path("course/manifest.csv").resolve())
