@@ -20,10 +20,7 @@ on SQLite it stalled for a minute under load, and live workers looked dead).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,13 +28,23 @@ from typing import Any
 
 import httpx
 import pandas as pd
-import psutil
 import pyarrow.parquet as pq
 import pytest
 
 from tests.factories import flow_kwargs
 from tests.fixtures.emulator import EmulatorHandle
-from tests.fixtures.fleet import Worker, create_pool, deploy_shard, kill_worker, start_worker, stop_worker
+from tests.fixtures.fleet import (
+    Parent,
+    Worker,
+    create_pool,
+    deploy_shard,
+    kill_one_mid_shard,
+    lost_shards_rerun,
+    shard_runs,
+    start_worker,
+    stop_worker,
+    worker_logs,
+)
 from tests.fixtures.prefect_server import eventually, server_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.prefect_server, pytest.mark.slow]
@@ -78,25 +85,6 @@ def _api_records(api_url: str, flow_run_ids: list[Any]) -> dict[str, list[Any]]:
         }
 
 
-def _unfinished_on(pool: str, worker: Worker) -> bool:
-    """Whether a shard run on ``worker`` has not completed (read after the worker's kill:
-    a run completes only by its own process's report, so a dead one stays unfinished)."""
-    return any(
-        (r.labels or {}).get("prefect.worker.name") == worker.name and not (r.state and r.state.is_completed())
-        for r in _shard_runs(pool)
-    )
-
-
-def _shard_runs(pool: str) -> list[Any]:
-    from prefect import get_client
-    from prefect.client.schemas.filters import WorkPoolFilter, WorkPoolFilterName
-
-    with get_client(sync_client=True) as client:
-        return list(
-            client.read_flow_runs(work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])), limit=200)
-        )
-
-
 @pytest.fixture
 def fleet(
     prefect_server: Any, isolated_emulator: EmulatorHandle, tmp_path: Path
@@ -117,14 +105,6 @@ def fleet(
             stop_worker(worker)
 
 
-def _runs_a_flow(worker: Worker) -> bool:
-    """True when the worker has a child process: the flow run it is executing."""
-    try:
-        return bool(psutil.Process(worker.process.pid).children())
-    except psutil.NoSuchProcess:
-        return False
-
-
 @pytest.mark.timeout(600)  # ~1 min on an idle machine, 2-3 on a loaded one
 def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     fleet: tuple[str, str, list[Worker]],
@@ -134,8 +114,6 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from prefect_doccheck.flows.bulk_check import bulk_check
-
     pool, key, workers = fleet
     emulator = isolated_emulator
     emulator.set_faults(latency_ms=SLOW_MS)  # until the kill: every shard mid-work, requests in flight
@@ -149,76 +127,23 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     # in turn: one run per kill plus the one that finishes (the default of 2 retries failed a
     # run under load with "shard 0: lost ... after 3 runs").
     monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", str(len(workers)))
-    outcome: dict[str, Any] = {}
+    parent = Parent(flow_kwargs(
+        manifest=str(manifest), products=["ai"], out_dir=str(tmp_path / "reports"), campaign=f"fleet-{pool}",
+        database_url=postgres_database, base_url=emulator.base_url, shards=SHARDS, batch_size=10, concurrency=4,
+        wait=True, wait_timeout=180, poll_interval=1,
+    )).start()  # fmt: skip
 
-    def parent() -> None:
-        try:
-            outcome["summary"] = asyncio.run(
-                bulk_check(
-                    **flow_kwargs(
-                        manifest=str(manifest),
-                        products=["ai"],
-                        out_dir=str(tmp_path / "reports"),
-                        campaign=f"fleet-{pool}",
-                        database_url=postgres_database,
-                        base_url=emulator.base_url,
-                        shards=SHARDS,
-                        batch_size=10,
-                        concurrency=4,
-                        wait=True,
-                        wait_timeout=180,
-                        poll_interval=1,
-                    )
-                )  # fmt: skip
-            )
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            outcome["error"] = exc
-
-    started = time.monotonic()
-    thread = threading.Thread(target=parent, daemon=True)
-    thread.start()
-
-    # Kill one worker while it runs a shard and the checks are still coming in. The API's
-    # "running" lags the processes: a shard seen running may have finished by the kill (CI saw
-    # it on a loaded machine). A kill that took no flow-run process with it missed: the worker
-    # is gone all the same, and another one with a shard running is chosen while one is spare.
-    victim: Worker | None = None
-    missed: list[Worker] = []
-    seen: list[tuple[int, int, int]] = []  # (seconds, checks, shards running): the failure message
-    while victim is None and time.monotonic() - started < 300 and thread.is_alive():
-        time.sleep(0.5)
-        created = emulator.account_state(key)["checks"]
-        running = [r for r in _shard_runs(pool) if r.state and r.state.is_running()]
-        seen.append((int(time.monotonic() - started), created, len(running)))
-        on_worker = {(r.labels or {}).get("prefect.worker.name") for r in running} - {None}
-        alive = [w for w in workers if w not in missed]
-        candidates = [w for w in alive if w.name in on_worker and _runs_a_flow(w)]
-        if created >= DOCS // 10 and created < DOCS * 0.7 and candidates and len(alive) > 1:
-            # A hit takes a flow-run process with the worker and leaves one of its shards
-            # unfinished: a shard that wrote COMPLETED just before the kill (its process still
-            # exiting) proves nothing about a lost shard, so that kill missed too.
-            if len(kill_worker(candidates[0])) > 1 and _unfinished_on(pool, candidates[0]):
-                victim = candidates[0]
-                killed_at_checks = created
-            else:
-                missed.append(candidates[0])
+    # Kill one worker while it runs a shard and the checks are still coming in.
+    kill = kill_one_mid_shard(pool, workers, lambda: emulator.account_state(key)["checks"], low=DOCS // 10,
+                              high=int(DOCS * 0.7), going=parent.going)  # fmt: skip
     emulator.set_faults(latency_ms=0)  # the rest, the reruns and the polls at full speed
-    logs = "\n".join(f"--- {w.name}\n{w.log()[-3000:]}" for w in workers)
-    assert victim is not None, f"no shard was seen running mid-way: {seen[::10]}; worker logs:\n{logs}"
-
-    thread.join(timeout=360)
-    if thread.is_alive():
-        shard_runs = [(r.parameters.get("shard"), r.state_name, (r.labels or {}).get("prefect.worker.name"))
-                      for r in _shard_runs(pool)]  # fmt: skip
-        logs = "\n".join(f"--- {w.name}\n{w.log()[-3000:]}" for w in workers)
-        pytest.fail(f"the parent flow did not finish; killed {victim.name}; shard runs (shard, state, worker): "
-                    f"{shard_runs}; worker logs now:\n{logs}")  # fmt: skip
-    assert "error" not in outcome, f"{outcome.get('error')!r}\n{logs}"
-    summary = outcome["summary"]
+    assert kill.victim is not None, f"no shard was seen running mid-way: {kill.seen[::10]}; worker logs:\n" + (
+        worker_logs(workers))  # fmt: skip
+    summary = parent.summary(pool, workers, timeout=360)
 
     # Exactly one check per document at the service, whatever the killed shard had sent.
     state = emulator.account_state(key)
-    assert state["checks"] == DOCS, (state, killed_at_checks)
+    assert state["checks"] == DOCS, (state, kill.at_checks)
     assert summary.status == "finished" and summary.documents == DOCS and summary.pending == 0
 
     # The reports list every document with its own check.
@@ -229,22 +154,8 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     assert int(submissions["charged_cents"].sum()) == state["charged_cents"]
 
     # Shards ran on several workers; the killed worker's shards were marked CRASHED and rerun.
-    # (A run wrongly called lost on a busy machine may still complete: harmless, as the
-    # checks above show, so only "at least" is asserted about completed runs.)
-    runs = _shard_runs(pool)
-    worker_of = {r.id: (r.labels or {}).get("prefect.worker.name") for r in runs}
-    completed = [r for r in runs if r.state and r.state.is_completed()]
-    assert {int(r.parameters["shard"]) for r in completed} == set(range(SHARDS))
-    assert len({worker_of[r.id] for r in completed}) >= 2
-    on_victim = {int(r.parameters["shard"]) for r in runs if worker_of[r.id] == victim.name}
-    assert on_victim, "the killed worker ran no shard"
-    finished_there = {int(r.parameters["shard"]) for r in completed if worker_of[r.id] == victim.name}
-    lost = on_victim - finished_there
-    assert lost, "the killed worker was running no shard"
-    crashed = [r for r in runs if r.state and r.state.is_crashed()]
-    assert {int(r.parameters["shard"]) for r in crashed if worker_of[r.id] == victim.name} == lost
-    for shard in lost:  # each shard the killed worker was running finished on another worker
-        assert any(int(r.parameters["shard"]) == shard and worker_of[r.id] != victim.name for r in completed)
+    lost_shards_rerun(pool, kill.victim, SHARDS)
+    runs = shard_runs(pool)
     # The shards got names and URLs, never the key.
     assert all(key not in repr(r.parameters) for r in runs)
     # A shard's batch tasks take its documents in process; no text reaches the Prefect API.
