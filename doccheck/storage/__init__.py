@@ -18,6 +18,7 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
 - :func:`publish_tree` replaces a folder of outputs behind its marker; :func:`subfolders` and
   :func:`files_under` list a folder in one request; :func:`copy_file` copies inside a store;
   :func:`scratch_folder` is the local folder where work for a store's location is done.
+- :func:`share_link` links an output for a person elsewhere: the object's URL, or a presigned one.
 
 This ``__init__`` imports nothing on its own: each name is imported on first use.
 """
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         open_input,
         read_bounded,
     )
+    from doccheck.storage._links import ShareLink, share_link
     from doccheck.storage._listing import Entry, Listing, describe
     from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
@@ -48,6 +50,7 @@ __all__ = [
     "BLOCK_BYTES",
     "Entry",
     "Listing",
+    "ShareLink",
     "UserPath",
     "arrow_filesystem",
     "as_storage_error",
@@ -67,6 +70,7 @@ __all__ = [
     "remove_tree",
     "resolve",
     "scratch_folder",
+    "share_link",
     "storage_options",
     "store_errors",
     "subfolders",
@@ -79,6 +83,7 @@ _LAZY = {
     "BLOCK_BYTES": "_copies",
     "Entry": "_listing",
     "Listing": "_listing",
+    "ShareLink": "_links",
     "UserPath": "_locations",
     "arrow_filesystem": "_writes",
     "as_storage_error": "_copies",
@@ -100,6 +105,7 @@ _LAZY = {
     "files_under": "_trees",
     "publish_tree": "_trees",
     "scratch_folder": "_trees",
+    "share_link": "_links",
     "subfolders": "_trees",
     "upload_tree": "_writes",
     "write_bytes": "_writes",

@@ -38,6 +38,9 @@ DEFAULT_OPTIONS: Mapping[str, Mapping[str, Any]] = {
             "retries": {"max_attempts": 10, "mode": "standard"},
             "connect_timeout": 10,
             "read_timeout": 60,
+            # Requests are signed with SigV4 anyway; said here, a presigned link is too (botocore
+            # presigns SigV2 for us-east-1 otherwise, which S3 refuses for buckets made since 2020).
+            "signature_version": "s3v4",
         },
     },
     "gcs": {"use_listings_cache": False},
