@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zoneinfo
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FilePath, SecretStr, field_validator
 
@@ -230,6 +230,21 @@ class OutputSettings(_Group):
 
     catalog: bool = _env(
         "DOCCHECK_CATALOG", "Rebuild `<out>/catalog.duckdb` after every run, collect and purge (docs/data.md).", True
+    )
+    artifact_links: Literal["object", "presigned"] = _env(
+        "DOCCHECK_ARTIFACT_LINKS",
+        "How the Prefect UI's artifacts link reports on a store: `object`, the object's URL (`s3://bucket/...`, "
+        "opened with the store's credentials); `presigned`, a link anyone holding it can open until it expires "
+        "(a signature, never the secret key).",
+        "object",
+    )
+    artifact_link_expiry_seconds: int = _env(
+        "DOCCHECK_ARTIFACT_LINK_EXPIRY_S",
+        "Seconds a presigned link stays valid (S3 allows 7 days at most; a link signed with temporary "
+        "credentials ends with them).",
+        7 * 24 * 3600,
+        ge=1,
+        le=7 * 24 * 3600,
     )
 
 

@@ -27,10 +27,11 @@ from uuid import UUID
 import pyarrow.parquet as pq
 
 from doccheck import domain
+from doccheck.config import load_settings
 from doccheck.domain import estimate_cost_cents
 from doccheck.outputs import REPORT_FILES, escape_markdown
 from doccheck.pipeline import Progress
-from doccheck.storage import UserPath, arrow_filesystem, display, resolve, write_bytes
+from doccheck.storage import ShareLink, UserPath, arrow_filesystem, display, resolve, share_link, write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,31 @@ def artifact_key(campaign: str, kind: str | None = None, prefix: str = "bulk-che
     suffix = f"-{kind}" if kind else ""
     head = f"{prefix}-{slug}"[: 100 - len(suffix)].rstrip("-")
     return head + suffix
+
+
+# --------------------------------------------------------------------------- links
+
+
+def artifact_link(location: str | UserPath) -> ShareLink:
+    """How an artifact links an output (``DOCCHECK_ARTIFACT_LINKS``): the object's URL on a store
+    (a local file's ``file://`` URI), or a link presigned for ``DOCCHECK_ARTIFACT_LINK_EXPIRY_S``."""
+    outputs = load_settings().outputs
+    seconds = outputs.artifact_link_expiry_seconds if outputs.artifact_links == "presigned" else None
+    return share_link(location, presign_seconds=seconds)
+
+
+def _located(location: UserPath) -> str | ShareLink:
+    """What the summary lists for an output: a presigned link, or its location as text (the
+    object's URL on a store, the path on a local disk)."""
+    link = artifact_link(location)
+    return link if link.presigned else display(location)
+
+
+def _md_link(name: str, link: ShareLink) -> str:
+    """A presigned link as a markdown link with its expiry next to it; any other link as its text."""
+    if not link.presigned:
+        return _md(link.url)
+    return f"[{escape_markdown(name)}](<{link.url}>) (presigned link, {link.expiry_text()})"
 
 
 # --------------------------------------------------------------------------- reading reports
@@ -134,11 +160,12 @@ def _md_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def summary_markdown(
     summary: Mapping[str, Any],
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
-    report_files: Mapping[str, str | Path] | None = None,
-    image_path: str | Path | None = None,
+    report_files: Mapping[str, str | Path | ShareLink] | None = None,
+    image_path: str | Path | ShareLink | None = None,
 ) -> str:
     """The run's summary for a person: documents, rejects with reasons, spend, highest
-    scores, and where the Parquet reports are. ``summary`` is a ``RunSummary`` dump."""
+    scores, and where the Parquet reports are (a :class:`ShareLink` of a file: a presigned one
+    is a link, its expiry beside it). ``summary`` is a ``RunSummary`` dump."""
     campaign = summary.get("campaign") or "?"
     lines = [f"# doccheck run: {_md(campaign)}", ""]
     facts = [
@@ -187,9 +214,11 @@ def summary_markdown(
         if summary.get("latest_dir"):
             lines.append(f"- latest: {_md(summary['latest_dir'])}")
         for name, path in (report_files or {}).items():
-            lines.append(f"- {_md(name)}: {_md(path)}")
+            shown = _md_link(f"{name}", path) if isinstance(path, ShareLink) else _md(path)
+            lines.append(f"- {_md(name)}: {shown}")
         if image_path:
-            lines.append(f"- score histogram: {_md(image_path)}")
+            shown = _md_link(SCORES_PNG, image_path) if isinstance(image_path, ShareLink) else _md(image_path)
+            lines.append(f"- score histogram: {shown}")
         lines.append("")
     return "\n".join(lines)
 
@@ -366,7 +395,7 @@ async def publish_run_artifacts(
     campaign = str(summary.get("campaign") or "run")
     report_dir = summary.get("report_dir")
     tables = read_report_rows(report_dir) if report_dir else {name: [] for name in REPORT_FILES}
-    report_files = {name: display(resolve(report_dir) / f) for name, f in REPORT_FILES.items()} if report_dir else {}
+    report_files = {name: _located(resolve(report_dir) / f) for name, f in REPORT_FILES.items()} if report_dir else {}
     created: dict[str, UUID] = {}
 
     image_path: UserPath | None = None
@@ -389,7 +418,7 @@ async def publish_run_artifacts(
         description=f"{prefix} {campaign}: outcomes and cost per product",
     )
     created["summary"] = await acreate_markdown_artifact(
-        markdown=summary_markdown(summary, tables, report_files, display(image_path) if image_path else None),
+        markdown=summary_markdown(summary, tables, report_files, _located(image_path) if image_path else None),
         key=artifact_key(campaign, None, prefix),
         description=f"{prefix} {campaign}: run summary",
     )

@@ -21,7 +21,7 @@ from doccheck.outputs import escape_markdown, parse_kinds
 from doccheck.outputs.instructor import write_run_outputs
 from doccheck.pipeline import ledger_for
 from doccheck.storage import display, is_url
-from prefect_doccheck.tasks._artifacts import artifact_key
+from prefect_doccheck.tasks._artifacts import artifact_key, artifact_link
 from prefect_doccheck.tasks._pipeline import TRANSIENT_RETRIES, open_client
 from prefect_doccheck.tasks._service_access import KeySource
 
@@ -75,16 +75,18 @@ async def instructor_report(
 
 async def publish_report_link(report_html: str, campaign: str, *, prefix: str = "bulk-check") -> UUID | None:
     """A link artifact to ``report.html`` (never fails the run: the page is already written): a
-    ``file://`` URL for a local page, the object's own URL on a store."""
-    from pathlib import Path
-
+    ``file://`` URL for a local page, the object's own URL on a store, or a presigned link with
+    its expiry in the description (``DOCCHECK_ARTIFACT_LINKS=presigned``)."""
     from prefect.artifacts import acreate_link_artifact
 
-    remote = is_url(report_html)
-    where = "the object in the bucket" if remote else "open the file in a browser"
     try:
+        link = artifact_link(report_html)
+        if link.presigned:
+            where = f"a presigned link to the object in the bucket, {link.expiry_text()}"
+        else:
+            where = "the object in the bucket" if is_url(report_html) else "open the file in a browser"
         return await acreate_link_artifact(
-            link=report_html if remote else Path(report_html).resolve().as_uri(),
+            link=link.url,
             link_text=f"report.html · {escape_markdown(campaign)}",  # the campaign is user input
             key=artifact_key(campaign, "report", prefix),
             description=f"{prefix} {campaign}: the instructor's report page ({where})",

@@ -29,6 +29,7 @@ BAD_BY_RULE = {
     "DOCCHECK_SCHEDULE_CRON": "weekly",
     "DOCCHECK_PRODUCTS": "ai,horoscope",
     "DOCCHECK_STORAGE_OPTIONS": "not json",
+    "DOCCHECK_ARTIFACT_LINKS": "signed",
 }
 #: Fields any text is a valid value of (names, paths not yet opened, secrets).
 ANY_TEXT = {

@@ -184,3 +184,31 @@ def test_escape_markdown_round_trips_through_a_renderer(value: str) -> None:
     rendered = MarkdownIt("commonmark", {"html": True}).render(escape_markdown(value))
     assert "<img" not in rendered and "<a " not in rendered
     assert rendered_text(escape_markdown(value)).strip() == value.replace("\n", " ")
+
+
+def test_a_presigned_report_is_a_link_with_its_expiry_beside_it() -> None:
+    from datetime import UTC, datetime
+
+    from doccheck.storage import ShareLink
+
+    url = "https://bucket.s3.example/reports/r/ai_results.parquet?X-Amz-Signature=ab_c&X-Amz-Expires=60"
+    link = ShareLink(url, datetime(2031, 5, 4, 6, 0, tzinfo=UTC))
+    md = summary_markdown({"campaign": "c", "report_dir": "s3://bucket/reports/r"}, TABLES, {"ai_results": link},
+                          ShareLink("s3://bucket/reports/r/scores.png"))  # fmt: skip
+    assert f"- ai\\_results: [ai\\_results](<{url}>) (presigned link, valid until 2031-05-04 06:00 UTC)" in md
+    # not presigned: the object's URL as text
+    assert f"- score histogram: {escape_markdown('s3://bucket/reports/r/scores.png')}" in md
+    (anchor,) = re.findall(r'href="([^"]+)"', MarkdownIt().render(md))
+    assert anchor == url.replace("&", "&amp;")
+
+
+def test_artifact_links_follow_the_setting(monkeypatch: pytest.MonkeyPatch, memory_store: object, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Local files are file:// URIs; a store that cannot sign (fsspec's memory) gets its object URL
+    even when presigned links are asked for (s3's are tested against the S3 server)."""
+    from prefect_doccheck.tasks._artifacts import artifact_link
+
+    assert artifact_link(str(tmp_path / "r" / "report.html")).url == (tmp_path / "r" / "report.html").as_uri()
+    assert artifact_link("memory://term/reports/r/report.html").url == "memory://term/reports/r/report.html"
+    monkeypatch.setenv("DOCCHECK_ARTIFACT_LINKS", "presigned")
+    link = artifact_link("memory://term/reports/r/report.html")
+    assert link.url == "memory://term/reports/r/report.html" and not link.presigned and link.expiry_text() == ""
