@@ -1,7 +1,7 @@
 """Scale-out throughput (issue 12): one run in shards on 1, 2 and 4 process workers.
 
 Run:  .venv/bin/python benchmarks/scale_out.py [--workers 1,2,4] [--n 1200] [--shards 4]
-          [--latency-ms 100] [--rate 100] [--concurrency 4] [--postgres URL]
+          [--latency-ms 100] [--rate 100] [--concurrency 4] [--postgres URL] [--bucket | --files]
 
 Everything real, on this machine: a ``prefect server``, a PostgreSQL ledger (a throwaway
 cluster, or ``--postgres URL`` of a server where a fresh database is created), one
@@ -20,12 +20,23 @@ count in any 1 s and the highest rate over any 5 s window. A token bucket of one
 capacity lets a 1 s window see up to twice the rate; the 5 s figure is the one that shows
 whether the rate was held (at most the rate plus a fifth of the capacity).
 Also the parent's wall time (flow starts included) and the speed-up against 1 worker.
+
+``--bucket``: the term and its outputs only in an S3 server (moto in server mode, as the tests run
+it): the manifest and one ``.txt`` object a document under ``s3://scale-out/term/``, the reports
+under ``s3://scale-out/reports``; the shard deployment is the installed package's
+(``bulk-check-shard-installed``) and every worker runs in a mount namespace of its own
+(tests/fixtures/fleet.py ``Isolation``: an empty ``/tmp``, working directory and ``HOME``, the
+checkout read-only), reaching the bucket by ``AWS_*`` with ``AWS_ENDPOINT_URL``. ``--files``
+writes the same documents as files beside a local manifest, the local twin of ``--bucket``; with
+neither, the texts are in the manifest (the figures before issue 50). The load average is printed
+before each level: the machine is shared, so read the ratios within one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
 import os
 import shutil
 import sys
@@ -46,7 +57,11 @@ from pipeline_throughput import API_KEY, emulator_checks, start_emulator, write_
 
 from doccheck.commands import free_port, prefect_command, start_service  # noqa: E402
 from doccheck.pipeline import RunOptions  # noqa: E402
-from tests.fixtures.fleet import create_pool, deploy_shard, start_worker, stop_worker  # noqa: E402
+from tests.fixtures.fleet import Isolation, create_pool, deploy_shard, namespace_refusal, start_worker, stop_worker  # noqa: E402,E501
+from tests.fixtures.processes import stop_process  # noqa: E402
+from tests.fixtures.s3 import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, s3_environment, start_s3_server  # noqa: E402
+
+BUCKET = "scale-out"
 
 
 class Sampler:
@@ -103,6 +118,51 @@ class Sampler:
         }
 
 
+def _documents(manifest: Path) -> dict[str, bytes]:
+    """The texts of ``write_manifest``'s manifest, one ``docs/<id>.txt`` file each."""
+    with manifest.open(newline="") as fh:
+        return {f"docs/{row['document_id']}.txt": row["text"].encode() for row in csv.DictReader(fh)}
+
+
+def _files_manifest(documents: dict[str, bytes]) -> bytes:
+    rows = "".join(f"{name.removeprefix('docs/').removesuffix('.txt')},{name}\n" for name in documents)
+    return f"document_id,path\n{rows}".encode()
+
+
+def _bucket_term(work: Path, n: int, stops: list[Any]) -> tuple[str, str, dict[str, str]]:
+    """An S3 server with the term in a bucket: (the manifest's URL, the reports' URL, the workers'
+    and this process's AWS_* variables)."""
+    import s3fs
+
+    server = start_s3_server()
+    stops.append(lambda: (stop_process(server.process), server.log_path.unlink(missing_ok=True)))
+    fs = s3fs.S3FileSystem(key=ACCESS_KEY_ID, secret=SECRET_ACCESS_KEY, endpoint_url=server.url,
+                           config_kwargs={"region_name": REGION}, skip_instance_cache=True)  # fmt: skip
+    fs.mkdir(BUCKET)
+    documents = _documents(write_manifest(work / "texts", n))
+    fs.pipe({f"{BUCKET}/term/{name}": data for name, data in documents.items()})
+    fs.pipe({f"{BUCKET}/term/manifest.csv": _files_manifest(documents)})
+    env = s3_environment(server.url, SECRET_ACCESS_KEY)
+    os.environ.update(env)  # the parent reads the manifest and writes the reports there too
+    return f"s3://{BUCKET}/term/manifest.csv", f"s3://{BUCKET}/reports", env
+
+
+def _local_term(work: Path, n: int, files: bool) -> tuple[str, str]:
+    """The term on this disk: the texts in the manifest, or (``files``) one file a document."""
+    manifest = write_manifest(work / "manifest", n)
+    if files:
+        documents = _documents(manifest)
+        for name, data in documents.items():
+            (work / "manifest" / name).parent.mkdir(exist_ok=True)
+            (work / "manifest" / name).write_bytes(data)
+        manifest.write_bytes(_files_manifest(documents))
+    return str(manifest), str(work / "reports")
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2,4", help="worker counts; the first is the baseline")
@@ -112,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100, help="fleet rate limit, requests/s (0: none)")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight per shard")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL (default: a throwaway cluster)")
+    parser.add_argument("--bucket", action="store_true", help="the term in an S3 server, workers in namespaces")
+    parser.add_argument("--files", action="store_true", help="one local file a document (the local twin of --bucket)")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.workers.split(",") if x.strip()]
+    refused = namespace_refusal() if args.bucket else None
+    if refused:
+        parser.error(refused)
 
     work = Path(tempfile.mkdtemp(prefix="doccheck-scale-out-"))
     stops: list[Any] = []
@@ -141,7 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         base_url = f"{root}/api/v1"
         pool = "scale-out-bench"
         create_pool(api_url, pool)
-        deploy_shard(api_url, pool)
+        isolation, worker_env = None, {}
+        if args.bucket:
+            manifest, out_dir, worker_env = _bucket_term(work, args.n, stops)
+            isolation = Isolation.of_this_machine(work)
+            deploy_shard(api_url, pool, "bulk-check-shard-installed")
+            os.environ["DOCCHECK_SHARD_DEPLOYMENT"] = "bulk-check-shard/bulk-check-shard-installed"
+        else:
+            manifest, out_dir = _local_term(work, args.n, args.files)
+            deploy_shard(api_url, pool)
         os.environ["DOCCHECK_API_KEY"] = API_KEY
         if args.rate > 0:
             os.environ["DOCCHECK_RATE_LIMIT_PER_SECOND"] = str(args.rate)
@@ -152,16 +225,20 @@ def main(argv: list[str] | None = None) -> int:
         refresh_global_settings_context()
         from prefect_doccheck.flows.bulk_check import bulk_check
 
-        manifest = write_manifest(work / "manifest", args.n)
         database = fresh_database(pg)
+        where = ("bucket (S3 server), workers in their own namespaces" if args.bucket
+                 else "local disk, one file a document" if args.files else "local disk, texts in the manifest")  # fmt: skip
         print(f"scale out: {args.n} documents in {args.shards} shards, {args.concurrency} in flight per shard, "
-              f"emulator latency {args.latency_ms} ms, fleet rate limit {args.rate or 'none'}/s")  # fmt: skip
+              f"emulator latency {args.latency_ms} ms, fleet rate limit {args.rate or 'none'}/s; term: {where}")  # fmt: skip
         print(f"{'workers':>7} {'wall s':>7} {'docs/s':>7} {'checks/s at emulator':>21} {'while busy':>11} "
-              f"{'peak 1 s':>9} {'peak 5 s /s':>12} {'speed-up':>9}")  # fmt: skip
+              f"{'peak 1 s':>9} {'peak 5 s /s':>12} {'speed-up':>9}  load 1/5/15 min before")  # fmt: skip
         baseline: float | None = None
         for count in levels:
-            env = {"DOCCHECK_API_KEY": API_KEY, "DOCCHECK_BASE_URL": base_url, "PREFECT_LOGGING_LEVEL": "WARNING"}
-            workers = [start_worker(api_url, pool, f"bench-{count}-{i}", work, env, limit=1, heartbeat_seconds=5)
+            env = {"DOCCHECK_API_KEY": API_KEY, "DOCCHECK_BASE_URL": base_url, "PREFECT_LOGGING_LEVEL": "WARNING",
+                   **worker_env}  # fmt: skip
+            load = _load()
+            workers = [start_worker(api_url, pool, f"bench-{count}-{i}", work, env, limit=1, heartbeat_seconds=5,
+                                    isolation=isolation)
                        for i in range(count)]  # fmt: skip
             try:
                 time.sleep(3)  # the workers register and start polling
@@ -171,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
                     summary = asyncio.run(
                         bulk_check(
                             **RunOptions.from_flat(
-                                manifest=str(manifest),
+                                manifest=manifest,
                                 products=["ai"],
-                                out_dir=str(work / "reports"),
+                                out_dir=out_dir,
                                 campaign=f"scale-{count}-{uuid.uuid4().hex[:4]}",
                                 database_url=database,
                                 base_url=base_url,
@@ -193,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             baseline = baseline or fig["checks_per_s"]
             print(f"{count:>7} {wall:>7.1f} {args.n / wall:>7.1f} {fig['checks_per_s']:>21.1f} "
                   f"{fig['busy_per_s']:>11.1f} {fig['peak_1s']:>9.0f} {fig['peak_5s']:>12.1f} "
-                  f"{fig['checks_per_s'] / baseline:>8.2f}x")  # fmt: skip
+                  f"{fig['checks_per_s'] / baseline:>8.2f}x  {load}")  # fmt: skip
         return 0
     finally:
         for stop in reversed(stops):
