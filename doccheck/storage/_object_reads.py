@@ -133,6 +133,7 @@ def _translatable(options: Mapping[str, Any]) -> bool:
         and set(client) <= _KNOWN_CLIENT
         and isinstance(config, Mapping)
         and set(config) <= _KNOWN_CONFIG
+        and config.get("signature_version", "s3v4") == "s3v4"  # obstore signs with SigV4 only
     )
 
 

@@ -70,3 +70,8 @@ def test_options_it_cannot_translate_are_read_through_s3fs(
     monkeypatch.setenv("DOCCHECK_STORAGE_OPTIONS", '{"s3": {"requester_pays": false}}')
     assert read_bounded(resolve(f"{b.url}/docs/a.txt"), max_bytes=100, size=5) == b"essay"
     assert gets == ["docs/a.txt"]  # s3fs read it: obstore was not asked
+    # SigV4, the default options' signature (presigned links need it said), is what obstore signs with;
+    # SigV2, which it does not, goes to s3fs
+    monkeypatch.setenv("DOCCHECK_STORAGE_OPTIONS", '{"s3": {"config_kwargs": {"signature_version": "s3"}}}')
+    assert read_bounded(resolve(f"{b.url}/docs/a.txt"), max_bytes=100, size=5) == b"essay"
+    assert gets == ["docs/a.txt"]
