@@ -3,9 +3,11 @@
 The parent (``bulk_check(..., shards=N)``, see :mod:`prefect_doccheck.flows._fan_out`)
 records the run and every document in the ledger, then starts N runs of this flow's
 deployment on a work pool. Each child streams the manifest itself
-(:func:`doccheck.pipeline.iter_planned`: texts never travel through the Prefect API,
+(:func:`doccheck.pipeline.iter_shard`: texts never travel through the Prefect API,
 and memory stays one batch), keeps the documents whose Idempotency-Key hashes to its
-shard (:mod:`doccheck.pipeline.planning._shards`) and submits them in batches. Claims in the
+shard (:mod:`doccheck.pipeline.planning._shards`) and submits them in batches. A file the
+parent's planning read is known from the ledger by its listing identity: a shard reads a
+document's bytes only to send it. Claims in the
 shared ledger make a retried or re-run shard safe: a key already submitted is skipped,
 a key whose request was in flight when a worker died is reconciled, never sent twice.
 
@@ -31,16 +33,14 @@ from doccheck.pipeline import (
     DEFAULT_SUBMIT_DEADLINE_SECONDS,
     BatchResult,
     PlannedDocument,
-    PlanTally,
     ShardConfigError,
     SubmissionOptions,
     SubmitOptions,
     check_shared_ledger,
-    in_shard,
-    iter_planned,
+    iter_shard,
+    ledger_for,
     validate_shard,
 )
-from doccheck.storage import resolve
 from prefect_doccheck.tasks import (
     base_url_of,
     rate_limit_from_env,
@@ -145,7 +145,11 @@ async def bulk_check_shard(
         send=send, rate_limit=limit,
     )  # fmt: skip
     try:
-        for batch in _shard_batches(manifest, campaign, products, metadata_columns, shard, shards, batch_size):
+        batches = _shard_batches(
+            manifest, campaign, products, metadata_columns, shard, shards, batch_size, run_id=run_id,
+            database_url=db_url,
+        )  # fmt: skip
+        for batch in batches:
             await window.add(partial(submit, batch))
         total = await window.finish()
     finally:
@@ -195,16 +199,18 @@ class _BatchWindow:
 
 def _shard_batches(
     manifest: str, campaign: str, products: list[str], metadata_columns: list[str], shard: int, shards: int,
-    batch_size: int,
+    batch_size: int, *, run_id: str, database_url: str,
 ) -> Iterator[list[PlannedDocument]]:  # fmt: skip
     """This shard's documents of the manifest, planned as a stream, in batches of ``batch_size``."""
-    tally = PlanTally(campaign=campaign, manifest=resolve(manifest))
     batch: list[PlannedDocument] = []
-    for doc in iter_planned(manifest, tally, products=products, metadata_columns=metadata_columns):
-        if in_shard(doc.idempotency_key, shard, shards):
-            batch.append(doc)
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
+    documents = iter_shard(
+        manifest, ledger_for(database_url), run_id=run_id, campaign=campaign, shard=shard, shards=shards,
+        products=products, metadata_columns=metadata_columns,
+    )  # fmt: skip
+    for doc in documents:
+        batch.append(doc)
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
     if batch:
         yield batch

@@ -69,6 +69,7 @@ from doccheck.pipeline.planning._batches import BatchRef, RecordedPlan, load_bat
 from doccheck.pipeline.planning._dry_run import DryRunSummary, dry_run
 from doccheck.pipeline.planning._plan import Plan, PlannedDocument, load_plan, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned
+from doccheck.pipeline.planning._shard_plan import iter_shard
 from doccheck.pipeline.planning._shards import check_shared_ledger, in_shard, validate_shard
 from doccheck.pipeline.sending._budget import Budget
 from doccheck.pipeline.sending._pacing import ChunkPacer, PacedTransport
@@ -129,6 +130,7 @@ __all__ = [
     "export_work_dir",
     "in_shard",
     "iter_planned",
+    "iter_shard",
     "ledger_for",
     "load_batch",
     "load_plan",

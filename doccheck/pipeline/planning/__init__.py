@@ -14,6 +14,7 @@ from doccheck.pipeline.planning._batches import BatchRef, RecordedPlan, load_bat
 from doccheck.pipeline.planning._dry_run import DryRunSummary, dry_run
 from doccheck.pipeline.planning._plan import Plan, PlannedDocument, load_plan, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned
+from doccheck.pipeline.planning._shard_plan import iter_shard
 from doccheck.pipeline.planning._shards import check_shared_ledger, in_shard, validate_shard
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "dry_run",
     "in_shard",
     "iter_planned",
+    "iter_shard",
     "load_batch",
     "load_plan",
     "read_batch",

@@ -102,14 +102,16 @@ def iter_planned(
     *,
     products: str | Sequence[str] | None = None,
     metadata_columns: str | Sequence[str] = (),
+    listing: Listing | None = None,
 ) -> Iterator[PlannedDocument]:
     """Every valid row of ``manifest`` planned, in row order; rejections and counts go to ``tally``.
 
-    Arguments as :func:`doccheck.pipeline.planning._plan.load_plan`. Configuration errors raise
+    Arguments as :func:`doccheck.pipeline.planning._plan.load_plan`; ``listing``: the manifest's
+    folder's, when the caller has one already (else one is made). Configuration errors raise
     :class:`ManifestError` on the first ``next()``.
     """
     defaults, allowlist = run_defaults(products, metadata_columns)
-    for outcome in iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist):
+    for outcome in iter_manifest(manifest, default_products=defaults, metadata_columns=allowlist, listing=listing):
         if isinstance(outcome, Rejection):
             tally.rejections.append(outcome)
             continue

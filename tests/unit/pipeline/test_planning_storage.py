@@ -103,3 +103,25 @@ def test_a_dry_run_of_a_bucket_manifest(bucket: Bucket) -> None:
     assert summary.documents == len(files) and summary.rejected == 1
     assert summary.total_words == sum(len(f"essay {i} written by student {i} about rivers and their deltas".split())
                                       for i in range(6))  # fmt: skip
+
+
+def test_shards_of_a_recorded_run_read_no_document_again(bucket: Bucket, tmp_path: Path) -> None:
+    """Each shard plans the whole manifest to find its own documents: what the run's planning read
+    is known from the ledger by its listing identity, so the shards together read none again, and
+    between them they hold every document once."""
+    from doccheck.pipeline import iter_shard
+
+    fs, requests = bucket
+    files = _term(fs, 12)
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        run = record_plan(ledger, URL, batch_size=4)
+        planned = [d for ref in run.batches for d in load_batch(ledger, run.run_id, URL, ref)]
+        requests.clear()
+        shards = [
+            list(iter_shard(URL, ledger, run_id=run.run_id, campaign="manifest", shard=n, shards=3)) for n in range(3)
+        ]
+        assert requests.documents_read() == {}  # no GET of a document
+        assert not [p for p in requests.heads if "/docs/" in p]  # nor a HEAD
+        keys = sorted(d.idempotency_key for shard in shards for d in shard)
+        assert keys == sorted(d.idempotency_key for d in planned) and len(keys) == len(files)
+        assert all(shards), "a shard with no document: the split proves little"
