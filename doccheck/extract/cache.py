@@ -32,7 +32,9 @@ hash, size, words, read as) is kept by the store under its location and that ide
 (``lookup_files``/``store_files``, optional like ``lookup_read_as``; the ledger's is
 ``doccheck.ledger._listed_files``): :func:`known_file` answers before a file is read,
 :func:`remember_file` after, and :func:`prefetch_listed` reads the unknown ones of a manifest
-ahead, many at a time, so the store's latency overlaps. A local file is hashed every time, as
+ahead, many at a time, so the store's latency overlaps. A file whose bytes were refused (a
+photo, a scanned PDF, a spreadsheet named ``.docx``: :attr:`KnownFile.refused`) is kept too, so a
+rerun refuses its row with the same code and reason and no GET. A local file is hashed every time, as
 before: its identity (size, mtime, inode) can stay the same across a rewrite, which an ETag cannot.
 
 What the bytes were read as (``.odt`` for an OpenDocument file named ``.docx``) is kept too:
@@ -121,8 +123,11 @@ class KnownFile:
 
     content_hash: str  # SHA-256 (hex) of its bytes
     size: int
-    words: int | None  # None: a large file sent as it is, not counted
+    words: int | None  # None: a large file sent as it is, not counted (or refused)
     read_as: str | None  # the type its bytes were read as (".odt"), None: not read as a type
+    #: Why its bytes were refused (the row's code and the words after its path: "a photo or scan..."),
+    #: None: read. The same bytes are refused the same way, so a rerun refuses the row unread.
+    refused: tuple[str, str] | None = None
 
 
 #: A file of a store: its location as ``doccheck.storage.display`` shows it, and its listing's identity.

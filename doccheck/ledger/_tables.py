@@ -292,8 +292,9 @@ class DocumentReadRow(SQLModel, table=True):
 class ListedFileRow(SQLModel, table=True):
     """What reading a file of a store gave, by its location and its listing's identity (ETag and
     size): a rerun from a bucket plans an unchanged file from the listing alone, with no GET or
-    HEAD of the file (:mod:`~doccheck.ledger._listed_files`). Per campaign, purged with it or
-    the run that read the file. A table of its own: an existing ledger gains it on open."""
+    HEAD of the file (:mod:`~doccheck.ledger._listed_files`); a file whose bytes were refused
+    (a photo, a scan) keeps its code and reason, so its row is refused again unread. Per campaign,
+    purged with it or the run that read the file. A table of its own: an existing ledger gains it on open."""
 
     __tablename__ = "listed_files"
 
@@ -304,6 +305,8 @@ class ListedFileRow(SQLModel, table=True):
     size: int
     words: int | None = None  # None: a large file sent as it is, not counted
     read_as: str | None = None  # the type its bytes were read as (".odt"), None: not read
+    refused_code: str | None = None  # its bytes refused (a photo, a scan): the row's code, None: read
+    refused_reason: str | None = Field(default=None, sa_column=Column(Text))  # and the words after its path
     run_id: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
 

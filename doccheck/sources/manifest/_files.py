@@ -9,7 +9,10 @@ A manifest on an object store (issue 48) names files under its prefix: a row is 
 nothing is fetched for it), its existence and size come from the one listing of the prefix the
 run shares (``doccheck.storage.Listing``), and a file unchanged since a run read it (same ETag and
 size) is planned from what that run kept (``doccheck.extract.cache.known_file``): a rerun reads
-no document. A file that cannot be read (deleted since it was listed, a store error after the
+no document. That includes a file whose bytes were refused (a photo, a scanned or locked PDF, a
+spreadsheet named ``.docx``): the same bytes are refused the same way, so its row is refused again
+with the same code and reason, unread. A refusal that is not the bytes' own (a limit of the worker,
+which a loaded machine can meet, a crash, a stop) is not kept: the row is read again. A file that cannot be read (deleted since it was listed, a store error after the
 store library's retries) is that row's rejection, never the run's failure.
 """
 
@@ -17,15 +20,18 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import doccheck.extract as extraction
-from doccheck.errors import CellProblem, OutsideLocation, StorageError
+from doccheck.errors import CellProblem, ExtractionCrashed, OutsideLocation, StorageError
 from doccheck.extract import (
     IMAGE,
     IMAGE_TYPES,
     SUPPORTED_TYPES,
     ExtractionError,
+    ExtractionLimitExceeded,
+    ExtractionStopped,
     NotMachineReadable,
     UnsupportedFileType,
     count_words,
@@ -44,6 +50,18 @@ _CHUNK = 1024 * 1024
 
 #: What :func:`check_file` gives for a usable file: where it is, its size, SHA-256, words and type read as.
 Checked = tuple[UserPath, int, str, int | None, str | None]
+
+#: Refusals that are not the bytes' own: the same file may be read another time.
+_NOT_THE_BYTES = (ExtractionLimitExceeded, ExtractionStopped, ExtractionCrashed)
+
+
+class _Refused(Exception):
+    """A small file's bytes refused by extraction (``code``, ``detail``: the words after the row's
+    path), with their SHA-256: what a store's file keeps so that its row is refused again unread."""
+
+    def __init__(self, code: str, detail: str, digest: str) -> None:
+        super().__init__(detail)
+        self.code, self.detail, self.digest = code, detail, digest
 
 
 def check_file(raw_path: str, base_dir: UserPath, listing: Listing | None = None) -> Checked:
@@ -124,15 +142,26 @@ def _read_listed(resolved: UserPath, raw_path: str, entry: Entry) -> tuple[str, 
     """A store's file: what a run kept of it while its listing says it is unchanged, else read (and kept)."""
     location = display(resolved)
     known = word_cache.known_file(location, entry.identity)
+    if known is not None and known.refused is not None:  # the same bytes, refused the same way
+        code, detail = known.refused
+        raise CellProblem("path", code, f"{show(raw_path, 200)}: {detail}")
     if known is not None:
         return known.content_hash, known.words, known.read_as
-    digest, words, read_as = _read(resolved, raw_path, entry.size)
+
+    def keep(refused: _Refused) -> None:
+        kept = word_cache.KnownFile(refused.digest, entry.size, None, None, (refused.code, refused.detail))
+        word_cache.remember_file(location, entry.identity, kept)
+
+    digest, words, read_as = _read(resolved, raw_path, entry.size, keep)
     word_cache.remember_file(location, entry.identity, word_cache.KnownFile(digest, entry.size, words, read_as))
     return digest, words, read_as
 
 
-def _read(resolved: UserPath, raw_path: str, size: int) -> tuple[str, int | None, str | None]:
-    """Hash and count one file; every reading failure as the row's problem with its code."""
+def _read(
+    resolved: UserPath, raw_path: str, size: int, keep: Callable[[_Refused], None] | None = None
+) -> tuple[str, int | None, str | None]:
+    """Hash and count one file; every reading failure as the row's problem with its code
+    (``keep`` told first of a refusal the bytes decide)."""
     ext = extension_of(resolved.name)
     if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
         raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
@@ -151,17 +180,27 @@ def _read(resolved: UserPath, raw_path: str, size: int) -> tuple[str, int | None
         raise CellProblem(
             "path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)} cannot be read ({_os_reason(exc)})"
         ) from None
-    except NotMachineReadable as exc:  # its reason code and words: a photo, a scan, a password
-        raise CellProblem("path", exc.reason, f"{show(raw_path, 200)}: {exc}") from None
-    except UnsupportedFileType as exc:  # e.g. a .ppt, or a spreadsheet named .docx
-        raise CellProblem("path", RejectCode.UNSUPPORTED_TYPE, f"{show(raw_path, 200)}: {exc}") from None
+    except _Refused as refused:
+        if keep is not None:
+            keep(refused)
+        raise CellProblem("path", refused.code, f"{show(raw_path, 200)}: {refused.detail}") from None
     except ExtractionError as exc:
-        raise CellProblem("path", RejectCode.UNREADABLE_FILE, f"{show(raw_path, 200)}: {exc}") from None
+        raise CellProblem("path", _code_of(exc), f"{show(raw_path, 200)}: {exc}") from None
+
+
+def _code_of(exc: ExtractionError) -> str:
+    """The row's code for an extraction's refusal."""
+    if isinstance(exc, NotMachineReadable):  # its reason code and words: a photo, a scan, a password
+        return exc.reason
+    if isinstance(exc, UnsupportedFileType):  # e.g. a .ppt, or a spreadsheet named .docx
+        return RejectCode.UNSUPPORTED_TYPE
+    return RejectCode.UNREADABLE_FILE
 
 
 def _hash_and_extract(path: UserPath, *, size: int | None = None) -> tuple[str, int, str | None]:
     """Small file: one read serves the hash, the word count (empty text → 0 words) and the type
-    it is read as (a store's file: one GET, refused past the multipart limit).
+    it is read as (a store's file: one GET, refused past the multipart limit). Bytes extraction
+    refuses raise :class:`_Refused` with their digest.
 
     Bytes already extracted (the same SHA-256) take their count, and what they were read as, from
     the active word store (``doccheck.extract.cache``): a rerun, or the batch re-read of this
@@ -173,7 +212,12 @@ def _hash_and_extract(path: UserPath, *, size: int | None = None) -> tuple[str, 
         kind = word_cache.cached_read_as(digest)
         return digest, known, (read_as_named(path.name, kind) if kind else None)
     # The package's function, looked up when called: tests count the files read by patching it.
-    found = extraction.extract(data, path.name)
+    try:
+        found = extraction.extract(data, path.name)
+    except _NOT_THE_BYTES:
+        raise
+    except ExtractionError as exc:
+        raise _Refused(_code_of(exc), str(exc), digest) from None
     words = count_words(found.text) if found.text.strip() else 0
     word_cache.remember(digest, words, found.read_as)
     return digest, words, found.read_as

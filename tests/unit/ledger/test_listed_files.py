@@ -1,6 +1,6 @@
-"""What reading a store's file gave, kept by campaign, location and listing identity (issue 48):
-looked up and kept through the word store, purged with the campaign or the run, and gained by a
-ledger from before when it is opened."""
+"""What reading a store's file gave (or why its bytes were refused), kept by campaign, location and
+listing identity (issue 48): looked up and kept through the word store, purged with the campaign
+or the run, and gained by a ledger from before when it is opened."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ B = ("s3://term/course-a/docs/b.txt", "etag:9f9f:40")
 
 
 def test_the_functions_on_their_own(ledger: Ledger) -> None:
-    found = {A: KnownFile("h" * 64, 1200, 310, ".pdf"), B: KnownFile("g" * 64, 40, None, None)}
+    photo = ("s3://term/course-a/docs/c.png", "etag:77:90")
+    found = {A: KnownFile("h" * 64, 1200, 310, ".pdf"), B: KnownFile("g" * 64, 40, None, None),
+             photo: KnownFile("p" * 64, 90, None, None, ("image_without_text", "a photo or scan, e.g. handwriting"))}  # fmt: skip
     with ledger.engine.begin() as conn:
-        assert record_files(conn, "c", "r1", found) == 2
+        assert record_files(conn, "c", "r1", found) == 3
         record_files(conn, "c", "r2", {A: KnownFile("x" * 64, 1, 1, None)})  # kept once: left as it is
     with ledger.engine.connect() as conn:
-        assert known_files(conn, "c", [A, B, (A[0], "etag:other:1200")]) == found
+        assert known_files(conn, "c", [A, B, photo, (A[0], "etag:other:1200")]) == found
         assert known_files(conn, "other campaign", [A]) == {}
 
 

@@ -125,3 +125,32 @@ def test_shards_of_a_recorded_run_read_no_document_again(bucket: Bucket, tmp_pat
         keys = sorted(d.idempotency_key for shard in shards for d in shard)
         assert keys == sorted(d.idempotency_key for d in planned) and len(keys) == len(files)
         assert all(shards), "a shard with no document: the split proves little"
+
+
+def test_a_file_whose_bytes_were_refused_is_refused_again_unread(bucket: Bucket, tmp_path: Path) -> None:
+    """A photo, a scanned PDF and an archive named ``.docx`` are read once; a rerun refuses their
+    rows with the same code and reason from the listing alone, and a photo replaced by a typed
+    copy (a new ETag) is read again."""
+    from tests.generated_documents import pdf_image_only, png
+
+    fs, requests = bucket
+    refused = {"docs/photo.png": png(), "docs/scan.pdf": pdf_image_only(), "docs/sheet.docx": b"PK\x03\x04 not a zip"}
+    rows = "".join(f"r{i},{name}\n" for i, name in enumerate(refused))
+    fs.pipe({f"/term/course-a/{name}": data for name, data in refused.items()})
+    fs.pipe({URL.removeprefix("memory:/"): f"document_id,path\n{rows}".encode()})
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        first = record_plan(ledger, URL)
+        said = {(r.document_id, r.code, r.reason) for r in first.tally.rejections}
+        assert {code for _, code, _ in said} == {"image_without_text", "image_only_pdf", "unreadable_file"}
+        assert set(requests.documents_read()) == {f"/term/course-a/{name}" for name in refused}
+
+        requests.clear()
+        rerun = record_plan(ledger, URL)
+        assert {(r.document_id, r.code, r.reason) for r in rerun.tally.rejections} == said
+        assert requests.documents_read() == {} and not [p for p in requests.heads if "/docs/" in p]
+
+        fs.pipe({"/term/course-a/docs/photo.png": pdf_text(["a typed copy of the photographed essay"])})
+        requests.clear()
+        again = record_plan(ledger, URL)
+        assert requests.documents_read() == {"/term/course-a/docs/photo.png": 1}
+        assert {r.document_id for r in again.tally.rejections} == {"r1", "r2"}
