@@ -38,6 +38,7 @@ from doccheck.ledger._engine import create_ledger_engine, normalize_url, redact_
 from doccheck.ledger._facade import Ledger
 from doccheck.ledger._money import campaign_money, total_money
 from doccheck.ledger._notices import describe_contradiction, describe_failure
+from doccheck.ledger._pair_passages import PairKey, keep_passages, kept_passages
 from doccheck.ledger._purge_residue import scan_run_folders
 from doccheck.ledger._queries import PendingCheck
 from doccheck.ledger._refused_types import refused_types, remember_refused_type, service_key
@@ -89,6 +90,7 @@ __all__ = [
     "Ledger",
     "LedgerWordStore",
     "OutcomeRow",
+    "PairKey",
     "PendingCheck",
     "Prepare",
     "RejectionRow",
@@ -114,6 +116,8 @@ __all__ = [
     "iter_shingle_sets",
     "iter_signatures",
     "keep_budget_until_priced",
+    "keep_passages",
+    "kept_passages",
     "legacy_secret_rows",
     "load_shingles",
     "new_owner_id",

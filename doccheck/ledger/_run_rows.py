@@ -232,12 +232,15 @@ def document_names(session: Session, run_id: str, document_ids: Sequence[str] | 
     return {doc: name for doc, name in session.exec(stmt).all() if name}
 
 
-def document_hashes(session: Session, run_id: str, document_ids: Iterable[str]) -> dict[str, str | None]:
-    """``document_id → content hash`` each of these documents had when the run read it."""
-    stmt = select(DocumentRow.document_id, DocumentRow.content_hash).where(
+def document_hashes(
+    session: Session, run_id: str, document_ids: Iterable[str]
+) -> dict[str, tuple[str | None, int | None]]:
+    """``document_id → (content hash, size)`` each of these documents had when the run read it
+    (the size lets a store's file be read again without asking the store for it first)."""
+    stmt = select(DocumentRow.document_id, DocumentRow.content_hash, DocumentRow.size_bytes).where(
         DocumentRow.run_id == run_id, one_of(col(DocumentRow.document_id), sorted(document_ids), session)
     )
-    return dict(session.exec(stmt).all())
+    return {doc: (digest, size) for doc, digest, size in session.exec(stmt).all()}
 
 
 def recorded_rows(session: Session, run_id: str, first_row: int, last_row: int) -> dict[int, dict[str, Any]]:

@@ -16,10 +16,14 @@ charges, so every table is keyed the way the flows look things up:
 - ``review_dispositions`` by ``(campaign, document_id)``: reviewers' decisions (:mod:`~doccheck.ledger._dispositions`);
 - ``document_reads``: what each file was read as; ``refused_types``: the types a service refused;
 - ``listed_files`` by ``(campaign, location, identity)``: what a store's file held when read, so an
-  unchanged file is planned from the store's listing alone (:mod:`~doccheck.ledger._listed_files`).
+  unchanged file is planned from the store's listing alone (:mod:`~doccheck.ledger._listed_files`);
+- ``pair_passages`` by ``(campaign, left_hash, right_hash, basis)``: the passages a cohort pair's
+  two documents share, as the report page shows them (:mod:`~doccheck.ledger._pair_passages`).
 
 Document texts are never stored (student work is sensitive): only content hashes, word
-counts and the caller's allowlisted metadata that the reports join back.
+counts and the caller's allowlisted metadata that the reports join back. The one exception is
+``pair_passages``: the few bounded excerpts the report page itself publishes, purged with the
+campaign like the page.
 JSON columns use SQLAlchemy's generic ``JSON`` type, which works on SQLite and PostgreSQL.
 """
 
@@ -311,6 +315,24 @@ class ListedFileRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class PairPassagesRow(SQLModel, table=True):
+    """The passages two documents of a cohort pair share, as the report page shows them, by the
+    SHA-256 of each side's bytes (issue 48): a rerun's page shows an unchanged pair's passages
+    without reading both documents again from their store. ``basis`` digests what else the
+    passages depend on (the finder's bounds, the extractor, the template text). Per campaign,
+    purged with it or the run that found them. A table of its own: an existing ledger gains it on open."""
+
+    __tablename__ = "pair_passages"
+
+    campaign: str = Field(primary_key=True)
+    left_hash: str = Field(primary_key=True, max_length=64)
+    right_hash: str = Field(primary_key=True, max_length=64)
+    basis: str = Field(primary_key=True, max_length=64)
+    passages: str = Field(sa_column=Column(Text, nullable=False))  # JSON, what the page shows of the pair
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class RefusedTypeRow(SQLModel, table=True):
     """A file type a service refused as unsupported (a 415, or a 422 naming the type), by the
     service's base URL: the next process sends such files as their text at once, without
@@ -441,6 +463,7 @@ LEDGER_TABLES = [
     table_of(ExtractedWordsRow),
     table_of(DocumentReadRow),
     table_of(ListedFileRow),
+    table_of(PairPassagesRow),
     table_of(RefusedTypeRow),
     *MONEY_TABLES,
     *DISPOSITION_TABLES,

@@ -3,8 +3,10 @@
 Why: a cohort pair's percentage tells an instructor that two students' work overlaps, not
 what overlaps; a panel wants to read the copied sentences side by side. The ledger keeps
 32-bit shingle hashes only (never enough to rebuild a text, :mod:`doccheck.matching._shingles`),
-so the passages are found again here, from the texts themselves, each time a page is written,
-and nothing of them is stored.
+so the passages are found here, from the texts themselves, when a page is written. Found once
+for a pair's two texts, they are the same as long as both sides' bytes are: the caller may keep
+them (:class:`KeptPassages`; the ledger's is ``doccheck.outputs.instructor._evidence_texts.LedgerPassages``)
+so that a rerun's page does not read both documents again.
 
 How: both texts are cut into the project's words (:data:`doccheck.extract.WORD_RE`,
 lower-cased, as matching does); every :data:`ANCHOR`-word run of the first text that also
@@ -17,12 +19,13 @@ is skipped past once found). Pure functions: the caller supplies the texts (see
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from jinja2 import Environment, Template, select_autoescape
@@ -36,11 +39,15 @@ __all__ = [
     "MAX_PASSAGES",
     "MAX_WORDS",
     "Excerpt",
+    "KeptPassages",
     "Passage",
     "PairEvidence",
     "PairTexts",
     "pair_evidence",
     "evidence_section",
+    "finder_id",
+    "passages_from_json",
+    "passages_json",
     "render_evidence",
     "shared_passages",
     "template_grams",
@@ -60,6 +67,10 @@ MAX_PASSAGE_CHARS = 700
 CONTEXT_WORDS = 12
 #: Pairs whose passages the page shows; the others are counted in a note.
 MAX_PAIRS = 50
+#: Fewest words of a passage (``shared_passages``' default, the page's).
+MIN_WORDS = 8
+#: Bumped when the finder finds other passages in the same texts.
+FINDER_VERSION = 1
 
 _SPACES = re.compile(r"\s+")
 _Token = tuple[str, int, int]  # lower-cased word, start, end (character offsets)
@@ -167,7 +178,7 @@ def shared_passages(
     right: str,
     *,
     limit: int = MAX_PASSAGES,
-    min_words: int = 8,
+    min_words: int = MIN_WORDS,
     max_chars: int = MAX_PASSAGE_CHARS,
     template: Collection[tuple[str, ...]] = (),
 ) -> list[Passage]:
@@ -184,16 +195,48 @@ def shared_passages(
     ]
 
 
+def finder_id() -> str:
+    """What the passages of two texts depend on besides them: the finder's version and bounds."""
+    bounds = (ANCHOR, MIN_WORDS, MAX_PASSAGES, MAX_PASSAGE_CHARS, CONTEXT_WORDS, MAX_WORDS, MAX_CHARS)
+    return f"evidence/{FINDER_VERSION};" + ",".join(map(str, bounds))
+
+
+def passages_json(passages: Sequence[Passage]) -> str:
+    """``passages`` as JSON text (kept by a :class:`KeptPassages`)."""
+    sides = [[p.words, [p.left.before, p.left.match, p.left.after], [p.right.before, p.right.match, p.right.after]]
+             for p in passages]  # fmt: skip
+    return json.dumps(sides, ensure_ascii=False, separators=(",", ":"))
+
+
+def passages_from_json(text: str) -> list[Passage]:
+    """The passages :func:`passages_json` wrote."""
+    return [Passage(int(words), Excerpt(*left), Excerpt(*right)) for words, left, right in json.loads(text)]
+
+
 #: ``text_of(document_id, run_id)``: a document's text (``run_id`` None: this run's), or None.
 TextOf = Callable[[str, "str | None"], "str | None"]
 
 
+class KeptPassages(Protocol):
+    """Passages found before for a pair's two texts (the same bytes both sides, the same template)."""
+
+    def passages_of(self, pair: Mapping[str, Any]) -> Sequence[Passage] | None:
+        """The pair's passages found before (None: not kept, read its texts)."""
+        ...
+
+    def keep(self, pair: Mapping[str, Any], passages: Sequence[Passage]) -> None:
+        """Keep the passages just found in the pair's texts."""
+        ...
+
+
 @dataclass(frozen=True)
 class PairTexts:
-    """How the page reads the pairs' texts, and the template text it leaves out of passages."""
+    """How the page reads the pairs' texts, the template text it leaves out of passages, and
+    where passages found before are kept (None: found in the texts every time)."""
 
     text_of: TextOf
     template: frozenset[tuple[str, ...]] = frozenset()
+    kept: KeptPassages | None = None
 
 
 def pair_evidence(
@@ -202,14 +245,20 @@ def pair_evidence(
     *,
     max_pairs: int = MAX_PAIRS,
     template: Collection[tuple[str, ...]] = (),
+    kept: KeptPassages | None = None,
 ) -> tuple[list[PairEvidence], int]:
     """The evidence of the first ``max_pairs`` pairs (rows of ``cohort_matches``) and how
-    many more pairs there are. A text that cannot be read gives a note, never an error."""
+    many more pairs there are. A text that cannot be read gives a note, never an error.
+    ``kept``: passages found before, used instead of reading the pair's texts, and told of new ones."""
     shown: list[PairEvidence] = []
     more = 0
     for pair in pairs:
         if len(shown) >= max_pairs:
             more += 1
+            continue
+        known = kept.passages_of(pair) if kept is not None else None
+        if known is not None:
+            shown.append(PairEvidence(pair, known, None if known else _EDITED))
             continue
         left = text_of(str(pair["document_id"]), None)
         right = text_of(str(pair["matched_document_id"]), pair.get("matched_run_id"))
@@ -219,9 +268,13 @@ def pair_evidence(
             shown.append(PairEvidence(pair, note=note))
             continue
         passages = shared_passages(left, right, template=template)
-        edited = None if passages else "No passage of 8 words or more is shared word for word (edited text)."
-        shown.append(PairEvidence(pair, passages, edited))
+        if kept is not None:
+            kept.keep(pair, passages)
+        shown.append(PairEvidence(pair, passages, None if passages else _EDITED))
     return shown, more
+
+
+_EDITED = f"No passage of {MIN_WORDS} words or more is shared word for word (edited text)."
 
 
 _FILE_LABELS = {"similarity_pdf": "similarity PDF", "pdf": "report PDF", "original": "original"}
@@ -280,6 +333,6 @@ def evidence_section(
         return Markup("")
     first = list(pairs[:max_pairs])
     texts = texts_for(first)
-    shown, _ = pair_evidence(first, texts.text_of, max_pairs=max_pairs, template=texts.template)
+    shown, _ = pair_evidence(first, texts.text_of, max_pairs=max_pairs, template=texts.template, kept=texts.kept)
     ids = {str(p[k]) for p in first for k in ("document_id", "matched_document_id")}
     return render_evidence(shown, len(pairs) - len(shown), files_of(sorted(ids)), link_prefix)

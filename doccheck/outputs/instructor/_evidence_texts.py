@@ -10,24 +10,42 @@ student never submitted. Bounded: only the documents of the pairs shown are look
 streamed pass over each manifest, keeping those rows' cells), each file is read under the
 manifest's size limit and the extraction limits, and at most a few texts are kept at once.
 A manifest at a URL (``s3://...``) and its files are read through ``doccheck.storage``: a row's
-file confined to the manifest's prefix as the run confined it, fetched once (a bounded GET).
+file confined to the manifest's prefix as the run confined it, fetched once (a bounded GET of
+the size the run recorded: no HEAD first). A manifest is read only once a text of it is wanted.
+
+A pair's passages, once found, are kept in the ledger (:class:`LedgerPassages`, issue 48): by
+campaign and the SHA-256 of both sides' bytes as their runs recorded them, which the passages
+cannot outlive, and a ``basis`` digesting the rest they depend on (the finder's bounds, the
+extractor, the template text). So a rerun's page with nothing changed reads no document: it used
+to read both sides of every shown pair again (a HEAD and a GET each from a bucket). Passages
+rather than texts: what the page publishes anyway, at most three bounded excerpts a pair, where
+a text is a whole essay; the ledger keeps no document's text. A pair whose passages are kept is
+shown from them even if its files have gone since: they are the words of the bytes the run checked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from doccheck.errors import ExtractionError, ManifestError
 from doccheck.extract import extract_text
-from doccheck.outputs.instructor._evidence import PairTexts, template_grams
+from doccheck.outputs.instructor._evidence import (
+    PairTexts,
+    Passage,
+    finder_id,
+    passages_from_json,
+    passages_json,
+    template_grams,
+)
 from doccheck.sources.manifest import MAX_FILE_BYTES, read_rows  # the raw rows: no file is hashed or extracted
 from doccheck.storage import UserPath, child, read_bounded, resolve
 
-__all__ = ["ManifestTexts", "manifest_texts", "templates_of"]
+__all__ = ["LedgerPassages", "ManifestTexts", "manifest_texts", "templates_of"]
 
 #: Texts kept read at once (a document is often in several pairs, listed together).
 _CACHE = 8
@@ -44,15 +62,20 @@ class ManifestTexts:
 
     def __init__(self, ledger: Any, run_id: str, pairs: Iterable[Mapping[str, Any]]) -> None:
         self._ledger, self._run_id = ledger, run_id
-        wanted: dict[str, set[str]] = {}
+        self._wanted: dict[str, set[str]] = {}
         for p in pairs:
-            wanted.setdefault(run_id, set()).add(str(p["document_id"]))
-            wanted.setdefault(str(p.get("matched_run_id") or run_id), set()).add(str(p["matched_document_id"]))
+            self._wanted.setdefault(run_id, set()).add(str(p["document_id"]))
+            self._wanted.setdefault(str(p.get("matched_run_id") or run_id), set()).add(str(p["matched_document_id"]))
         self._cells: dict[_Key, tuple[UserPath, str | None, str | None]] = {}
-        self._hashes: dict[_Key, str | None] = {}
-        for rid, ids in wanted.items():
-            self._locate(rid, ids)
+        self._located: set[str] = set()  # the runs whose manifest was read
+        self._recorded: dict[_Key, tuple[str | None, int | None]] = {}
+        for rid, ids in self._wanted.items():
+            self._recorded.update(_recorded(ledger, rid, ids))
         self._texts: OrderedDict[_Key, str | None] = OrderedDict()
+
+    def hash_of(self, document_id: str, run_id: str | None) -> str | None:
+        """The SHA-256 of the document's bytes as its run recorded them (None: unknown)."""
+        return self._recorded.get((run_id or self._run_id, document_id), (None, None))[0]
 
     def _locate(self, run_id: str, ids: set[str]) -> None:
         """Keep the ``path``/``text`` cells of ``ids`` from the run's manifest, and their hashes."""
@@ -71,7 +94,6 @@ class ManifestTexts:
                     self._cells[(run_id, doc)] = (folder, row.get("path"), row.get("text"))
         except (ManifestError, OSError, ValueError):
             return  # the manifest moved or is unreadable: no evidence for its documents
-        self._hashes.update(_recorded_hashes(self._ledger, run_id, ids))
 
     def __call__(self, document_id: str, run_id: str | None) -> str | None:
         key = (run_id or self._run_id, document_id)
@@ -86,19 +108,23 @@ class ManifestTexts:
 
     def _read(self, key: _Key) -> str | None:
         """The document's text when its bytes are still those the run sent, else None."""
+        if key[0] not in self._located:
+            self._located.add(key[0])
+            self._locate(key[0], self._wanted.get(key[0], set()))
         cell = self._cells.get(key)
         if cell is None:
             return None
         folder, raw_path, text = cell
         raw_path = (raw_path or "").strip()
+        digest, size = self._recorded.get(key, (None, None))
         if not raw_path:
-            if text is None or self._hashes.get(key) != _sha256(text.encode("utf-8", "surrogatepass")):
+            if text is None or digest != _sha256(text.encode("utf-8", "surrogatepass")):
                 return None
             return text
         try:
             path = _confined(folder, raw_path)
-            data = read_bounded(path, max_bytes=MAX_FILE_BYTES) if path is not None else None
-            if path is None or data is None or self._hashes.get(key) != _sha256(data):
+            data = read_bounded(path, max_bytes=MAX_FILE_BYTES, size=size) if path is not None else None
+            if path is None or data is None or digest != _sha256(data):
                 return None
             return extract_text(data, path.name)
         except (OSError, ExtractionError):
@@ -124,12 +150,61 @@ def _confined(folder: UserPath, raw_path: str) -> UserPath | None:
     return path
 
 
-def _recorded_hashes(ledger: Any, run_id: str, ids: set[str]) -> dict[_Key, str | None]:
-    """The content hash each document had when the run read it."""
+def _recorded(ledger: Any, run_id: str, ids: set[str]) -> dict[_Key, tuple[str | None, int | None]]:
+    """The content hash and size each document had when the run read it."""
     from doccheck.ledger import document_hashes
 
     with ledger.session() as s:
-        return {(run_id, doc): digest for doc, digest in document_hashes(s, run_id, ids).items()}
+        return {(run_id, doc): found for doc, found in document_hashes(s, run_id, ids).items()}
+
+
+class LedgerPassages:
+    """The pairs' passages kept in the ledger (``doccheck.ledger.kept_passages``), by ``campaign``,
+    the SHA-256 of both sides' bytes as their runs recorded them (``texts.hash_of``) and ``basis``;
+    those of ``pairs`` looked up at once (one query), new ones kept as found by ``run_id``."""
+
+    def __init__(
+        self, ledger: Any, campaign: str, run_id: str, texts: ManifestTexts, basis: str,
+        pairs: Iterable[Mapping[str, Any]],
+    ) -> None:  # fmt: skip
+        from doccheck.ledger import kept_passages
+
+        self._ledger, self._campaign, self._run_id, self._texts, self._basis = ledger, campaign, run_id, texts, basis
+        keys = [key for pair in pairs if (key := self._key(pair)) is not None]
+        self._known: dict[tuple[str, str, str], str] = {}
+        if keys:
+            with ledger.engine.connect() as conn:
+                self._known = kept_passages(conn, campaign, keys)
+
+    def _key(self, pair: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        left = self._texts.hash_of(str(pair["document_id"]), None)
+        right = self._texts.hash_of(str(pair["matched_document_id"]), pair.get("matched_run_id"))
+        return None if left is None or right is None else (left, right, self._basis)
+
+    def passages_of(self, pair: Mapping[str, Any]) -> list[Passage] | None:
+        """The pair's passages kept before, None when not kept."""
+        key = self._key(pair)
+        found = self._known.get(key) if key is not None else None
+        return None if found is None else passages_from_json(found)
+
+    def keep(self, pair: Mapping[str, Any], passages: Sequence[Passage]) -> None:
+        """Keep the passages just found in the pair's texts (both checked against the recorded hashes)."""
+        from doccheck.ledger import keep_passages
+
+        key = self._key(pair)
+        if key is None or key in self._known:
+            return
+        self._known[key] = passages_json(passages)
+        with self._ledger.engine.begin() as conn:
+            keep_passages(conn, self._campaign, self._run_id, {key: self._known[key]})
+
+
+def passages_basis(templates: Sequence[str]) -> str:
+    """What a pair's passages depend on besides its two texts (hex SHA-256): the finder's version
+    and bounds, the extractor that read the files, and the template text left out of passages."""
+    from doccheck.extract.cache import extractor_id
+
+    return _sha256(json.dumps([finder_id(), extractor_id(), *templates]).encode("utf-8", "surrogatepass"))
 
 
 def templates_of(params: Mapping[str, Any] | None) -> list[str]:
@@ -154,7 +229,13 @@ def _template_text(path: str) -> str | None:
 
 
 def manifest_texts(ledger: Any, run_id: str, pairs: Iterable[Mapping[str, Any]]) -> PairTexts:
-    """The pairs' texts from the runs' manifests, and the run's template text to leave out."""
+    """The pairs' texts from the runs' manifests, the run's template text to leave out, and the
+    passages kept in the ledger for the pairs whose texts are unchanged."""
+    pairs = list(pairs)
     run = ledger.get_run(run_id)
     texts = [t for t in map(_template_text, templates_of(run.params if run is not None else None)) if t]
-    return PairTexts(ManifestTexts(ledger, run_id, pairs), template_grams(texts))
+    manifest = ManifestTexts(ledger, run_id, pairs)
+    kept = None
+    if run is not None and getattr(ledger, "engine", None) is not None:
+        kept = LedgerPassages(ledger, run.campaign, run_id, manifest, passages_basis(texts), pairs)
+    return PairTexts(manifest, template_grams(texts), kept)
