@@ -18,7 +18,7 @@ How it stays cheap and safe:
   on; a file the service does not have (404, e.g. a similarity PDF of an AI-only check) is
   ``unavailable``, not a failure.
 
-The document id comes from the manifest (untrusted): :func:`safe_file_stem` keeps letters,
+The document id comes from the manifest (untrusted): ``doccheck.guards.safe_file_stem`` keeps letters,
 digits, ``.``, ``_`` and ``-``, and adds a short hash when it had to change anything, so
 two ids never share a file and no id can leave the folder.
 """
@@ -26,7 +26,6 @@ two ids never share a file and no id can leave the folder.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import re
 import shutil
@@ -34,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from doccheck.guards import safe_file_stem
 
 __all__ = [
     "CACHE_DIR",
@@ -46,7 +47,6 @@ __all__ = [
     "files_by_document",
     "files_of",
     "parse_kinds",
-    "safe_file_stem",
     "targets_from_rows",
 ]
 
@@ -57,9 +57,6 @@ CACHE_DIR = ".files-cache"
 #: Upper bound of one file (the service's own upload limit is 50 MiB; its PDFs are small).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-#: Names Windows refuses whatever the extension (a run folder may be copied to a Windows share).
-_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 #: Extension of an ``original`` by its Content-Type. HTML is saved as text so that a click
 #: in the report never renders (and runs) a student's page from the report's folder.
 _ORIGINAL_EXTENSIONS = {
@@ -138,16 +135,6 @@ def parse_kinds(value: str | Sequence[str] | None) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown file kind {unknown[0]!r} for --download: use {', '.join(FILE_KINDS)}")
     return tuple(kind for kind in FILE_KINDS if kind in wanted)
-
-
-def safe_file_stem(document_id: str) -> str:
-    """A file-system-safe, collision-free stem for ``document_id`` (at most 99 characters,
-    no leading dot, no Windows device name)."""
-    cleaned = _SAFE.sub("_", document_id).strip("._") or "document"
-    if cleaned == document_id and len(cleaned) <= 100 and cleaned.split(".")[0].upper() not in _WINDOWS_RESERVED:
-        return cleaned
-    digest = hashlib.sha256(document_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{cleaned[:88]}-{digest}"
 
 
 def _original_extension(content_type: str | None) -> str:

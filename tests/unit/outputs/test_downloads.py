@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from doccheck.errors import NotFoundError, ServerError
+from doccheck.guards import safe_file_stem
 from doccheck.outputs._downloads import (
     DownloadTarget,
     download_files,
     files_of,
     parse_kinds,
-    safe_file_stem,
     targets_from_rows,
 )
 
