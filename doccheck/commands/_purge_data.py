@@ -109,6 +109,8 @@ def purge(
                 console.print(f"report folder {verb}: {display(folder)}", markup=False)
             for folder in plan.export_folders:
                 console.print(f"LMS export copy {verb}: {folder}")
+            if plan.cached_files:  # the service's files of the purged checks, kept beside the run folders
+                console.print(f"downloaded files {verb}: {len(plan.cached_files)}")
             for kept, why in plan.skipped_folders.items():
                 console.print(f"[yellow]report folder kept[/] {kept}: {why}")
             for line in done.scrubbed if done is not None else ["database files: deleted rows scrubbed after deleting"]:

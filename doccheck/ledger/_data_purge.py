@@ -15,6 +15,9 @@ it has one of the linking columns:
   them, or it would pay again);
 - ``check_id`` of a check of those submissions (outcomes, webhook events, signatures).
 
+Downloaded files: the purged checks' files ``--download`` keeps in ``<out>/.files-cache`` (the
+local scratch folder of a bucket ``--out``), found by ``_purge_residue.cached_files``.
+
 Report folders: each selected run's ``report_dir`` (from its summary), folders named for a
 selected run in the ``--out`` roots of its campaign (runs whose summary lacks them), and the ``latest``
 copy when the newest run writing to it is selected. A folder is removed only if it looks
@@ -46,6 +49,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from doccheck.config import WEBHOOK_EVENT_WINDOW_DAYS
 from doccheck.errors import PurgeError, StorageError
 from doccheck.ledger._purge_residue import (
+    cached_files,
     export_folders,
     is_export_folder,
     out_roots,
@@ -81,10 +85,12 @@ class PurgePlan:
     skipped_folders: dict[str, str] = field(default_factory=dict)
     #: Copies of an LMS export's documents (``<out>/exports/<campaign>/``) of the campaigns purged whole.
     export_folders: list[Path] = field(default_factory=list)
+    #: The purged checks' files ``--download`` fetched, kept beside the run folders (``<out>/.files-cache``).
+    cached_files: list[Path] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(self.rows.values()) and not self.folders and not self.export_folders
+        return not any(self.rows.values()) and not self.folders and not self.export_folders and not self.cached_files
 
 
 @dataclass
@@ -97,6 +103,7 @@ class PurgeResult:
     events_deleted: int = 0
     legacy_secrets_deleted: int = 0
     scrubbed: list[str] = field(default_factory=list)
+    cached_files: list[Path] = field(default_factory=list)
 
 
 def _aware(value: datetime | str | None) -> datetime | None:
@@ -300,7 +307,9 @@ def _plan_folders(plan: PurgePlan, all_runs: Sequence[Any], selected: set[str]) 
             recorded.append(report_dir)
         if run.id in selected and isinstance(report_dir, str) and report_dir:
             candidates.append(_located(report_dir, plan))
-    candidates += scan_run_folders(out_roots(recorded), selected)
+    roots = out_roots(recorded)
+    plan.cached_files = cached_files(roots, plan.check_ids)
+    candidates += scan_run_folders(roots, selected)
     candidates += [_located(latest, plan) for latest, (_, run_id) in newest_for_latest.items() if run_id in selected]
     unique = {display(path): path for path in candidates if path is not None}
     for path in unique.values():
@@ -342,6 +351,10 @@ def execute_purge(
         if is_export_folder(folder):
             shutil.rmtree(folder)  # the students' work and names copied out of their LMS export
             result.folders.append(folder)
+    for cached in plan.cached_files:
+        if not cached.is_symlink() and cached.is_file():
+            cached.unlink()  # a service's file of a purged check (an ``original``: the student's document)
+            result.cached_files.append(cached)
     if any(result.rows.values()):
         result.scrubbed = scrub_database(engine, [name for name, count in result.rows.items() if count])
     return result

@@ -9,6 +9,9 @@ never recorded, and the deleted text that a database keeps readable after DELETE
   publish left without its ``run.json`` is found there as well; the local folder where its
   run folders were built (``doccheck.storage.scratch_folder``) is scanned too, for what a
   killed run left before publishing.
+- Downloads: ``--download`` keeps every file it fetched (an ``original`` is the student's own
+  document) in ``<out>/.files-cache/<check id>.<kind><ext>`` beside the run folders, for a bucket
+  ``--out`` in its local scratch folder; :func:`cached_files` finds the purged checks' ones.
 - SQLite: a DELETE leaves the text in free pages of the main file and in the ``-wal``
   file until a checkpoint. :func:`scrub_database` rewrites the file (``VACUUM``, with
   ``secure_delete`` on) and truncates the WAL (``wal_checkpoint(TRUNCATE)``).
@@ -28,9 +31,16 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from doccheck.errors import StorageError
+from doccheck.guards import safe_file_stem
 from doccheck.storage import UserPath, display, resolve, scratch_folder, subfolders
 
 _LABEL_STAMP = re.compile(r"-[0-9]{8}T[0-9]{9}Z-")
+#: The downloads' cache beside the run folders (``doccheck.outputs.download_files``).
+FILES_CACHE = ".files-cache"
+#: What follows ``<check stem>.`` in a cached file's name: its kind and extension (``original.html.txt``).
+_CACHED_REST = re.compile(r"[a-z_]+(\.[A-Za-z0-9]{1,8}){1,2}")
+#: ... and in a download cut short: ``.<check stem>.<kind>.download``.
+_STAGED_REST = re.compile(r"[a-z_]+\.download")
 _SAFE_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -75,6 +85,31 @@ def _children(root: UserPath) -> list[UserPath]:
     if not root.is_dir():
         return []
     return sorted(c for c in root.iterdir() if not c.is_symlink() and c.is_dir())
+
+
+def cached_files(roots: Sequence[UserPath], check_ids: Iterable[str]) -> list[Path]:
+    """The files the downloads fetched for ``check_ids`` (and those a download cut short left) in
+    the ``.files-cache`` folder of each local root: regular files only, named as the downloads
+    name them (``doccheck.guards.safe_file_stem`` of the check id, its kind, its extension)."""
+    stems = {safe_file_stem(check_id) for check_id in check_ids if check_id}
+    found: list[Path] = []
+    for root in roots:
+        cache = root / FILES_CACHE if isinstance(root, Path) else None
+        if cache is None or cache.is_symlink() or not cache.is_dir() or not stems:
+            continue
+        for child in sorted(cache.iterdir()):
+            if not child.is_symlink() and child.is_file() and _cached_stem(child.name, stems):
+                found.append(child)
+    return found
+
+
+def _cached_stem(name: str, stems: set[str]) -> bool:
+    """Whether ``name`` is a cached file (or a cut-short download) of one of ``stems``."""
+    staged = name.startswith(".")
+    parts = name[1:].split(".") if staged else name.split(".")
+    rest = _STAGED_REST if staged else _CACHED_REST
+    # A stem may hold dots itself: try each split of the name into stem and the rest.
+    return any(".".join(parts[:i]) in stems and rest.fullmatch(".".join(parts[i:])) for i in range(1, len(parts)))
 
 
 def export_folders(manifests: Iterable[str | None]) -> list[Path]:
@@ -134,4 +169,4 @@ def _scrub_postgres(engine: Engine, tables: list[str]) -> list[str]:
     return [f"postgresql: vacuumed {', '.join(tables)}"]
 
 
-__all__ = ["out_roots", "scan_run_folders", "scrub_database"]
+__all__ = ["FILES_CACHE", "cached_files", "out_roots", "scan_run_folders", "scrub_database"]

@@ -1,8 +1,9 @@
-"""A purge forgets everything it promises: after ``doccheck run`` (a real process, real
-emulator, real Prefect server) and ``doccheck purge --campaign C --yes``, a planted sentence,
-student name and e-mail are found in NO file under the ledger, the reports (run folder and
-``latest/``; with ``--out s3://…``, no object of the bucket, listed and read) or the Prefect
-home: not in the SQLite ``-wal`` file, not in free pages, not in PostgreSQL's dead tuples."""
+"""A purge forgets everything it promises: after ``doccheck run --download original`` (a real
+process, real emulator, real Prefect server) and ``doccheck purge --campaign C --yes``, a planted
+sentence, student name and e-mail are found in NO file under the ledger, the reports (run folder,
+``latest/`` and the downloads' ``.files-cache``; with ``--out s3://…``, no object of the bucket,
+listed and read, nor a file of the local scratch folder the cache sits in) or the Prefect home:
+not in the SQLite ``-wal`` file, not in free pages, not in PostgreSQL's dead tuples."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def _run_and_purge(
     env = {**env, "DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": emulator.new_account(),
            "DOCCHECK_DATABASE_URL": ledger_url, "COLUMNS": "200"}  # fmt: skip
     run = _cli(["run", str(manifest), "--campaign", f"quarry-{tag}", "--out", out, "--grace-seconds", "0",
-                "--poll-interval", "0.1", "--no-progress", "--metadata-columns", "student_name,email"],
+                "--poll-interval", "0.1", "--no-progress", "--metadata-columns", "student_name,email",
+                "--download", "original"],
                env, tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     needles = [s.encode() for s in (sentence, name, email)]
@@ -133,6 +135,7 @@ def _run_and_purge(
     dry = _cli(["purge", "--campaign", f"quarry-{tag}"], env, tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert "dry run" in dry.stdout and "report folder would remove" in dry.stdout and "latest" in dry.stdout
+    assert "downloaded files would remove: 1" in dry.stdout  # the student's original, kept for reruns
 
     purged = _cli(["purge", "--campaign", f"quarry-{tag}", "--yes"], env, tmp_path)
     assert purged.returncode == 0, purged.stderr

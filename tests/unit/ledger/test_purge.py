@@ -163,3 +163,20 @@ def test_a_campaigns_folders_on_a_store_are_removed_object_by_object(
     finally:
         ledger.close()
         MemoryFileSystem.store.clear()
+
+
+def test_the_purged_checks_downloaded_files_are_removed_from_the_cache(tmp_path: Path) -> None:
+    """``<out>/.files-cache`` keeps what ``--download`` fetched (an original is the student's own
+    document): the purged checks' files go, a download cut short with them; other checks' stay."""
+    from doccheck.guards import safe_file_stem
+    from doccheck.ledger._purge_residue import cached_files
+
+    cache = tmp_path / "out" / ".files-cache"
+    cache.mkdir(parents=True)
+    gone = ["chk.1.original.html.txt", "chk.1.pdf.pdf", ".chk.1.similarity_pdf.download",
+            f"{safe_file_stem('odd/id')}.original.docx"]  # fmt: skip
+    kept = ["chk.10.original.pdf", "chk.1x.pdf.pdf", "chk.1.original.a.b.c", "other.similarity_pdf.pdf"]
+    for name in gone + kept:
+        (cache / name).write_bytes(b"a student's words")
+    found = cached_files([tmp_path / "out", tmp_path / "missing"], ["chk.1", "odd/id"])
+    assert sorted(p.name for p in found) == sorted(gone)
