@@ -5,7 +5,9 @@ the manifest and its text, DOCX and PDF documents exist only in the bucket.
   socket of this test's) are refused with their reason, and nothing is fetched for them: the
   socket sees no connection, the proxy no request for them.
 - A rerun with nothing changed makes no new check and no GET or HEAD of a document: the proxy's
-  log holds one LIST of the prefix and the manifest's own requests.
+  log holds one LIST of the prefix and the manifest's own requests. That holds for a photo refused
+  for its bytes (refused again from the listing, same code and reason) and for a near-duplicate
+  pair, whose passages the report page shows from the ledger instead of reading both again.
 - Under ``503 SlowDown`` and dropped connections on a fixed share of the requests, every document
   is checked once and every row is reported (the store library's own retries).
 """
@@ -25,7 +27,7 @@ import pytest
 from tests.factories import random_essay
 from tests.fixtures.emulator import EmulatorHandle
 from tests.fixtures.s3 import S3Bucket
-from tests.generated_documents import pdf_text
+from tests.generated_documents import pdf_text, png
 from tests.hostile_documents import docx_package, para
 
 pytestmark = [pytest.mark.integration]
@@ -56,8 +58,7 @@ def _connections(sock: socket.socket) -> int:
 
 
 def _documents(count: int) -> dict[str, bytes]:
-    """``count`` documents, a third each text, DOCX and PDF, that share no phrase: no cohort pair,
-    whose passages the report page would read again from the bucket (its evidence, by design)."""
+    """``count`` documents, a third each text, DOCX and PDF, that share no phrase: no cohort pair."""
     files: dict[str, bytes] = {}
     for i in range(count):
         text = random_essay(i)
@@ -70,9 +71,12 @@ def _documents(count: int) -> dict[str, bytes]:
     return files
 
 
-def _term(b: S3Bucket, count: int, refused: list[str]) -> tuple[str, dict[str, bytes]]:
-    """The term in the bucket: ``course-a/manifest.csv``, its documents, a text row and ``refused`` rows."""
-    files = _documents(count)
+def _term(
+    b: S3Bucket, count: int, refused: list[str], extra: dict[str, bytes] | None = None
+) -> tuple[str, dict[str, bytes]]:
+    """The term in the bucket: ``course-a/manifest.csv``, its documents (and ``extra`` ones), a text
+    row and ``refused`` rows."""
+    files = {**_documents(count), **(extra or {})}
     rows = [f"s{i:02},{name}," for i, name in enumerate(files)]
     rows.append(f"t00,,{random_essay(99)}")
     rows += [f"x{i},{raw}," for i, raw in enumerate(refused)]
@@ -106,33 +110,46 @@ def test_a_run_from_a_bucket_and_its_rerun(
     b.fs.pipe({f"{b.name}/outside/x.txt": b"words outside the prefix", f"{other}/x.txt": b"another bucket's words"})
     port = listener.getsockname()[1]
     refused = ["../outside/x.txt", f"s3://{other}/x.txt", f"http://127.0.0.1:{port}/x.txt"]
-    manifest, files = _term(b, 6, refused)
+    copied = random_essay(50, 300)  # a near-duplicate pair, its passages on the report page
+    extra = {"docs/photo.png": png(), "docs/pair-a.txt": copied.encode(),
+             "docs/pair-b.txt": (copied + " " + random_essay(51, 20)).encode()}  # fmt: skip
+    manifest, files = _term(b, 6, refused, extra)
     key = emulator.new_account()
 
     first = _run(manifest, tmp_path, b, emulator, key)
     assert first.returncode == 0, first.stdout + first.stderr
     rows = _rows(tmp_path)
     assert len(rows) == len(files) + 1 + len(refused)  # every row reported
+    photo = f"s{list(files).index('docs/photo.png'):02}"
     checked = {r["document_id"] for r in rows if r["status"] != "rejected"}
-    assert checked == {f"s{i:02}" for i in range(len(files))} | {"t00"}
+    assert checked == {f"s{i:02}" for i in range(len(files))} - {photo} | {"t00"}
     rejected = {r["document_id"]: r for r in rows if r["status"] == "rejected"}
-    assert set(rejected) == {"x0", "x1", "x2"}
-    assert {r["error_code"] for r in rejected.values()} == {"path_escapes_manifest_dir"}
+    assert set(rejected) == {"x0", "x1", "x2", photo}
+    assert {r["error_code"] for k, r in rejected.items() if k != photo} == {"path_escapes_manifest_dir"}
+    assert rejected[photo]["error_code"] == "image_without_text"
     for i, raw in enumerate(refused):  # each with its reason, naming the row's path
         assert raw in str(rejected[f"x{i}"]["error_message"])
-    assert emulator.account_state(key)["checks"] == len(files) + 1
+    assert emulator.account_state(key)["checks"] == len(files)  # the photo is not sent
     assert _connections(listener) == 0
     assert b.proxy.gets_of(f"{b.name}/outside/") == [] and b.proxy.gets_of(f"{other}/") == []
     reads = b.proxy.gets_of(f"{b.name}/course-a/docs/")
     assert {r.key for r in reads if r.method == "GET"} == {f"course-a/{name}" for name in files}
+    page = (tmp_path / "out" / "latest" / "report.html").read_text(encoding="utf-8")
+    assert page.count('<article class="evidence"') == 1 and "<mark>" in page  # the pair's passages
 
     b.proxy.clear_log()
     rerun = _run(manifest, tmp_path, b, emulator, key)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert emulator.account_state(key)["checks"] == len(files) + 1  # no new check
+    assert emulator.account_state(key)["checks"] == len(files)  # no new check
     assert b.proxy.gets_of(f"{b.name}/course-a/docs/") == []  # no GET, no HEAD of a document
     assert len(b.proxy.lists(b.name)) == 1  # the one LIST of the prefix
-    assert len(_rows(tmp_path)) == len(rows)
+    again = _rows(tmp_path)
+    assert len(again) == len(rows)
+    said = {r["document_id"]: (r["error_code"], r["error_message"]) for r in again if r["status"] == "rejected"}
+    assert said[photo] == (rejected[photo]["error_code"], rejected[photo]["error_message"])  # refused unread
+    assert (tmp_path / "out" / "latest" / "report.html").read_text(encoding="utf-8").count("<mark>") == page.count(
+        "<mark>"
+    )  # the same passages, from the ledger
 
 
 def test_a_run_under_throttling_and_dropped_connections(
