@@ -17,6 +17,12 @@ from tests.unit.ledger.test_listed_files import (  # noqa: F401 - a store's file
     test_the_functions_on_their_own,
     test_the_word_store_answers_for_a_stores_files,
 )
+from tests.unit.ledger.test_pair_passages import (  # noqa: F401 - a pair's passages kept, on PostgreSQL too
+    test_kept_once_and_found_by_both_hashes_and_the_basis,
+)
+from tests.unit.ledger.test_pair_passages import (  # noqa: F401
+    test_purged_with_the_campaign as test_passages_purged_with_the_campaign,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL
