@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from doccheck import domain
 
@@ -19,7 +20,20 @@ def parse_products(value: str | Iterable[str] | None, default: Sequence[str] = (
 
     Empty → ``default``. Returns a sorted tuple without duplicates. Raises ``ValueError``
     naming the unknown values, so callers can turn it into a row rejection or a config error.
+    A cell's text (or none) with a tuple of defaults is parsed once a run (the same few values
+    on every row of a manifest).
     """
+    if (value is None or isinstance(value, str)) and isinstance(default, tuple):
+        return _parsed(value, default)
+    return _parse(value, default)
+
+
+@lru_cache(maxsize=256)
+def _parsed(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    return _parse(value, default)
+
+
+def _parse(value: str | Iterable[str] | None, default: Sequence[str]) -> tuple[str, ...]:
     if value is None:
         tokens: list[str] = []
     elif isinstance(value, str):
