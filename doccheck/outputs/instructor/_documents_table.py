@@ -265,7 +265,11 @@ class DocumentsBuilder:
     ) -> list[dict[str, Any]]:
         """The wide rows of these submissions rows (in their order)."""
         out: list[dict[str, Any]] = []
+        keys: set[str] = set()  # the last row's columns, and which of them are metadata
+        meta: list[str] = []
         for sub in submissions:
+            if sub.keys() != keys:  # the rows of one table share their columns: found once
+                keys, meta = set(sub), [k for k in sub if k.startswith(META_PREFIX)]
             doc = sub.get("document_id")
             a, s = self._ai.get(doc, {}), self._sim.get(doc, {})
             peers = self._cohort.get(str(doc), []) if doc is not None else []
@@ -302,9 +306,9 @@ class DocumentsBuilder:
             doc_files = (files or {}).get(doc, {}) if doc is not None else {}
             for kind, column in FILE_COLUMNS.items():
                 row[column] = doc_files.get(kind)
-            for key, value in sub.items():
-                if key.startswith(META_PREFIX):
-                    row[key] = None if value is None else str(value)
+            for key in meta:
+                value = sub[key]
+                row[key] = None if value is None else str(value)
             out.append(row)
         return out
 

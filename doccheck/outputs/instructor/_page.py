@@ -31,7 +31,7 @@ from markupsafe import Markup
 
 from doccheck.outputs._calibration import AiRules, Calibration
 from doccheck.outputs.instructor._documents_table import FLAG_SIMILARITY_SCORE
-from doccheck.outputs.instructor._table_view import columns, row_html, row_json
+from doccheck.outputs.instructor._table_view import columns, row_cells, row_html, row_json
 from doccheck.outputs.instructor._tally import GroupCounts, PageTally, checked
 
 __all__ = ["PageTally", "generate_group_page", "generate_report", "render_report"]
@@ -170,13 +170,22 @@ class DocumentsTable:
         self.columns = columns(self.meta, self.lms)
         self._documents, self._prefix = documents, link_prefix
         chosen = tally.concern.rows() if static is None else static
-        self.static = [row_html(r, self.meta, link_prefix, self.lms) for r in chosen]
+        #: The cells of the rows shown as HTML, by the row object, for their JSON too (a group's
+        #: page shows most of its rows both ways); the row is kept so that its id stays its own.
+        self._cells: dict[int, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
+        self.static = []
+        for r in chosen:
+            cells = row_cells(r, self.meta, link_prefix, self.lms)
+            self._cells[id(r)] = (r, cells)
+            self.static.append(row_html(r, self.meta, link_prefix, self.lms, cells=cells))
 
     def data(self) -> Iterator[Markup]:
         """Each accepted row as JSON text (escaped for ``<script>``: see ``row_json``)."""
         for r in self._documents():
             if checked(r):
-                yield Markup(row_json(r, self.meta, self._prefix, self.lms))
+                kept = self._cells.get(id(r))
+                cells = kept[1] if kept is not None and kept[0] is r else None
+                yield Markup(row_json(r, self.meta, self._prefix, self.lms, cells=cells))
 
 
 def _common(tally: PageTally, campaign: str, run_id: str | None, status: str | None,

@@ -187,33 +187,57 @@ _SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                                  "\u2029": "\\u2029"})  # fmt: skip
 
 
-def row_json(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms: bool = False) -> str:
-    """One row for the page's JSON block: ``[concern, document_id, cell, ...]``, safe in ``<script>``."""
-    cells = [_compact(c) for c in row_cells(row, meta, link_prefix, lms)]
-    text = json.dumps([concern(row), row.get("document_id"), *cells], ensure_ascii=False, separators=(",", ":"))
+def row_json(
+    row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms: bool = False,
+    cells: Sequence[Mapping[str, Any]] | None = None,
+) -> str:  # fmt: skip
+    """One row for the page's JSON block: ``[concern, document_id, cell, ...]``, safe in ``<script>``.
+    ``cells``: the row's :func:`row_cells`, when the caller has them already."""
+    compact = [_compact(c) for c in (cells if cells is not None else row_cells(row, meta, link_prefix, lms))]
+    text = json.dumps([concern(row), row.get("document_id"), *compact], ensure_ascii=False, separators=(",", ":"))
     return text.translate(_SCRIPT_ESCAPES)
 
 
+def _escaped(value: Any) -> str:
+    """``markupsafe.escape(value)`` as a plain string (the same five entities), without a
+    ``Markup`` object a value: a term's group pages escape ~600,000 of them."""
+    if hasattr(value, "__html__"):
+        return str(escape(value))
+    text = str(value)
+    if not _HTML_SPECIAL.isdisjoint(text):
+        text = text.translate(_HTML_ESCAPES)
+    return text
+
+
+_HTML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})
+_HTML_SPECIAL = frozenset("&<>'\"")
+
+
 def _cell_html(cell: Mapping[str, Any]) -> str:
-    text = escape(cell.get("text", ""))
+    text = _escaped(cell.get("text", ""))
     if cell.get("badge"):
-        inner = f'<span class="badge {escape(cell["badge"])}">{text}</span>'
+        inner = f'<span class="badge {_escaped(cell["badge"])}">{text}</span>'
     elif cell.get("links"):
-        anchors = "".join(f'<a href="{escape(link["href"])}">{escape(link["label"])}</a>' for link in cell["links"])
+        anchors = "".join(f'<a href="{_escaped(link["href"])}">{_escaped(link["label"])}</a>' for link in cell["links"])
         inner = f'<span class="files">{anchors}</span>'
     else:
-        inner = str(text)
+        inner = text
     if cell.get("note"):
-        inner += f'<br><span class="muted">{escape(cell["note"])}</span>'
+        inner += f'<br><span class="muted">{_escaped(cell["note"])}</span>'
     num = ' class="num"' if cell.get("num") else ""
-    return f'<td data-value="{escape(cell.get("sort", ""))}"{num}>{inner}</td>'
+    return f'<td data-value="{_escaped(cell.get("sort", ""))}"{num}>{inner}</td>'
 
 
-def row_html(row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms: bool = False) -> Markup:
+def row_html(
+    row: Mapping[str, Any], meta: Sequence[str], link_prefix: str, lms: bool = False,
+    cells: Sequence[Mapping[str, Any]] | None = None,
+) -> Markup:  # fmt: skip
     """One row as the table's HTML (every value escaped): what a reader without scripts sees.
-    Written here rather than in the template: a term's group pages have 40,000 of them."""
+    Written here rather than in the template: a term's group pages have 40,000 of them.
+    ``cells``: the row's :func:`row_cells`, when the caller has them already."""
     flagged = bool(row.get("flagged"))
-    cells = "".join(_cell_html(c) for c in row_cells(row, meta, link_prefix, lms))
-    attributes = f'data-flagged="{1 if flagged else 0}" data-document-id="{escape(row.get("document_id") or "")}"'
+    shown = cells if cells is not None else row_cells(row, meta, link_prefix, lms)
+    html = "".join(_cell_html(c) for c in shown)
+    attributes = f'data-flagged="{1 if flagged else 0}" data-document-id="{_escaped(row.get("document_id") or "")}"'
     marked = ' class="flagged"' if flagged else ""
-    return Markup(f"<tr {attributes}{marked}>{cells}</tr>\n")
+    return Markup(f"<tr {attributes}{marked}>{html}</tr>\n")

@@ -142,11 +142,14 @@ class PageTally:
     def add(self, documents: Iterable[Mapping[str, Any]]) -> None:
         """Count these rows of :func:`doccheck.outputs.instructor._documents_table.build_documents`."""
         seen = set(self.meta)
+        keys: set[str] = set()  # the last row's columns: the rows of one table share them
         for r in documents:
-            for k in r:
-                if k not in seen and k.startswith(META_PREFIX):
-                    self.meta.append(k)
-                    seen.add(k)
+            if r.keys() != keys:  # one comparison in C a row, not a look at each of its ~40 keys
+                keys = set(r)
+                for k in r:
+                    if k not in seen and k.startswith(META_PREFIX):
+                        self.meta.append(k)
+                        seen.add(k)
             pending = sum(
                 1 for p in ("ai_status", "similarity_status") if r.get(p) not in (None, "completed", "failed")
             )
