@@ -21,6 +21,7 @@ from sqlalchemy import Connection, func, select
 from doccheck.extract import same_format
 from doccheck.ledger._base import ReadLike
 from doccheck.ledger._bulk_sql import chunks, insert_absent
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import DocumentReadRow, DocumentRow, utcnow
 
@@ -53,7 +54,7 @@ def reads_for_documents(
     found: dict[tuple[str, str], tuple[str, str]] = {}
     for part in chunks(sorted({d for d, _ in wanted})):
         stmt = select(_T.c.document_id, _T.c.content_hash, _T.c.read_as, _T.c.named_as).where(
-            _T.c.campaign == campaign, _T.c.document_id.in_(part)
+            _T.c.campaign == campaign, one_of(_T.c.document_id, part, conn)
         )
         for doc_id, digest, read_as, named_as in conn.execute(stmt):
             if (doc_id, digest) in wanted:

@@ -17,6 +17,7 @@ from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from doccheck.domain import ProductState
+from doccheck.ledger._in_list import one_of
 from doccheck.ledger._sqltypes import table_of
 from doccheck.ledger._tables import ContradictionRow, DocumentRow, OutcomeRow, SubmissionRow
 
@@ -83,7 +84,7 @@ def contradiction_notes(s: Session, check_ids: Iterable[str]) -> dict[tuple[str,
             select(_contra.c.check_id, _contra.c.product, _contra.c.held_status, _contra.c.delivered_status,
                    _settled())
             .join(_outs, and_(_outs.c.check_id == _contra.c.check_id, _outs.c.product == _contra.c.product))
-            .where(_contra.c.check_id.in_(ids[i : i + 500]))
+            .where(one_of(_contra.c.check_id, ids[i : i + 500], s))
             .order_by(_contra.c.id)
         )  # fmt: skip
         for check_id, product, held, delivered, settled in s.execute(stmt).all():
