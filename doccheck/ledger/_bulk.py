@@ -15,6 +15,7 @@ through ``Ledger.mark_submitted`` and ``Ledger.release_claim`` one by one, as be
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -380,8 +381,30 @@ def write_documents(conn: Connection, rows: Sequence[dict[str, Any]]) -> int:
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         first.setdefault((row["run_id"], row["document_id"]), row)
+    if conn.dialect.name == "sqlite" and first:
+        return _sqlite_documents(conn, list(first.values()))
     added = sql.insert_absent(conn, _DOCUMENTS_T, ("run_id", "document_id"), list(first.values()), returning="id")
     return len(added)
+
+
+#: ``document_row``'s keys, the documents table's columns; the JSON ones are written as SQLAlchemy's
+#: JSON type writes them (``json.dumps``, the engine has no serializer of its own).
+_DOCUMENT_COLUMNS = ("run_id", "campaign", "document_id", "row_number", "name", "mode", "content_hash",
+                     "size_bytes", "words", "products", "idempotency_key", "estimated_cost_cents", "metadata")  # fmt: skip
+_JSON_COLUMNS = frozenset({"products", "metadata"})
+_SQLITE_INSERT_DOCUMENTS = (
+    f"INSERT INTO documents ({', '.join(_DOCUMENT_COLUMNS)}) VALUES ({', '.join('?' * len(_DOCUMENT_COLUMNS))}) "
+    "ON CONFLICT (run_id, document_id) DO NOTHING"
+)
+
+
+def _sqlite_documents(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """``insert_absent`` of documents on SQLite through the driver's own executemany, how many were
+    new (its row count: a row skipped by the conflict counts none). Why: SQLAlchemy's processing of
+    each row's 13 parameters and the RETURNING of every id were ~40 % of recording a batch, the
+    recording thread's largest part after the manifest's reading (a term's rerun, issue 49)."""
+    params = [tuple(json.dumps(r[c]) if c in _JSON_COLUMNS else r[c] for c in _DOCUMENT_COLUMNS) for r in rows]
+    return max(0, int(conn.exec_driver_sql(_SQLITE_INSERT_DOCUMENTS, params).rowcount))
 
 
 def record_documents(ledger: LedgerLike, run_id: str, campaign: str, documents: Sequence[PlannedLike]) -> int:

@@ -38,6 +38,8 @@ def one_of(column: Any, values: Iterable[Any], on: Engine | Connection | Session
         clause: ColumnElement[bool] = column == any_(bindparam(None, values, type_=postgresql.ARRAY(column.type)))
         return clause
     if dialect.name == "sqlite" and all(isinstance(v, str) for v in values):
-        listed: Select[Any] = select(literal_column("value")).select_from(func.json_each(bindparam(None, json.dumps(values))))
+        listed: Select[Any] = select(literal_column("value")).select_from(
+            func.json_each(bindparam(None, json.dumps(values)))
+        )
         return column.in_(listed)  # type: ignore[no-any-return]
     return column.in_(values)  # type: ignore[no-any-return]
