@@ -392,3 +392,45 @@ def test_one_of_finds_what_in_finds_as_one_short_statement(ledger: Ledger) -> No
     assert found == set(keys[::2])
     if ledger.engine.dialect.name == "postgresql":
         assert "ANY" in text and len(text) < 300
+
+
+def test_one_of_on_sqlite_sends_odd_ids_as_one_json_text(ledger: Ledger) -> None:
+    """On SQLite ``one_of`` of strings is ``IN (SELECT value FROM json_each(:values))``: one
+    parameter and a short text, whatever the count, and ids with quotes, backslashes, non-ASCII
+    or JSON's own escapes are found exactly (issue 49)."""
+    from sqlalchemy import select
+
+    from doccheck.ledger._in_list import one_of
+    from doccheck.ledger._sqltypes import table_of
+    from doccheck.ledger._tables import SubmissionRow
+
+    odd = ['q"uote', "back\\slash", "ü-é", "line\u2028sep", "tab\tkey", "[1]", "null", "😀"]
+    for key in odd:
+        ledger.mark_submitting(key, campaign="c", document_id=key, products=["ai"], mode="text")
+    t = table_of(SubmissionRow)
+    wanted = [*odd[::2], *(f"absent-{i}" for i in range(1_000))]
+    with ledger.engine.connect() as conn:
+        stmt = select(t.c.idempotency_key).where(one_of(t.c.idempotency_key, wanted, conn))
+        found = set(conn.execute(stmt).scalars())
+        compiled = stmt.compile(dialect=conn.dialect)
+    assert found == set(odd[::2])
+    assert "json_each" in str(compiled) and len(str(compiled)) < 300 and len(compiled.params) <= 2
+
+
+def test_documents_recorded_on_sqlite_count_the_new_and_keep_their_json(ledger: Ledger) -> None:
+    """A batch's documents go into SQLite through the driver's executemany: the count is of the
+    new rows only (a document already recorded for the run is skipped), and the JSON columns read
+    back as written (issue 49)."""
+    from sqlmodel import select
+
+    from doccheck.ledger._tables import DocumentRow
+
+    run_id = ledger.start_run(campaign="c1")
+    docs = [planned("a", row=1), planned("b", ("ai", "similarity"), row=2, metadata={"document_id": "b", "g": 'ü"x'})]
+    assert ledger.record_documents(run_id, docs) == 2
+    assert ledger.record_documents(run_id, [*docs, planned("c", row=3)]) == 1
+    with ledger.session() as s:
+        rows = {r.document_id: r for r in s.exec(select(DocumentRow).where(DocumentRow.run_id == run_id))}
+    assert sorted(rows) == ["a", "b", "c"]
+    assert rows["b"].products == ["ai", "similarity"] and rows["b"].doc_metadata == {"document_id": "b", "g": 'ü"x'}
+    assert (rows["a"].row_number, rows["a"].words, rows["a"].estimated_cost_cents) == (1, 40, 3)

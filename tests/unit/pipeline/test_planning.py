@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,21 @@ def test_key_formula_matches_docs() -> None:
     )
     expected = "dc1-" + hashlib.sha256(payload.encode()).hexdigest()
     assert idempotency_key("c", HASH, ("similarity", "ai")) == expected
+
+
+@pytest.mark.parametrize("campaign", ["c", "course 101/ü", 'q"uote\\back', "line\u2028sep", "😀", "\x7f\x01"])
+@pytest.mark.parametrize("products", [("ai",), ["similarity", "ai", "ai"], ("ai", "similarity"), {"similarity"}])
+def test_key_written_from_its_parts_is_the_documented_json(campaign: str, products: Collection[str]) -> None:
+    """The key's JSON is written from its parts (issue 49); it must stay byte for byte the
+    documented ``json.dumps`` (sorted keys, compact), or every rerun would pay twice. The
+    products also come as a one-pass iterator."""
+    wanted = list(products)
+    payload = json.dumps(
+        {"campaign": campaign, "content_sha256": HASH, "products": sorted(set(wanted))},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    assert idempotency_key(campaign, HASH, iter(wanted)) == "dc1-" + hashlib.sha256(payload.encode()).hexdigest()
 
 
 def test_key_properties() -> None:
