@@ -324,7 +324,7 @@ def _results(futures: Iterable[Future[tuple[str, int]]]) -> dict[str, int]:
 #: Files read from a store at once by :func:`prefetch_listed`: they wait on the store's latency
 #: (tens of milliseconds a GET), not on a core (an S3 GET is obstore's, off the GIL); each holds at
 #: most one small file's bytes (a multipart document, 4 MB at most: 64 MB for all of them). At 8,
-#: planning a 2,000-document term at 30 ms a request took 13.5 s of reading; at 16, half that.
+#: planning a 2,000-document term at 30 ms a request spent 13.5 s reading (py-spy); 16 was not timed alone.
 FETCHERS = 16
 
 
