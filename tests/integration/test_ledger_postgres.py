@@ -23,6 +23,10 @@ from tests.unit.ledger.test_pair_passages import (  # noqa: F401 - a pair's pass
 from tests.unit.ledger.test_pair_passages import (  # noqa: F401
     test_purged_with_the_campaign as test_passages_purged_with_the_campaign,
 )
+from tests.unit.ledger.test_report_inputs import (  # noqa: F401 - the report inputs' digest, on PostgreSQL too
+    test_a_change_a_report_shows_changes_the_digest,
+    test_the_same_rows_in_another_run_give_the_same_digest,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 ledger = postgres_ledger  # the SQLite contract's ``ledger``, on PostgreSQL
