@@ -38,6 +38,16 @@ from doccheck.outputs._report_folders import (
     staging_dir,
     start_run_folder,
 )
+from doccheck.outputs._reuse import (
+    FolderInputs,
+    local_files,
+    previous_folder,
+    read_inputs,
+    reports_digest,
+    reusable_tables,
+    rewrite_table,
+    write_inputs,
+)
 from doccheck.sources.manifest import Rejection
 from doccheck.storage import UserPath, resolve
 
@@ -187,9 +197,12 @@ class LedgerReportTables(ReportTables):
     chunk into lists (the whole run in memory, as a plain ``ReportTables`` holds it).
     """
 
-    def __init__(self, chunks: Callable[[], Iterable[ReportChunk]]) -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self, chunks: Callable[[], Iterable[ReportChunk]], *, ledger: Any = None, run_id: str | None = None
+    ) -> None:
         self._source = chunks
         self._rows: dict[str, list[Mapping[str, Any]]] | None = None
+        self.ledger, self.run_id = ledger, run_id  # the source, when it is a ledger's run (reuse)
 
     def __repr__(self) -> str:  # the dataclass repr would read the whole run
         return f"{type(self).__name__}(<rows read in chunks>)"
@@ -225,8 +238,21 @@ class LedgerReportTables(ReportTables):
 
         rid = resolve_run(ledger, run_id=run_id, campaign=campaign)
         return cls(
-            lambda: lms_rows(mark_new(iter_report_chunks(ledger, run_id=rid), ledger, rid), run_sidecar(ledger, rid))
+            lambda: lms_rows(mark_new(iter_report_chunks(ledger, run_id=rid), ledger, rid), run_sidecar(ledger, rid)),
+            ledger=ledger,
+            run_id=rid,
         )
+
+    def inputs(self, metadata: Mapping[str, Mapping[str, str]] | None) -> str | None:
+        """The ``reports`` digest of these tables (:mod:`doccheck.outputs._reuse`), with the
+        LMS export's sidecar the rows are joined with; None when they are not a ledger's run."""
+        from doccheck.ledger import report_inputs_digest
+
+        if self.ledger is None or self.run_id is None:
+            return None
+        sidecar = run_sidecar(self.ledger, self.run_id)
+        ledger = report_inputs_digest(self.ledger, self.run_id)
+        return reports_digest(ledger, _metadata_columns(metadata), sidecar)
 
 
 @dataclass(frozen=True)
@@ -334,7 +360,7 @@ def write_reports(
         latest_stage = None
         with discarding(stage):
             if isinstance(tables, LedgerReportTables):
-                _write_streamed(stage, tables.chunks(), metadata)
+                _write_from_ledger(stage, out, run_label, tables, metadata)
             else:
                 built = to_tables(tables, metadata)
                 for name, table in built.items():
@@ -351,6 +377,30 @@ def write_reports(
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def _write_from_ledger(
+    stage: Path, out: UserPath, label: str, tables: LedgerReportTables, metadata: Mapping[str, Mapping[str, str]] | None
+) -> None:
+    """The reports of a ledger's run: the campaign's last folder's, rewritten for this run, when
+    they were built from the same inputs (:mod:`doccheck.outputs._reuse`), else from the ledger."""
+    inputs = tables.inputs(metadata)
+    reused = None
+    if inputs is not None and tables.run_id is not None:
+        campaign = getattr(tables.ledger.get_run(tables.run_id), "campaign", None)
+        previous = previous_folder(out, label, campaign) if campaign else None
+        prior = read_inputs(previous) if previous is not None else None
+        names = list(dict.fromkeys(REPORT_FILES.values()))
+        if previous is not None and prior is not None and prior.reports == inputs and reusable_tables(previous, names):
+            with local_files(previous, names) as source:
+                for name in names:
+                    for _batch in rewrite_table(source / name, stage / name, tables.run_id):
+                        pass
+            reused = previous.name
+    if reused is None:
+        _write_streamed(stage, tables.chunks(), metadata)
+    if inputs is not None:
+        write_inputs(stage, FolderInputs(reports=inputs, reused=reused))
 
 
 def _write_atomic(table: pa.Table, target: Path) -> None:

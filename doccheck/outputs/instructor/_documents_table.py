@@ -29,6 +29,8 @@ from doccheck.outputs._parquet_reports import META_PREFIX
 from doccheck.outputs._said import status_text
 
 __all__ = [
+    "DOCUMENTS_CSV",
+    "DOCUMENTS_PARQUET",
     "DOCUMENTS_SCHEMA",
     "FILE_COLUMNS",
     "DocumentsBuilder",
@@ -40,6 +42,10 @@ __all__ = [
     "documents_schema",
     "documents_table",
 ]
+
+#: The wide table's files in a run folder.
+DOCUMENTS_PARQUET = "documents.parquet"
+DOCUMENTS_CSV = "documents.csv"
 
 #: Thresholds of ``flagged`` (stated in the report's legend).
 FLAG_AI_SCORE = 0.5

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from doccheck.outputs.instructor._page import generate_group_page
 from doccheck.outputs.instructor._tally import GroupCounts, PageTally, group_key
 
-__all__ = ["GROUPS_FOLDER", "write_group_pages"]
+__all__ = ["GROUPS_FOLDER", "swap_folder", "write_group_pages"]
 
 GROUPS_FOLDER = "groups"
 _DOCUMENTS = "documents.parquet"
@@ -71,7 +71,7 @@ def write_group_pages(
         else:
             spilled = _spill_by_group(folder / _DOCUMENTS, tally.group_by, tmp)
             names = [job.write_spilled(tally.groups[group], path) for group, path in spilled.items()]
-        _swap(tmp, target)
+        swap_folder(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [target / name for name in names]
@@ -160,7 +160,7 @@ def _by_group(batch: pa.RecordBatch, column: str) -> tuple[pa.RecordBatch, list[
     return ordered, [(names[k], int(starts[k]), int(counts[k])) for k in present]
 
 
-def _swap(new: Path, target: Path) -> None:
+def swap_folder(new: Path, target: Path) -> None:
     """Put the complete folder ``new`` in the place of ``target`` (the old one removed after)."""
     old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
     if target.exists():

@@ -29,6 +29,8 @@ from doccheck.outputs._downloads import FILE_KINDS, files_by_document
 from doccheck.outputs._parquet_reports import META_PREFIX, REPORT_FILES
 from doccheck.outputs._report_folders import begin_latest, discarding, final_dir, publish, work_dir
 from doccheck.outputs.instructor._documents_table import (
+    DOCUMENTS_CSV,
+    DOCUMENTS_PARQUET,
     DocumentsBuilder,
     TopSources,
     apply_dispositions,
@@ -39,6 +41,7 @@ from doccheck.outputs.instructor._documents_table import (
 from doccheck.outputs.instructor._evidence import PairTexts, evidence_section
 from doccheck.outputs.instructor._groups import write_group_pages
 from doccheck.outputs.instructor._page import generate_report
+from doccheck.outputs.instructor._reused_files import reuse_instructor_files
 from doccheck.outputs.instructor._spreadsheet import CsvChunks
 from doccheck.outputs.instructor._tally import PageTally, group_column
 from doccheck.storage import UserPath, resolve
@@ -56,8 +59,6 @@ __all__ = [
 ]
 
 REPORT_HTML = "report.html"
-DOCUMENTS_PARQUET = "documents.parquet"
-DOCUMENTS_CSV = "documents.csv"
 #: The expected false flags (doccheck.outputs._calibration), the page's numbers for data teams.
 CALIBRATION_JSON = "calibration.json"
 #: Written by the cohort comparison when it ran (optional input).
@@ -122,6 +123,7 @@ def write_instructor_files(
     dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None = None,
     group_by: str | None = None,
     texts_for: Callable[[Sequence[Mapping[str, Any]]], PairTexts] | None = None,
+    reuse_from: UserPath | None = None,
 ) -> InstructorPaths:
     """Build the wide table and the page from the run folder and write them (+ ``latest/``).
 
@@ -140,16 +142,16 @@ def write_instructor_files(
     (ValueError naming the columns when there is no such column).
     ``texts_for(pairs)`` reads the shown cohort pairs' texts for their shared passages
     (:mod:`doccheck.outputs.instructor._evidence`; none without it).
+    ``reuse_from``: an earlier run folder built from the same inputs (:mod:`doccheck.outputs._reuse`),
+    whose wide table and group pages are taken and made this run's instead of built again.
     """
     final = final_dir(run_dir)
     folder = work_dir(final)  # the ``.partial`` folder of a staged run (local), published at the end
     rules = (rules or AiRules()).with_reference(reference_scores or [])
     source = _WideSource.of(folder, tables, names, cohort_matches, rules)
     group = group_column(group_by, documents_schema(source.meta).names)
-    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group,
-                                    run={"campaign": campaign, "run_id": run_id})  # fmt: skip
-    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
-                      rows=(lambda: kept) if tables is not None else None)  # fmt: skip
+    run = {"campaign": campaign, "run_id": run_id, "status": status}
+    tally, kept = _wide_table_and_pages(folder, source, group, run, names_of, dispositions_of, reuse_from)
     calibration = calibrate(rules.reference_campaign, reference_scores or [], rules.threshold, tally.judged)
     write_calibration(folder, calibration)
     parquet_path = folder / DOCUMENTS_PARQUET
@@ -180,6 +182,30 @@ def write_instructor_files(
         publish(final, latest, latest_stage)
     latest_html = latest / REPORT_HTML if latest is not None else None
     return InstructorPaths(final / REPORT_HTML, final / DOCUMENTS_PARQUET, final / DOCUMENTS_CSV, latest_html)
+
+
+def _wide_table_and_pages(
+    folder: Path,
+    source: _WideSource,
+    group: str | None,
+    run: Mapping[str, Any],
+    names_of: Callable[[Sequence[str]], Mapping[str, str]] | None,
+    dispositions_of: Callable[[Sequence[str]], Mapping[str, Disposition]] | None,
+    reuse_from: UserPath | None,
+) -> tuple[PageTally, list[dict[str, Any]]]:
+    """The wide table and the group pages: taken from ``reuse_from`` when it can be (rows read
+    from the run folder only), else built; the page's tally and (rows given in memory) the rows."""
+    campaign, run_id, status = run["campaign"], run["run_id"], run["status"]
+    if reuse_from is not None and source.lookups is not None and run_id is not None:
+        reused = reuse_instructor_files(folder, reuse_from, PageTally(source.builder.rules, group),
+                                        campaign=campaign, run_id=run_id, status=status)  # fmt: skip
+        if reused is not None:
+            return reused, []
+    tally, kept = _write_wide_table(folder, source, names_of, dispositions_of, group,
+                                    run={"campaign": campaign, "run_id": run_id})  # fmt: skip
+    write_group_pages(folder, tally, campaign=campaign, run_id=run_id, status=status,
+                      rows=(lambda: kept) if source.lookups is None else None)  # fmt: skip
+    return tally, kept
 
 
 @dataclass

@@ -34,7 +34,7 @@ from doccheck.outputs.instructor._documents_table import FLAG_SIMILARITY_SCORE
 from doccheck.outputs.instructor._table_view import columns, row_cells, row_html, row_json
 from doccheck.outputs.instructor._tally import GroupCounts, PageTally, checked
 
-__all__ = ["PageTally", "generate_group_page", "generate_report", "render_report"]
+__all__ = ["PageTally", "generate_group_page", "generate_report", "render_report", "run_line"]
 
 _LMS_NAMES = {"moodle": "Moodle", "canvas": "Canvas", "blackboard": "Blackboard", "plain": "plain-files"}
 #: Cohort pairs and rejected rows listed on the entry page (the rest: in the Parquet/CSV files).
@@ -203,6 +203,14 @@ def _common(tally: PageTally, campaign: str, run_id: str | None, status: str | N
         if tally.export
         else None,
     }
+
+
+def run_line(tally: PageTally, campaign: str, run_id: str | None, status: str | None,
+             generated_at: datetime | None = None) -> str:  # fmt: skip
+    """The line under a page's title that names the run (``_run_line.html.j2``): what a page
+    taken from an earlier run's folder gets anew (doccheck.outputs._reuse)."""
+    env, _, _ = _assets()
+    return env.get_template("_run_line.html.j2").render(**_common(tally, campaign, run_id, status, generated_at))
 
 
 def render_report(

@@ -4,6 +4,8 @@ both produce the same folder."""
 
 from __future__ import annotations
 
+import hashlib
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +14,8 @@ from typing import Any
 from doccheck.guards import naming
 from doccheck.outputs._calibration import AiRules
 from doccheck.outputs._downloads import DownloadResult, FileClient, download_files, parse_kinds, targets_from_rows
-from doccheck.outputs._report_folders import final_dir, work_dir
+from doccheck.outputs._report_folders import FILES_SUBDIR, final_dir, work_dir
+from doccheck.outputs._reuse import FolderInputs, files_digest, read_inputs, write_inputs
 from doccheck.outputs._term_catalog import refresh_catalog, write_run_file
 from doccheck.outputs.instructor._evidence_texts import manifest_texts
 from doccheck.outputs.instructor._instructor_files import (
@@ -79,7 +82,9 @@ async def write_run_outputs(
     reference: list[float] = []
     if ai_rules.reference_campaign and ledger is not None:
         reference = ledger.ai_scores(ai_rules.reference_campaign, min_words=ai_rules.bounds.min_words)
+    grouping = group_by or (rules or {}).get("group_by")
     with naming(work_dir(run_dir)):  # a full disk names the folder being written
+        reuse_from = _reusable(work_dir(run_dir), final_dir(run_dir).parent, rules, reference, grouping)
         if run_id is not None:
             _write_run_file(work_dir(run_dir), ledger, campaign=campaign, run_id=run_id, status=status)
         paths = write_instructor_files(
@@ -94,11 +99,37 @@ async def write_run_outputs(
             rules=ai_rules,
             reference_scores=reference,
             dispositions_of=dispositions_of,
-            group_by=group_by or (rules or {}).get("group_by"),
+            group_by=grouping,
             texts_for=(lambda pairs: manifest_texts(ledger, run_id, pairs)) if ledger is not None and run_id else None,
+            reuse_from=reuse_from,
         )
     refresh_catalog(final_dir(run_dir).parent)  # the term's catalog, after every run and collect
     return RunOutputs(paths, result)
+
+
+def _reusable(
+    folder: Path, out: UserPath, rules: Mapping[str, Any] | None, reference: Sequence[float], group_by: str | None
+) -> UserPath | None:
+    """Record the folder's ``files`` digest (:mod:`doccheck.outputs._reuse`) beside its
+    ``reports`` one; the earlier folder its reports were taken from, when its files were built
+    from the same inputs too (else None: the files are built)."""
+    own = read_inputs(folder)
+    if own is None:  # reports not from a ledger's run: nothing to compare
+        return None
+    downloaded = folder / FILES_SUBDIR
+    files = files_digest(
+        own.reports,
+        rules=dict(rules or {}),
+        reference=hashlib.blake2b(array("d", reference).tobytes(), digest_size=20).hexdigest(),
+        group_by=group_by,
+        downloaded=sorted(str(p.relative_to(downloaded)) for p in downloaded.rglob("*")) if downloaded.is_dir() else [],
+    )
+    write_inputs(folder, FolderInputs(own.reports, files, own.reused))
+    if own.reused is None:
+        return None
+    previous = out / own.reused
+    prior = read_inputs(previous)
+    return previous if prior is not None and prior.files == files else None
 
 
 def _write_run_file(folder: Path, ledger: Any, *, campaign: str, run_id: str, status: str | None) -> None:
