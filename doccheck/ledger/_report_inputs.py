@@ -7,9 +7,10 @@ files from that folder (``doccheck.outputs``) and rewrites only what names the r
 
 Content, not a change counter: a counter bumped by every writer would need every write path
 (the run, the receiver, ``collect``, ``review``, a worker on another machine) to keep it, and a
-transaction still open when it is read would be missed. The digest reads the rows themselves,
-in the driver's own types (no ORM, no JSON decoding), so a change anywhere in them, by anyone,
-gives another digest: a missed change can only cost a rebuild, never a stale report.
+transaction still open when it is read would be missed. The digest reads the rows themselves
+(SQLite: in the driver's own types, no ORM, no JSON decoding; PostgreSQL: hashed by the server,
+a table's rows as text in one ``md5``), so a change anywhere in them, by anyone, gives another
+digest: a missed change can only cost a rebuild, never a stale report.
 
 What is read: the run's own rows (``documents``, ``rejections``, ``cohort_matches``: every
 column but their ids and ``run_id``, ordered by their natural keys, so the same manifest gives
@@ -83,11 +84,15 @@ def _columns(table: str, left_out: Sequence[str]) -> list[str]:
 def _rows(
     conn: Connection, table: str, columns: Sequence[str], where: str, order: Sequence[str], **params: str
 ) -> Iterator[Sequence[Any]]:
-    """The rows as the driver gives them (SQLite: text and numbers; psycopg: its Python types),
-    ``_BATCH`` at a time: no type processing, no ORM."""
+    """The rows as the driver gives them (SQLite: text and numbers), ``_BATCH`` at a time: no type
+    processing, no ORM. PostgreSQL hashes them itself (each row as its text, in order) and gives
+    one ``md5``: 100,000 rows never cross the connection nor become Python objects."""
     quote = conn.dialect.identifier_preparer.quote
-    statement = (f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(table)} WHERE {where} "
-                 f"ORDER BY {', '.join(quote(c) for c in order)}")  # fmt: skip
+    listed, ordered = ", ".join(quote(c) for c in columns), ", ".join(quote(c) for c in order)
+    statement = f"SELECT {listed} FROM {quote(table)} WHERE {where} ORDER BY {ordered}"
+    if conn.dialect.name == "postgresql":
+        statement = (f"SELECT md5(coalesce(string_agg(CAST(ROW({listed}) AS text), chr(10) ORDER BY {ordered}), '')) "
+                     f"FROM {quote(table)} WHERE {where}")  # fmt: skip
     result = conn.exec_driver_sql(*_query(conn, statement, **params))
     cursor = result.cursor
     assert cursor is not None

@@ -34,17 +34,13 @@ def _manifest(folder: Path) -> Path:
     return path
 
 
-def _run(folder: Path, emulator: EmulatorHandle, key: str, *extra: str) -> dict[str, str]:
+def _run(folder: Path, emulator: EmulatorHandle, key: str, url: str, *extra: str) -> dict[str, str]:
     args = ["run", str(folder / "term.csv"), "--campaign", "term", "--no-wait", "--no-progress", "--no-prefect",
-            "--group-by", "course", "--metadata-columns", "course", "--database-url", _url(folder), "--out", "out",
+            "--group-by", "course", "--metadata-columns", "course", "--database-url", url, "--out", "out",
             *extra]  # fmt: skip
     done = doccheck_in_process(args, {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}, cwd=folder)
     assert done.returncode == 0, done.stdout + done.stderr
     return _newest(folder / "out")
-
-
-def _url(folder: Path) -> str:
-    return f"sqlite:///{folder / 'ledger.db'}"
 
 
 def _newest(out: Path) -> dict[str, str]:
@@ -54,9 +50,9 @@ def _newest(out: Path) -> dict[str, str]:
     return {"folder": folder.name, "run_id": json.loads((folder / "run.json").read_text())["run_id"], **inputs}
 
 
-def _rebuilt(folder: Path, run_id: str, target: Path) -> Path:
+def _rebuilt(url: str, run_id: str, target: Path) -> Path:
     """The run's folder as built from the ledger alone (a fresh ``--out``: nothing to reuse)."""
-    ledger = Ledger(_url(folder))
+    ledger = Ledger(url)
     tables = LedgerReportTables.from_ledger(ledger, run_id=run_id)
     paths = write_reports(target, run_label("term", run_id), tables, metadata=ledger.document_metadata(run_id),
                           staged=True)  # fmt: skip
@@ -82,35 +78,48 @@ def _text(path: Path) -> str:
     return re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated …", path.read_text(encoding="utf-8"))
 
 
-def test_a_rerun_with_nothing_new_takes_the_last_folder(emulator: EmulatorHandle, tmp_path: Path) -> None:
-    key = emulator.new_account()
-    _manifest(tmp_path)
-    first = _run(tmp_path, emulator, key)
+def _first_and_rerun(folder: Path, emulator: EmulatorHandle, key: str, url: str) -> dict[str, str]:
+    """The first run, then a rerun with nothing new: it takes the first run's folder, and that is
+    the folder a rebuild from the ledger writes."""
+    _manifest(folder)
+    first = _run(folder, emulator, key, url)
     assert first["reused"] is None  # nothing before it
-
-    rerun = _run(tmp_path, emulator, key)
+    rerun = _run(folder, emulator, key, url)
     assert rerun["reused"] == first["folder"] and rerun["files"] == first["files"]
-    reused = tmp_path / "out" / rerun["folder"]
+    reused = folder / "out" / rerun["folder"]
     new_flags = pq.read_table(reused / "submissions.parquet", columns=["new_this_run", "status"]).to_pylist()
     assert {r["new_this_run"] for r in new_flags if r["status"] == "submitted"} == {False}
-    _same_folder(_rebuilt(tmp_path, rerun["run_id"], tmp_path / "rebuilt"), reused, rerun["run_id"])
+    _same_folder(_rebuilt(url, rerun["run_id"], folder / "rebuilt"), reused, rerun["run_id"])
+    return rerun
+
+
+def test_a_rerun_with_nothing_new_takes_the_last_folder(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    key, url = emulator.new_account(), f"sqlite:///{tmp_path / 'ledger.db'}"
+    rerun = _first_and_rerun(tmp_path, emulator, key, url)
 
     # The results come in (the service's clock, then a collect): the ledger changed, so the next
     # rerun builds its folder again, and shows them.
     emulator.advance(3600)
     collected = doccheck_in_process(
-        ["collect", "--campaign", "term", "--database-url", _url(tmp_path), "--out", "out", "--no-prefect"],
+        ["collect", "--campaign", "term", "--database-url", url, "--out", "out", "--no-prefect"],
         {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}, cwd=tmp_path,
     )  # fmt: skip
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    after = _run(tmp_path, emulator, key)
+    after = _run(tmp_path, emulator, key, url)
     assert after["reports"] != rerun["reports"]
     statuses = pq.read_table(tmp_path / "out" / after["folder"] / "ai_results.parquet", columns=["status"])
     assert set(statuses.column("status").to_pylist()) == {"completed"}
-    _same_folder(_rebuilt(tmp_path, after["run_id"], tmp_path / "rebuilt-after"), tmp_path / "out" / after["folder"],
+    _same_folder(_rebuilt(url, after["run_id"], tmp_path / "rebuilt-after"), tmp_path / "out" / after["folder"],
                  after["run_id"])  # fmt: skip
 
     # Other AI rules: the same reports are taken, the wide table and pages are built.
-    rules = _run(tmp_path, emulator, key, "--ai-band-elevated", "0.2")
+    rules = _run(tmp_path, emulator, key, url, "--ai-band-elevated", "0.2")
     assert rules["reused"] == after["folder"] and rules["reports"] == after["reports"]
     assert rules["files"] != after["files"]
+
+
+@pytest.mark.postgres
+def test_a_rerun_on_postgresql_takes_the_last_folder(
+    emulator: EmulatorHandle, postgres_database: str, tmp_path: Path
+) -> None:
+    _first_and_rerun(tmp_path, emulator, emulator.new_account(), postgres_database)
