@@ -42,7 +42,7 @@ from doccheck.ledger._pair_passages import PairKey, keep_passages, kept_passages
 from doccheck.ledger._purge_residue import scan_run_folders
 from doccheck.ledger._queries import PendingCheck
 from doccheck.ledger._refused_types import refused_types, remember_refused_type, service_key
-from doccheck.ledger._report_inputs import report_inputs_digest
+from doccheck.ledger._report_inputs import report_inputs_digest, submitted_in_run
 from doccheck.ledger._report_rows import LEDGER_PART, iter_report_chunks, resolve_run
 from doccheck.ledger._run_rows import (
     document_hashes,
@@ -148,6 +148,7 @@ __all__ = [
     "set_run_products",
     "signature_keys",
     "store_signatures",
+    "submitted_in_run",
     "submitted_times",
     "total_money",
 ]

@@ -28,12 +28,14 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
+from sqlmodel import col
 
 from doccheck.ledger._base import Database
-from doccheck.ledger._tables import RunRow
+from doccheck.ledger._tables import RunRow, SubmissionRow
 
-__all__ = ["report_inputs_digest"]
+__all__ = ["report_inputs_digest", "submitted_in_run"]
 
 #: The run's own rows: (table, natural order). Their ``id`` and ``run_id`` are left out.
 _RUN_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -75,6 +77,21 @@ def report_inputs_digest(ledger: Database, run_id: str) -> str:
                                               ("check_id", "product", "id"), campaign=found))  # fmt: skip
         conn.rollback()
     return digest.hexdigest()
+
+
+def submitted_in_run(ledger: Database, run_id: str) -> bool:
+    """Whether a check of the run's campaign was submitted while the run ran (its reports'
+    ``new_this_run`` is then true somewhere): a folder taken from another run, whose flags are
+    rewritten as false, would not be the one a rebuild writes (a ``collect`` of a first run)."""
+    with ledger.session() as s:
+        run = s.get(RunRow, run_id)
+        if run is None:
+            return False
+        when = col(SubmissionRow.submitted_at)
+        found = select(col(SubmissionRow.id)).where(SubmissionRow.campaign == run.campaign, when >= run.started_at)
+        if run.finished_at is not None:
+            found = found.where(when <= run.finished_at)
+        return s.execute(found.limit(1)).first() is not None
 
 
 def _columns(table: str, left_out: Sequence[str]) -> list[str]:

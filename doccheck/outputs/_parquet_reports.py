@@ -254,6 +254,13 @@ class LedgerReportTables(ReportTables):
         ledger = report_inputs_digest(self.ledger, self.run_id)
         return reports_digest(ledger, _metadata_columns(metadata), sidecar)
 
+    def submitted_in_run(self) -> bool:
+        """Whether the run submitted a check (its ``new_this_run`` flags are its own: no other
+        run's folder is taken for it)."""
+        from doccheck.ledger import submitted_in_run
+
+        return self.ledger is not None and self.run_id is not None and submitted_in_run(self.ledger, self.run_id)
+
 
 @dataclass(frozen=True)
 class ReportPaths:
@@ -386,7 +393,7 @@ def _write_from_ledger(
     they were built from the same inputs (:mod:`doccheck.outputs._reuse`), else from the ledger."""
     inputs = tables.inputs(metadata)
     reused = None
-    if inputs is not None and tables.run_id is not None:
+    if inputs is not None and tables.run_id is not None and not tables.submitted_in_run():
         campaign = getattr(tables.ledger.get_run(tables.run_id), "campaign", None)
         previous = previous_folder(out, label, campaign) if campaign else None
         prior = read_inputs(previous) if previous is not None else None

@@ -14,9 +14,11 @@ the line that names the run: 59 % of the rerun's CPU. Each run folder now keeps,
 
 A run whose ``reports`` digest equals the campaign's newest folder's rewrites that folder's
 Parquet tables in Arrow (``run_id`` set to the new run, ``new_this_run`` false where it was
-set: nothing was submitted, or the digest would differ), and when ``files`` is equal too, its
+set), and when ``files`` is equal too, its
 wide table, CSV and group pages (:mod:`doccheck.outputs.instructor._reused_files`); the entry
-page, ``calibration.json`` and ``run.json`` are always written anew. Anything unexpected (a
+page, ``calibration.json`` and ``run.json`` are always written anew. A run that submitted a
+check while it ran (a first run, or a ``collect`` of one) has flags of its own and is always
+built (:func:`doccheck.ledger.submitted_in_run`). Anything unexpected (a
 file missing, a folder unreadable) builds from the ledger as before: reuse is only ever a
 shortcut to the same bytes.
 """

@@ -90,7 +90,7 @@ def _first_and_rerun(folder: Path, emulator: EmulatorHandle, key: str, url: str)
     new_flags = pq.read_table(reused / "submissions.parquet", columns=["new_this_run", "status"]).to_pylist()
     assert {r["new_this_run"] for r in new_flags if r["status"] == "submitted"} == {False}
     _same_folder(_rebuilt(url, rerun["run_id"], folder / "rebuilt"), reused, rerun["run_id"])
-    return rerun
+    return {**rerun, "first_run_id": first["run_id"]}
 
 
 def test_a_rerun_with_nothing_new_takes_the_last_folder(emulator: EmulatorHandle, tmp_path: Path) -> None:
@@ -105,6 +105,11 @@ def test_a_rerun_with_nothing_new_takes_the_last_folder(emulator: EmulatorHandle
         {"DOCCHECK_BASE_URL": emulator.base_url, "DOCCHECK_API_KEY": key}, cwd=tmp_path,
     )  # fmt: skip
     assert collected.returncode == 0, collected.stdout + collected.stderr
+    # The first run's reports written again (its checks were submitted while it ran): its own flags.
+    first = max(p for p in (tmp_path / "out").iterdir() if rerun["first_run_id"][:8] in p.name)
+    assert json.loads((first / ".inputs.json").read_text())["reused"] is None
+    flags = pq.read_table(first / "submissions.parquet", columns=["new_this_run"])
+    assert set(flags.column("new_this_run").to_pylist()) == {True, None}  # None: the rejected row
     after = _run(tmp_path, emulator, key, url)
     assert after["reports"] != rerun["reports"]
     statuses = pq.read_table(tmp_path / "out" / after["folder"] / "ai_results.parquet", columns=["status"])
