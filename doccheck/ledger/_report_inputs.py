@@ -88,7 +88,7 @@ def submitted_in_run(ledger: Database, run_id: str) -> bool:
         if run is None:
             return False
         when = col(SubmissionRow.submitted_at)
-        found = select(col(SubmissionRow.id)).where(SubmissionRow.campaign == run.campaign, when >= run.started_at)
+        found = select(col(SubmissionRow.id)).where(col(SubmissionRow.campaign) == run.campaign, when >= run.started_at)
         if run.finished_at is not None:
             found = found.where(when <= run.finished_at)
         return s.execute(found.limit(1)).first() is not None
