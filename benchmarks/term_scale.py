@@ -1,7 +1,7 @@
 """Term scale: a whole term through ``doccheck run`` (issue 28), and the dry run's memory (issue 10).
 
 Run:  .venv/bin/python benchmarks/term_scale.py [--n 100000] [--words 300] [--backends sqlite,postgres]
-          [--files 0] [--skip-page] [--no-catalog] [--profile-rerun FILE] [--trace DIR]
+          [--files 0] [--skip-page] [--no-catalog] [--profile-rerun FILE] [--trace DIR] [--built-rerun]
 
 **The term (issue 28)**: one CSV manifest of ``--n`` generated text rows in 200 courses (a
 ``course`` column), an emulator that holds the results back (``--processing-seconds`` a day), and
@@ -20,7 +20,9 @@ what loading DuckDB into the run's process at its end adds to the peak RSS (docs
 ``--profile-rerun FILE``: the rerun
 of the first backend is run once more under py-spy (``pip install py-spy``; every thread sampled
 50 times a second), its collapsed stacks written to FILE (``py-spy``'s raw format: one stack and
-its sample count a line, for flamegraph tools or a few lines of Python). ``--trace DIR``: each
+its sample count a line, for flamegraph tools or a few lines of Python). ``--built-rerun``: a third run, the rerun
+again with every folder's ``.inputs.json`` removed, so nothing can be copied (issue 49: the rerun
+that copies its folder, against the rerun that builds it, in the same run). ``--trace DIR``: each
 run's samples as a CSV (seconds, the tree's kB, the run process's kB), to see when the peak comes.
 
 **The dry run (issue 10)**: ``--rows 10000,100000 [--words 400] [--startup] [--no-match]
@@ -387,6 +389,8 @@ def term_main(argv: list[str]) -> None:
         "--profile-rerun", type=Path, help="py-spy the first backend's rerun into this file (collapsed stacks)"
     )
     parser.add_argument("--trace", type=Path, help="write each run's sampled RSS (CSV: seconds, tree kB, run kB) here")
+    parser.add_argument("--built-rerun", action="store_true",
+                        help="then a rerun with nothing to copy (every .inputs.json removed): the baseline of the rerun")  # fmt: skip
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     with tempfile.TemporaryDirectory(prefix="doccheck-term-") as tmp, contextlib.ExitStack() as stack:
@@ -417,7 +421,10 @@ def term_main(argv: list[str]) -> None:
             else:
                 database_url = f"sqlite:///{folder / f'ledger-{number}.db'}"
             out = folder / f"reports-{number}"
-            for label in ("first run", "rerun"):
+            for label in ("first run", "rerun", *(["built rerun"] if args.built_rerun else [])):
+                if label == "built rerun":  # the rerun as before issue 49's copy: built from the ledger
+                    for inputs in out.glob("*/.inputs.json"):
+                        inputs.unlink()
                 if label == "rerun" and args.profile_rerun and number == 0:
                     profiled_run(manifest, database_url=database_url, out=out, env=env, stats=args.profile_rerun)
                     print(f"  (profile of the rerun in {args.profile_rerun})")
