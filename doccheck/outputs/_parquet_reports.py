@@ -38,16 +38,7 @@ from doccheck.outputs._report_folders import (
     staging_dir,
     start_run_folder,
 )
-from doccheck.outputs._reuse import (
-    FolderInputs,
-    local_files,
-    previous_folder,
-    read_inputs,
-    reports_digest,
-    reusable_tables,
-    rewrite_table,
-    write_inputs,
-)
+from doccheck.outputs._reuse import FolderInputs, copy_reports, reports_digest, write_inputs
 from doccheck.sources.manifest import Rejection
 from doccheck.storage import UserPath, resolve
 
@@ -395,15 +386,8 @@ def _write_from_ledger(
     reused = None
     if inputs is not None and tables.run_id is not None and not tables.submitted_in_run():
         campaign = getattr(tables.ledger.get_run(tables.run_id), "campaign", None)
-        previous = previous_folder(out, label, campaign) if campaign else None
-        prior = read_inputs(previous) if previous is not None else None
         names = list(dict.fromkeys(REPORT_FILES.values()))
-        if previous is not None and prior is not None and prior.reports == inputs and reusable_tables(previous, names):
-            with local_files(previous, names) as source:
-                for name in names:
-                    for _batch in rewrite_table(source / name, stage / name, tables.run_id):
-                        pass
-            reused = previous.name
+        reused = copy_reports(stage, out, label, campaign=campaign, run_id=tables.run_id, inputs=inputs, names=names)
     if reused is None:
         _write_streamed(stage, tables.chunks(), metadata)
     if inputs is not None:

@@ -48,6 +48,7 @@ from doccheck.storage import UserPath, copy_to_local, files_under, resolve, subf
 __all__ = [
     "INPUTS_FILE",
     "FolderInputs",
+    "copy_reports",
     "files_digest",
     "local_files",
     "previous_folder",
@@ -134,6 +135,23 @@ def previous_folder(out: UserPath, run_label: str, campaign: str) -> UserPath | 
             continue
         return folder if run.get("campaign") == campaign else None
     return None
+
+
+def copy_reports(
+    stage: Path, out: UserPath, label: str, *, campaign: str | None, run_id: str, inputs: str, names: Sequence[str]
+) -> str | None:
+    """Rewrite for ``run_id`` into ``stage`` the tables ``names`` of the campaign's newest folder
+    in ``out`` when its ``reports`` digest is ``inputs``; that folder's name, or None (nothing
+    written: the caller builds them)."""
+    previous = previous_folder(out, label, campaign) if campaign else None
+    prior = read_inputs(previous) if previous is not None else None
+    if previous is None or prior is None or prior.reports != inputs or not reusable_tables(previous, names):
+        return None
+    with local_files(previous, names) as source:
+        for name in names:
+            for _batch in rewrite_table(source / name, stage / name, run_id):
+                pass
+    return previous.name
 
 
 def reusable_tables(previous: UserPath, names: Iterable[str]) -> bool:
