@@ -32,9 +32,11 @@ hash, size, words, read as) is kept by the store under its location and that ide
 (``lookup_files``/``store_files``, optional like ``lookup_read_as``; the ledger's is
 ``doccheck.ledger._listed_files``): :func:`known_file` answers before a file is read,
 :func:`remember_file` after, and :func:`prefetch_listed` reads the unknown ones of a manifest
-ahead, many at a time, so the store's latency overlaps. A file whose bytes were refused (a
-photo, a scanned PDF, a spreadsheet named ``.docx``: :attr:`KnownFile.refused`) is kept too, so a
-rerun refuses its row with the same code and reason and no GET. A local file is hashed every time, as
+ahead, many at a time, so the store's latency overlaps; the bytes it read are kept in the run's
+spool (``doccheck.storage.spool``), so the file's sending reads them instead of the store. A file
+whose bytes were refused (a photo, a scanned PDF, a spreadsheet named ``.docx``:
+:attr:`KnownFile.refused`) is kept too, so a rerun refuses its row with the same code and reason
+and no GET. A local file is hashed every time, as
 before: its identity (size, mtime, inode) can stay the same across a rewrite, which an ETag cannot.
 
 What the bytes were read as (``.odt`` for an OpenDocument file named ``.docx``) is kept too:
@@ -397,7 +399,7 @@ def _fetched(
 def _read_listed(path: UserPath, entry: Entry, store: WordStore) -> KnownFile:
     """One store file read once: its hash, its count (the store's for known bytes, else extracted)
     and the type it was read as."""
-    from doccheck.storage import read_bounded
+    from doccheck.storage import read_bounded, spool
 
     data = read_bounded(path, max_bytes=entry.size, size=entry.size)
     digest = hashlib.sha256(data).hexdigest()
@@ -405,9 +407,11 @@ def _read_listed(path: UserPath, entry: Entry, store: WordStore) -> KnownFile:
     words = store.lookup([key]).get(key)
     if words is not None:
         kind = _store_read_as(store, [digest]).get(digest) or cached_read_as(digest)
+        spool(path, data)  # kept for its sending (the run's spool, if any): no second GET
         return KnownFile(digest, len(data), words, read_as_named(path.name, kind) if kind else None)
     found = extract(data, path.name)
     words = count_words(found.text) if found.text.strip() else 0
     keep_text(digest, found.text)
     keep_read_as({digest: found.read_as})
+    spool(path, data)  # bytes refused by the extractor raised above: only a file to be sent is kept
     return KnownFile(digest, len(data), words, found.read_as)  # its count stored with its chunk's

@@ -23,6 +23,7 @@ what the ledger holds, however many processes wrote it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from doccheck.pipeline._summary import (
 from doccheck.pipeline.collecting._results import WaitResult
 from doccheck.pipeline.planning._batches import BatchRef, PlanRecording, RecordedPlan, start_recording
 from doccheck.pipeline.sending._submit_options import SubmitOptions
+from doccheck.storage import spooling
 
 __all__ = [
     "LocalSteps",
@@ -175,17 +177,10 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     """
     observer = observer or RunObserver()
     started = time.monotonic()
-    if isinstance(steps, OverlappingSteps) and options.submission.shards <= 1 and options.submission.overlap:
-        prepared, total = await steps.record_and_submit(options, observer)  # observer.prepared on the way
-        await observer.batches_done(total)
-    else:
-        prepared = await steps.prepare(options)
-        await observer.prepared(prepared)
-        if options.submission.shards > 1:
-            total = await steps.submit_shards(prepared, options)
-            await observer.batches_done(total)
-        else:
-            total = await submit_all(prepared, steps, options, observer)
+    # One process records and sends: what planning reads of a store's files is kept for the
+    # sending (doccheck.storage.spooling: one GET a document, not two). Shards send elsewhere.
+    with spooling() if options.submission.shards <= 1 else contextlib.nullcontext():
+        prepared, total = await _record_and_send(options, steps, observer)
     observer.submitted(total)
 
     waited: WaitResult | None = None
@@ -206,6 +201,22 @@ async def run_checks(options: RunOptions, steps: Steps, observer: RunObserver | 
     if summary.report_dir:  # stored again so that purge finds the folders it must remove
         steps.ledger.finish_run(prepared.run_id, status=summary.status, summary=summary.model_dump(mode="json"))
     return summary
+
+
+async def _record_and_send(options: RunOptions, steps: Steps, observer: RunObserver) -> tuple[Prepared, BatchResult]:
+    """The run recorded and its documents sent: overlapped where the steps can, else one after the other."""
+    if isinstance(steps, OverlappingSteps) and options.submission.shards <= 1 and options.submission.overlap:
+        prepared, total = await steps.record_and_submit(options, observer)  # observer.prepared on the way
+        await observer.batches_done(total)
+        return prepared, total
+    prepared = await steps.prepare(options)
+    await observer.prepared(prepared)
+    if options.submission.shards > 1:
+        total = await steps.submit_shards(prepared, options)
+        await observer.batches_done(total)
+    else:
+        total = await submit_all(prepared, steps, options, observer)
+    return prepared, total
 
 
 async def submit_all(prepared: Prepared, steps: Steps, options: RunOptions, observer: RunObserver) -> BatchResult:

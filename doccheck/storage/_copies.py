@@ -22,6 +22,7 @@ from fsspec.spec import AbstractBufferedFile
 from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display, store_errors
 from doccheck.storage._object_reads import copy_object, read_object
+from doccheck.storage._spool import take_spooled
 
 __all__ = ["BLOCK_BYTES", "as_storage_error", "copy_to_local", "local_copy", "open_input", "read_bounded"]
 
@@ -111,12 +112,18 @@ def read_bounded(path: UserPath, *, max_bytes: int, size: int | None = None) -> 
     (to hash and extract it). ``size`` as :func:`open_input` takes it."""
     if size is not None and size > max_bytes:
         raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
+    if not isinstance(path, Path) and (kept := take_spooled(path, size)) is not None:
+        return _within(path, kept, max_bytes)  # the bytes planning read, kept for this read (._spool)
     if not isinstance(path, Path) and (whole := read_object(path, max_bytes=max_bytes, size=size)) is not None:
         return whole  # an S3 object: one GET through obstore
     with as_storage_error(path), open_input(path, size=size) as source:
         # A store's file opened with its size is that long to fsspec: one read of it all.
         remote_sized = size is not None and not isinstance(path, Path)
         data = source.read() if remote_sized else source.read(max_bytes + 1)
+    return _within(path, data, max_bytes)
+
+
+def _within(path: UserPath, data: bytes, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise StorageError(f"{display(path)} is over the {max_bytes} byte limit")
     return data
@@ -133,7 +140,9 @@ def local_copy(path: UserPath, *, max_bytes: int, size: int | None = None) -> It
     fd, name = tempfile.mkstemp(prefix="doccheck-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as out:
-            if not copy_object(path, out, max_bytes=max_bytes, block_bytes=BLOCK_BYTES):  # S3: obstore's GET
+            if (kept := take_spooled(path, size)) is not None:  # the bytes planning read (._spool)
+                out.write(_within(path, kept, max_bytes))
+            elif not copy_object(path, out, max_bytes=max_bytes, block_bytes=BLOCK_BYTES):  # S3: obstore's GET
                 _copy_bounded(path, out, max_bytes=max_bytes, size=size)
         yield Path(name)
     finally:

@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,6 +135,10 @@ def test_a_run_from_a_bucket_and_its_rerun(
     assert b.proxy.gets_of(f"{b.name}/outside/") == [] and b.proxy.gets_of(f"{other}/") == []
     reads = b.proxy.gets_of(f"{b.name}/course-a/docs/")
     assert {r.key for r in reads if r.method == "GET"} == {f"course-a/{name}" for name in files}
+    # Each document read once: planned and sent from the same GET (the run's spool); the pair's
+    # sides once more, for the passages of the report page.
+    gets = Counter(r.key for r in reads if r.method == "GET")
+    assert gets == {f"course-a/{name}": 2 if "pair" in name else 1 for name in files}
     page = (tmp_path / "out" / "latest" / "report.html").read_text(encoding="utf-8")
     assert page.count('<article class="evidence"') == 1 and "<mark>" in page  # the pair's passages
 
