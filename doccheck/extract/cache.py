@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from doccheck.errors import ExtractionError
 from doccheck.extract._parse import extract, read_as_named
+from doccheck.extract._read_ahead import ReadAhead
 from doccheck.extract._read_limits import WORKERS
 from doccheck.extract._words import count_words
 
@@ -80,10 +81,13 @@ __all__ = [
     "known_file",
     "prefetch",
     "prefetch_listed",
+    "read_ahead_of",
+    "reading_ahead",
     "remember",
     "remember_file",
     "take_text",
     "using",
+    "wait_listed",
 ]
 
 #: Most characters of extracted text kept for :func:`take_text` (~128 MB of str at most).
@@ -359,6 +363,56 @@ def prefetch_listed(
                 batch = {}
         done += _prefetch_listed_chunk(batch, store, pool, fetchers)
     return done
+
+
+def read_ahead_of(name: str, size: int, limit_bytes: int) -> bool:
+    """Whether a store's file of this name and listed size is read ahead (:func:`prefetch_listed`,
+    :func:`reading_ahead`): not empty, no larger than the caller's limit, of a type extracted."""
+    from doccheck.extract._file_types import SUPPORTED_TYPES, extension_of
+
+    return 0 < size <= limit_bytes and extension_of(name) in SUPPORTED_TYPES
+
+
+_ahead: list[tuple[ReadAhead[FileKey, tuple[UserPath, Entry]], int]] = []
+
+
+@contextmanager
+def reading_ahead(
+    files: Iterable[tuple[UserPath, Entry]], store: WordStore, *, limit_bytes: int, fetchers: int = FETCHERS
+) -> Iterator[None]:
+    """:func:`prefetch_listed` on a thread of its own while the block runs, a few chunks ahead of the
+    rows (``doccheck.extract._read_ahead``): a row's reading asks :func:`wait_listed` first, so the
+    run's first batches go out while the rest is read. ``files``: those :func:`read_ahead_of` takes,
+    in the rows' order. An error of the reader's is raised when the block ends."""
+    if getattr(store, "lookup_files", None) is None or getattr(store, "store_files", None) is None:
+        yield
+        return
+    from doccheck.storage import display
+
+    keyed = (((display(path), entry.identity), (path, entry)) for path, entry in files)
+    with ThreadPoolExecutor(max_workers=max(1, fetchers), thread_name_prefix="doccheck-fetch") as pool:
+        ahead = ReadAhead(keyed, lambda batch: _prefetch_listed_chunk(batch, store, pool, fetchers)).start()
+        with _lock:
+            _ahead.append((ahead, limit_bytes))
+        try:
+            yield
+        finally:
+            with _lock:
+                _ahead.remove((ahead, limit_bytes))
+            ahead.stop()
+    if ahead.error is not None:
+        raise ahead.error
+
+
+def wait_listed(location: str, identity: str, *, name: str, size: int) -> bool:
+    """Wait until the read-ahead of the active :func:`reading_ahead` has read this store file
+    (or ended without it); False, at once, when there is none or it does not read such a file."""
+    with _lock:
+        current = _ahead[-1] if _ahead else None
+    if current is None or not read_ahead_of(name, size, current[1]):
+        return False
+    current[0].wait_for((location, identity))
+    return True
 
 
 def _prefetch_listed_chunk(

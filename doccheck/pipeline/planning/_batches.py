@@ -339,8 +339,10 @@ class PlanRecording:
         with word_cache.using(store):  # files already extracted (same bytes) are not extracted again
             word_cache.prefetch(file_paths(self.manifest, limit_bytes=MULTIPART_MAX_BYTES), store)  # every core
             listed = listed_files(self.manifest, self.files.listing, limit_bytes=MULTIPART_MAX_BYTES)
-            word_cache.prefetch_listed(listed, store)  # a store's files: read ahead, many at a time
-            yield from self._record_rows()
+            # A store's files: read many at a time on a thread of their own, a few chunks ahead of
+            # the rows, so the first batches are sent while the rest are read.
+            with word_cache.reading_ahead(listed, store, limit_bytes=MULTIPART_MAX_BYTES):
+                yield from self._record_rows()
 
     def _record_rows(self) -> Iterator[PlannedDocument]:
         try:

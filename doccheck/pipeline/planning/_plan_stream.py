@@ -159,7 +159,7 @@ def listed_files(
     (outside the prefix, another bucket or scheme), not listed, of a type not read, empty or over
     ``limit_bytes`` is left to the reader, which reports it; nothing is fetched for it here. A
     local manifest names none (:func:`file_paths`)."""
-    from doccheck.extract import SUPPORTED_TYPES, extension_of
+    from doccheck.extract.cache import read_ahead_of
 
     source = resolve(manifest)
     if isinstance(source, Path):
@@ -174,7 +174,7 @@ def listed_files(
         except (OSError, ValueError):  # OutsideLocation among them
             continue
         entry = listing.entry(path)
-        if entry is not None and 0 < entry.size <= limit_bytes and extension_of(path.name) in SUPPORTED_TYPES:
+        if entry is not None and read_ahead_of(path.name, entry.size, limit_bytes):
             yield path, entry
 
 

@@ -142,6 +142,8 @@ def _read_listed(resolved: UserPath, raw_path: str, entry: Entry) -> tuple[str, 
     """A store's file: what a run kept of it while its listing says it is unchanged, else read (and kept)."""
     location = display(resolved)
     known = word_cache.known_file(location, entry.identity)
+    if known is None and word_cache.wait_listed(location, entry.identity, name=resolved.name, size=entry.size):
+        known = word_cache.known_file(location, entry.identity)  # read meanwhile by the run's read-ahead
     if known is not None and known.refused is not None:  # the same bytes, refused the same way
         code, detail = known.refused
         raise CellProblem("path", code, f"{show(raw_path, 200)}: {detail}")
