@@ -10,6 +10,7 @@ when asked, as doccheck always did.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,6 +51,7 @@ class Listing:
     def __init__(self, base: UserPath) -> None:
         self.base = base
         self._entries: dict[str, Entry] | None = None
+        self._lock = threading.Lock()  # the rows and the run's read-ahead ask at once: one LIST
 
     def entry(self, path: UserPath) -> Entry | None:
         """``path``'s entry, None when there is no such file (a folder is not a file)."""
@@ -71,17 +73,19 @@ class Listing:
         return 0 if isinstance(self.base, Path) else len(self._listed())
 
     def _listed(self) -> dict[str, Entry]:
-        if self._entries is None:
-            assert isinstance(self.base, UPath), "a local folder is not listed"
-            fs = self.base.fs
-            if _S3_PROTOCOLS & set(_protocols(fs)) and hasattr(fs, "_iterdir"):
-                self._entries = _listed_by_page(fs, self.base.path)
-            else:
-                found = fs.find(self.base.path, detail=True)
-                self._entries = {
-                    name.lstrip("/"): _entry(info) for name, info in found.items() if info.get("type") == "file"
-                }
-        return self._entries
+        with self._lock:
+            if self._entries is None:
+                self._entries = _list(self.base)
+            return self._entries
+
+
+def _list(base: UserPath) -> dict[str, Entry]:
+    assert isinstance(base, UPath), "a local folder is not listed"
+    fs = base.fs
+    if _S3_PROTOCOLS & set(_protocols(fs)) and hasattr(fs, "_iterdir"):
+        return _listed_by_page(fs, base.path)
+    found = fs.find(base.path, detail=True)
+    return {name.lstrip("/"): _entry(info) for name, info in found.items() if info.get("type") == "file"}
 
 
 _S3_PROTOCOLS = frozenset({"s3", "s3a"})

@@ -141,9 +141,10 @@ def _check_type(resolved: UserPath, raw_path: str) -> None:
 def _read_listed(resolved: UserPath, raw_path: str, entry: Entry) -> tuple[str, int | None, str | None]:
     """A store's file: what a run kept of it while its listing says it is unchanged, else read (and kept)."""
     location = display(resolved)
+    # The run's read-ahead looks the file up (or reads it) with its chunk: asked after it, the
+    # answer is in memory, not one query a row.
+    word_cache.wait_listed(location, entry.identity, name=resolved.name, size=entry.size)
     known = word_cache.known_file(location, entry.identity)
-    if known is None and word_cache.wait_listed(location, entry.identity, name=resolved.name, size=entry.size):
-        known = word_cache.known_file(location, entry.identity)  # read meanwhile by the run's read-ahead
     if known is not None and known.refused is not None:  # the same bytes, refused the same way
         code, detail = known.refused
         raise CellProblem("path", code, f"{show(raw_path, 200)}: {detail}")
