@@ -10,6 +10,8 @@ when asked, as doccheck always did.
 
 from __future__ import annotations
 
+import math
+import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,14 +52,15 @@ class Listing:
 
     def __init__(self, base: UserPath) -> None:
         self.base = base
-        self._entries: dict[str, Entry] | None = None
+        self._entries: dict[str, bytes] | None = None  # name -> an Entry packed (_pack)
         self._lock = threading.Lock()  # the rows and the run's read-ahead ask at once: one LIST
 
     def entry(self, path: UserPath) -> Entry | None:
         """``path``'s entry, None when there is no such file (a folder is not a file)."""
         if isinstance(path, Path):
             return _stat(path)
-        return self._listed().get(path.path.lstrip("/"))
+        packed = self._listed().get(path.path.lstrip("/"))
+        return _unpack(packed) if packed is not None else None
 
     def files(self) -> Iterator[tuple[str, Entry]]:
         """Every file under the prefix, named relative to it (``/``-separated), in name order, from
@@ -65,27 +68,43 @@ class Listing:
         listed: it is walked by the caller, under its own rules for links."""
         assert isinstance(self.base, UPath), "a local folder is not listed"
         prefix = self.base.path.strip("/") + "/"
-        for name, entry in sorted(self._listed().items()):
+        for name, packed in sorted(self._listed().items()):
             if name.startswith(prefix):
-                yield name[len(prefix) :], entry
+                yield name[len(prefix) :], _unpack(packed)
 
     def __len__(self) -> int:
         return 0 if isinstance(self.base, Path) else len(self._listed())
 
-    def _listed(self) -> dict[str, Entry]:
+    def _listed(self) -> dict[str, bytes]:
         with self._lock:
             if self._entries is None:
                 self._entries = _list(self.base)
             return self._entries
 
 
-def _list(base: UserPath) -> dict[str, Entry]:
+def _list(base: UserPath) -> dict[str, bytes]:
     assert isinstance(base, UPath), "a local folder is not listed"
     fs = base.fs
     if _S3_PROTOCOLS & set(_protocols(fs)) and hasattr(fs, "_iterdir"):
         return _listed_by_page(fs, base.path)
     found = fs.find(base.path, detail=True)
-    return {name.lstrip("/"): _entry(info) for name, info in found.items() if info.get("type") == "file"}
+    return {name.lstrip("/"): _pack(_entry(info)) for name, info in found.items() if info.get("type") == "file"}
+
+
+#: An entry packed: its size, its stamp (NaN: none), whether it has an ETag, then the ETag's
+#: UTF-8. A term's listing is held for the run: 100,000 objects take 22 MB packed, 34 MB as Entry objects.
+_PACKED = struct.Struct("<qd?")
+
+
+def _pack(entry: Entry) -> bytes:
+    stamp = math.nan if entry.modified is None else entry.modified
+    return _PACKED.pack(entry.size, stamp, entry.etag is not None) + (entry.etag or "").encode()
+
+
+def _unpack(packed: bytes) -> Entry:
+    size, stamp, tagged = _PACKED.unpack_from(packed)
+    etag = packed[_PACKED.size :].decode() if tagged else None
+    return Entry(size=size, etag=etag, modified=None if math.isnan(stamp) else stamp)
 
 
 _S3_PROTOCOLS = frozenset({"s3", "s3a"})
@@ -96,28 +115,28 @@ def _protocols(fs: Any) -> tuple[str, ...]:
     return (protocol,) if isinstance(protocol, str) else tuple(protocol)
 
 
-def _listed_by_page(fs: Any, path: str) -> dict[str, Entry]:
-    """An S3 prefix's files as entries, one page of the listing held at a time.
+def _listed_by_page(fs: Any, path: str) -> dict[str, bytes]:
+    """An S3 prefix's files as packed entries, one page of the listing held at a time.
 
     Why: ``find`` builds s3fs' info dict of every object before the first is looked at (~1.4 KB
     an object: 140 MB for a term of 100,000 documents, as the run's peak). s3fs' own page walk
     (``_iterdir``, each page one ``ListObjectsV2`` through its retried call, as ``find`` sends
-    them) yields each page's objects as they come, and each becomes a small :class:`Entry` at
-    once. obstore's paged listing would hold less still, but it does not retry a LIST whose body
-    is cut mid-answer (docs/benchmarks.md)."""
+    them) yields each page's objects as they come, and each is packed at once (:func:`_pack`).
+    obstore's paged listing would hold less still, but it does not retry a LIST whose body is cut
+    mid-answer (docs/benchmarks.md)."""
     from fsspec.asyn import sync
 
     bucket, _, key = fs._strip_protocol(path).partition("/")
     prefix = key.strip("/") + "/" if key.strip("/") else ""
 
-    async def walk() -> dict[str, Entry]:
-        entries: dict[str, Entry] = {}
+    async def walk() -> dict[str, bytes]:
+        entries: dict[str, bytes] = {}
         async for info in fs._iterdir(bucket, delimiter="", prefix=prefix):
             if info.get("type") == "file":
-                entries[str(info["name"]).lstrip("/")] = _entry(info)
+                entries[str(info["name"]).lstrip("/")] = _pack(_entry(info))
         return entries
 
-    entries: dict[str, Entry] = sync(fs.loop, walk)
+    entries: dict[str, bytes] = sync(fs.loop, walk)
     return entries
 
 
