@@ -98,6 +98,7 @@ def _run(block: Block, env: dict[str, str], cwd: Path) -> subprocess.CompletedPr
     return subprocess.run(args, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow  # 52-75 s in CI: started first, not left last while the other workers idle
 def test_the_pages_session_runs_as_written(
     s3_bucket: S3Bucket, emulator: EmulatorHandle, emulator_account: str, tmp_path: Path
 ) -> None:
