@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from doccheck.storage import UserPath, copy_to_local, files_under, resolve, subfolders
+from doccheck.storage import UserPath, copy_to_local, files_under, subfolders
 
 __all__ = [
     "INPUTS_FILE",
@@ -124,7 +124,7 @@ def previous_folder(out: UserPath, run_label: str, campaign: str) -> UserPath | 
         return None
     pattern = re.compile(re.escape(named.group(1)) + _LABEL.pattern[4:])
     try:
-        folders = sorted(f.name for f in _folders(out) if pattern.fullmatch(f.name) and f.name < run_label)
+        folders = sorted(f.name for f in subfolders(out) if pattern.fullmatch(f.name) and f.name < run_label)
     except OSError as exc:
         log.debug("no earlier run folder to reuse in %s: %s", out, exc)
         return None
@@ -221,12 +221,6 @@ def _run_of(folder: UserPath) -> Mapping[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _folders(out: UserPath) -> list[UserPath]:
-    if isinstance(out, Path):
-        return [c for c in out.iterdir() if c.is_dir()] if out.is_dir() else []
-    return subfolders(resolve(out))
 
 
 def _digest(data: Mapping[str, Any]) -> str:
