@@ -43,6 +43,7 @@ from tests.fixtures.fleet import (
     shard_runs,
     start_worker,
     stop_worker,
+    tolerate_a_killed_worker,
     worker_logs,
 )
 from tests.fixtures.prefect_server import eventually, server_events
@@ -119,14 +120,7 @@ def test_six_shards_three_workers_one_killed_exactly_one_check_each(
     emulator.set_faults(latency_ms=SLOW_MS)  # until the kill: every shard mid-work, requests in flight
     manifest = _manifest(tmp_path, DOCS)
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
-    monkeypatch.setenv("DOCCHECK_CLAIM_LEASE_SECONDS", "15")  # a dead worker's keys free after 15 s
-    # heartbeats every second; lost after 20 s (2.5 s was the stalest live worker seen at a load
-    # of 15; a shard run that no worker has named itself on is lost after the same time)
-    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "20")
-    # Up to two workers are killed (a missed kill, then the victim), and a shard can be on each
-    # in turn: one run per kill plus the one that finishes (the default of 2 retries failed a
-    # run under load with "shard 0: lost ... after 3 runs").
-    monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", str(len(workers)))
+    tolerate_a_killed_worker(monkeypatch, len(workers))
     parent = Parent(flow_kwargs(
         manifest=str(manifest), products=["ai"], out_dir=str(tmp_path / "reports"), campaign=f"fleet-{pool}",
         database_url=postgres_database, base_url=emulator.base_url, shards=SHARDS, batch_size=10, concurrency=4,

@@ -45,6 +45,7 @@ from tests.fixtures.fleet import (
     shard_runs,
     start_worker,
     stop_worker,
+    tolerate_a_killed_worker,
     worker_logs,
 )
 from tests.fixtures.prefect_server import eventually, server_events
@@ -153,9 +154,7 @@ def test_shards_on_workers_that_share_nothing_one_killed_exactly_one_check_each(
     monkeypatch.setenv("DOCCHECK_API_KEY", key)
     monkeypatch.setenv("DOCCHECK_DATABASE_URL", postgres_database)
     monkeypatch.setenv("DOCCHECK_SHARD_DEPLOYMENT", SHARD_DEPLOYMENT)
-    monkeypatch.setenv("DOCCHECK_CLAIM_LEASE_SECONDS", "15")  # test_shards.py says why these three
-    monkeypatch.setenv("DOCCHECK_SHARD_LOST_AFTER_SECONDS", "20")
-    monkeypatch.setenv("DOCCHECK_SHARD_RETRIES", str(len(workers)))
+    tolerate_a_killed_worker(monkeypatch, len(workers))
     for worker in workers:
         _assert_isolated(worker, tmp_path)
     parent = Parent(flow_kwargs(
