@@ -164,14 +164,14 @@ def test_hostile_jsonl_lines_each_become_a_document_or_a_rejection(lines: list[b
         path = folder / "m.jsonl"
         data = b"\n".join(line.replace(b"\n", b" ") for line in lines)
         path.write_bytes(data)
-        started = time.perf_counter()
+        started = time.process_time()  # the parse's own CPU: a loaded machine does not fail it
         try:
             result = read_manifest(path, metadata_columns=())
         except ManifestError as exc:
             # JSONL has no header: the only whole-file problem left is "no line has document_id".
             assert "document_id" in str(exc)
             return
-        assert time.perf_counter() - started < 10
+        assert time.process_time() - started < 10
         numbers = [d.row_number for d in result.documents] + [r.row_number for r in result.rejections]
         assert sorted(numbers) == sorted(_nonblank_line_numbers(data))
         _storable(result)
@@ -193,13 +193,13 @@ def test_hostile_csv_rows_each_become_a_document_or_a_rejection(rows: list[list[
         path = folder / "m.csv"
         body = "\n".join(sep.join(cells) for cells in [["document_id", "path", "text", "products"], *rows])
         path.write_text(body, encoding="utf-8", newline="")
-        started = time.perf_counter()
+        started = time.process_time()  # the parse's own CPU: a loaded machine does not fail it
         try:
             result = read_manifest(path, metadata_columns=())
         except ManifestError as exc:
             assert sep == ";" or "document_id" in str(exc) or "header" in str(exc), exc
             return
-        assert time.perf_counter() - started < 10
+        assert time.process_time() - started < 10
         numbers = sorted([d.row_number for d in result.documents] + [r.row_number for r in result.rejections])
         assert numbers == list(range(1, len(numbers) + 1))  # every row once, none lost, none twice
         _storable(result)

@@ -44,9 +44,9 @@ def rejections_by_row(result) -> dict[int, Rejection]:
 def test_each_hostile_jsonl_line_rejects_only_its_row(tmp_path: Path) -> None:
     m = tmp_path / "m.jsonl"
     m.write_bytes(hostile_jsonl())
-    started = time.perf_counter()
+    started = time.process_time()  # the parse's own CPU: a loaded machine does not fail it
     result = read_manifest(m)
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     cases = hostile_lines()
     assert [(d.document_id, d.row_number) for d in result.documents] == [("good-1", 1), ("good-2", len(cases) + 2)]
     got = rejections_by_row(result)
@@ -76,9 +76,9 @@ def test_jsonl_deep_line_is_bounded_in_time(tmp_path: Path) -> None:
     brackets_in_text = json.dumps({"document_id": "t", "text": "[" * 200_000 + " words here"}).encode()
     m = tmp_path / "m.jsonl"
     m.write_bytes(deep + b"\n" + brackets_in_text + b"\n")
-    started = time.perf_counter()
+    started = time.process_time()  # the parse's own CPU: a loaded machine does not fail it
     result = read_manifest(m)
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert [d.document_id for d in result.documents] == ["t"]  # brackets inside a string are text
     assert [(r.row_number, r.code) for r in result.rejections] == [(1, RejectCode.INVALID_ROW)]
 
