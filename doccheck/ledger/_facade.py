@@ -47,6 +47,7 @@ from doccheck.ledger._engine import redact_url
 from doccheck.ledger._queries import PendingCheck
 from doccheck.ledger._report_rows import build_report_rows, summarize
 from doccheck.ledger._run_rows import RunMetadata
+from doccheck.ledger._statistics import refresh_statistics
 from doccheck.ledger._tables import OutcomeRow, RunRow, SubmissionRow, WebhookEventRow, utcnow
 from doccheck.sources.manifest import Rejection
 
@@ -364,7 +365,11 @@ class Ledger(Database):
         return build_report_rows(self, run_id=run_id, campaign=campaign)
 
     def run_summary(self, run_id: str) -> dict[str, Any]:
-        """Counts of a run: documents, rejected, per submission state, per product status, cost."""
+        """Counts of a run: documents, rejected, per submission state, per product status, cost.
+
+        The planner's statistics are brought up to date first (``refresh_statistics``): the
+        summary, the reports and the digest that follow read the rows the run just wrote."""
+        refresh_statistics(self.engine)
         with self.session() as s:
             return summarize(s, run_id)
 

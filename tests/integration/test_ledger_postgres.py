@@ -61,3 +61,29 @@ def test_pipeline_run_on_postgres(emulator: object, postgres_database: str, tmp_
     again = asyncio.run(submit(emulator.base_url, api_key, led, start(led, plan), plan))  # type: ignore[attr-defined]
     assert (again.already_done, again.submitted) == (3, 0)
     led.close()
+
+
+def test_a_run_summary_first_analyses_the_tables_the_run_filled(ledger: Ledger) -> None:
+    """A run that wrote many rows has its tables analysed before its summary reads them back:
+    until autovacuum's next pass the planner would believe the run has no documents."""
+    import time
+    from types import SimpleNamespace
+
+    from sqlalchemy import text
+
+    from doccheck.ledger import document_row, record_plan_group
+
+    run_id = ledger.start_run(campaign="c")
+    rows = [document_row(run_id, "c", SimpleNamespace(document_id=f"d{i}", products=("ai",), idempotency_key=f"k{i}"))
+            for i in range(400)]  # fmt: skip
+    record_plan_group(ledger, run_id, rows, [])
+    stats = text("SELECT n_mod_since_analyze, last_analyze FROM pg_stat_user_tables WHERE relname = 'documents'")
+    deadline = time.monotonic() + 30  # the writer's backend reports its counts when it next idles (<= 10 s)
+    with ledger.engine.connect() as conn:
+        while conn.execute(stats).one()[0] < 400 and time.monotonic() < deadline:
+            conn.rollback()
+            time.sleep(0.2)
+    assert ledger.run_summary(run_id)["documents"] == 400
+    with ledger.engine.connect() as conn:
+        modified, analysed = conn.execute(stats).one()
+    assert analysed is not None and modified == 0
