@@ -24,9 +24,13 @@ MEMBERS = re.compile(r"members: \[(?P<names>[^\]]*)\]")
 def documented_objects() -> Iterator[tuple[str, griffe.Object | griffe.Alias]]:
     """Every object the API pages render: the listed members of a directive, else its public members."""
     loader = griffe.GriffeLoader(search_paths=[str(ROOT)])
+    packages: dict[str, griffe.Object | griffe.Alias] = {}  # each package loaded once: a load visits all its modules
     for page in sorted((ROOT / "docs" / "api").glob("*.md")):
         for match in DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
-            module = loader.load(match["module"])
+            top, _, rest = match["module"].partition(".")
+            if top not in packages:
+                packages[top] = loader.load(top)
+            module = packages[top][rest] if rest else packages[top]
             listed = MEMBERS.search(match["options"])
             if listed:
                 names = [name.strip() for name in listed["names"].split(",") if name.strip()]
