@@ -34,9 +34,12 @@ pytest_plugins = [
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` (a minute or more; ``make test`` lists the slowest) run first.
 
-    ``make test`` spreads the integration suite over several workers (pytest-xdist hands the
-    first tests out round-robin): started first, the long tests run side by side instead of
-    one of them being the last left running while the other workers idle. The order is the
-    same in every worker, as xdist requires; it is otherwise the collection order.
+    ``make test`` spreads the integration suite over several workers by file (``--dist loadfile``:
+    a module's fixtures start once, in one worker), handing the files out in the order their
+    first test has here: a file with a long test is started first, beside the other ones, instead
+    of one of them being the last left running while the other workers idle. (``worksteal`` gave
+    the first third of this order, every long test, to one worker, which ran them one after the
+    other: the run's critical path.) The order is the same in every worker, as xdist requires; it
+    is otherwise the collection order.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
