@@ -42,7 +42,7 @@ from tests.fixtures.fleet import (
     lost_shards_rerun,
     shard_runs,
     start_worker,
-    stop_worker,
+    stop_workers,
     tolerate_a_killed_worker,
     worker_logs,
 )
@@ -102,8 +102,7 @@ def fleet(
         deploy_shard(prefect_server.api_url, pool)
         yield pool, key, workers
     finally:
-        for worker in workers:
-            stop_worker(worker)
+        stop_workers(workers)
 
 
 @pytest.mark.timeout(600)  # ~1 min on an idle machine, 2-3 on a loaded one

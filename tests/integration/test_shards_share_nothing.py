@@ -44,7 +44,7 @@ from tests.fixtures.fleet import (
     namespace_refusal,
     shard_runs,
     start_worker,
-    stop_worker,
+    stop_workers,
     tolerate_a_killed_worker,
     worker_logs,
 )
@@ -131,8 +131,7 @@ def fleet(
         deploy_shard(prefect_server.api_url, pool, "bulk-check-shard-installed")
         yield pool, key, workers
     finally:
-        for worker in workers:
-            stop_worker(worker)
+        stop_workers(workers)
 
 
 @pytest.mark.timeout(600)  # ~1-2 min on an idle machine, 2-4 on a loaded one
