@@ -11,13 +11,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider -n 2
-	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider -n 3 --dist loadfile --durations=25
+	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider -n 3 --dist loadfile --no-loadscope-reorder --durations=25
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
 
 integration: $(STAMP)
-	$(BIN)/python -m pytest tests/integration -q -n 3 --dist loadfile
+	$(BIN)/python -m pytest tests/integration -q -n 3 --dist loadfile --no-loadscope-reorder
 
 venv: $(STAMP)
 

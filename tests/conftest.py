@@ -32,14 +32,22 @@ pytest_plugins = [
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` (a minute or more; ``make test`` lists the slowest) run first.
+    """Tests marked ``slow`` (a minute or more; ``make test`` lists the slowest) run first, those
+    that set themselves a longer ``timeout`` than the suite's (the shard tests) first of all.
 
     ``make test`` spreads the integration suite over several workers by file (``--dist loadfile``:
-    a module's fixtures start once, in one worker), handing the files out in the order their
-    first test has here: a file with a long test is started first, beside the other ones, instead
-    of one of them being the last left running while the other workers idle. (``worksteal`` gave
-    the first third of this order, every long test, to one worker, which ran them one after the
-    other: the run's critical path.) The order is the same in every worker, as xdist requires; it
-    is otherwise the collection order.
+    a module's fixtures start once, in one worker), handing the files out in the order their first
+    test has here (``--no-loadscope-reorder``; xdist's default hands out the files with the most
+    tests first): a file with a long test is started first, beside the other ones, instead of one
+    of them being the last left running while the other workers idle. (``worksteal`` gave the first
+    third of this order, every long test, to one worker, which ran them one after the other: the
+    run's critical path.) The order is the same in every worker, as xdist requires; it is otherwise
+    the collection order.
     """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -_own_timeout(item)))
+
+
+def _own_timeout(item: pytest.Item) -> float:
+    """The seconds of the test's own ``pytest.mark.timeout``, 0 without one."""
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker is not None and marker.args else 0.0

@@ -37,6 +37,7 @@ NOISE = (
 
 
 @pytest.mark.prefect_server
+@pytest.mark.slow  # 14-73 s: the demo's emulator, receiver and flow run, each its own process
 def test_demo_output_is_clean_and_reports_are_complete(prefect_server: Any, tmp_path: Path) -> None:
     shutil.copytree(SAMPLE_DATA, tmp_path / "sample_data", ignore=shutil.ignore_patterns("make_corpus.py"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCCHECK_")}
@@ -98,6 +99,7 @@ def test_demo_stop_server_without_a_server_is_clean(tmp_path: Path) -> None:
     assert out.returncode == 0 and "no local Prefect server was running" in out.stdout, out.stderr
 
 
+@pytest.mark.slow  # 10-52 s: a Prefect server of its own, its database migrated from nothing
 def test_local_prefect_server_starts_is_reused_and_stops(tmp_path: Path) -> None:
     home = tmp_path / ".prefect"
     api_url = ensure_prefect_server(home, ui=False)
