@@ -50,8 +50,6 @@ __all__ = ["OverlappingLocalSteps", "RecordingStopped", "record_and_submit"]
 #: Recorded batches waiting for the submitter at most; past that the recording thread waits
 #: (texts in memory stay a few batches, however far the recording runs ahead of the network).
 BATCHES_AHEAD = 4
-#: Documents of batches handed over together taken as one by the sender at most.
-MERGED_DOCUMENTS = 500
 
 
 async def record_and_submit(
@@ -153,20 +151,9 @@ class _Handover:
         self.queue.put_nowait(None)
 
     async def items(self) -> AsyncIterator[list[Any] | BatchRef]:
-        """What the recording handed over, in order, until it ended. Batches of documents handed
-        over already are taken together (up to :data:`MERGED_DOCUMENTS`): the sender reads their
-        keys' states in one statement, not one a batch (the recording writes its batches a group
-        at a time, so a rerun's come several at once)."""
-        held: list[list[Any] | BatchRef | None] = []
-        while (item := held.pop() if held else await self.queue.get()) is not None:
+        """What the recording handed over, in order, until it ended."""
+        while (item := await self.queue.get()) is not None:
             self.slots.release()
-            while isinstance(item, list) and len(item) < MERGED_DOCUMENTS and not self.queue.empty():
-                following = self.queue.get_nowait()
-                if not isinstance(following, list):
-                    held.append(following)
-                    break
-                self.slots.release()
-                item = item + following
             yield item
 
 

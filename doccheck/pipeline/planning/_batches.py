@@ -4,8 +4,7 @@ Why: a :class:`~doccheck.pipeline.planning._plan.Plan` holds every document with
 kept one for the whole run and passed lists of documents as task parameters, so a 20,000-row
 term grew with its texts (issue 10). Here the manifest is read ONCE by :func:`record_plan`:
 each row is validated and planned, and what the reports need (documents without their text,
-rejections) goes to the ledger in one transaction per group of whole batches (at least
-:data:`~doccheck.pipeline.planning._cutting.RECORD_GROUP_DOCUMENTS` documents). What stays in memory is a
+rejections) goes to the ledger in one transaction per batch. What stays in memory is a
 :class:`~doccheck.pipeline.planning._plan_stream.PlanTally` and a list of :class:`BatchRef` — a few integers per
 batch (rows, count, byte offset), small and JSON-serialisable, safe as a Prefect task
 parameter. :func:`load_batch` later seeks to one batch, re-reads and re-plans only its rows and
@@ -25,23 +24,15 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger, LedgerWordStore, document_row, record_plan_group, recorded_rows, set_run_products
 from doccheck.pipeline._batch_result import BatchResult, RowFailure
-from doccheck.pipeline.planning._cutting import (
-    RECORD_GROUP_DOCUMENTS,
-    RECORD_GROUP_SECONDS,
-    Batcher,
-    BatchRef,
-    RecordGroup,
-)
 from doccheck.pipeline.planning._plan import PlannedDocument, base_key, run_defaults
 from doccheck.pipeline.planning._plan_stream import PlanTally, file_paths, listed_files, plan_one, resolve_campaign
 from doccheck.sources.manifest import (
@@ -50,6 +41,7 @@ from doccheck.sources.manifest import (
     ManifestError,
     Rejection,
     RowCursor,
+    RowStart,
     iter_manifest,
     manifest_listing,
 )
@@ -73,6 +65,42 @@ __all__ = [
 MANIFEST_CHANGED = "manifest_changed"
 #: The submission state of a key whose check exists (``submit_batch`` sends it no more).
 SETTLED = "submitted"
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    """One batch of a recorded run: which manifest rows, how many documents, where they start.
+
+    Rows ``first_row``..``last_row`` are numbered as :attr:`Rejection.row_number` and
+    ``ManifestDocument.row_number``; the refs of a run cover every valid row exactly once (rows
+    rejected at planning lie in some ref too, and are never sent). ``offset``/``line``: the
+    byte offset and physical line of ``first_row`` in a CSV or JSONL file (None for Parquet,
+    which is read from ``first_row``'s row group). No text: safe as a task parameter.
+    """
+
+    number: int  # 1-based
+    first_row: int
+    last_row: int
+    documents: int  # valid documents in it
+    offset: int | None
+    line: int | None = None
+    estimated_cost_cents: int = 0
+    #: The manifest's size and modification time when the batch was recorded (``manifest_stamp``):
+    #: while they stay, a batch whose keys all have their checks is not read again.
+    stamp: str | None = None
+
+    def start(self) -> RowStart:
+        """Where a reader starts to read this batch."""
+        return RowStart(row=self.first_row, offset=self.offset or 0, line=self.line or 1)
+
+    def to_dict(self) -> dict[str, int | None]:
+        """Plain JSON values (what a Prefect parameter or a log line holds)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BatchRef:
+        """The inverse of :meth:`to_dict`."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 @dataclass
@@ -125,6 +153,60 @@ class LoadedBatch:
         to ``merge`` with ``submit_batch``'s."""
         return BatchResult(total=len(self.failures) + self.settled, failed=len(self.failures),
                            already_done=self.settled, failures=list(self.failures))  # fmt: skip
+
+
+class _Batcher:
+    """Cuts the row stream into refs of ``size`` documents, only where a row starts a record.
+
+    A new batch opens at a valid document once the current one is full (documents always start
+    a record of their own; rows swallowed by a broken CSV quote never do), so rejected rows
+    after the last full batch extend it rather than making an empty batch.
+    """
+
+    def __init__(self, size: int, stamp: str | None = None) -> None:
+        self.size = max(1, int(size))
+        self.stamp = stamp
+        self.number = 0
+        self.first_row: int | None = None
+        self.offset: int | None = None
+        self.line: int | None = None
+        self.documents = 0
+        self.cost = 0
+        self.last_row = 0
+
+    def add(self, row: int, cursor: RowCursor, planned: PlannedDocument | None) -> BatchRef | None:
+        """Count one row; returns the batch this row closed (the row opens the next), if any."""
+        closed = None
+        if planned is not None and self.documents >= self.size:
+            closed = self._close()
+        if self.first_row is None:
+            self.first_row, self.offset, self.line = row, cursor.offset, cursor.line
+        if planned is not None:
+            self.documents += 1
+            self.cost += planned.estimated_cost_cents
+        self.last_row = row
+        return closed
+
+    def finish(self) -> BatchRef | None:
+        """The last batch (None when no row was valid)."""
+        return self._close() if self.documents else None
+
+    def _close(self) -> BatchRef:
+        assert self.first_row is not None
+        self.number += 1
+        ref = BatchRef(
+            number=self.number,
+            first_row=self.first_row,
+            last_row=self.last_row,
+            documents=self.documents,
+            offset=self.offset,
+            line=self.line,
+            estimated_cost_cents=self.cost,
+            stamp=self.stamp,
+        )
+        self.first_row = self.offset = self.line = None
+        self.documents = self.cost = 0
+        return ref
 
 
 def _absolute(manifest: str) -> str:
@@ -210,12 +292,11 @@ class PlanRecording:
         self.files = run_files(run_id, manifest, listing)
         self.tally = PlanTally(campaign=self.campaign, manifest=resolve(manifest))
         self.batches: list[BatchRef] = []
-        self._batcher = Batcher(batch_size, self.files.stamp)
+        self._batcher = _Batcher(batch_size, self.files.stamp)
         self._on_batch = on_batch
         self._documents: list[dict[str, Any]] = []
         self._rejections: list[Rejection] = []
         self._read: list[PlannedDocument] = []  # the files read, to keep what each was read as
-        self._group = RecordGroup()  # batches read whose rows wait for the group's transaction
         self._used_products: set[str] = set()
         self._stream: Iterator[PlannedDocument] | None = None
         self._result: RecordedPlan | None = None
@@ -240,24 +321,15 @@ class PlanRecording:
         )  # fmt: skip
         return self._result
 
-    def _close(self, ref: BatchRef | None, *, last: bool = False) -> None:
-        """``ref``'s rows are read: they join the group, which is written once it holds
-        :data:`RECORD_GROUP_DOCUMENTS` documents, once its first batch has waited
-        :data:`RECORD_GROUP_SECONDS`, at the run's first batch and at its ``last``."""
-        group = self._group
-        group.take(ref, self._documents, self._rejections, self._read)
-        waited = time.monotonic() - (group.opened or 0.0)
-        if last or not self.batches or len(group.documents) >= RECORD_GROUP_DOCUMENTS or waited >= RECORD_GROUP_SECONDS:
-            self._write_group()
-
-    def _write_group(self) -> None:
-        """The group's rows in one transaction, then its refs handed on in order: a batch is
-        never handed on before its rows are committed."""
-        group, self._group = self._group, RecordGroup()
+    def _close(self, ref: BatchRef | None) -> None:
+        """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""
         record_plan_group(
-            self.ledger, self.run_id, group.documents, group.rejections, campaign=self.campaign, reads=group.reads
+            self.ledger, self.run_id, self._documents, self._rejections, campaign=self.campaign, reads=self._read
         )
-        for ref in group.refs:
+        self._documents.clear()
+        self._rejections.clear()
+        self._read.clear()
+        if ref is not None:
             self.batches.append(ref)
             if self._on_batch is not None:
                 self._on_batch(ref)
@@ -275,8 +347,6 @@ class PlanRecording:
     def _record_rows(self) -> Iterator[PlannedDocument]:
         try:
             for outcome in self._outcomes:
-                if self._group.refs and time.monotonic() - (self._group.opened or 0.0) >= RECORD_GROUP_SECONDS:
-                    self._write_group()  # rows slow to read: the batches read are not held back
                 if isinstance(outcome, Rejection):
                     self.tally.rejections.append(outcome)
                     if (closed := self._batcher.add(outcome.row_number, self._cursor, None)) is not None:
@@ -292,9 +362,8 @@ class PlanRecording:
                 if planned.read_as:
                     self._read.append(planned)
                 yield planned
-            self._close(self._batcher.finish(), last=True)
+            self._close(self._batcher.finish())
         except ManifestError as exc:  # found mid-file (a runaway row): the run stops here, said so
-            self._write_group()  # the batches read whole before it are recorded and sent
             self.ledger.finish_run(self.run_id, status="failed", summary={"error": str(exc)})
             raise
 
@@ -338,13 +407,11 @@ def record_plan(
 
     Every row is validated and planned as ``load_plan`` does (``products``, the defaults for
     rows without their own, and ``metadata_columns`` are parsed the same way; duplicate ids
-    are found over the whole manifest in compact form). Batches of ``batch_size`` valid
-    documents, each with the rejected rows before it, are written a group at a time (at least
-    ``RECORD_GROUP_DOCUMENTS`` documents a transaction; the first batch at once, and none held
-    more than ``RECORD_GROUP_SECONDS``), and each batch is then handed to
-    ``on_batch`` in order (it may start sending while the rest is planned). Memory stays flat
-    in the manifest's size: only the current group's ledger rows (no texts), the tally and the
-    refs are held. Whole-manifest problems raise :class:`ManifestError` before the run is started;
+    are found over the whole manifest in compact form). Each batch of ``batch_size`` valid
+    documents is written with the rejected rows before it in one transaction, then handed to
+    ``on_batch`` (it may start sending while the rest is planned). Memory stays flat in the
+    manifest's size: only the current batch's ledger rows (no texts), the tally and the refs
+    are held. Whole-manifest problems raise :class:`ManifestError` before the run is started;
     one found mid-file (a row over the size bound) marks the run ``failed`` and is raised.
     ``run_id``: record into this run, creating it if it is not in the ledger yet (a retried
     task records into the same run; rows already recorded are skipped).

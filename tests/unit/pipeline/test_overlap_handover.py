@@ -19,8 +19,7 @@ from sqlmodel import select
 
 from doccheck.errors import RecordingStopped
 from doccheck.ledger import DocumentRow, Ledger
-from doccheck.pipeline._overlap import MERGED_DOCUMENTS, _Handover
-from doccheck.pipeline.planning import _batches as batches
+from doccheck.pipeline._overlap import _Handover
 from doccheck.pipeline.planning._batches import BatchRef, start_recording
 
 
@@ -39,19 +38,7 @@ def _committed(ledger: Ledger, run_id: str) -> int:
         return len(s.exec(select(DocumentRow).where(DocumentRow.run_id == run_id)).all())
 
 
-@pytest.mark.parametrize(
-    ("group", "seconds", "committed"), [(10, 3600, [10, 20, 25]), (500, 3600, [10, 25, 25]), (500, 0, [10, 20, 25])]
-)
-def test_batches_are_handed_over_after_their_commit_with_their_documents(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group: int, seconds: float, committed: list[int]
-) -> None:
-    """A group of 10 documents writes each batch of 10 on its own; a group of 500 writes the
-    first batch at once (the first request leaves early), then the other two in one
-    transaction, handed on in order once it is committed; a batch that has waited its time
-    (here 0 s: rows slow to read) is written without waiting for the rest of its group."""
-    monkeypatch.setattr(batches, "RECORD_GROUP_DOCUMENTS", group)
-    monkeypatch.setattr(batches, "RECORD_GROUP_SECONDS", seconds)
-
+def test_batches_are_handed_over_after_their_commit_with_their_documents(tmp_path: Path) -> None:
     async def scenario() -> list[Any]:
         with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
             handover = _Handover(asyncio.get_running_loop(), ahead=10)
@@ -71,7 +58,7 @@ def test_batches_are_handed_over_after_their_commit_with_their_documents(
             await asyncio.to_thread(consume)
             handover.end()
             items = [item async for item in handover.items()]
-            assert seen_at_handover == committed  # each batch committed before it is handed over
+            assert seen_at_handover == [10, 20, 25]  # each batch committed before it is handed over
             return items
 
     items = asyncio.run(scenario())
@@ -93,24 +80,3 @@ def test_a_full_handover_makes_the_recording_wait_and_a_stop_ends_it(tmp_path: P
                 await worker
 
     asyncio.run(scenario())
-
-
-def test_batches_handed_over_together_are_taken_as_one_in_order() -> None:
-    """Lists waiting at once become one (the sender reads their states once), up to
-    ``MERGED_DOCUMENTS``; a ref between them keeps its place, and every slot is given back."""
-
-    async def scenario() -> list[Any]:
-        handover = _Handover(asyncio.get_running_loop(), ahead=10)
-        ref = BatchRef(number=3, first_row=3, last_row=3, documents=1, offset=0)
-        big = list(range(MERGED_DOCUMENTS))
-        for item in ([1], [2], ref, [4], [5], big, [6]):
-            assert handover.slots.acquire(blocking=False)
-            handover.queue.put_nowait(item)
-        handover.end()
-        items = [item async for item in handover.items()]
-        for _ in range(10):  # all ten slots free again
-            assert handover.slots.acquire(blocking=False)
-        return items
-
-    assert asyncio.run(scenario()) == [[1, 2], BatchRef(number=3, first_row=3, last_row=3, documents=1, offset=0),
-                                       [4, 5, *range(MERGED_DOCUMENTS)], [6]]  # fmt: skip
