@@ -1,7 +1,7 @@
 """A term from object storage against the same term on local disk (issue 48).
 
 Run:  .venv/bin/python benchmarks/storage_term.py [--n 10000] [--latency-ms 30] [--words 300]
-          [--term-n 0] [--skip-local]
+          [--term-n 0] [--skip-local] [--trace-dir DIR]
 
 **The store**: moto's S3 app in a process of its own (``benchmarks/_moto_store.py``), which sleeps
 ``--latency-ms`` in each request's thread before answering and counts the requests itself; the
@@ -63,8 +63,11 @@ def make_documents(folder: Path, n: int, words: int, seed: int = 48) -> Path:
     return manifest
 
 
-def timed_run(manifest: str, *, database_url: str, out: Path, env: dict[str, str]) -> dict[str, float]:
-    """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its tree's peak RSS."""
+def timed_run(
+    manifest: str, *, database_url: str, out: Path, env: dict[str, str], trace: Path | None = None
+) -> dict[str, float]:
+    """One ``doccheck run --no-wait`` as a subprocess: wall and CPU seconds, its tree's peak RSS
+    (``trace``: every sample of it written there as CSV, and who held the peak printed)."""
     from doccheck.commands import doccheck_command
 
     args = doccheck_command("run", manifest, "--no-wait", "--no-progress", "--campaign", "term",
@@ -77,6 +80,10 @@ def timed_run(manifest: str, *, database_url: str, out: Path, env: dict[str, str
     elapsed = time.perf_counter() - started
     peak.stop()
     tree_mb = peak.peak_kb / 1024
+    if trace is not None:
+        trace.write_text("seconds,tree_mb,command_mb\n" + "".join(
+            f"{t:.2f},{tree / 1024:.1f},{own / 1024:.1f}\n" for t, tree, own in peak.trace), encoding="utf-8")  # fmt: skip
+        print(f"{'':>30}{peak.breakdown()}; samples in {trace}", flush=True)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"doccheck run failed ({os.waitstatus_to_exitcode(status)}):\n{output[-3000:]}")
     return {"seconds": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "tree_mb": tree_mb,
@@ -162,6 +169,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=30.0)
     parser.add_argument("--term-n", type=int, default=0, help="also a term of this many files from the bucket")
     parser.add_argument("--skip-local", action="store_true", help="the bucket's runs only (no baseline, no ratio)")
+    parser.add_argument("--trace-dir", type=Path, help="write each run's RSS samples there (CSV) and who held the peak")
     args = parser.parse_args()
     import s3fs
 
@@ -191,8 +199,9 @@ def main() -> None:
                 for label in ("first run", "rerun"):
                     store.clear()
                     before = store.requests()["cpu_seconds"]
+                    trace = args.trace_dir / f"{kind}-{where}-{label.replace(' ', '-')}.csv" if args.trace_dir else None
                     figures[(where, label)] = f = timed_run(
-                        source, database_url=ledger, out=work / f"out-{kind}-{where}", env=env
+                        source, database_url=ledger, out=work / f"out-{kind}-{where}", env=env, trace=trace
                     )
                     seen = store.requests(f"term-data/{kind}/docs/")
                     f["store_cpu"] = seen["cpu_seconds"] - before
