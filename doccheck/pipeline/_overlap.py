@@ -88,6 +88,7 @@ async def record_and_submit(
             await recorder
         raise
     prepared = await recorder  # a mid-file ManifestError is raised here, once the sent documents are settled
+    recording.close()  # every batch is sent: its listing is not held through the reports
     for result in refused:
         sent = result.merge(sent)
     return prepared, sent

@@ -57,6 +57,7 @@ __all__ = [
     "manifest_stamp",
     "read_batch",
     "record_plan",
+    "release_run_files",
     "run_files",
     "start_recording",
 ]
@@ -250,6 +251,16 @@ def run_files(run_id: str, manifest: str | os.PathLike[str], listing: Listing | 
         return found
 
 
+def release_run_files(run_id: str) -> None:
+    """Forget what :func:`run_files` keeps for ``run_id`` in this process: once a run's batches are
+    sent nothing of it reads the manifest's files again, and a term's listing (100,000 keys: ~20 MB)
+    would otherwise be held through its reports, where the run's memory peaks. A read after this
+    lists the prefix again."""
+    with _RUN_FILES_LOCK:
+        for key in [key for key in _RUN_FILES if key[0] == run_id]:
+            del _RUN_FILES[key]
+
+
 class PlanRecording:
     """A run being recorded: :meth:`documents` streams the planned documents by, :meth:`finish` ends it.
 
@@ -320,6 +331,17 @@ class PlanRecording:
             batches=self.batches, default_products=self.default_products, metadata_columns=self.metadata_columns,
         )  # fmt: skip
         return self._result
+
+    def close(self) -> None:
+        """Let go of what reading the manifest took, once the run is recorded and its batches sent:
+        the row streams (the recording's generator refers to the recording: a cycle that a collection
+        frozen for the reports would keep) and the run's listing (:func:`release_run_files`)."""
+        for stream in (self._stream, self._outcomes):
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        self._stream, self._outcomes = None, iter(())
+        release_run_files(self.run_id)
 
     def _close(self, ref: BatchRef | None) -> None:
         """Write the rows read so far (those of ``ref``) in one transaction, then hand the ref on."""

@@ -154,3 +154,31 @@ def test_a_file_whose_bytes_were_refused_is_refused_again_unread(bucket: Bucket,
         again = record_plan(ledger, URL)
         assert requests.documents_read() == {"/term/course-a/docs/photo.png": 1}
         assert {r.document_id for r in again.tally.rejections} == {"r1", "r2"}
+
+
+def test_a_closed_recording_lets_its_listing_go(bucket: Bucket, tmp_path: Path) -> None:
+    """Once a run's batches are sent its listing is not held through the reports (a term's 100,000
+    keys: ~20 MB where the run's memory peaks): neither by the recording, which refers to itself
+    through its row stream (a cycle the reports' frozen collections would keep), nor by the run's
+    shared listing. A batch read after it lists the prefix again."""
+    import gc
+    import weakref
+
+    from doccheck.pipeline.planning._batches import run_files, start_recording
+
+    fs, requests = bucket
+    _term(fs, 6)
+    with closing(Ledger(f"sqlite:///{tmp_path / 'l.db'}")) as ledger:
+        recording = start_recording(ledger, URL, batch_size=4)
+        run = recording.finish()
+        listing = weakref.ref(run_files(run.run_id, URL).listing)
+        gc.disable()  # what is let go goes by reference counting alone
+        try:
+            recording.close()
+            del recording
+            assert listing() is None
+        finally:
+            gc.enable()
+        requests.clear()
+        assert [d.document_id for d in load_batch(ledger, run.run_id, URL, run.batches[0])] == ["s0", "s1", "s2", "s3"]
+        assert sum(requests.lists.values()) == 1 and requests.documents_read() == {}
