@@ -151,3 +151,17 @@ def test_the_signer_takes_the_text_the_count_was_taken_from(tmp_path: Path, extr
     assert sorted(extracted) == ["a.docx", "b.docx", "c.docx", "same-as-a.docx"]
     # a's text was handed over once (to d1); d3 has the same bytes and was read again
     assert word_cache.take_text(docs[0].content_hash) is None
+
+
+def test_what_bytes_were_read_as_is_kept_for_the_latest_files_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process keeps what the latest files were read as (a file's is asked within a few chunks of
+    being kept), the oldest forgotten first, each type one string: a term of 100,000 files held
+    ~20 MB of them to the end of its run."""
+    monkeypatch.setattr(word_cache, "_read_as", type(word_cache._read_as)())
+    monkeypatch.setattr(word_cache, "_READ_AS_KEPT", 3)
+    for n in range(5):
+        word_cache.keep_read_as({f"d{n}": "".join([".", "odt"])})  # a new string each time, as extraction makes
+    word_cache.keep_read_as({"d2": ".odt"})  # kept again: the newest
+    assert list(word_cache._read_as) == ["d3", "d4", "d2"]
+    assert len({id(kind) for kind in word_cache._read_as.values()}) == 1
+    assert word_cache.cached_read_as("d4") == ".odt" and word_cache.cached_read_as("d0") is None
