@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from doccheck.errors import ReportError
 from doccheck.guards import naming
+from doccheck.outputs._freed_memory import return_freed_memory
 from doccheck.outputs._lms_columns import LMS_FIELDS, NEW_FIELD, lms_rows, mark_new, run_sidecar
 from doccheck.outputs._report_folders import (
     begin_latest,
@@ -350,6 +351,7 @@ def write_reports(
     """
     if not _SAFE_LABEL.match(run_label or "") or run_label in (LATEST, ".", "..") or run_label.startswith("."):
         raise ReportError(f"invalid run label {run_label!r}: use letters, digits, '.', '_' or '-' (not 'latest')")
+    return_freed_memory()  # what the run's reading freed on its threads is not counted in the reports' peak
     out = resolve(out_dir)
     run_dir = out / run_label
     latest_dir = out / LATEST

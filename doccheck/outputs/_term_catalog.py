@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from doccheck.errors import CatalogError
+from doccheck.outputs._freed_memory import return_freed_memory
 from doccheck.outputs._parquet_reports import LATEST, SCHEMAS
 from doccheck.outputs._report_folders import MARKER
 from doccheck.outputs._run_tables import TABLES_DIR, RunFiles, rebuild_run_tables
@@ -199,26 +200,12 @@ def refresh_catalog(out: UserPath | str) -> UserPath | None:
 
     if not load_settings().outputs.catalog:
         return None
-    _return_freed_memory()
+    return_freed_memory()  # DuckDB loads next (~44 MB of RSS): the run's last step and its peak
     try:
         return rebuild_catalog(out)
     except (CatalogError, OSError) as exc:
         log.warning("the catalog of %s was not rebuilt: %s", display(resolve(out)), exc)
         return None
-
-
-def _return_freed_memory() -> bool:
-    """Hand the heap's free pages back to the system before DuckDB loads (~44 MB of RSS): the
-    run's last step is its peak, and what the reports freed before it is otherwise still
-    counted there (glibc keeps freed pages mapped; ``malloc_trim`` is glibc's, a no-op elsewhere).
-    Whether anything was returned."""
-    import ctypes
-
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: the C library's
-    except (OSError, AttributeError):  # not glibc
-        return False
-    return bool(trim(0))
 
 
 def rebuild_catalogs(roots: Iterable[UserPath | str]) -> list[UserPath]:

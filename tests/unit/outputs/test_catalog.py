@@ -238,7 +238,7 @@ def test_a_run_returns_its_freed_memory_before_the_rebuild_loads_duckdb(
     from doccheck.outputs import _term_catalog as catalog
 
     calls: list[bool] = []
-    monkeypatch.setattr(catalog, "_return_freed_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(catalog, "return_freed_memory", lambda: calls.append(True) or True)
     _run(tmp_path, "course-a", "aaaaaaaa-1", 0, {"a1": 10})
     monkeypatch.setenv("DOCCHECK_CATALOG", "false")
     catalog.refresh_catalog(tmp_path)
@@ -246,7 +246,7 @@ def test_a_run_returns_its_freed_memory_before_the_rebuild_loads_duckdb(
     monkeypatch.setenv("DOCCHECK_CATALOG", "true")
     assert catalog.refresh_catalog(tmp_path) == tmp_path / CATALOG_FILE and calls == [True]
     monkeypatch.undo()
-    assert catalog._return_freed_memory() in (True, False)  # glibc's malloc_trim here, a no-op elsewhere
+    assert catalog.return_freed_memory() in (True, False)  # glibc's malloc_trim here, a no-op elsewhere
 
 
 def test_a_collect_folder_of_the_same_run_replaces_the_first(tmp_path: Path) -> None:

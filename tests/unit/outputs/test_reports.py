@@ -164,6 +164,20 @@ def test_latest_is_refreshed(tmp_path: Path) -> None:
     assert pq.read_table(second.submissions).num_rows == 0
 
 
+def test_the_reports_start_from_the_memory_the_run_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's reports hold its peak: the heap's free pages (what the run's reading freed on its
+    own threads) go back to the system before they are built, not only before the catalog."""
+    from doccheck.outputs import _parquet_reports as reports
+
+    order: list[str] = []
+    monkeypatch.setattr(reports, "return_freed_memory", lambda: order.append("returned") or True)
+    monkeypatch.setattr(
+        reports, "start_run_folder", lambda *a, _real=reports.start_run_folder: order.append("built") or _real(*a)
+    )
+    write_reports(tmp_path, "run1", sample_tables())
+    assert order == ["returned", "built"]
+
+
 def test_metadata_join(tmp_path: Path) -> None:
     metadata = {"a": {"document_id": "a", "section": "S1", "cohort": "2026"}, "b": {"section": "S2"}}
     paths = write_reports(tmp_path, "run", sample_tables(), metadata)
