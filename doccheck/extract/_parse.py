@@ -47,6 +47,12 @@ def extract_text(data: bytes, filename: str, *, limits: ExtractionLimits | None 
     return extract(data, filename, limits=limits).text
 
 
+def read_in_process(data: bytes, filename: str) -> bool:
+    """Whether :func:`extract` reads these bytes in this process (plain text and Markdown, no
+    signature): counting their words costs less than asking a store for the count (a query)."""
+    return extension_of(filename) in IN_PROCESS and magic(data) is None
+
+
 def extract(data: bytes, filename: str, *, limits: ExtractionLimits | None = None) -> Extracted:
     """Text of a document and the type it was read as.
 

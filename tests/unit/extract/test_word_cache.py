@@ -7,6 +7,7 @@ the counts are the ones a fresh extraction gives, and purging the campaign remov
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -165,3 +166,39 @@ def test_what_bytes_were_read_as_is_kept_for_the_latest_files_only(monkeypatch: 
     assert list(word_cache._read_as) == ["d3", "d4", "d2"]
     assert len({id(kind) for kind in word_cache._read_as.values()}) == 1
     assert word_cache.cached_read_as("d4") == ".odt" and word_cache.cached_read_as("d0") is None
+
+
+def test_a_stores_plain_text_is_counted_without_asking_the_store(bucket: Any) -> None:
+    """Read ahead from a bucket, a plain-text file's words are counted where they are read: the
+    store's query for a known count (~0.4 ms a file) costs more than counting them (issue 48's
+    first run from a bucket). A file read in the sandbox is still asked for first."""
+    from doccheck.extract._parse import read_in_process
+    from doccheck.storage import Listing, resolve
+
+    fs, _requests = bucket
+    fs.pipe({"/term/a.txt": b"three plain words", "/term/b.docx": docx_package(para("four words of docx"))})
+    asked: list[str] = []
+
+    class Store:
+        def lookup(self, digests: Any) -> dict[str, int]:
+            asked.extend(digests)
+            return {}
+
+        def store(self, found: Any) -> None:
+            pass
+
+        def lookup_files(self, keys: Any) -> dict[Any, Any]:
+            return {}
+
+        def store_files(self, found: Any) -> None:
+            pass
+
+    root = resolve("memory://term")
+    listing = Listing(root)
+    files = [(root / name, listing.entry(root / name)) for name in ("a.txt", "b.docx")]
+    assert word_cache.prefetch_listed(files, Store(), fetchers=1) == 2  # type: ignore[arg-type]
+    docx_key = word_cache.key_for(hashlib.sha256(fs.cat("/term/b.docx")).hexdigest())
+    assert asked == [docx_key]
+    assert read_in_process(b"plain words", "a.md") and read_in_process(b"plain", "a.TXT")
+    assert not read_in_process(b"%PDF-1.7 named as text", "a.txt")  # its bytes say PDF: the sandbox reads it
+    assert not read_in_process(b"<p>words</p>", "a.html")
