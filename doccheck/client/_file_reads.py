@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
     from doccheck.storage import UserPath
 
-__all__ = ["CHUNK_SIZE", "aiter_file", "as_location", "iter_file", "read_whole", "remote_size", "shown", "threaded"]
+__all__ = [
+    "CHUNK_SIZE", "aiter_file", "as_location", "iter_file", "read_whole", "remote_size", "shown", "spooled", "threaded"
+]  # fmt: skip
 
 #: One read of a local file (a remote one is read in the storage seam's blocks).
 CHUNK_SIZE = 64 * 1024
@@ -105,6 +107,14 @@ def read_whole(path: UserPath, size: int | None) -> bytes:
         return read_bounded(path, max_bytes=max(size or 0, MULTIPART_MAX_BYTES), size=size)
     except FileNotFoundError as exc:
         raise not_found(path, exc) from None
+
+
+def spooled(path: UserPath, size: int) -> bytes | None:
+    """The bytes of a store's file that the run's planning kept on the local disk (its spool,
+    ``doccheck.storage.take_spooled``), once; None when there are none (read it from its store)."""
+    from doccheck.storage import take_spooled
+
+    return take_spooled(path, size)
 
 
 def iter_file(path: UserPath, size: int | None = None) -> Iterator[bytes]:

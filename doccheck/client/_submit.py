@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from doccheck.client import _core
 from doccheck.client import assumptions as A
-from doccheck.client._file_reads import as_location, read_whole, remote_size, threaded
+from doccheck.client._file_reads import CHUNK_SIZE, as_location, read_whole, remote_size, spooled, threaded
 from doccheck.client._models import Check, Upload
 from doccheck.errors import DocumentNotFound, DocumentTooLarge, EmptyDocument, UnsupportedDocument
 
@@ -147,6 +147,10 @@ async def read_ahead(document: Document) -> Document:
     path = document.location
     if isinstance(path, Path) or document.size is None or document.size > A.MULTIPART_MAX_BYTES:
         return document
+    if document.size <= CHUNK_SIZE and (kept := spooled(path, document.size)) is not None:
+        # On the local disk, no larger than one read of a local file: read on the loop as that is
+        # (a worker thread's hand-off cost more than the read, for each essay of a term).
+        return dataclasses.replace(document, content=kept)
     return dataclasses.replace(document, content=await threaded(read_whole, path, document.size))
 
 

@@ -21,7 +21,8 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
   :func:`scratch_folder` is the local folder where work for a store's location is done.
 - :func:`share_link` links an output for a person elsewhere: the object's URL, or a presigned one.
 - :func:`spooling` keeps, for a run, the bytes planning read of a store's files on the local disk
-  (capped) and :func:`spool` adds to it: the file's read when sent takes them instead of a GET.
+  (capped) and :func:`spool` adds to it: the file's read when sent takes them (:func:`take_spooled`)
+  instead of a GET.
 
 This ``__init__`` imports nothing on its own: each name is imported on first use.
 """
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from doccheck.storage._listing import Entry, Listing, describe
     from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
-    from doccheck.storage._spool import spool, spooling
+    from doccheck.storage._spool import spool, spooling, take_spooled
     from doccheck.storage._trees import copy_file, files_under, publish_tree, scratch_folder, subfolders
     from doccheck.storage._writes import arrow_filesystem, open_output, remove_tree, upload_tree, write_bytes
 
@@ -80,6 +81,7 @@ __all__ = [
     "storage_options",
     "store_errors",
     "subfolders",
+    "take_spooled",
     "upload_tree",
     "write_bytes",
 ]
@@ -114,6 +116,7 @@ _LAZY = {
     "share_link": "_links",
     "spool": "_spool",
     "spooling": "_spool",
+    "take_spooled": "_spool",
     "subfolders": "_trees",
     "upload_tree": "_writes",
     "write_bytes": "_writes",

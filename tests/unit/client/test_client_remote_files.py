@@ -27,6 +27,7 @@ from doccheck.client.assumptions import MULTIPART_MAX_BYTES
 from doccheck.errors import StorageError
 from doccheck.storage import BLOCK_BYTES, resolve
 from tests.factories import BASE, KEY, Recorder, created
+from tests.fixtures.memory_bucket import Requests
 
 UPLOAD = {
     "upload_id": "up_9",
@@ -147,3 +148,33 @@ def test_a_remote_upload_shorter_than_recorded_is_not_sent_short(memory_store: M
     with pytest.raises(StorageError, match="changed since"):
         asyncio.run(put())
     assert storage.requests == []  # the PUT's body never completed
+
+
+def test_the_senders_read_ahead_takes_a_small_spooled_file_on_the_loop(
+    bucket: tuple[MemoryFileSystem, Requests], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An essay planning kept is read from the spool where the request is made (a local file as
+    small as one read of a local one), not handed to a worker thread; a larger one still is."""
+    from doccheck.client import FileDocument
+    from doccheck.client import _submit as submit
+    from doccheck.storage import spool, spooling
+
+    fs, requests = bucket
+    big = b"w " * 40_000  # over one local read (64 KiB)
+    fs.pipe({"/t/a/x.txt": b"planned words", "/t/a/big.txt": big})
+    small, large = resolve("memory://t/a/x.txt"), resolve("memory://t/a/big.txt")
+    handed: list[object] = []
+
+    async def threaded(fn: object, *args: object) -> object:
+        handed.append(args[0])
+        return fn(*args)  # type: ignore[operator]
+
+    monkeypatch.setattr(submit, "threaded", threaded)
+    with spooling():
+        spool(small, b"planned words")
+        spool(large, big)
+        read = asyncio.run(submit.read_ahead(FileDocument(small, size=13)))
+        assert isinstance(read, FileDocument) and read.content == b"planned words" and handed == []
+        read = asyncio.run(submit.read_ahead(FileDocument(large, size=len(big))))
+        assert isinstance(read, FileDocument) and read.content == big and handed == [large]
+    assert not requests.gets  # both from the spool
