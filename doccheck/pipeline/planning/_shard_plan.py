@@ -18,9 +18,9 @@ from collections.abc import Iterator, Sequence
 from doccheck.domain import MULTIPART_MAX_BYTES
 from doccheck.extract import cache as word_cache
 from doccheck.ledger import Ledger, LedgerWordStore
-from doccheck.pipeline.planning._batches import run_files
 from doccheck.pipeline.planning._plan import PlannedDocument
 from doccheck.pipeline.planning._plan_stream import PlanTally, iter_planned, listed_files
+from doccheck.pipeline.planning._run_files import run_files
 from doccheck.pipeline.planning._shards import in_shard
 from doccheck.storage import resolve
 

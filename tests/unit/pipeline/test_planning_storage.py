@@ -164,7 +164,8 @@ def test_a_closed_recording_lets_its_listing_go(bucket: Bucket, tmp_path: Path) 
     import gc
     import weakref
 
-    from doccheck.pipeline.planning._batches import run_files, start_recording
+    from doccheck.pipeline.planning._batches import start_recording
+    from doccheck.pipeline.planning._run_files import run_files
 
     fs, requests = bucket
     _term(fs, 6)
