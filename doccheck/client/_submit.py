@@ -57,7 +57,11 @@ class FileDocument:
 
     @property
     def name(self) -> str:
-        return self.filename or self.location.name
+        if self.filename:
+            return self.filename
+        from doccheck.storage import file_name
+
+        return file_name(self.location)
 
 
 Document = TextDocument | FileDocument

@@ -462,17 +462,18 @@ def _read_listed(path: UserPath, entry: Entry, store: WordStore) -> KnownFile:
     """One store file read once: its hash, its count (the store's for known bytes of a type read in
     the sandbox, else extracted: plain text is counted in less time than the store's query takes,
     ~0.4 ms a file, a term's first run from a bucket) and the type it was read as."""
-    from doccheck.storage import read_bounded, spool
+    from doccheck.storage import file_name, read_bounded, spool
 
     data = read_bounded(path, max_bytes=entry.size, size=entry.size)
     digest = hashlib.sha256(data).hexdigest()
     key = key_for(digest)
-    words = None if read_in_process(data, path.name) else store.lookup([key]).get(key)
+    name = file_name(path)
+    words = None if read_in_process(data, name) else store.lookup([key]).get(key)
     if words is not None:
         kind = _store_read_as(store, [digest]).get(digest) or cached_read_as(digest)
         spool(path, data)  # kept for its sending (the run's spool, if any): no second GET
-        return KnownFile(digest, len(data), words, read_as_named(path.name, kind) if kind else None)
-    found = extract(data, path.name)
+        return KnownFile(digest, len(data), words, read_as_named(name, kind) if kind else None)
+    found = extract(data, name)
     words = count_words(found.text) if found.text.strip() else 0
     keep_text(digest, found.text)
     keep_read_as({digest: found.read_as})

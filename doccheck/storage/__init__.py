@@ -6,7 +6,7 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
   bare path (nothing changes for a local term), a :class:`upath.UPath` over fsspec for a URL, with
   the store's options (:mod:`._options`: retries from the store's own library, the settings'
   ``DOCCHECK_STORAGE_OPTIONS``); a URL carrying a credential is refused. :func:`display` is how a
-  location is shown, :func:`is_remote` whether it is on a store.
+  location is shown (:func:`file_name` its last part), :func:`is_remote` whether it is on a store.
 - :func:`child` joins a row's path to its manifest's location and refuses one that leaves it.
 - :class:`Listing` answers "exists? how large? changed?" from one LIST of a prefix; :func:`describe`
   asks it of one file.
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     )
     from doccheck.storage._links import ShareLink, share_link
     from doccheck.storage._listing import Entry, Listing, describe
-    from doccheck.storage._locations import UserPath, display, is_remote, is_url, resolve, store_errors
+    from doccheck.storage._locations import UserPath, display, file_name, is_remote, is_url, resolve, store_errors
     from doccheck.storage._options import storage_options
     from doccheck.storage._spool import spool, spooling, take_spooled
     from doccheck.storage._trees import copy_file, files_under, publish_tree, scratch_folder, subfolders
@@ -64,6 +64,7 @@ __all__ = [
     "copy_to_local",
     "describe",
     "display",
+    "file_name",
     "files_under",
     "is_remote",
     "is_url",
@@ -99,6 +100,7 @@ _LAZY = {
     "copy_to_local": "_copies",
     "describe": "_listing",
     "display": "_locations",
+    "file_name": "_locations",
     "is_remote": "_locations",
     "is_url": "_locations",
     "local_copy": "_copies",

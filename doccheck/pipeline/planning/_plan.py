@@ -43,7 +43,7 @@ from doccheck.sources.manifest import (
     parse_products,
     read_manifest,
 )
-from doccheck.storage import UserPath
+from doccheck.storage import UserPath, file_name
 
 __all__ = [
     "BYTES_PER_WORD_ESTIMATE",
@@ -165,7 +165,7 @@ def choose_mode(doc: ManifestDocument, profile: ServiceProfile | None = None) ->
     profile in force by default) → its text; files ≤ 4 MiB → multipart; ≤ 50 MiB → upload."""
     if doc.path is None:
         return "text"
-    if not (profile or current_profile()).accepts_file(doc.path.name):
+    if not (profile or current_profile()).accepts_file(file_name(doc.path)):
         return "text"
     if doc.size_bytes <= MULTIPART_MAX_BYTES:
         return "multipart"

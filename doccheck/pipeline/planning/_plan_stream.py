@@ -37,7 +37,7 @@ from doccheck.sources.manifest import (
     canonical_column,
     iter_manifest,
 )
-from doccheck.storage import Entry, Listing, UserPath, as_storage_error, child, open_input, resolve
+from doccheck.storage import Entry, Listing, UserPath, as_storage_error, child, file_name, open_input, resolve
 
 __all__ = ["PlanTally", "file_paths", "iter_planned", "listed_files", "plan_one", "resolve_campaign"]
 
@@ -174,7 +174,7 @@ def listed_files(
         except (OSError, ValueError):  # OutsideLocation among them
             continue
         entry = listing.entry(path)
-        if entry is not None and read_ahead_of(path.name, entry.size, limit_bytes):
+        if entry is not None and read_ahead_of(file_name(path), entry.size, limit_bytes):
             yield path, entry
 
 

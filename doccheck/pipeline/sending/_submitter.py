@@ -65,6 +65,7 @@ from doccheck.pipeline.sending._reconcile import Reconciler, needs_reconciliatio
 from doccheck.pipeline.sending._requests import DocumentRequests
 from doccheck.pipeline.sending._submit_options import DEFAULT_SUBMIT, SubmitOptions
 from doccheck.pipeline.sending._submit_options import DEFAULT_UPLOAD_CONCURRENCY as DEFAULT_UPLOAD_CONCURRENCY
+from doccheck.storage import file_name
 
 if TYPE_CHECKING:
     from doccheck.ledger import SubmissionRow
@@ -437,7 +438,7 @@ class _BatchSubmitter:
         reads is sent once more as its text, under its own key: nothing was made for the file's
         key (a refusal), the run's documents move to the text key, and this process's profile
         learns the type (the next files of it are planned as text). True when it will be."""
-        if doc.mode == "text" or doc.path is None or not is_supported(file_of(doc).name):
+        if doc.mode == "text" or doc.path is None or not is_supported(file_name(file_of(doc))):
             return False
         if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
             return False
@@ -501,9 +502,10 @@ def _never_made(previous: SubmissionRow | None) -> bool:
 def _type_refused(doc: Any) -> bool:
     """A file of a type this process learnt (or adopted from the ledger) the service refuses, and
     that doccheck reads: it goes as its text at once, without another refusal."""
-    if doc.mode == "text" or doc.path is None or not is_supported(file_of(doc).name):
+    if doc.mode == "text" or doc.path is None:
         return False
-    return not current_profile().accepts_file(file_of(doc).name)
+    name = file_name(file_of(doc))
+    return is_supported(name) and not current_profile().accepts_file(name)
 
 
 async def submit_batch(

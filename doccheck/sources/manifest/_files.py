@@ -42,7 +42,17 @@ from doccheck.extract import cache as word_cache
 from doccheck.sources.manifest._limits import MAX_FILE_BYTES, MULTIPART_MAX_BYTES
 from doccheck.sources.manifest._types import RejectCode
 from doccheck.sources.manifest._values import show
-from doccheck.storage import Entry, Listing, UserPath, as_storage_error, child, display, open_input, read_bounded
+from doccheck.storage import (
+    Entry,
+    Listing,
+    UserPath,
+    as_storage_error,
+    child,
+    display,
+    file_name,
+    open_input,
+    read_bounded,
+)
 
 __all__ = ["check_file"]
 
@@ -128,7 +138,7 @@ def _local_size(resolved: Path, raw_path: str) -> int:
 
 
 def _check_type(resolved: UserPath, raw_path: str) -> None:
-    ext = extension_of(resolved.name)
+    ext = extension_of(file_name(resolved))
     if ext not in SUPPORTED_TYPES and ext not in IMAGE_TYPES:  # a photo is read, to say why it is not checked
         raise CellProblem(
             "path",
@@ -143,7 +153,7 @@ def _read_listed(resolved: UserPath, raw_path: str, entry: Entry) -> tuple[str, 
     location = display(resolved)
     # The run's read-ahead looks the file up (or reads it) with its chunk: asked after it, the
     # answer is in memory, not one query a row.
-    word_cache.wait_listed(location, entry.identity, name=resolved.name, size=entry.size)
+    word_cache.wait_listed(location, entry.identity, name=file_name(resolved), size=entry.size)
     known = word_cache.known_file(location, entry.identity)
     if known is not None and known.refused is not None:  # the same bytes, refused the same way
         code, detail = known.refused
@@ -165,7 +175,7 @@ def _read(
 ) -> tuple[str, int | None, str | None]:
     """Hash and count one file; every reading failure as the row's problem with its code
     (``keep`` told first of a refusal the bytes decide)."""
-    ext = extension_of(resolved.name)
+    ext = extension_of(file_name(resolved))
     if ext in IMAGE_TYPES and size > MULTIPART_MAX_BYTES:  # not read whole: its name says enough
         raise CellProblem("path", RejectCode.IMAGE_WITHOUT_TEXT, f"{show(raw_path, 200)}: {IMAGE}")
     try:

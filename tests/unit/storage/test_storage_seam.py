@@ -15,6 +15,7 @@ from doccheck.storage import (
     Listing,
     child,
     display,
+    file_name,
     is_remote,
     local_copy,
     open_input,
@@ -217,3 +218,24 @@ def test_store_errors_name_what_escapes_a_store_library() -> None:
     errors = store_errors()
     assert OSError in errors and aiohttp.ClientError in errors
     assert issubclass(aiohttp.ClientPayloadError, errors)
+
+
+@pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        ("s3://bucket/term/docs/a b.txt", {"anon": True}),
+        ("s3://bucket/a%20b/c.txt", {"anon": True}),
+        ("gs://bucket/x/y.docx", {}),
+        ("az://container/x/y.pdf", {"account_name": "acct"}),
+        ("abfs://container/x/y.pdf", {"account_name": "acct"}),
+        ("memory://term/x/y.txt", {}),
+    ],
+)
+def test_a_stores_url_and_name_are_what_upath_says_without_its_parsing(url: str, options: dict[str, object]) -> None:
+    """display and file_name take the URL and the last part from the key (several calls a document
+    of a term read from a bucket): the same text as UPath's own str() and name."""
+    pytest.importorskip({"s3": "s3fs", "gs": "gcsfs", "az": "adlfs", "abfs": "adlfs"}.get(url.split(":")[0], "fsspec"))
+    path = UPath(url, **options)
+    expected = str(path) if path.protocol != "memory" else "memory://term/x/y.txt"
+    assert display(path) == expected and file_name(path) == path.name
+    assert file_name(Path("/tmp/x/report.pdf")) == "report.pdf"
