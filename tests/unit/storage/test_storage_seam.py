@@ -144,6 +144,53 @@ def test_one_listing_answers_for_every_file_of_a_prefix(memory: MemoryFileSystem
         del memory.find
 
 
+def test_a_listing_made_ahead_is_the_one_the_rows_wait_for(memory: MemoryFileSystem) -> None:
+    """list_ahead lists a store's prefix on a thread of its own; the first ask waits for that
+    listing instead of making another (one LIST), and a failed one is made again by the ask,
+    which meets the store's error itself. A local folder is not listed."""
+    import threading
+
+    memory.pipe({"/term/a/x.txt": b"12345"})
+    base = resolve("memory://term/a")
+    assert base.fs is memory  # kept by the path: the listing's thread uses it too (a store's is shared anyway)
+    calls: list[str] = []
+    started, release = threading.Event(), threading.Event()
+    original = memory.find
+
+    def slow(path: str, **kw: object) -> object:
+        calls.append(path)
+        started.set()
+        release.wait(10)
+        return original(path, **kw)
+
+    memory.find = slow  # type: ignore[method-assign]
+    try:
+        listing = Listing(base)
+        listing.list_ahead()
+        assert started.wait(10)
+        threading.Timer(0.2, release.set).start()
+        entry = listing.entry(base / "x.txt")  # waits for the listing under way
+        assert entry is not None and entry.size == 5 and len(calls) == 1
+    finally:
+        del memory.find
+
+    def failing(path: str, **kw: object) -> object:
+        calls.append(path)
+        raise OSError("the store failed")
+
+    calls.clear()
+    memory.find = failing  # type: ignore[method-assign]
+    try:
+        listing = Listing(base)
+        listing.list_ahead()
+        with pytest.raises(OSError, match="the store failed"):
+            listing.entry(base / "x.txt")
+        assert len(calls) == 2  # the thread's, then the ask's own
+    finally:
+        del memory.find
+    Listing(Path("/nonexistent")).list_ahead()  # a local folder: nothing listed, nothing raised
+
+
 def test_a_local_listing_stats_on_demand(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(b"abc")
     listing = Listing(tmp_path)
