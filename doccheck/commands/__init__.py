@@ -17,7 +17,6 @@ import os as _os
 from typing import TYPE_CHECKING
 
 from doccheck._lazy import lazy_getattr as _lazy_getattr
-from doccheck.commands._malloc_arenas import limit_malloc_arenas as _limit_malloc_arenas
 
 if TYPE_CHECKING:
     from doccheck.commands._collect import collect
@@ -75,7 +74,6 @@ __all__ = [
 ARROW_MEMORY_POOL = "system"
 
 _os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)
-_limit_malloc_arenas()  # before the run starts its threads (._malloc_arenas says why)
 
 #: Name → the private module that defines it, imported by ``__getattr__`` on first use.
 _LAZY = {
