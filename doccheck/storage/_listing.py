@@ -75,10 +75,10 @@ class Listing:
     def list_ahead(self) -> None:
         """Start the one listing now, on a thread of its own (a store's prefix; nothing on the disk):
         whoever asks first then waits for it rather than starting it. Why: a rerun from a bucket
-        decides every row from the listing, and the run has other work before its first row (the
-        campaign's stored signatures read back, the run started in the ledger) that the store's
-        latency can overlap. A listing that fails here is made again by the first ask, which meets
-        the store's error where a run handles it."""
+        decides every row from the listing, and the recording has other work before its first row
+        (the run started in the ledger, the manifest's HEAD, its GETs for the header and for the
+        read-ahead's path cells) that the listing's pages can overlap. A listing that fails here is
+        made again by the first ask, which meets the store's error where a run handles it."""
         if isinstance(self.base, Path):
             return
         threading.Thread(target=self._list_quietly, name="doccheck-listing", daemon=True).start()

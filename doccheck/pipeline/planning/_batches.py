@@ -246,7 +246,7 @@ class PlanRecording:
         self.default_products, self.metadata_columns = run_defaults(products, metadata_columns)
         self._cursor = RowCursor()
         listing = manifest_listing(manifest)
-        listing.list_ahead()  # a store's prefix: listed while the run starts and matching reads its signatures
+        listing.list_ahead()  # a store's prefix: listed while the run starts and the manifest is opened
         self._outcomes = iter_manifest(
             manifest, default_products=self.default_products, metadata_columns=self.metadata_columns,
             cursor=self._cursor, listing=listing,

@@ -438,12 +438,13 @@ class _BatchSubmitter:
         reads is sent once more as its text, under its own key: nothing was made for the file's
         key (a refusal), the run's documents move to the text key, and this process's profile
         learns the type (the next files of it are planned as text). True when it will be."""
-        if doc.mode == "text" or doc.path is None or not is_supported(file_name(file_of(doc))):
+        if doc.mode == "text" or doc.path is None:
             return False
-        if not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
+        name = file_name(file_of(doc))
+        if not is_supported(name) or not unsupported_type_refusal(exc.status_code, exc.code, exc.message):
             return False
-        if learn_refused_type(file_of(doc).name):  # kept for the next processes too
-            ext = extension_of(file_of(doc).name)
+        if learn_refused_type(name):  # kept for the next processes too
+            ext = extension_of(name)
             await self._db(remember_refusal, self.ledger, service_of(self.client), ext, current_profile().name)
         await self._db(
             self.ledger.mark_submit_failed,
