@@ -11,9 +11,10 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
 - :class:`Listing` answers "exists? how large? changed?" from one LIST of a prefix; :func:`describe`
   asks it of one file.
 - :func:`open_input` streams a file in blocks, :func:`read_bounded` reads a small one whole;
-  :func:`local_copy` gives a parser a bounded local copy (the two whole reads of an S3 object are
-  one GET through obstore, :mod:`._object_reads`; everything else goes through fsspec); :func:`as_storage_error` makes what a
-  store's library raises (:func:`store_errors`) a :class:`~doccheck.errors.StorageError`.
+  :func:`local_copy` gives a parser a bounded local copy (on S3 these reads, the listing and
+  :func:`describe` go through obstore, :mod:`._object_reads` and :mod:`._s3_store`; everything
+  else goes through fsspec); :func:`as_storage_error` makes what a store's library raises
+  (:func:`store_errors`) a :class:`~doccheck.errors.StorageError`.
 - :func:`open_output`, :func:`write_bytes` and :func:`upload_tree` publish whole objects, a folder's
   marker last; :func:`remove_tree` purges; :func:`arrow_filesystem` hands pyarrow the filesystem.
 - :func:`publish_tree` replaces a folder of outputs behind its marker; :func:`subfolders` and

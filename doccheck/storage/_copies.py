@@ -21,7 +21,7 @@ from fsspec.spec import AbstractBufferedFile
 
 from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display, store_errors
-from doccheck.storage._object_reads import copy_object, read_object
+from doccheck.storage._object_reads import copy_object, open_object, read_object
 from doccheck.storage._spool import take_spooled
 
 __all__ = ["BLOCK_BYTES", "as_storage_error", "copy_to_local", "local_copy", "open_input", "read_bounded"]
@@ -48,7 +48,8 @@ def as_storage_error(path: UserPath) -> Iterator[None]:
 
 def open_input(path: UserPath, *, size: int | None = None, block_bytes: int = BLOCK_BYTES) -> IO[bytes]:
     """``path`` open for reading in binary, a remote one read ahead in :data:`BLOCK_BYTES` blocks
-    (s3fs' default block is 50 MB: one open document would hold that much), with a local file's
+    (s3fs' default block is 50 MB: one open document would hold that much; an S3 object's blocks
+    are ranged GETs through obstore, :func:`~._object_reads.open_object`), with a local file's
     API (``readline(limit)``, ``seek``, ``tell``). ``size``: the file's size as planning or a listing
     recorded it: a remote file then opens and reads without asking its store (s3fs sends a HEAD
     for the size at the open and, size given, still one for its details at the first read); a
@@ -56,6 +57,8 @@ def open_input(path: UserPath, *, size: int | None = None, block_bytes: int = BL
     a larger block for a file read once and alone, forward with small seeks (an export's zip)."""
     if isinstance(path, Path):
         return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    if (ranged := open_object(path, size=size, block_bytes=block_bytes)) is not None:
+        return ranged  # an S3 object: ranged GETs through obstore
     known = {} if size is None else {"size": size}
     with as_storage_error(path):
         handle = path.fs.open(path.path, "rb", block_size=block_bytes, cache_type="readahead", **known)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -122,18 +123,11 @@ def store_errors() -> tuple[type[BaseException], ...]:
     """What a read or write of a store raises once its library's retries are spent: ``OSError``
     (s3fs maps most answers to it), and the transport's own errors that escape unmapped (a GET
     cut mid-body ends as aiohttp's ``ClientPayloadError``; botocore's connection errors). Catch
-    these to turn one file's failure into its row's reason, never the run's."""
+    these to turn one file's failure into its row's reason, never the run's. A library not yet
+    imported raised nothing, so it is not imported here (a run from S3 loads neither: obstore)."""
     found: list[type[BaseException]] = [OSError, TimeoutError]
-    try:
-        import aiohttp
-
+    if (aiohttp := sys.modules.get("aiohttp")) is not None:
         found.append(aiohttp.ClientError)
-    except ImportError:
-        pass
-    try:
-        from botocore.exceptions import BotoCoreError
-
-        found.append(BotoCoreError)
-    except ImportError:
-        pass
+    if (botocore_errors := sys.modules.get("botocore.exceptions")) is not None:
+        found.append(botocore_errors.BotoCoreError)
     return tuple(found)

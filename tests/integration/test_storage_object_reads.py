@@ -1,13 +1,19 @@
-"""A document read whole from S3 goes through obstore (doccheck/storage/_object_reads.py): one GET
-and no HEAD, the store's faults ridden out by its own retries, a missing or oversized object said
-as the seam says it, no secret in a message; options it cannot translate fall back to s3fs."""
+"""A file on S3 is read through obstore (doccheck/storage/_object_reads.py, _s3_store.py): a
+document whole in one GET and no HEAD, a manifest streamed in ranged GETs, a prefix listed, the
+store's faults ridden out by its own retries, a missing or oversized object said as the seam says
+it, no secret in a message; options it cannot translate, and a listing cut mid-answer, go to s3fs.
+Reading a term from S3 loads nothing of s3fs or botocore."""
 
 from __future__ import annotations
+
+import io
+import subprocess
+import sys
 
 import pytest
 
 from doccheck.errors import StorageError
-from doccheck.storage import local_copy, read_bounded, resolve
+from doccheck.storage import Listing, describe, local_copy, open_input, read_bounded, resolve
 from tests.fixtures.s3 import S3Bucket
 
 pytestmark = pytest.mark.integration
@@ -75,3 +81,63 @@ def test_options_it_cannot_translate_are_read_through_s3fs(
     monkeypatch.setenv("DOCCHECK_STORAGE_OPTIONS", '{"s3": {"config_kwargs": {"signature_version": "s3"}}}')
     assert read_bounded(resolve(f"{b.url}/docs/a.txt"), max_bytes=100, size=5) == b"essay"
     assert gets == ["docs/a.txt"]
+
+
+def test_a_streamed_read_is_ranged_gets_of_a_block_each(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    data = b"".join(f"line {i:06d}\n".encode() for i in range(25_000))  # 300,000 bytes
+    b.fs.pipe({f"{b.name}/term/manifest.csv": data})
+    b.proxy.clear_log()
+    with open_input(resolve(f"{b.url}/term/manifest.csv"), block_bytes=64 * 1024) as f:
+        assert f.readline(5) == b"line "  # a line's limit holds, as on a local file
+        assert f.readline() == b"000000\n"
+        f.seek(-12, io.SEEK_END)
+        assert f.read() == b"line 024999\n" and f.tell() == len(data)
+        f.seek(0)
+        assert b"".join(f) == data  # line by line: a 64 KiB block a GET
+    methods = [r.method for r in b.proxy.requests]
+    assert methods[0] == "HEAD" and methods.count("HEAD") == 1  # the size, asked once
+    assert methods.count("GET") == 1 + 1 + 5  # the first block, the tail in one, then the 5 blocks
+
+
+def test_a_listing_cut_mid_answer_is_listed_again_through_s3fs(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    b.fs.pipe({f"{b.name}/term/docs/{i}.txt": b"essay" for i in range(30)})
+    # Seed 1 draws 0.13 then 0.85: the first LIST's answer is cut mid-body (object_store gives up
+    # on it), the second, s3fs', is answered.
+    b.proxy.set_faults(drop_share=0.5, seed=1, methods={"GET"})
+    listing = Listing(resolve(f"{b.url}/term"))
+    assert [name for name, _ in listing.files()] == sorted(f"docs/{i}.txt" for i in range(30))
+    assert [r.fault for r in b.proxy.lists(b.name)] == ["drop", None]
+
+
+def test_a_term_is_read_from_s3_without_loading_s3fs_or_botocore(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    b.fs.pipe(
+        {f"{b.name}/term/manifest.csv": b"student_id,path\ns1,docs/a.txt\n", f"{b.name}/term/docs/a.txt": b"essay"}
+    )
+    script = (
+        "import sys\n"
+        "from doccheck.storage import Listing, describe, open_input, read_bounded, resolve\n"
+        "manifest, doc = resolve(sys.argv[1] + '/term/manifest.csv'), resolve(sys.argv[1] + '/term/docs/a.txt')\n"
+        "size = describe(manifest).size\n"
+        "with open_input(manifest, size=size) as f:\n"
+        "    rows = f.read().decode().split()\n"
+        "entry = Listing(resolve(sys.argv[1] + '/term')).entry(doc)\n"
+        "text = read_bounded(doc, max_bytes=100, size=entry.size).decode()\n"
+        "loaded = sorted(m for m in ('s3fs', 'aiobotocore', 'botocore', 'aiohttp') if m in sys.modules)\n"
+        "print(rows, entry.size, text, loaded)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, b.url], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['student_id,path', 's1,docs/a.txt'] 5 essay []"
+    assert sorted(r.method for r in b.proxy.requests) == ["GET", "GET", "GET", "HEAD"]  # GET, LIST, GET
+
+
+def test_a_missing_manifest_is_none_and_a_failing_store_names_the_file(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    assert describe(resolve(f"{b.url}/term/manifest.csv")) is None
+    b.proxy.set_faults(error_500_share=1.0)
+    with pytest.raises(StorageError) as failed:
+        describe(resolve(f"{b.url}/term/manifest.csv"))
+    assert "term/manifest.csv" in str(failed.value) and b.env["AWS_SECRET_ACCESS_KEY"] not in str(failed.value)
