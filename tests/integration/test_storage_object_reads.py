@@ -85,19 +85,25 @@ def test_options_it_cannot_translate_are_read_through_s3fs(
 
 def test_a_streamed_read_is_ranged_gets_of_a_block_each(s3_bucket: S3Bucket) -> None:
     b = s3_bucket
-    data = b"".join(f"line {i:06d}\n".encode() for i in range(25_000))  # 300,000 bytes
+    data = b"".join(f"line {i:06d}\n".encode() for i in range(25_000))  # 300,000 bytes: 5 blocks of 64 KiB
     b.fs.pipe({f"{b.name}/term/manifest.csv": data})
+    manifest = resolve(f"{b.url}/term/manifest.csv")
     b.proxy.clear_log()
-    with open_input(resolve(f"{b.url}/term/manifest.csv"), block_bytes=64 * 1024) as f:
+    with open_input(manifest, block_bytes=64 * 1024) as f:
         assert f.readline(5) == b"line "  # a line's limit holds, as on a local file
         assert f.readline() == b"000000\n"
         f.seek(-12, io.SEEK_END)
         assert f.read() == b"line 024999\n" and f.tell() == len(data)
         f.seek(0)
-        assert b"".join(f) == data  # line by line: a 64 KiB block a GET
+        assert b"".join(f) == data
     methods = [r.method for r in b.proxy.requests]
     assert methods[0] == "HEAD" and methods.count("HEAD") == 1  # the size, asked once
-    assert methods.count("GET") == 1 + 1 + 5  # the first block, the tail in one, then the 5 blocks
+    assert methods.count("GET") == 1 + 1 + 4  # the first block, the tail, the 4 blocks after the first
+    b.proxy.clear_log()
+    with open_input(manifest, size=len(data), block_bytes=64 * 1024) as f:
+        # A text reader asks 8 KiB at a time past the buffer (read1): still a block a GET.
+        assert sum(1 for _ in io.TextIOWrapper(f, encoding="utf-8")) == 25_000
+    assert [r.method for r in b.proxy.requests] == ["GET"] * 5
 
 
 def test_a_listing_cut_mid_answer_is_listed_again_through_s3fs(s3_bucket: S3Bucket) -> None:
