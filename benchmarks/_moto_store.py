@@ -14,7 +14,7 @@ Python API on the very backend the server serves, in seconds.
 
 Run (the benchmark does)::
 
-    python benchmarks/_moto_store.py --port P [--latency-ms 30]
+    python benchmarks/_moto_store.py --port P [--latency-ms 30] [--nice 19]
 
 Control paths (never S3's: a bucket cannot be named ``_bench``):
 
@@ -126,7 +126,10 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--nice", type=int, default=0, help="the store's CPU priority (its threads inherit it)")
     args = parser.parse_args()
+    if args.nice:
+        os.nice(args.nice)
     from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
