@@ -50,9 +50,10 @@ ACCOUNT_ID = "123456789012"  # moto's default account, the one its server serves
 class Store:
     """moto's WSGI app with the latency, the log and the control paths in front of it."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], latency_ms: float) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], latency_ms: float, *, direct_gets: bool = False) -> None:
         self.app = app
         self.latency_ms = latency_ms
+        self.direct_gets = direct_gets
         self._lock = threading.Lock()
         self._log: list[tuple[str, str, bool]] = []  # method, bucket/key, is a LIST
 
@@ -69,6 +70,10 @@ class Store:
             latency = self.latency_ms
         if latency:
             time.sleep(latency / 1000)  # in this request's thread: the others wait their own
+        if self.direct_gets and method == "GET" and key and not query and "HTTP_RANGE" not in environ:
+            found = _stored_object(bucket, key)
+            if found is not None:
+                return _object_answer(found, start_response)
         return self.app(environ, start_response)
 
     def _control(self, path: str, query: dict[str, list[str]], start_response: Callable[..., Any]) -> list[bytes]:
@@ -103,6 +108,24 @@ class Store:
         return {"kinds": kinds, "object_reads": reads, "cpu_seconds": times.user + times.system}
 
 
+def _stored_object(bucket: str, key: str) -> Any:
+    """moto's stored object (a ``FakeKey``) at ``bucket/key``, None when there is none (moto answers)."""
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[ACCOUNT_ID]["aws"].buckets.get(bucket)
+    return None if found is None else found.keys.get(key)
+
+
+def _object_answer(stored: Any, start_response: Callable[..., Any]) -> list[bytes]:
+    """A whole object's GET answered from moto's backend as moto's app answers it (its bytes, ETag,
+    Last-Modified, length), without Flask and moto's dispatch: ~60% of the store's CPU a GET."""
+    body: bytes = stored.value
+    start_response("200 OK", [("Content-Type", "binary/octet-stream"), ("Content-Length", str(len(body))),
+                              ("ETag", stored.etag), ("Last-Modified", stored.last_modified_RFC1123),
+                              ("Accept-Ranges", "bytes")])  # fmt: skip
+    return [body]
+
+
 def fill(bucket: str, prefix: str, folder: Path) -> dict[str, Any]:
     """Every file under ``folder`` put in ``bucket`` under ``prefix`` through moto's backend."""
     from moto.s3.models import s3_backends
@@ -127,6 +150,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--nice", type=int, default=0, help="the store's CPU priority (its threads inherit it)")
+    parser.add_argument("--direct-gets", action="store_true", help="answer whole objects' GETs from the backend")
     args = parser.parse_args()
     if args.nice:
         os.nice(args.nice)
@@ -137,7 +161,7 @@ def main() -> None:
     MotoRequestHandler.log_request = lambda *_: None  # type: ignore[method-assign]  # no line a request
     # S3's app itself: moto's dispatcher found the service of every request by trying each of its
     # ~150 services' URL patterns and the Authorization header (a third of its CPU a GET, py-spy).
-    store = Store(create_backend_app("s3"), args.latency_ms)
+    store = Store(create_backend_app("s3"), args.latency_ms, direct_gets=args.direct_gets)
     server = make_server(args.host, args.port, store, threaded=True, request_handler=MotoRequestHandler)
     print(f"serving on http://{args.host}:{args.port}", flush=True)
     server.serve_forever()

@@ -1,7 +1,7 @@
 """A term from object storage against the same term on local disk (issue 48).
 
 Run:  .venv/bin/python benchmarks/storage_term.py [--n 10000] [--latency-ms 30] [--words 300]
-          [--term-n 0] [--skip-local] [--trace-dir DIR] [--store-nice 19]
+          [--term-n 0] [--skip-local] [--trace-dir DIR] [--store-nice 19] [--store-gets direct]
 
 **The store**: moto's S3 app in a process of its own (``benchmarks/_moto_store.py``), which sleeps
 ``--latency-ms`` in each request's thread before answering and counts the requests itself; the
@@ -9,6 +9,10 @@ documents are put in it through moto's Python API on the backend it serves (seco
 Its own CPU is printed beside the command's: real S3 costs the machine none of it, so the store
 runs at ``--store-nice`` 19 by default: it answers when the command leaves a core free (its latency
 only grows when the command is busy), instead of taking the command's cores (``--store-nice 0``).
+And a whole object's GET (no range, no query) is answered from moto's backend by the store itself
+(``--store-gets direct``, the default): moto's app costs ~2.5 ms of the store's GIL a request, so
+one process of it serves ~350 GETs a second at most (16 readers at 30 ms saw ~53 ms a GET), below
+what a term's reads need; S3 serves thousands at once. ``--store-gets moto`` keeps moto's own.
 
 **Throughput** (``--n`` files): ``--n`` generated ``.txt`` documents (``--words`` words each, all
 different) and a manifest of their paths, written once to a local folder and put once in the
@@ -96,13 +100,14 @@ class BenchStore:
     """``_moto_store.py`` in a process of its own: moto's S3 app, the latency added inside it, its
     requests counted inside it, its backend filled in-process (docs/benchmarks.md says why)."""
 
-    def __init__(self, work: Path, latency_ms: float, nice: int = 0) -> None:
+    def __init__(self, work: Path, latency_ms: float, nice: int = 0, *, direct_gets: bool = False) -> None:
         import httpx
 
         from doccheck.commands import free_port, start_service
 
         port = free_port()
-        args = [sys.executable, str(ROOT / "benchmarks" / "_moto_store.py"), "--port", str(port), "--nice", str(nice)]
+        args = [sys.executable, str(ROOT / "benchmarks" / "_moto_store.py"), "--port", str(port), "--nice", str(nice),
+                *(["--direct-gets"] if direct_gets else [])]  # fmt: skip
         self.url = f"http://127.0.0.1:{port}"
         self.service = start_service("s3 store", args, health_url=f"{self.url}/_bench/requests", url=self.url,
                                      log_path=work / "store.log", env={"AWS_DEFAULT_REGION": "us-east-1"}, timeout=60)  # fmt: skip
@@ -174,12 +179,14 @@ def main() -> None:
     parser.add_argument("--trace-dir", type=Path, help="write each run's RSS samples there (CSV) and who held the peak")
     parser.add_argument("--store-nice", type=int, default=19,
                         help="the test store's CPU priority (19: it yields the cores to the command; 0: it competes)")  # fmt: skip
+    parser.add_argument("--store-gets", choices=("direct", "moto"), default="direct",
+                        help="a whole object's GET answered from moto's backend directly (default) or by moto's app")  # fmt: skip
     args = parser.parse_args()
     import s3fs
 
     with tempfile.TemporaryDirectory(prefix="doccheck-storage-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        store = BenchStore(work, args.latency_ms, args.store_nice)
+        store = BenchStore(work, args.latency_ms, args.store_nice, direct_gets=args.store_gets == "direct")
         stack.callback(store.close)
         service, root = start_emulator(work)
         stack.callback(service.stop)
@@ -213,7 +220,7 @@ def main() -> None:
                     show(f"{where} {label}", f, extra)
                     if where == "bucket":
                         print(f"{'':>30}the store's requests: {requests_seen(seen['kinds'])}; CPU of the test's "
-                              f"store on the same cores: {f['store_cpu']:.1f} s (moto, nice {args.store_nice})", flush=True)  # fmt: skip
+                              f"store on the same cores: {f['store_cpu']:.1f} s (moto, nice {args.store_nice}, {args.store_gets} GETs)", flush=True)  # fmt: skip
             if kind == "throughput":
                 fs = s3fs.S3FileSystem(key=ACCESS_KEY_ID, secret=SECRET_ACCESS_KEY, skip_instance_cache=True,
                                        use_listings_cache=False, client_kwargs={"endpoint_url": store.url})  # fmt: skip
