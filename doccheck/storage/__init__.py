@@ -21,8 +21,8 @@ reached through here, so that a URL (``s3://``, ``gs://``, ``az://``/``abfs://``
   :func:`files_under` list a folder in one request; :func:`copy_file` copies inside a store;
   :func:`scratch_folder` is the local folder where work for a store's location is done.
 - :func:`share_link` links an output for a person elsewhere: the object's URL, or a presigned one.
-- :func:`spooling` keeps, for a run, the bytes planning read of a store's files on the local disk
-  (capped) and :func:`spool` adds to it: the file's read when sent takes them (:func:`take_spooled`)
+- :func:`spooling` keeps, for a run, the bytes planning read of a store's files (a small one in
+  memory, others on the local disk; capped) and :func:`spool` adds to it: the file's read when sent takes them (:func:`take_spooled`)
   instead of a GET.
 
 This ``__init__`` imports nothing on its own: each name is imported on first use.

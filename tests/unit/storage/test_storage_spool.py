@@ -48,7 +48,7 @@ def test_a_read_of_another_size_or_past_its_bound_is_not_served_from_the_spool(b
         spool(x, b"0123456789")
         spool(y, b"0123456789")
         assert read_bounded(x, max_bytes=100, size=12) == b"0123456789"  # told another size: the store's
-        assert requests.gets["/t/a/x.txt"] == 1 and run.used == 10  # and x's entry is gone
+        assert requests.gets["/t/a/x.txt"] == 1 and run.held == 10  # and x's entry is gone
         with pytest.raises(StorageError, match="over the 9 byte limit"):
             read_bounded(y, max_bytes=9)
         with pytest.raises(StorageError, match="over the 9 byte limit"), local_copy(y, max_bytes=9):
@@ -60,7 +60,7 @@ def test_the_spool_keeps_no_more_than_its_cap_and_is_removed_with_the_run(bucket
     names = [f"/t/a/{i} Ünïcode student name.txt" for i in range(3)]
     fs.pipe(dict.fromkeys(names, b"x" * 40))
     paths = [resolve(f"memory:/{name}") for name in names]
-    with spooling(max_bytes=100) as run:
+    with spooling(max_bytes=100, memory_bytes=0) as run:  # on the disk
         assert [spool(p, b"x" * 40) for p in paths] == [True, True, False]
         assert run.full == 1 and run.used == 80
         held = sorted(f.name for f in run.folder.iterdir())
@@ -79,3 +79,16 @@ def test_nothing_is_spooled_without_a_run_or_for_a_local_file(bucket: Bucket, tm
     local.write_bytes(b"words")
     with spooling() as run:
         assert not spool(local, b"words") and run.kept == 0
+
+
+def test_small_files_are_held_in_memory_up_to_its_cap_then_on_the_disk(bucket: Bucket) -> None:
+    fs, requests = bucket
+    fs.pipe({f"/t/a/{i}.txt": b"y" * 40 for i in range(3)})
+    paths = [resolve(f"memory://t/a/{i}.txt") for i in range(3)]
+    with spooling(max_bytes=1000, memory_bytes=80) as run:
+        assert all(spool(p, b"y" * 40) for p in paths)
+        assert (run.held, run.used) == (80, 40)  # two in memory, the third on the disk
+        assert [f.name for f in run.folder.iterdir()] == ["00000000"]
+        assert [read_bounded(p, max_bytes=100, size=40) for p in paths] == [b"y" * 40] * 3
+        assert (run.held, run.used, run.taken) == (0, 0, 3) and not requests.gets
+        assert spool(paths[0], b"y" * 40) and run.held == 40  # room again once taken
