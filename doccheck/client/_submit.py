@@ -13,6 +13,7 @@ the store in blocks, and a multipart file (up to 4 MB) read whole, ahead of its 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,12 +51,13 @@ class FileDocument:
     size: int | None = None
     content: bytes | None = dataclasses.field(default=None, repr=False)
 
-    @property
+    @functools.cached_property
     def location(self) -> UserPath:
-        """``path`` as a location: a local ``Path`` or the file on its store."""
+        """``path`` as a location: a local ``Path`` or the file on its store (worked out once: a
+        document's sending asks it half a dozen times, each a few microseconds for a store's file)."""
         return as_location(self.path)
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         if self.filename:
             return self.filename
