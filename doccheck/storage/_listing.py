@@ -170,17 +170,36 @@ def _listed_by_obstore(store: Any, key: str, *, bucket: str) -> dict[str, bytes]
     Why None and not the error: object_store retries a LIST that is refused or not answered, but
     not one whose answer is cut mid-body (measured: 3 of 10 listings of 3,000 keys failed with
     10% of connections dropped), where botocore retries it. The caller then lists through s3fs,
-    whose retries ride it out: the same entries, more CPU."""
+    whose retries ride it out: the same entries, more CPU.
+
+    A folder's marker (the empty ``docs/`` object a console's "create folder" leaves) is listed
+    by object_store as ``docs``, as an empty file of that name would be: each empty object is
+    asked of the store (one HEAD, answered only for a real ``docs``) and a marker left out, as
+    a folder is not a file. Past :data:`_EMPTY_ASKED` empty objects, s3fs lists the prefix."""
     prefix = key.strip("/") + "/" if key.strip("/") else ""
     entries: dict[str, bytes] = {}
+    empty: list[str] = []
     obstore = obstore_module()
     try:
         for page in obstore.list(store, prefix=prefix or None, chunk_size=1000):
             for meta in page:
                 entries[f"{bucket}/{meta['path']}"] = _pack(_meta_entry(meta))
+                if not meta["size"]:
+                    empty.append(meta["path"])
+        if len(empty) > _EMPTY_ASKED:
+            return None
+        for name in empty:
+            try:
+                obstore.head(store, name)
+            except FileNotFoundError:  # only "name/" is there: a folder's marker
+                entries.pop(f"{bucket}/{name}", None)
     except (OSError, obstore.exceptions.BaseError):
         return None
     return entries
+
+
+#: Most empty objects a listing through obstore asks about one by one (a folder's marker or not).
+_EMPTY_ASKED = 100
 
 
 def _meta_entry(meta: Mapping[str, Any]) -> Entry:

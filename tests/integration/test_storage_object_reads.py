@@ -147,3 +147,16 @@ def test_a_missing_manifest_is_none_and_a_failing_store_names_the_file(s3_bucket
     with pytest.raises(StorageError) as failed:
         describe(resolve(f"{b.url}/term/manifest.csv"))
     assert "term/manifest.csv" in str(failed.value) and b.env["AWS_SECRET_ACCESS_KEY"] not in str(failed.value)
+
+
+def test_a_folders_marker_is_not_listed_as_a_file_and_an_empty_file_is(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    b.fs.pipe({f"{b.name}/term/docs/": b"", f"{b.name}/term/docs/a.txt": b"essay", f"{b.name}/term/none/": b"",
+               f"{b.name}/term/empty.txt": b""})  # fmt: skip
+    base = resolve(f"{b.url}/term")
+    listing = Listing(base)
+    assert [(name, entry.size) for name, entry in listing.files()] == [("docs/a.txt", 5), ("empty.txt", 0)]
+    assert listing.entry(resolve(f"{b.url}/term/docs")) is None  # a folder, not an empty file
+    assert listing.entry(resolve(f"{b.url}/term/none")) is None
+    assert len(b.proxy.lists(b.name)) == 1  # one listing, and a HEAD for each of the three empty objects
+    assert sorted(r.method for r in b.proxy.requests if not r.is_list) == ["HEAD"] * 3
