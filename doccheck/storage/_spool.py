@@ -1,10 +1,10 @@
-"""The bytes planning read from a store, kept on the local disk until the document is sent.
+"""The bytes planning read from a store, kept (in memory or on the local disk) until the document is sent.
 
 Why: a term's first run from a bucket read each document twice: once when planned (its hash and
-word count; planning reads every file of the manifest before the first batch is sent, many at a
+word count; planning read every file of the manifest before the first batch was sent, many at a
 time) and once when sent, 20,000 GETs for 10,000 documents at ~30 ms each (issue 48's benchmark).
-Planning cannot hand the bytes on in memory (a term's are hundreds of megabytes, read long before
-they are sent), so what it read is written to a temporary folder of the run's, capped in bytes
+Planning could not hand the bytes on in memory then (a term's are hundreds of megabytes, and were
+read long before they were sent), so what it read is written to a temporary folder of the run's, capped in bytes
 (:data:`SPOOL_BYTES`), and the first read of that file afterwards takes it from there and removes
 it. Past the cap nothing more is kept and the file is read from its store again, as before.
 
