@@ -160,3 +160,12 @@ def test_a_folders_marker_is_not_listed_as_a_file_and_an_empty_file_is(s3_bucket
     assert listing.entry(resolve(f"{b.url}/term/none")) is None
     assert len(b.proxy.lists(b.name)) == 1  # one listing, and a HEAD for each of the three empty objects
     assert sorted(r.method for r in b.proxy.requests if not r.is_list) == ["HEAD"] * 3
+
+
+def test_keys_object_store_cannot_name_are_listed_through_s3fs(s3_bucket: S3Bucket) -> None:
+    b = s3_bucket
+    for key in ("term/a.txt", "term/odd//b.txt", "term/./c.txt"):  # an empty segment, a "." one
+        b.fs.call_s3("put_object", Bucket=b.name, Key=key, Body=b"essay")
+    listing = Listing(resolve(f"{b.url}/term"))
+    assert [name for name, _ in listing.files()] == ["./c.txt", "a.txt", "odd//b.txt"]
+    assert [r.fault for r in b.proxy.lists(b.name)] == [None, None]  # obstore's, refused whole; then s3fs'
