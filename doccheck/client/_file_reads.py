@@ -110,8 +110,8 @@ def read_whole(path: UserPath, size: int | None) -> bytes:
 
 
 def spooled(path: UserPath, size: int) -> bytes | None:
-    """The bytes of a store's file that the run's planning kept on the local disk (its spool,
-    ``doccheck.storage.take_spooled``), once; None when there are none (read it from its store)."""
+    """The bytes of a store's file that the run's planning kept, in memory or on the local disk (its
+    spool, ``doccheck.storage.take_spooled``), once; None when there are none (read it from its store)."""
     from doccheck.storage import take_spooled
 
     return take_spooled(path, size)

@@ -154,8 +154,8 @@ async def read_ahead(document: Document) -> Document:
     if isinstance(path, Path) or document.size is None or document.size > A.MULTIPART_MAX_BYTES:
         return document
     if document.size <= CHUNK_SIZE and (kept := spooled(path, document.size)) is not None:
-        # On the local disk, no larger than one read of a local file: read on the loop as that is
-        # (a worker thread's hand-off cost more than the read, for each essay of a term).
+        # In memory or on the local disk, no larger than one read of a local file: taken on the loop
+        # as that is read (a worker thread's hand-off cost more than the read, for each essay of a term).
         return dataclasses.replace(document, content=kept)
     return dataclasses.replace(document, content=await threaded(read_whole, path, document.size))
 

@@ -21,7 +21,7 @@ from fsspec.spec import AbstractBufferedFile
 
 from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display, store_errors
-from doccheck.storage._object_reads import copy_object, open_object, read_object
+from doccheck.storage._object_reads import SeekableReads, copy_object, open_object, read_object
 from doccheck.storage._spool import take_spooled
 
 __all__ = ["BLOCK_BYTES", "as_storage_error", "copy_to_local", "local_copy", "open_input", "read_bounded"]
@@ -69,7 +69,7 @@ def open_input(path: UserPath, *, size: int | None = None, block_bytes: int = BL
     return io.BufferedReader(_StoreReads(handle, path), buffer_size=64 * 1024)
 
 
-class _StoreReads(io.RawIOBase):
+class _StoreReads(SeekableReads):
     """A store's file object whose reads and seeks raise a :class:`StorageError` for what the
     store's library raises (:func:`store_errors`), so that a reader's ``except OSError`` holds."""
 
@@ -77,12 +77,6 @@ class _StoreReads(io.RawIOBase):
         super().__init__()
         self._handle = handle
         self._path = path
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")

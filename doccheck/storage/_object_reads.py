@@ -27,7 +27,7 @@ from doccheck.errors import StorageError
 from doccheck.storage._locations import UserPath, display
 from doccheck.storage._s3_store import obstore_module, store_and_key
 
-__all__ = ["copy_object", "open_object", "read_object", "as_read_errors"]
+__all__ = ["SeekableReads", "as_read_errors", "copy_object", "open_object", "read_object"]
 
 
 def read_object(path: UserPath, *, max_bytes: int, size: int | None = None) -> bytes | None:
@@ -92,7 +92,18 @@ def open_object(path: UserPath, *, size: int | None, block_bytes: int) -> IO[byt
     return io.BufferedReader(_RangedReads(store, key, size, path, block_bytes), buffer_size=64 * 1024)
 
 
-class _RangedReads(io.RawIOBase):
+class SeekableReads(io.RawIOBase):
+    """A raw reader of a store's file that reads and seeks, as a local file does (a buffered reader
+    over it gives ``readline(limit)`` and ``peek``)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+
+class _RangedReads(SeekableReads):
     """An S3 object's bytes, a block at a time: each read outside the block held is one ranged GET
     of a block (or of what was asked, if more), object_store retrying one whose answer is cut or
     refused. Only one block is held: the memory an open file costs."""
@@ -103,12 +114,6 @@ class _RangedReads(io.RawIOBase):
         self._block_bytes = block_bytes
         self._at = 0
         self._held_at, self._held = 0, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
